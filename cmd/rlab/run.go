@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/state"
+)
+
+type runFlags struct {
+	For       time.Duration
+	Output    string
+	Operators string
+}
+
+func newRunCmd() *cobra.Command {
+	f := runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Start the sandbox headless: progress on stderr, the timeline on stdout",
+		Long: `Start the sandbox without the screen. Once it is ready rlab prints
+"ready in <seconds>s" and the start-up phases on stderr, and the timeline of
+events on stdout, until --for has passed or Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSandbox(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().DurationVar(&f.For, "for", 0, "stop after this long (0: until Ctrl-C)")
+	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
+	cmd.Flags().StringVar(&f.Operators, "operators", "none", "operator styles to run: none (the operators arrive with issue #3)")
+	return cmd
+}
+
+func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) error {
+	if f.Output != "text" && f.Output != "json" {
+		return fmt.Errorf("--output %q: want text or json", f.Output)
+	}
+	if f.Operators != "none" {
+		return fmt.Errorf("--operators %q: only \"none\" is available in this version", f.Operators)
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	d, err := stateDir()
+	if err != nil {
+		return err
+	}
+	if pid := d.Running(); pid != 0 {
+		fmt.Fprintln(stderr, "rlab:", (&state.BusyError{Root: d.Root, PID: pid}).Error())
+		return exitCode(1)
+	}
+	log, closeLog, err := openLog(d)
+	if err != nil {
+		return err
+	}
+	defer closeLog.Close()
+
+	dir, err := assets.Ensure(ctx, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "starting sandbox (envtest %s, state in %s)\n", assets.KubeVersion, d.Root)
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		State:  d,
+		Assets: dir,
+		Log:    log,
+	})
+	var busy *state.BusyError
+	if errors.As(err, &busy) {
+		fmt.Fprintln(stderr, "rlab:", err)
+		return exitCode(1)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "interrupted during start-up; everything started was stopped")
+			return exitCode(130)
+		}
+		return fmt.Errorf("start sandbox: %w (logs in %s)", err, d.Logs())
+	}
+	for _, e := range sb.Reaped {
+		fmt.Fprintf(stderr, "cleaned up %s (pid %d) left by a previous run\n", e.Name, e.PID)
+	}
+	fmt.Fprintf(stderr, "ready in %.2fs\n", sb.Ready.Seconds())
+	for _, p := range sb.Backend().Phases() {
+		fmt.Fprintf(stderr, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
+	}
+	fmt.Fprintf(stderr, "point your kubectl at it: eval \"$(rlab env)\"   (Ctrl-C stops the sandbox)\n")
+	_ = stdout // the timeline arrives with the operators (issue #3)
+
+	var timeout <-chan time.Time
+	if f.For > 0 {
+		timeout = time.After(f.For)
+	}
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	}
+	began := time.Now()
+	fmt.Fprintln(stderr, "stopping sandbox ...")
+	if err := sb.Stop(); err != nil {
+		return fmt.Errorf("stop sandbox: %w", err)
+	}
+	fmt.Fprintf(stderr, "stopped in %.2fs\n", time.Since(began).Seconds())
+	return nil
+}

@@ -1,0 +1,111 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group, Version and the resource names of the Echo CRD.
+const (
+	Group    = "kkloud.io"
+	Version  = "v1"
+	Kind     = "Echo"
+	Plural   = "echoes"
+	Singular = "echo"
+	Short    = "ec"
+)
+
+var (
+	// GroupVersion is the API group and version of Echo.
+	GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+	// Resource is the GroupVersionResource the dynamic client and informers use.
+	Resource = GroupVersion.WithResource(Plural)
+	// GroupVersionKind is the GVK written into ownerReferences.
+	GroupVersionKind = GroupVersion.WithKind(Kind)
+)
+
+// EchoSpec is what the student asks for.
+type EchoSpec struct {
+	// Message is what every pod answers (http-echo -text=<message>). Required.
+	Message string `json:"message"`
+	// Replicas is the number of pods, 1 to 5; the apiserver defaults it to 1.
+	Replicas int32 `json:"replicas,omitempty"`
+}
+
+// EchoStatus is what the operator observed.
+type EchoStatus struct {
+	// Ready is "<readyReplicas>/<spec.replicas>", e.g. "2/2".
+	Ready string `json:"ready,omitempty"`
+}
+
+// Echo asks for a Deployment of http-echo pods that answer with Message.
+type Echo struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EchoSpec   `json:"spec,omitempty"`
+	Status EchoStatus `json:"status,omitempty"`
+}
+
+// EchoList is a list of Echo.
+type EchoList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Echo `json:"items"`
+}
+
+// AddToScheme registers Echo and EchoList in a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Echo{}, &EchoList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// DeepCopyInto copies the receiver into out.
+func (in *Echo) DeepCopyInto(out *Echo) {
+	*out = *in
+	out.TypeMeta = in.TypeMeta
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec = in.Spec
+	out.Status = in.Status
+}
+
+// DeepCopy returns a copy of the receiver.
+func (in *Echo) DeepCopy() *Echo {
+	if in == nil {
+		return nil
+	}
+	out := new(Echo)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *Echo) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+// DeepCopyInto copies the receiver into out.
+func (in *EchoList) DeepCopyInto(out *EchoList) {
+	*out = *in
+	out.TypeMeta = in.TypeMeta
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	if in.Items != nil {
+		out.Items = make([]Echo, len(in.Items))
+		for i := range in.Items {
+			in.Items[i].DeepCopyInto(&out.Items[i])
+		}
+	}
+}
+
+// DeepCopy returns a copy of the receiver.
+func (in *EchoList) DeepCopy() *EchoList {
+	if in == nil {
+		return nil
+	}
+	out := new(EchoList)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *EchoList) DeepCopyObject() runtime.Object { return in.DeepCopy() }

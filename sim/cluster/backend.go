@@ -1,0 +1,41 @@
+// Package cluster provides the Kubernetes control plane a sandbox runs on.
+//
+// Backend is what the rest of rlab needs from a cluster; Envtest, the default,
+// starts a real one on this machine with no Docker: envtest's kube-apiserver and
+// etcd, plus kube-controller-manager (garbage collection, Deployments,
+// ReplicaSets, node lifecycle, namespace deletion), kube-scheduler and kwok,
+// which plays the kubelet of one fake Node so Pods become Ready. Other backends
+// (kind, an existing kubeconfig) will implement the same interface.
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Backend is a running (or startable) control plane.
+type Backend interface {
+	// Name is a short label for the screen, e.g. "envtest".
+	Name() string
+	// Start brings the cluster up and returns once it is Ready: the Echo CRD
+	// established, a Node Ready and untainted, its controllers running.
+	Start(ctx context.Context) error
+	// Stop tears everything down that Start started, and removes its files.
+	Stop() error
+	// Config is an admin (system:masters) client config.
+	Config() *rest.Config
+	// Kubeconfig is the same admin identity as a kubeconfig file's bytes.
+	Kubeconfig() []byte
+	// Version is the apiserver's git version, e.g. "v1.36.3".
+	Version() string
+	// Phases are the start-up phases done so far, with their durations.
+	Phases() []Phase
+}
+
+// Phase is one step of start-up and how long it took.
+type Phase struct {
+	Name string
+	Took time.Duration
+}

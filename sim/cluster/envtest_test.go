@@ -1,0 +1,164 @@
+package cluster_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/cluster"
+)
+
+// TestReady checks what Start promised: a Ready, untainted node and the
+// pinned version.
+func TestReady(t *testing.T) {
+	n, err := shared.cs.CoreV1().Nodes().Get(t.Context(), cluster.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cluster.NodeReady(n) {
+		t.Fatalf("node not ready/untainted: taints=%v conditions=%v", n.Spec.Taints, n.Status.Conditions)
+	}
+	if v := shared.backend.Version(); v != "v1.36.3" {
+		t.Fatalf("server version %q, want v1.36.3", v)
+	}
+	var names []string
+	for _, p := range shared.backend.Phases() {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "apiserver+etcd,echo crd,controllers,node ready,controllers healthy" {
+		t.Fatalf("phases = %s", got)
+	}
+}
+
+// TestOwnerReferenceGC: a Deployment owned by a ConfigMap gets Ready Pods, and
+// deleting the owner removes the Deployment, its ReplicaSet and its Pods:
+// the garbage collector and kwok at work, which plain envtest lacks.
+func TestOwnerReferenceGC(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t, "gc")
+	owner, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.OwnerReference{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+	if _, err := shared.cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 2, &ref), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
+
+	rs, err := shared.cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(rs.Items) != 1 {
+		t.Fatalf("want 1 ReplicaSet, got %v (%v)", len(rs.Items), err)
+	}
+	if _, total, _ := podsReady(ctx, ns, "web"); total != 2 {
+		t.Fatalf("want 2 pods, got %d", total)
+	}
+
+	if err := shared.cs.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "Deployment, ReplicaSet and Pods collected", gone(ns, "web"))
+}
+
+// TestNamespaceDeletion: a namespace holding a Deployment with Pods, a
+// ConfigMap and an Echo is deleted completely instead of sticking in
+// Terminating.
+func TestNamespaceDeletion(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t, "nsdel")
+	if _, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 2, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.dyn.Resource(echov1.Resource).Namespace(ns).Create(ctx, echo("hello", map[string]any{"message": "hi"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
+
+	if err := shared.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "namespace "+ns+" gone", func(ctx context.Context) (bool, error) {
+		_, err := shared.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+func echo(name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": echov1.GroupVersion.String(),
+		"kind":       echov1.Kind,
+		"metadata":   map[string]any{"name": name},
+		"spec":       spec,
+	}}
+}
+
+// TestEchoValidation: the apiserver enforces the CRD schema with its own
+// message naming the field, stores nothing for a rejected spec, and defaults
+// replicas to 1.
+func TestEchoValidation(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t, "crd")
+	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
+	tests := []struct {
+		name string
+		spec map[string]any
+		want []string // fragments of the apiserver's message
+	}{
+		{"replicas-zero", map[string]any{"message": "hi", "replicas": int64(0)},
+			[]string{"spec.replicas", "should be greater than or equal to 1"}},
+		{"replicas-six", map[string]any{"message": "hi", "replicas": int64(6)},
+			[]string{"spec.replicas", "should be less than or equal to 5"}},
+		{"replicas-string", map[string]any{"message": "hi", "replicas": "abc"},
+			[]string{"spec.replicas", "must be of type integer"}},
+		{"no-message", map[string]any{"replicas": int64(2)},
+			[]string{"spec.message", "Required value"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := echoes.Create(ctx, echo(tc.name, tc.spec), metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("create: got %v, want an Invalid error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message %q lacks %q", err, w)
+				}
+			}
+			if _, err := echoes.Get(ctx, tc.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("rejected Echo was stored: %v", err)
+			}
+		})
+	}
+
+	t.Run("replicas-default", func(t *testing.T) {
+		got, err := echoes.Create(ctx, echo("plain", map[string]any{"message": "hi"}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, found, err := unstructured.NestedInt64(got.Object, "spec", "replicas")
+		if err != nil || !found || r != 1 {
+			t.Fatalf("spec.replicas = %d (found=%v, %v), want default 1", r, found, err)
+		}
+	})
+}

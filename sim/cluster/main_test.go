@@ -1,0 +1,190 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/proc"
+)
+
+// shared is the one real control plane the tests in this package use; each
+// test works in namespaces of its own.
+var shared struct {
+	backend *cluster.Envtest
+	cs      kubernetes.Interface
+	dyn     dynamic.Interface
+	assets  string
+}
+
+func TestMain(m *testing.M) {
+	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		// Never skip: these tests are the proof that the sandbox works.
+		fmt.Fprintln(os.Stderr, "cluster tests need the control plane:", err)
+		return 1
+	}
+	b, err := startBackend(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start envtest backend:", err)
+		return 1
+	}
+	defer func() {
+		if err := b.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop envtest backend:", err)
+		}
+	}()
+	shared.backend, shared.assets = b, dir
+	shared.cs = kubernetes.NewForConfigOrDie(b.Config())
+	shared.dyn = dynamic.NewForConfigOrDie(b.Config())
+	return m.Run()
+}
+
+// startBackend starts a fresh envtest backend in a temporary state layout.
+func startBackend(assetDir string) (*cluster.Envtest, error) {
+	root, err := os.MkdirTemp("", "rlab-cluster-test-")
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	b := cluster.NewEnvtest(cluster.EnvtestOptions{
+		Assets: assetDir,
+		Self:   self,
+		RunDir: filepath.Join(root, "run"),
+		LogDir: filepath.Join(root, "logs"),
+		PIDDir: filepath.Join(root, "pids"),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(root, "logs"))
+	}
+	return b, nil
+}
+
+// eventually polls cond every 20 ms until it holds or timeout passes. The
+// deadlines are generous so a loaded 2-core machine cannot flake; speed is
+// measured by the benchmarks, not asserted here.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
+	}
+}
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns, err := shared.cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// deployment is a plain Deployment of n pods labelled app=name.
+func deployment(ns, name string, n int32, owner *metav1.OwnerReference) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(n),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "echo", Image: "hashicorp/http-echo", Args: []string{"-text=hi"},
+				}}},
+			},
+		},
+	}
+	if owner != nil {
+		d.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return d
+}
+
+// podsReady counts the Ready pods labelled app=name.
+func podsReady(ctx context.Context, ns, name string) (ready, total int, err error) {
+	pods, err := shared.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, len(pods.Items), nil
+}
+
+// deploymentReady is true once the Deployment reports want ready replicas and
+// that many Pods are Ready.
+func deploymentReady(ns, name string, want int32) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		d, err := shared.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready, _, err := podsReady(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		return d.Status.ReadyReplicas == want && ready == int(want), nil
+	}
+}
+
+// gone is true once nothing labelled app=name is left: Deployment,
+// ReplicaSets, Pods.
+func gone(ns, name string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		_, err := shared.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		rs, err := shared.cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil || len(rs.Items) > 0 {
+			return false, err
+		}
+		pods, err := shared.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil || len(pods.Items) > 0 {
+			return false, err
+		}
+		return true, nil
+	}
+}

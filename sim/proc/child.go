@@ -1,0 +1,75 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Child is a process rlab started: its own process group, killed if rlab dies.
+type Child struct {
+	Name string
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// Start runs path with args as a child named name, output to out, recorded in
+// the pid dir. The parent-death signal fires when the thread that forked the
+// child exits; Go keeps its threads alive, so in practice that is when rlab dies.
+func Start(pidDir, name, path string, args []string, out io.Writer) (*Child, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &Child{Name: name, cmd: cmd, dir: pidDir, done: make(chan struct{})}
+	if err := Record(pidDir, cmd.Process.Pid, name); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, err
+	}
+	go func() {
+		c.err = cmd.Wait()
+		Forget(pidDir, cmd.Process.Pid)
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// PID is the child's process id (and process group id).
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
+// Done is closed when the child has exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is the child's exit error, valid after Done is closed.
+func (c *Child) Err() error { return c.err }
+
+// Stop sends SIGTERM to the child's process group, then SIGKILL after grace.
+// It returns once the child has been reaped.
+func (c *Child) Stop(grace time.Duration) error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-c.PID(), syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
+	select {
+	case <-c.done:
+		return fmt.Errorf("%s (pid %d) ignored SIGTERM for %s and was killed", c.Name, c.PID(), grace)
+	case <-time.After(10 * time.Second):
+		return errors.New(c.Name + " did not exit after SIGKILL")
+	}
+}

@@ -1,0 +1,79 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// WrapperArg is the hidden first argument that turns the rlab binary (or a
+// test binary that calls MaybeRunWrapper) into the exec wrapper.
+const WrapperArg = "__exec"
+
+// WriteWrapper writes an executable script at dir/name that runs the real
+// binary through the exec wrapper of self (the running rlab binary). envtest
+// takes a binary path, not a command line; this script is that path.
+func WriteWrapper(dir, name, self, real, pidDir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("wrapper dir: %w", err)
+	}
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	script := fmt.Sprintf("#!/bin/sh\n# Runs %s with a parent-death signal (written by rlab).\nexec %s %s %s %s %d %s \"$@\"\n",
+		name, q(self), WrapperArg, q(pidDir), q(name), os.Getpid(), q(real))
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
+		return "", fmt.Errorf("write wrapper: %w", err)
+	}
+	return p, nil
+}
+
+// MaybeRunWrapper execs the wrapped binary if os.Args asks for the wrapper and
+// never returns in that case. Call it first thing in main and in TestMain.
+//
+// Arguments: __exec <pid dir> <name> <parent pid> <real binary> [args...]
+func MaybeRunWrapper() {
+	if len(os.Args) < 2 || os.Args[1] != WrapperArg {
+		return
+	}
+	if err := runWrapper(os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "rlab exec wrapper:", err)
+		os.Exit(127)
+	}
+}
+
+func runWrapper(args []string) error {
+	if len(args) < 4 {
+		return fmt.Errorf("usage: %s <pid dir> <name> <parent pid> <binary> [args...]", WrapperArg)
+	}
+	pidDir, name, real := args[0], args[1], args[3]
+	parent, err := strconv.Atoi(args[2])
+	if err != nil {
+		return fmt.Errorf("parent pid %q: %w", args[2], err)
+	}
+	// The death signal belongs to the thread; exec keeps the calling thread's,
+	// so set it and exec on the same locked thread.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("set parent-death signal: %w", err)
+	}
+	// The shell that ran this script exec'd into us, so our parent is rlab; if
+	// rlab died before prctl, nobody would ever signal us.
+	if os.Getppid() != parent {
+		return fmt.Errorf("parent %d is gone", parent)
+	}
+	if err := Record(pidDir, os.Getpid(), name); err != nil {
+		return err
+	}
+	argv := append([]string{real}, args[4:]...)
+	if err := syscall.Exec(real, argv, os.Environ()); err != nil {
+		Forget(pidDir, os.Getpid())
+		return fmt.Errorf("exec %s: %w", real, err)
+	}
+	return nil
+}
