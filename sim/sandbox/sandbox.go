@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kkloud/rlab/sim/cluster"
@@ -35,6 +36,9 @@ type Sandbox struct {
 	Reaped []proc.Entry
 	// Ready is how long Start took.
 	Ready time.Duration
+
+	setTmp, hadTmp bool
+	oldTmp         string
 }
 
 // Start takes the state dir (or fails with *state.BusyError), reaps whatever a
@@ -70,6 +74,17 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	if err := os.RemoveAll(opts.State.Run()); err != nil {
 		return nil, fmt.Errorf("clean up previous run: %w", err)
+	}
+	// envtest writes temp files of its own (webhook serving certs) that a
+	// killed run cannot remove; kept under the run dir, the next start does.
+	tmp := filepath.Join(opts.State.Run(), "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	s.oldTmp, s.hadTmp = os.LookupEnv("TMPDIR")
+	s.setTmp = true
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	s.backend = cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets:   opts.Assets,
@@ -113,6 +128,14 @@ func (s *Sandbox) Stop() error {
 		errs = append(errs, os.RemoveAll(s.opts.State.Run()))
 		s.lock.Release()
 		s.lock = nil
+	}
+	if s.setTmp {
+		if s.hadTmp {
+			errs = append(errs, os.Setenv("TMPDIR", s.oldTmp))
+		} else {
+			errs = append(errs, os.Unsetenv("TMPDIR"))
+		}
+		s.setTmp = false
 	}
 	return errors.Join(errs...)
 }

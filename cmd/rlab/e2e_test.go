@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/proc"
+)
+
+// These tests drive the real rlab binary against the real control plane, the
+// way a student does: rlab run in one terminal, rlab env and kubectl in another.
+
+var rlabBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "rlab-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rlabBin = filepath.Join(tmp, "rlab")
+	out, err := exec.Command("go", "build", "-o", rlabBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build rlab: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a polling test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// sandboxEnv is an environment with its own state dir and temp dir.
+type sandboxEnv struct {
+	state, tmp string
+	env        []string
+}
+
+func newSandboxEnv(t *testing.T) sandboxEnv {
+	root := t.TempDir()
+	e := sandboxEnv{state: filepath.Join(root, "state"), tmp: filepath.Join(root, "tmp")}
+	if err := os.MkdirAll(e.tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") && !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			e.env = append(e.env, kv)
+		}
+	}
+	e.env = append(e.env, "XDG_STATE_HOME="+e.state, "TMPDIR="+e.tmp)
+	return e
+}
+
+func (e sandboxEnv) rlabState() string { return filepath.Join(e.state, "rlab") }
+
+// run is one `rlab run` process, in its own process group so the test can
+// always stop exactly what it started.
+type run struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+	err            error
+}
+
+func startRun(t *testing.T, e sandboxEnv, args ...string) *run {
+	t.Helper()
+	r := &run{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(rlabBin, append([]string{"run"}, args...)...)
+	r.cmd.Env = e.env
+	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
+	})
+	return r
+}
+
+func (r *run) pid() int { return r.cmd.Process.Pid }
+
+// waitOutput waits until stderr contains s, failing early if rlab exits.
+func (r *run) waitStderr(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(r.stderr.String(), s) {
+		select {
+		case <-r.done:
+			if strings.Contains(r.stderr.String(), s) {
+				return
+			}
+			t.Fatalf("rlab run exited (%v) before printing %q; stderr:\n%s", r.err, s, r.stderr)
+		case <-deadline:
+			t.Fatalf("no %q within %s; stderr:\n%s", s, timeout, r.stderr)
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *run) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		t.Fatalf("rlab run did not exit within %s; stderr:\n%s", timeout, r.stderr)
+		return nil
+	}
+}
+
+// children lists the live processes whose parent is pid, with start times.
+func children(pid int) []proc.Entry {
+	des, _ := os.ReadDir("/proc")
+	var out []proc.Entry
+	for _, de := range des {
+		p, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + de.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if len(f) < 20 || f[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != pid {
+			continue
+		}
+		st, _ := strconv.ParseUint(f[19], 10, 64)
+		out = append(out, proc.Entry{PID: p, Start: st, Name: strings.TrimPrefix(s[:i], de.Name()+" (")})
+	}
+	return out
+}
+
+func alive(es []proc.Entry) []proc.Entry {
+	var out []proc.Entry
+	for _, e := range es {
+		if e.Alive() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cli runs a short command and returns its stdout, stderr and exit code.
+func cli(t *testing.T, env []string, name string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func kubectlPath(t *testing.T) string {
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		t.Fatalf("the e2e tests need the control plane: %v", err)
+	}
+	return filepath.Join(dir, "kubectl")
+}
+
+// TestRunEnvKubectl: rlab run reports ready with phase timings; rlab env
+// hands out a kubeconfig the student's kubectl (the one built here) can use:
+// Echo columns, the apiserver's own validation message, both versions. A
+// second rlab run is refused; SIGINT stops everything and leaves no files.
+func TestRunEnvKubectl(t *testing.T) {
+	kubectl := kubectlPath(t)
+	e := newSandboxEnv(t)
+
+	_, stderr, code := cli(t, e.env, rlabBin, "env")
+	if code != 1 || !strings.Contains(stderr, "no sandbox is running") {
+		t.Fatalf("rlab env with no sandbox: exit %d, stderr %q", code, stderr)
+	}
+
+	r := startRun(t, e, "--operators", "none", "--for", "10m")
+	r.waitStderr(t, "ready in", 3*time.Minute)
+	if !regexp.MustCompile(`ready in \d+\.\d+s\n(  \S.*\d\.\d\ds\n){5}`).MatchString(r.stderr.String()) {
+		t.Errorf("want `ready in <seconds>s` then 5 phase lines; stderr:\n%s", r.stderr)
+	}
+	if out := r.stdout.String(); out != "" {
+		t.Errorf("stdout is for the timeline and should be empty with no operators, got %q", out)
+	}
+
+	out, stderr, code := cli(t, e.env, rlabBin, "env")
+	want := "export KUBECONFIG=" + filepath.Join(e.rlabState(), "kubeconfig") + "\n"
+	if code != 0 || out != want {
+		t.Fatalf("rlab env: exit %d, out %q (want %q), stderr %q", code, out, want, stderr)
+	}
+	kenv := append(append([]string(nil), e.env...), strings.TrimPrefix(strings.TrimSpace(out), "export "))
+	if st, err := os.Stat(filepath.Join(e.rlabState(), "kubeconfig")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+
+	t.Run("kubectl version", func(t *testing.T) {
+		out, stderr, code := cli(t, kenv, kubectl, "version")
+		if code != 0 || !strings.Contains(out, "Client Version: v1.36.3") || !strings.Contains(out, "Server Version: v1.36.3") {
+			t.Fatalf("kubectl version: exit %d\n%s%s", code, out, stderr)
+		}
+	})
+
+	t.Run("kubectl get ec", func(t *testing.T) {
+		apply := exec.Command(kubectl, "apply", "-f", "-")
+		apply.Env = kenv
+		apply.Stdin = strings.NewReader("apiVersion: kkloud.io/v1\nkind: Echo\nmetadata: {name: hello, namespace: default}\nspec: {message: \"xin chao operator\"}\n")
+		if b, err := apply.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, b)
+		}
+		out, stderr, code := cli(t, kenv, kubectl, "get", "ec", "-n", "default")
+		if code != 0 {
+			t.Fatalf("kubectl get ec: exit %d: %s", code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !reflectFields(lines[0], "NAME", "MESSAGE", "REPLICAS", "READY") ||
+			!strings.HasPrefix(lines[1], "hello") || !strings.Contains(lines[1], "xin chao operator") {
+			t.Fatalf("kubectl get ec:\n%s", out)
+		}
+		if f := strings.Fields(strings.TrimPrefix(lines[1], "hello")); f[3] != "1" { // "xin chao operator" is 3 fields
+			t.Fatalf("REPLICAS column = %q, want the default 1:\n%s", f[3], out)
+		}
+	})
+
+	t.Run("kubectl shows the apiserver's validation message", func(t *testing.T) {
+		apply := exec.Command(kubectl, "apply", "-f", "-")
+		apply.Env = kenv
+		apply.Stdin = strings.NewReader("apiVersion: kkloud.io/v1\nkind: Echo\nmetadata: {name: bad, namespace: default}\nspec: {message: hi, replicas: 6}\n")
+		b, err := apply.CombinedOutput()
+		if err == nil || !strings.Contains(string(b), `The Echo "bad" is invalid: spec.replicas`) ||
+			!strings.Contains(string(b), "should be less than or equal to 5") {
+			t.Fatalf("kubectl apply replicas 6: err=%v\n%s", err, b)
+		}
+	})
+
+	t.Run("second run refused", func(t *testing.T) {
+		_, stderr, code := cli(t, e.env, rlabBin, "run", "--operators", "none", "--for", "1s")
+		if code == 0 || !strings.Contains(stderr, "already running") || !strings.Contains(stderr, fmt.Sprintf("pid %d", r.pid())) {
+			t.Fatalf("second rlab run: exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	kids := children(r.pid())
+	if len(kids) < 5 {
+		t.Fatalf("want at least 5 children (apiserver, etcd, kcm, scheduler, kwok), got %v", kids)
+	}
+	if err := syscall.Kill(r.pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("rlab run after SIGINT: %v\n%s", err, r.stderr)
+	}
+	if a := alive(kids); len(a) > 0 {
+		t.Fatalf("children alive after SIGINT: %v", a)
+	}
+	for _, p := range []string{"run", "pids", "kubeconfig", "rlab.pid"} {
+		if _, err := os.Stat(filepath.Join(e.rlabState(), p)); !os.IsNotExist(err) {
+			t.Errorf("%s left in the state dir after SIGINT (%v)", p, err)
+		}
+	}
+	if left, _ := os.ReadDir(e.tmp); len(left) > 0 {
+		t.Errorf("temp files left after SIGINT: %v", left)
+	}
+	if _, stderr, code := cli(t, e.env, rlabBin, "env"); code != 1 || !strings.Contains(stderr, "no sandbox is running") {
+		t.Errorf("rlab env after stop: exit %d, %q", code, stderr)
+	}
+}
+
+// reflectFields reports whether line's whitespace-separated fields are want.
+func reflectFields(line string, want ...string) bool {
+	return strings.Join(strings.Fields(line), " ") == strings.Join(want, " ")
+}
+
+// TestSIGKILLLeavesNothing: after SIGKILL of rlab run every child dies on its
+// own (parent-death signal), and the next run cleans the stale state and
+// starts normally.
+func TestSIGKILLLeavesNothing(t *testing.T) {
+	e := newSandboxEnv(t)
+	r := startRun(t, e, "--operators", "none", "--for", "10m")
+	r.waitStderr(t, "ready in", 3*time.Minute)
+	kids := children(r.pid())
+	if len(kids) < 5 {
+		t.Fatalf("want at least 5 children, got %v", kids)
+	}
+	if err := syscall.Kill(r.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.wait(t, 10*time.Second)
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(alive(kids)) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("children still alive 5s after SIGKILL of rlab: %v", alive(kids))
+	}
+	if _, err := os.Stat(filepath.Join(e.rlabState(), "rlab.pid")); err != nil {
+		t.Fatalf("a killed run should leave its stale pid file behind for the next run to find: %v", err)
+	}
+
+	// The next run finds the stale pid file and run dir, cleans up, goes on.
+	r2 := startRun(t, e, "--operators", "none", "--for", "10m")
+	r2.waitStderr(t, "ready in", 3*time.Minute)
+	out, _, code := cli(t, e.env, rlabBin, "env")
+	if code != 0 || !strings.HasPrefix(out, "export KUBECONFIG=") {
+		t.Fatalf("rlab env after restart: exit %d, %q", code, out)
+	}
+	if err := syscall.Kill(r2.pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("rlab run after SIGTERM: %v\n%s", err, r2.stderr)
+	}
+	if left, _ := os.ReadDir(e.tmp); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+}
