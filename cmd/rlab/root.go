@@ -36,7 +36,7 @@ runs the same Echo operator written three ways, and shows what happens inside ea
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd())
 	return root
 }
 

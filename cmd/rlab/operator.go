@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/kkloud/rlab/operators/clientgo"
+	"github.com/kkloud/rlab/operators/echo"
+	crstyle "github.com/kkloud/rlab/operators/runtime"
+)
+
+// newOperatorCmd is `rlab operator <style>`: one replica of a Go operator, as
+// the sandbox starts it (hidden; also runnable by hand against any cluster).
+func newOperatorCmd() *cobra.Command {
+	o := echo.DefaultOptions()
+	o.Replica = "a"
+	cmd := &cobra.Command{
+		Use:       "operator clientgo|runtime",
+		Short:     "Run one replica of a Go Echo operator (logs on stderr; trace on stdout with RLAB_TRACE=1)",
+		Hidden:    true,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{clientgo.Style, crstyle.Style},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Namespace == "" {
+				return fmt.Errorf("--namespace is required")
+			}
+			run := map[string]func(context.Context, echo.Options) error{
+				clientgo.Style: clientgo.Run,
+				crstyle.Style:  crstyle.Run,
+			}[args[0]]
+			if run == nil {
+				return fmt.Errorf("unknown style %q: want clientgo or runtime", args[0])
+			}
+			return runOperator(cmd.Context(), run, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	f.StringVar(&o.Namespace, "namespace", "", "the namespace to watch and write (required)")
+	f.StringVar(&o.Replica, "replica", o.Replica, "replica name, part of the leader identity <style>-<replica>-<pid>")
+	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent reconciles")
+	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
+	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
+	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
+	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")
+	f.DurationVar(&o.RetryPeriod, "retry-period", o.RetryPeriod, "how often candidates try to acquire or renew")
+	return cmd
+}
+
+func runOperator(parent context.Context, run func(context.Context, echo.Options) error, o echo.Options, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h := slog.NewTextHandler(stderr, nil)
+	o.Log = slog.New(h)
+	klog.SetLogger(logr.FromSlogHandler(h))
+	if os.Getenv("RLAB_TRACE") == "1" {
+		o.Trace = stdout
+	}
+	if err := run(ctx, o); err != nil {
+		o.Log.Error("operator exiting", "error", err)
+		return exitCode(1)
+	}
+	return nil
+}

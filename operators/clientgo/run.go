@@ -1,0 +1,125 @@
+package clientgo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Style is this operator's name in traces, identities and the screen.
+const Style = "clientgo"
+
+// ErrLeaderLost ends Run when another replica took the Lease: the process
+// exits and is restarted as a standby, as in a real cluster.
+var ErrLeaderLost = errors.New("leader election lost")
+
+// Run runs one replica of the operator until ctx ends or, with leader
+// election, until it loses the Lease.
+func Run(ctx context.Context, o echo.Options) error {
+	log := o.Log.With("style", Style, "replica", o.Replica)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "echo-" + Style + "/" + o.Replica
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	em := echo.NewEmitter(o.Trace, Style+"/"+o.Replica)
+	defer em.Close()
+
+	run := func(ctx context.Context) error {
+		// No resync (0): every reconcile here has an event behind it.
+		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
+		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
+		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, o.WatchOwned, em, log)
+		if err != nil {
+			return err
+		}
+		kubeInformers.Start(ctx.Done())
+		echoInformers.Start(ctx.Done())
+		defer kubeInformers.Shutdown()
+		defer echoInformers.Shutdown()
+		return c.Run(ctx, o.Workers)
+	}
+	if !o.LeaderElect {
+		return run(ctx)
+	}
+
+	// Only the replica holding the Lease runs informers and workers; the
+	// others wait, retrying every RetryPeriod.
+	id := echo.Identity(Style, o.Replica)
+	lease := "Lease/" + echo.LeaseName
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: echo.LeaseName, Namespace: o.Namespace},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	runErr := make(chan error, 1)
+	var leading atomic.Bool
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            echo.LeaseName,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true, // a graceful stop hands over at once
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{"identity": id})
+				log.Info("became leader", "identity", id)
+				runErr <- run(ctx)
+			},
+			// Called on every exit, even by a replica that never led.
+			OnStoppedLeading: func() {
+				if !leading.Load() {
+					return
+				}
+				reason := "released" // ReleaseOnCancel gives it up on a graceful stop
+				if ctx.Err() == nil {
+					reason = "lost"
+				}
+				em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{"identity": id, "reason": reason})
+				log.Info("stopped leading", "identity", id, "reason", reason)
+			},
+			OnNewLeader: func(holder string) {
+				em.Emit(trace.LeaderObserved, o.Namespace, lease, map[string]any{"identity": holder})
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	log.Info("waiting for the Lease", "identity", id, "lease", echo.LeaseName)
+	le.Run(ctx) // returns when ctx ends or the Lease is lost
+	select {
+	case err := <-runErr:
+		if err != nil {
+			return err
+		}
+	default:
+	}
+	if ctx.Err() == nil {
+		return ErrLeaderLost
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package echo
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Cause is why a key was put on the workqueue: the answer to "why did
+// reconcile run (again)?".
+type Cause struct {
+	Kind  string // trace.CauseEvent, CauseRequeue, ...
+	Event string // e.g. "UPDATE Deployment/echo-hello → Echo/hello", "error, backoff 20ms"
+}
+
+// Causes remembers, per queue key, the causes that are waiting for the next
+// reconcile of that key. The queue de-duplicates keys; this keeps what the
+// de-duplication merged, so a trace can say one reconcile answered 3 events.
+type Causes struct {
+	mu      sync.Mutex
+	pending map[string][]Cause
+}
+
+// NewCauses returns an empty tracker.
+func NewCauses() *Causes { return &Causes{pending: map[string][]Cause{}} }
+
+// Add records c for key and returns how many causes now wait for it.
+func (c *Causes) Add(key string, cause Cause) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending[key] = append(c.pending[key], cause)
+	return len(c.pending[key])
+}
+
+// Last returns the newest cause waiting for key and how many wait.
+func (c *Causes) Last(key string) (Cause, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := c.pending[key]
+	if len(cs) == 0 {
+		return Cause{}, 0
+	}
+	return cs[len(cs)-1], len(cs)
+}
+
+// Take returns and forgets the causes waiting for key.
+func (c *Causes) Take(key string) []Cause {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := c.pending[key]
+	delete(c.pending, key)
+	return cs
+}
+
+// StartFields are the reconcile.start fields for the causes a reconcile answers.
+func StartFields(id int64, cs []Cause) map[string]any {
+	f := map[string]any{"id": id, "causes": len(cs)}
+	if len(cs) > 0 {
+		f["cause"], f["cause_event"] = cs[0].Kind, cs[0].Event
+	} else {
+		// Nothing recorded it: the informer's periodic resync, or an add the
+		// trace did not see.
+		f["cause"] = trace.CauseResync
+	}
+	return f
+}
+
+// Depth is a workqueue.MetricsProvider that keeps only the queue depth, in an
+// atomic: its methods run under the queue's lock, so they must not block.
+type Depth struct{ n atomic.Int64 }
+
+// Value is the number of keys ready in the queue (not counting delayed ones).
+func (d *Depth) Value() int64 { return d.n.Load() }
+
+type depthGauge struct{ d *Depth }
+
+func (g depthGauge) Inc() { g.d.n.Add(1) }
+func (g depthGauge) Dec() { g.d.n.Add(-1) }
+
+type noop struct{}
+
+func (noop) Inc()            {}
+func (noop) Observe(float64) {}
+func (noop) Set(float64)     {}
+
+// NewDepthMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewDepthMetric(string) workqueue.GaugeMetric { return depthGauge{d} }
+
+// NewAddsMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewAddsMetric(string) workqueue.CounterMetric { return noop{} }
+
+// NewLatencyMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewLatencyMetric(string) workqueue.HistogramMetric { return noop{} }
+
+// NewWorkDurationMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noop{} }
+
+// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric { return noop{} }
+
+// NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noop{}
+}
+
+// NewRetriesMetric implements workqueue.MetricsProvider.
+func (d *Depth) NewRetriesMetric(string) workqueue.CounterMetric { return noop{} }

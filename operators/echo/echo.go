@@ -1,0 +1,122 @@
+// Package echo holds what the three Echo operators share: the desired
+// Deployment for an Echo, the status string, and the names and labels they
+// all use. Each style calls these; none re-implements them.
+package echo
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+)
+
+const (
+	// Image is the container every Echo pod runs.
+	Image = "hashicorp/http-echo"
+	// ContainerName is its container's name.
+	ContainerName = "echo"
+	// LabelKey selects an Echo's pods: app.kubernetes.io/instance=<echo name>.
+	LabelKey = "app.kubernetes.io/instance"
+	// ManagedByKey marks objects an Echo operator created.
+	ManagedByKey = "app.kubernetes.io/managed-by"
+	// LeaseName is the Lease the Go styles elect their leader on.
+	LeaseName = "echo-operator"
+)
+
+// DeploymentName is the name of the Deployment an Echo owns: echo-<name>.
+func DeploymentName(echoName string) string { return "echo-" + echoName }
+
+// Labels are the labels of an Echo's Deployment and pods; managedBy names the
+// operator style.
+func Labels(echoName, managedBy string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name": "echo",
+		LabelKey:                 echoName,
+		ManagedByKey:             managedBy,
+	}
+}
+
+// Arg is the http-echo argument carrying the message.
+func Arg(message string) string { return "-text=" + message }
+
+// Replicas is spec.replicas with the CRD's default applied.
+func Replicas(spec echov1.EchoSpec) int32 {
+	if spec.Replicas < 1 {
+		return 1
+	}
+	return spec.Replicas
+}
+
+// OwnerReference is the controller reference from an Echo's children to it.
+// Deleting the Echo then deletes them through garbage collection.
+func OwnerReference(name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         echov1.GroupVersion.String(),
+		Kind:               echov1.Kind,
+		Name:               name,
+		UID:                uid,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// DesiredDeployment is the Deployment an Echo asks for: spec.replicas pods of
+// http-echo answering spec.message, owned by the Echo.
+func DesiredDeployment(e *echov1.Echo, managedBy string) *appsv1.Deployment {
+	labels := Labels(e.Name, managedBy)
+	selector := map[string]string{LabelKey: e.Name}
+	return &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            DeploymentName(e.Name),
+			Namespace:       e.Namespace,
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{OwnerReference(e.Name, e.UID)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(Replicas(e.Spec)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:  ContainerName,
+						Image: Image,
+						Args:  []string{Arg(e.Spec.Message)},
+						Ports: []corev1.ContainerPort{{ContainerPort: 5678, Protocol: corev1.ProtocolTCP}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// Drift says how an existing Deployment differs from what its Echo asks for,
+// in the fields an operator owns: "" when it does not.
+func Drift(have *appsv1.Deployment, want *appsv1.Deployment) string {
+	if have.Spec.Replicas == nil || *have.Spec.Replicas != *want.Spec.Replicas {
+		return "replicas"
+	}
+	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
+	if len(hc) != 1 || hc[0].Image != wc[0].Image || len(hc[0].Args) != 1 || hc[0].Args[0] != wc[0].Args[0] {
+		return "message"
+	}
+	if !metav1.IsControlledBy(have, &metav1.ObjectMeta{UID: want.OwnerReferences[0].UID}) {
+		return "owner"
+	}
+	return ""
+}
+
+// Ready is the status an operator writes: "<readyReplicas>/<spec.replicas>".
+func Ready(d *appsv1.Deployment, spec echov1.EchoSpec) string {
+	ready := int32(0)
+	if d != nil {
+		ready = d.Status.ReadyReplicas
+	}
+	return fmt.Sprintf("%d/%d", ready, Replicas(spec))
+}

@@ -1,0 +1,48 @@
+package echo
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Options are the flags both Go operators take, so that `rlab operator
+// clientgo` and `rlab operator runtime` are started the same way.
+type Options struct {
+	Kubeconfig string // empty: in-cluster or $KUBECONFIG
+	Namespace  string // the only namespace the operator watches and writes
+	Replica    string // "a", "b": part of the leader identity
+	Workers    int    // concurrent reconciles
+
+	// WatchOwned makes Deployment events trigger the owning Echo's reconcile.
+	// Off, a hand edit of a Deployment is never repaired: the classic bug.
+	WatchOwned bool
+
+	LeaderElect   bool
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+
+	Trace io.Writer // JSON-lines trace (stdout when RLAB_TRACE=1), nil for none
+	Log   *slog.Logger
+}
+
+// DefaultOptions are short teaching values: failover is seen within seconds.
+func DefaultOptions() Options {
+	return Options{
+		Workers:       1,
+		WatchOwned:    true,
+		LeaderElect:   true,
+		LeaseDuration: 4 * time.Second,
+		RenewDeadline: 3 * time.Second,
+		RetryPeriod:   time.Second,
+	}
+}
+
+// Identity is the leader-election identity <style>-<replica>-<pid>, so a
+// student can find the leader's process with kubectl and kill it by hand.
+func Identity(style, replica string) string {
+	return style + "-" + replica + "-" + strconv.Itoa(os.Getpid())
+}

@@ -1,0 +1,68 @@
+package echo
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Emitter writes trace events as JSON lines. Emit never blocks the caller
+// (informer handlers, workqueue hooks under the queue lock): events go
+// through a bounded buffer, and when it is full they are dropped and counted,
+// and the count itself is reported as a trace.dropped event.
+type Emitter struct {
+	source  string
+	ch      chan trace.Event
+	dropped atomic.Int64
+	done    chan struct{}
+	once    sync.Once
+}
+
+// NewEmitter starts an emitter writing to w; a nil w gives a no-op emitter.
+func NewEmitter(w io.Writer, source string) *Emitter {
+	e := &Emitter{source: source}
+	if w == nil {
+		return e
+	}
+	e.ch = make(chan trace.Event, 4096)
+	e.done = make(chan struct{})
+	go e.write(w)
+	return e
+}
+
+func (e *Emitter) write(w io.Writer) {
+	defer close(e.done)
+	for ev := range e.ch {
+		if n := e.dropped.Swap(0); n > 0 {
+			_ = trace.Encode(w, trace.Event{Time: ev.Time, Source: e.source, Kind: trace.Dropped, Fields: map[string]any{"count": n}})
+		}
+		_ = trace.Encode(w, ev)
+	}
+}
+
+// Emit records one event about ns/object.
+func (e *Emitter) Emit(kind trace.Kind, ns, object string, fields map[string]any) {
+	if e == nil || e.ch == nil {
+		return
+	}
+	ev := trace.Event{Time: time.Now(), Source: e.source, Kind: kind, Namespace: ns, Object: object, Fields: fields}
+	select {
+	case e.ch <- ev:
+	default:
+		e.dropped.Add(1)
+	}
+}
+
+// Close flushes what is buffered; Emit must not be called afterwards.
+func (e *Emitter) Close() {
+	if e == nil || e.ch == nil {
+		return
+	}
+	e.once.Do(func() {
+		close(e.ch)
+		<-e.done
+	})
+}

@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/trace"
+	"k8s.io/utils/ptr"
+)
+
+// Style is this operator's name in traces, identities and the screen.
+const Style = "runtime"
+
+// ErrLeaderLost ends Run when another replica took the Lease: the manager
+// cannot be restarted, so the process exits and comes back as a standby.
+var ErrLeaderLost = errors.New("leader election lost")
+
+// Run runs one replica of the operator until ctx ends or, with leader
+// election, until it loses the Lease.
+func Run(ctx context.Context, o echo.Options) error {
+	log := o.Log.With("style", Style, "replica", o.Replica)
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "echo-" + Style + "/" + o.Replica
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := echov1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	em := echo.NewEmitter(o.Trace, Style+"/"+o.Replica)
+	defer em.Close()
+
+	id := echo.Identity(Style, o.Replica)
+	opts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"}, // no :8080 listener
+		HealthProbeBindAddress: "0",
+		// The cache (informers) covers only our namespace, Owns() types too.
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	if o.LeaderElect {
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		opts.LeaderElection = true
+		opts.LeaderElectionID = echo.LeaseName
+		opts.LeaderElectionNamespace = o.Namespace
+		opts.LeaderElectionReleaseOnCancel = true // a graceful stop hands over at once
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+		// Our own lock only to set the identity <style>-<replica>-<pid>.
+		opts.LeaderElectionResourceLockInterface = &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: echo.LeaseName, Namespace: o.Namespace},
+			Client:     kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	r := &EchoReconciler{
+		Client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		Namespace: o.Namespace,
+		causes:    echo.NewCauses(),
+		depth:     &echo.Depth{},
+		trace:     em,
+		log:       log,
+	}
+	if err := r.SetupWithManager(mgr, o.WatchOwned); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	lease := "Lease/" + echo.LeaseName
+	var leading atomic.Bool
+	go func() {
+		select {
+		case <-mgr.Elected():
+			if o.LeaderElect {
+				leading.Store(true)
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{"identity": id})
+				log.Info("became leader", "identity", id)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	if o.LeaderElect {
+		log.Info("waiting for the Lease", "identity", id, "lease", echo.LeaseName)
+	}
+	err = mgr.Start(ctx)
+	if leading.Load() {
+		reason := "released" // ReleaseOnCancel gave it up on a graceful stop
+		if ctx.Err() == nil {
+			reason = "lost"
+		}
+		em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{"identity": id, "reason": reason})
+		log.Info("stopped leading", "identity", id, "reason", reason)
+	}
+	if err != nil && ctx.Err() == nil {
+		if err.Error() == ErrLeaderLost.Error() {
+			return ErrLeaderLost
+		}
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package trace is the one event schema of rlab: operators, proxies, the world
+// observer and the supervisor all describe what happened as Events. Operators
+// write them as JSON lines on stdout; rlab reads those lines, publishes them on
+// a Bus, and the screen, the timeline and the lessons subscribe.
+package trace
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind names what happened. The prefix before the dot is the family.
+type Kind string
+
+// The kinds every source uses. Fields lists the keys each one carries.
+const (
+	// InformerAdd/Update/Delete: an informer delivered an event.
+	// Fields: resource ("Echo", "Deployment"), initial (bool, add only),
+	// mapped_to ("Echo/hello" when a Deployment event is mapped to its owner).
+	InformerAdd    Kind = "informer.add"
+	InformerUpdate Kind = "informer.update"
+	InformerDelete Kind = "informer.delete"
+
+	// QueueAdd/Get/Done/Requeue: the workqueue. Fields: key, depth, and for
+	// requeue: reason ("error", "after"), after_ms, retries.
+	QueueAdd     Kind = "queue.add"
+	QueueGet     Kind = "queue.get"
+	QueueDone    Kind = "queue.done"
+	QueueRequeue Kind = "queue.requeue"
+
+	// ReconcileStart/End: one call of reconcile. Fields: id, cause (see Cause*),
+	// cause_event ("UPDATE Deployment/echo-hello"), causes (how many
+	// enqueues this call answers), and on end: result ("ok", "error",
+	// "requeue"), duration_ms, changed ("created", "updated", "none"),
+	// status ("2/2"), error.
+	ReconcileStart Kind = "reconcile.start"
+	ReconcileEnd   Kind = "reconcile.end"
+
+	// APIRequest: one request through a replica's proxy. Fields: verb,
+	// resource, code, latency_ms, user_agent.
+	APIRequest Kind = "api.request"
+
+	// PollTick: the shell loop woke up. Fields: interval_s.
+	PollTick Kind = "poll.tick"
+	// Kubectl: the shell loop ran kubectl. Fields: verb, code, duration_ms.
+	Kubectl Kind = "kubectl"
+
+	// LeaderAcquired/Lost: this replica won or lost the Lease.
+	// LeaderObserved: someone holds the Lease. Fields: identity, lease.
+	LeaderAcquired Kind = "leader.acquired"
+	LeaderLost     Kind = "leader.lost"
+	LeaderObserved Kind = "leader.observed"
+
+	// GCCollected: a child vanished after its owner. Fields: owner.
+	GCCollected Kind = "gc.collected"
+	// DriftDetected/Repaired: a child stopped matching its Echo, and matched
+	// again. Fields: what ("replicas", "message", "deleted"), latency_ms.
+	DriftDetected Kind = "drift.detected"
+	DriftRepaired Kind = "drift.repaired"
+	// Converged: after an Echo edit, its Deployment and status caught up.
+	// Fields: latency_ms, generation.
+	Converged Kind = "echo.converged"
+
+	// ProcessStart/Exit: a replica process. Fields: pid, code, signal,
+	// restarts, backoff_ms.
+	ProcessStart Kind = "process.start"
+	ProcessExit  Kind = "process.exit"
+
+	// Malformed: a line from a child that is not an event. Fields: line, count.
+	Malformed Kind = "trace.malformed"
+	// Dropped: events lost to a full buffer. Fields: count.
+	Dropped Kind = "trace.dropped"
+	// Log: a human message worth a timeline line. Fields: msg.
+	Log Kind = "log"
+)
+
+// Reconcile causes, the value of the "cause" field.
+const (
+	CauseEvent   = "event"   // an informer event (cause_event says which)
+	CauseRequeue = "requeue" // the last reconcile failed; rate-limited retry
+	CauseAfter   = "requeue-after"
+	CauseResync  = "resync"       // periodic resync of the informer
+	CausePoll    = "poll"         // the shell loop's timer
+	CauseInitial = "initial-list" // an object present when the informer started
+)
+
+// Event is one thing that happened, from one source.
+type Event struct {
+	Time time.Time `json:"time"`
+	// Source is who saw it: "clientgo/a", "proxy/runtime/b", "world", "supervisor".
+	Source string `json:"source"`
+	Kind   Kind   `json:"kind"`
+	// Namespace and Object ("Echo/hello") name what it is about, if anything.
+	Namespace string         `json:"ns,omitempty"`
+	Object    string         `json:"object,omitempty"`
+	Fields    map[string]any `json:"fields,omitempty"`
+}
+
+// Str returns a string field, or "".
+func (e Event) Str(k string) string {
+	switch v := e.Fields[k].(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Num returns a numeric field as float64 (JSON numbers decode as float64).
+func (e Event) Num(k string) (float64, bool) {
+	switch v := e.Fields[k].(type) {
+	case float64:
+		return v, true
+	case float32:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case time.Duration:
+		return float64(v.Milliseconds()), true
+	}
+	return 0, false
+}
+
+// Style is the operator style of the source ("clientgo" for "clientgo/a" and
+// "proxy/clientgo/a"), or "".
+func (e Event) Style() string {
+	s := e.Source
+	if len(s) > 6 && s[:6] == "proxy/" {
+		s = s[6:]
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			s = s[:i]
+			break
+		}
+	}
+	switch s {
+	case "shell", "clientgo", "runtime":
+		return s
+	}
+	return ""
+}
