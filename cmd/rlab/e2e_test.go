@@ -19,6 +19,7 @@ import (
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/trace"
 )
 
 // These tests drive the real rlab binary against the real control plane, the
@@ -362,5 +363,40 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(e.tmp); len(left) > 0 {
 		t.Errorf("temp files left: %v", left)
+	}
+}
+
+// TestRunOperatorsJSON: rlab run with the three operators says ready once
+// every style reports the sample Echo 2/2, and with --output json every line
+// of stdout is a trace event, from every style.
+func TestRunOperatorsJSON(t *testing.T) {
+	e := newSandboxEnv(t)
+	r := startRun(t, e, "--output", "json", "--shell-interval", "1s", "--for", "10m")
+	r.waitStderr(t, "ready in", 4*time.Minute)
+	for _, phase := range []string{"operators started", "sample echo 2/2"} {
+		if !strings.Contains(r.stderr.String(), phase) {
+			t.Errorf("no %q phase on stderr:\n%s", phase, r.stderr)
+		}
+	}
+	if err := syscall.Kill(r.pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("rlab run after SIGINT: %v\n%s", err, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout.String(), "\n"), "\n")
+	sources := map[string]bool{}
+	for i, line := range lines {
+		ev, err := trace.ParseLine([]byte(line))
+		if err != nil {
+			t.Fatalf("stdout line %d is not a JSON event: %v: %q", i+1, err, line)
+		}
+		sources[ev.Style()+" "+string(ev.Kind)] = true
+	}
+	for _, want := range []string{"shell reconcile.end", "clientgo reconcile.end", "runtime reconcile.end",
+		"shell api.request", "clientgo api.request", "runtime api.request"} {
+		if !sources[want] {
+			t.Errorf("no %q in %d lines of --output json", want, len(lines))
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,12 +18,61 @@ import (
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/sim/trace"
 )
 
+func parseStyles(s string) ([]string, error) {
+	if s == "none" || s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, st := range strings.Split(s, ",") {
+		st = strings.TrimSpace(st)
+		if !slices.Contains(sandbox.Styles, st) {
+			return nil, fmt.Errorf("--operators: unknown style %q (want some of %s, or none)", st, strings.Join(sandbox.Styles, ","))
+		}
+		if !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// printTimeline writes every event, one line each (text or JSON), until stop
+// is closed and what is pending has been written.
+func printTimeline(sub *trace.Sub, format string, w io.Writer, stop <-chan struct{}) {
+	bw := bufio.NewWriter(w)
+	flush := func() {
+		events, dropped := sub.Drain()
+		if dropped > 0 {
+			events = append([]trace.Event{{Time: time.Now(), Source: "rlab", Kind: trace.Dropped,
+				Fields: map[string]any{"count": dropped}}}, events...)
+		}
+		for _, e := range events {
+			if format == "json" {
+				_ = trace.Encode(bw, e)
+			} else {
+				fmt.Fprintln(bw, e.Line())
+			}
+		}
+		_ = bw.Flush()
+	}
+	for {
+		select {
+		case <-sub.Wait():
+			flush()
+		case <-stop:
+			flush()
+			return
+		}
+	}
+}
+
 type runFlags struct {
-	For       time.Duration
-	Output    string
-	Operators string
+	For           time.Duration
+	Output        string
+	Operators     string
+	ShellInterval time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -38,7 +90,8 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	}
 	cmd.Flags().DurationVar(&f.For, "for", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
-	cmd.Flags().StringVar(&f.Operators, "operators", "none", "operator styles to run: none (the operators arrive with issue #3)")
+	cmd.Flags().StringVar(&f.Operators, "operators", strings.Join(sandbox.Styles, ","), "operator styles to run, comma-separated, or none")
+	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	return cmd
 }
 
@@ -46,8 +99,9 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 	if f.Output != "text" && f.Output != "json" {
 		return fmt.Errorf("--output %q: want text or json", f.Output)
 	}
-	if f.Operators != "none" {
-		return fmt.Errorf("--operators %q: only \"none\" is available in this version", f.Operators)
+	styles, err := parseStyles(f.Operators)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -71,10 +125,26 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stderr, "starting sandbox (envtest %s, state in %s)\n", assets.KubeVersion, d.Root)
+	bus := trace.NewBus()
+	timeline := bus.Subscribe(1 << 16)
+	printed := make(chan struct{})
+	stopPrint := make(chan struct{})
+	go func() {
+		defer close(printed)
+		printTimeline(timeline, f.Output, stdout, stopPrint)
+	}()
+	defer func() {
+		close(stopPrint)
+		<-printed
+	}()
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		State:  d,
-		Assets: dir,
-		Log:    log,
+		State:         d,
+		Assets:        dir,
+		Log:           log,
+		Styles:        styles,
+		ShellInterval: f.ShellInterval,
+		Sample:        len(styles) > 0,
+		Bus:           bus,
 	})
 	var busy *state.BusyError
 	if errors.As(err, &busy) {
@@ -92,11 +162,10 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "cleaned up %s (pid %d) left by a previous run\n", e.Name, e.PID)
 	}
 	fmt.Fprintf(stderr, "ready in %.2fs\n", sb.Ready.Seconds())
-	for _, p := range sb.Backend().Phases() {
+	for _, p := range sb.Phases() {
 		fmt.Fprintf(stderr, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
 	}
 	fmt.Fprintf(stderr, "point your kubectl at it: eval \"$(rlab env)\"   (Ctrl-C stops the sandbox)\n")
-	_ = stdout // the timeline arrives with the operators (issue #3)
 
 	var timeout <-chan time.Time
 	if f.For > 0 {

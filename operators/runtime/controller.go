@@ -177,8 +177,12 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			d.Labels = desired.Labels
 			d.Spec.Selector = desired.Spec.Selector
 		}
-		d.Spec.Replicas = desired.Spec.Replicas
-		d.Spec.Template = desired.Spec.Template
+		// Only what we own: overwriting the whole template would also wipe
+		// the apiserver's defaults and cause an update every time.
+		if echo.Drift(d, desired) != "" {
+			d.Spec.Replicas = desired.Spec.Replicas
+			d.Spec.Template = desired.Spec.Template
+		}
 		return controllerutil.SetControllerReference(e, d, r.Scheme())
 	})
 	if err != nil {

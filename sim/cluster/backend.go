@@ -32,6 +32,9 @@ type Backend interface {
 	Version() string
 	// Phases are the start-up phases done so far, with their durations.
 	Phases() []Phase
+	// AddUser provisions an identity with no permissions of its own (RBAC
+	// decides) and returns a client config for it.
+	AddUser(name string, groups []string) (*rest.Config, error)
 }
 
 // Phase is one step of start-up and how long it took.

@@ -83,6 +83,15 @@ func (e *Envtest) Kubeconfig() []byte { return e.kubecfg }
 // Version implements Backend.
 func (e *Envtest) Version() string { return e.version }
 
+// AddUser implements Backend with an envtest client-certificate user.
+func (e *Envtest) AddUser(name string, groups []string) (*rest.Config, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, &rest.Config{QPS: 100, Burst: 200})
+	if err != nil {
+		return nil, fmt.Errorf("add user %s: %w", name, err)
+	}
+	return u.Config(), nil
+}
+
 // Phases implements Backend.
 func (e *Envtest) Phases() []Phase {
 	e.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -18,28 +19,43 @@ type Child struct {
 	err  error // set before done is closed
 }
 
+// Cmd describes a child to start.
+type Cmd struct {
+	Name, Path     string
+	Args           []string
+	Env            []string // nil: rlab's own environment
+	Stdout, Stderr io.Writer
+}
+
 // Start runs path with args as a child named name, output to out, recorded in
 // the pid dir. The parent-death signal fires when the thread that forked the
 // child exits; Go keeps its threads alive, so in practice that is when rlab dies.
 func Start(pidDir, name, path string, args []string, out io.Writer) (*Child, error) {
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
+	return StartCmd(pidDir, Cmd{Name: name, Path: path, Args: args, Stdout: out, Stderr: out})
+}
+
+// StartCmd is Start with separate outputs and an environment.
+func StartCmd(pidDir string, c Cmd) (*Child, error) {
+	name := c.Name
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	cmd.Env = c.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &Child{Name: name, cmd: cmd, dir: pidDir, done: make(chan struct{})}
+	ch := &Child{Name: name, cmd: cmd, dir: pidDir, done: make(chan struct{})}
 	if err := Record(pidDir, cmd.Process.Pid, name); err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		return nil, err
 	}
 	go func() {
-		c.err = cmd.Wait()
+		ch.err = cmd.Wait()
 		Forget(pidDir, cmd.Process.Pid)
-		close(c.done)
+		close(ch.done)
 	}()
-	return c, nil
+	return ch, nil
 }
 
 // PID is the child's process id (and process group id).
@@ -50,6 +66,12 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 
 // Err is the child's exit error, valid after Done is closed.
 func (c *Child) Err() error { return c.err }
+
+// ProcessState is the exit state, valid after Done is closed.
+func (c *Child) ProcessState() *os.ProcessState { return c.cmd.ProcessState }
+
+// Signal sends sig to the child's whole process group.
+func (c *Child) Signal(sig syscall.Signal) error { return syscall.Kill(-c.PID(), sig) }
 
 // Stop sends SIGTERM to the child's process group, then SIGKILL after grace.
 // It returns once the child has been reaped.

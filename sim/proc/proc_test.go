@@ -180,15 +180,24 @@ func TestChildStop(t *testing.T) {
 		script  string
 		wantErr string
 	}{
-		{"exits on SIGTERM", "exec sleep 600", ""},
-		{"ignores SIGTERM", "trap '' TERM; while :; do sleep 0.05; done", "ignored SIGTERM"},
+		{"exits on SIGTERM", "echo ready; exec sleep 600", ""},
+		{"ignores SIGTERM", "trap '' TERM; echo ready; while :; do sleep 0.05; done", "ignored SIGTERM"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			c, err := Start(dir, "sh", "/bin/sh", []string{"-c", tc.script}, nil)
+			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
+			}
+			c, err := StartCmd(dir, Cmd{Name: "sh", Path: "/bin/sh", Args: []string{"-c", tc.script}, Stdout: pw})
+			pw.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Signal only once the shell has set its trap.
+			if line, err := bufio.NewReader(pr).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("child said %q, %v", line, err)
 			}
 			err = c.Stop(300 * time.Millisecond)
 			if tc.wantErr == "" && err != nil {

@@ -18,14 +18,26 @@ const WrapperArg = "__exec"
 
 // WriteWrapper writes an executable script at dir/name that runs the real
 // binary through the exec wrapper of self (the running rlab binary). envtest
-// takes a binary path, not a command line; this script is that path.
+// takes a binary path, not a command line; this script is that path. The
+// wrapped process dies with rlab itself.
 func WriteWrapper(dir, name, self, real, pidDir string) (string, error) {
+	return writeWrapper(dir, name, self, real, pidDir, strconv.Itoa(os.Getpid()))
+}
+
+// WriteCallerWrapper is like WriteWrapper for a binary that one of rlab's
+// children runs (kubectl, run by the shell operator): the wrapped process
+// dies with whoever ran it, and is not recorded (it is short-lived and many).
+func WriteCallerWrapper(dir, name, self, real string) (string, error) {
+	return writeWrapper(dir, name, self, real, "-", `"$PPID"`)
+}
+
+func writeWrapper(dir, name, self, real, pidDir, parent string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("wrapper dir: %w", err)
 	}
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-	script := fmt.Sprintf("#!/bin/sh\n# Runs %s with a parent-death signal (written by rlab).\nexec %s %s %s %s %d %s \"$@\"\n",
-		name, q(self), WrapperArg, q(pidDir), q(name), os.Getpid(), q(real))
+	script := fmt.Sprintf("#!/bin/sh\n# Runs %s with a parent-death signal (written by rlab).\nexec %s %s %s %s %s %s \"$@\"\n",
+		name, q(self), WrapperArg, q(pidDir), q(name), parent, q(real))
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
 		return "", fmt.Errorf("write wrapper: %w", err)
@@ -67,12 +79,16 @@ func runWrapper(args []string) error {
 	if os.Getppid() != parent {
 		return fmt.Errorf("parent %d is gone", parent)
 	}
-	if err := Record(pidDir, os.Getpid(), name); err != nil {
-		return err
+	if pidDir != "-" {
+		if err := Record(pidDir, os.Getpid(), name); err != nil {
+			return err
+		}
 	}
 	argv := append([]string{real}, args[4:]...)
 	if err := syscall.Exec(real, argv, os.Environ()); err != nil {
-		Forget(pidDir, os.Getpid())
+		if pidDir != "-" {
+			Forget(pidDir, os.Getpid())
+		}
 		return fmt.Errorf("exec %s: %w", real, err)
 	}
 	return nil

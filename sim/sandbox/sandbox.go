@@ -14,28 +14,61 @@ import (
 
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // Options configures a sandbox.
 type Options struct {
 	State  state.Dir
 	Assets string // control-plane binaries
-	Self   string // binary implementing the exec wrapper; os.Executable() if empty
+	Self   string // rlab itself: exec wrapper and Go operators; os.Executable() if empty
 	Log    *slog.Logger
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(cluster.Phase)
+
+	// Styles are the operator styles to run (none: only the cluster).
+	Styles []string
+	// Unwatched styles run with --watch-owned=false (the never-repaired bug).
+	Unwatched []string
+	// ShellInterval is the shell loop's poll interval (default 5 s).
+	ShellInterval time.Duration
+	// Sample creates Echo "hello" in every style's namespace and waits,
+	// as part of Start, until every style reports it 2/2.
+	Sample bool
+	// Bus receives every trace event; a new one if nil.
+	Bus *trace.Bus
 }
+
+// Sample Echo created at start.
+const (
+	SampleName     = "hello"
+	SampleMessage  = "hello from rlab"
+	SampleReplicas = 2
+)
 
 // Sandbox is a running sandbox.
 type Sandbox struct {
 	opts    Options
 	lock    *state.Lock
 	backend cluster.Backend
+	bus     *trace.Bus
+	admin   *clients
+	world   *world.World
+	super   *supervisor.Supervisor
+	proxies map[string]*proxy.Proxy
+	cancel  context.CancelFunc // stops the world's informers
+
+	shellScript, shellKubectl string
 	// Reaped lists processes a previous, killed run had left behind.
 	Reaped []proc.Entry
 	// Ready is how long Start took.
 	Ready time.Duration
+
+	phases []cluster.Phase
 
 	setTmp, hadTmp bool
 	oldTmp         string
@@ -49,6 +82,12 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.ShellInterval == 0 {
+		opts.ShellInterval = 5 * time.Second
+	}
+	if opts.Bus == nil {
+		opts.Bus = trace.NewBus()
+	}
 	if opts.Self == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -60,7 +99,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, lock: lock}
+	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -98,6 +137,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.startEngine(ctx); err != nil {
+		return nil, err
+	}
 	// Written last: `rlab env` hands it out, so it must point at a ready cluster.
 	if err := os.WriteFile(opts.State.Kubeconfig(), s.backend.Kubeconfig(), 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
@@ -105,6 +147,95 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	s.Ready = time.Since(began)
 	return s, nil
 }
+
+// startEngine starts what runs on top of the cluster: the world observer,
+// the operators with their proxies, and the sample Echo.
+func (s *Sandbox) startEngine(ctx context.Context) error {
+	admin, err := newClients(s.backend.Config())
+	if err != nil {
+		return err
+	}
+	s.admin = admin
+	if len(s.opts.Styles) == 0 {
+		return nil
+	}
+	var nss []string
+	for _, st := range s.opts.Styles {
+		nss = append(nss, Namespace(st))
+		if err := setupStyle(ctx, admin.kube, st); err != nil {
+			return err
+		}
+	}
+	// The world outlives Start's ctx: it runs until Stop.
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	w, err := world.Start(wctx, world.Options{Config: s.backend.Config(), Namespaces: nss, Publish: s.bus.Publish, Log: s.opts.Log})
+	if err != nil {
+		return fmt.Errorf("world: %w", err)
+	}
+	s.world = w
+	t0 := time.Now()
+	if err := s.startOperators(); err != nil {
+		return err
+	}
+	s.phase("operators started", time.Since(t0))
+	if !s.opts.Sample {
+		return nil
+	}
+	t0 = time.Now()
+	if err := s.CreateEcho(ctx, SampleName, SampleMessage, SampleReplicas); err != nil {
+		return err
+	}
+	// The shell loop polls: give it a few intervals.
+	wait := 60*time.Second + 3*s.opts.ShellInterval
+	wctx2, cancel2 := context.WithTimeout(ctx, wait)
+	defer cancel2()
+	want := fmt.Sprintf("%d/%d", SampleReplicas, SampleReplicas)
+	if err := w.WaitFor(wctx2, func(sn world.Snapshot) bool { return s.allReady(sn, SampleName, want) }); err != nil {
+		return fmt.Errorf("sample Echo %s not %s in every style within %s: %w", SampleName, want, wait, err)
+	}
+	s.phase("sample echo "+want, time.Since(t0))
+	return nil
+}
+
+// allReady is true when every style's Echo name reports status want.
+func (s *Sandbox) allReady(sn world.Snapshot, name, want string) bool {
+	for _, st := range s.opts.Styles {
+		ns := sn.Namespaces[Namespace(st)]
+		if ns == nil || ns.Echoes[name] == nil || ns.Echoes[name].Ready != want {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Sandbox) phase(name string, took time.Duration) {
+	p := cluster.Phase{Name: name, Took: took}
+	s.phases = append(s.phases, p)
+	if s.opts.Progress != nil {
+		s.opts.Progress(p)
+	}
+}
+
+// Phases are the backend's start-up phases followed by the sandbox's own.
+func (s *Sandbox) Phases() []cluster.Phase {
+	return append(s.backend.Phases(), s.phases...)
+}
+
+// Bus carries every trace event of the sandbox.
+func (s *Sandbox) Bus() *trace.Bus { return s.bus }
+
+// World is the live model of the style namespaces (nil with no operators).
+func (s *Sandbox) World() *world.World { return s.world }
+
+// Supervisor runs the operator replicas (nil with no operators).
+func (s *Sandbox) Supervisor() *supervisor.Supervisor { return s.super }
+
+// Proxy is a replica's counting proxy, by "<style>/<replica>".
+func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
+
+// Styles are the styles running.
+func (s *Sandbox) Styles() []string { return s.opts.Styles }
 
 // Backend is the running cluster.
 func (s *Sandbox) Backend() cluster.Backend { return s.backend }
@@ -116,6 +247,18 @@ func (s *Sandbox) Kubeconfig() string { return s.opts.State.Kubeconfig() }
 // state dir. It is safe to call more than once.
 func (s *Sandbox) Stop() error {
 	var errs []error
+	if s.super != nil {
+		errs = append(errs, s.super.Close(5*time.Second))
+		s.super = nil
+	}
+	for name, p := range s.proxies {
+		errs = append(errs, p.Close())
+		delete(s.proxies, name)
+	}
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
 	if s.backend != nil {
 		errs = append(errs, s.backend.Stop())
 		s.backend = nil

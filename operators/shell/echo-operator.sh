@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# echo-operator.sh: the Echo operator as a kubectl loop, the course's first
+# operator made correct. Every --interval seconds it lists the Echoes and, for
+# each one, applies the Deployment it asks for and writes status.ready.
+#
+# It watches nothing: a change is noticed on the next poll at the earliest.
+# It elects no leader either: run two copies and they both write (a lesson).
+#
+# Logs go to stderr as logfmt. With RLAB_TRACE=1, trace events go to stdout
+# as JSON lines (the schema of sim/trace/event.go) and nothing else does.
+#
+# There is no $(...) in the loop: bash may run a signal trap while it parses
+# a $(...), and then fails to parse the trap ("trap: unexpected EOF") and
+# dies or hangs instead of stopping. Results come back in variables instead.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: echo-operator.sh --namespace NS [options]
+
+  --namespace NS       namespace whose Echoes to reconcile (required)
+  --kubeconfig FILE    kubeconfig for kubectl (default: kubectl's own)
+  --interval SECONDS   time between polls (default 5)
+  --kubectl PATH       kubectl binary (default kubectl)
+  --replica NAME       replica name, for logs and traces (default a)
+  --help               show this help
+
+Set RLAB_TRACE=1 to write trace events as JSON lines on stdout.
+EOF
+}
+
+NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a
+while (($# > 0)); do
+  case $1 in
+    --namespace) NS=${2:?--namespace needs a value}; shift 2 ;;
+    --kubeconfig) KUBECONFIG_FILE=${2:?--kubeconfig needs a value}; shift 2 ;;
+    --interval) INTERVAL=${2:?--interval needs a value}; shift 2 ;;
+    --kubectl) KUBECTL=${2:?--kubectl needs a value}; shift 2 ;;
+    --replica) REPLICA=${2:?--replica needs a value}; shift 2 ;;
+    --help | -h) usage; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+# Names are DNS labels, so they go into JSON and logs as they are.
+dns_label='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
+[[ -n $NS ]] || { echo "--namespace is required" >&2; exit 2; }
+[[ $NS =~ $dns_label && $REPLICA =~ $dns_label ]] || { echo "--namespace and --replica must be DNS labels" >&2; exit 2; }
+[[ $INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "--interval must be a number of seconds" >&2; exit 2; }
+((BASH_VERSINFO[0] >= 5)) || { echo "needs bash 5 or newer (for EPOCHREALTIME)" >&2; exit 2; }
+
+MANAGER=echo-shell # field manager and managed-by label: this style's name
+TRACE=${RLAB_TRACE:-0}
+kubectl_cmd=("$KUBECTL" --namespace "$NS" --request-timeout=10s) # a hung apiserver must not stall the loop forever
+[[ -z $KUBECONFIG_FILE ]] || kubectl_cmd+=(--kubeconfig "$KUBECONFIG_FILE")
+tmp=$(mktemp -d) # kubectl's output and errors, read back from files
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- helpers: JSON, time, logs, traces, kubectl ----------------------------
+
+OBJECT="" # what logs and traces are about: "Echo/<name>" inside reconcile_echo
+
+# quote VAR S sets VAR to S as a JSON string. Quotes, backslashes and control
+# characters are escaped; unicode passes through as UTF-8, which JSON allows.
+# (Locals start with _ so that they never hide the caller's VAR.)
+quote() {
+  local _s=$2 _i _h _c
+  _s=${_s//\\/\\\\}
+  _s=${_s//\"/\\\"}
+  if [[ $_s =~ [[:cntrl:]] ]]; then # rare: spell out each control character
+    for ((_i = 1; _i < 32; _i++)); do
+      printf -v _h %02x "$_i"
+      printf -v _c %b "\\x$_h"
+      _s=${_s//"$_c"/\\u00$_h}
+    done
+  fi
+  printf -v "$1" '"%s"' "$_s"
+}
+
+# clock sets now_ms (Unix milliseconds) and now_time (RFC 3339, UTC, ms).
+clock() {
+  local us=${EPOCHREALTIME//[!0-9]/} # seconds.micros, whatever the locale's decimal point
+  now_ms=$((us / 1000))
+  TZ=UTC0 printf -v now_time '%(%Y-%m-%dT%H:%M:%S)T.%03dZ' $((us / 1000000)) $((now_ms % 1000))
+}
+
+# log LEVEL MSG [KEY VALUE]...: one logfmt line on stderr, like Go's slog
+# TextHandler, about the Echo in $OBJECT if any.
+log() {
+  local line v
+  clock
+  quote v "$2"
+  line="time=$now_time level=$1 msg=$v style=shell replica=$REPLICA"
+  [[ $OBJECT != Echo/* ]] || line+=" echo=${OBJECT#Echo/}"
+  line+=" ns=$NS"
+  shift 2
+  while (($# >= 2)); do
+    v=$2
+    if [[ -z $v || $v == *[\ \"=]* || $v =~ [[:cntrl:]] ]]; then quote v "$v"; fi
+    line+=" $1=$v"
+    shift 2
+  done
+  echo "$line" >&2
+}
+
+# trace KIND [KEY VALUE]...: one trace event on stdout, about $OBJECT.
+# Values made only of digits are written as JSON numbers, the rest as strings.
+trace() {
+  [[ $TRACE == 1 ]] || return 0
+  local kind=$1 fields="" v
+  shift
+  while (($# >= 2)); do
+    v=$2
+    [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || quote v "$v"
+    fields+="${fields:+,}\"$1\":$v"
+    shift 2
+  done
+  clock
+  printf '{"time":"%s","source":"shell/%s","kind":"%s","ns":"%s"%s,"fields":{%s}}\n' \
+    "$now_time" "$REPLICA" "$kind" "$NS" "${OBJECT:+,\"object\":\"$OBJECT\"}" "$fields"
+}
+
+# kube VERB ARGS...: runs kubectl ARGS and traces it as VERB ("get echoes").
+# Its output is left in $out, all of it; on failure it returns kubectl's exit
+# code and leaves its error message in $err.
+kube() {
+  local verb=$1 start code=0
+  shift
+  clock; start=$now_ms
+  "${kubectl_cmd[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || code=$?
+  clock
+  trace kubectl verb "$verb" code "$code" duration_ms $((now_ms - start))
+  out="" err=""
+  IFS= read -r -d '' out <"$tmp/out" || true # up to EOF: trailing newlines too
+  IFS= read -r -d '' err <"$tmp/err" || true
+  err=${err//$'\n'/ } err=${err% }
+  ((code == 0)) || { err=${err:-kubectl exited with code $code}; return "$code"; }
+}
+
+# ---- the operator -----------------------------------------------------------
+
+# desired_deployment NAME UID REPLICAS MESSAGE sets $doc to the Deployment an
+# Echo asks for, as JSON: the same object echo.DesiredDeployment builds in Go.
+# Only the message needs escaping; names and uids are DNS-safe.
+desired_deployment() {
+  local name=$1 uid=$2 replicas=$3 arg labels
+  quote arg "-text=$4"
+  labels="{\"app.kubernetes.io/name\": \"echo\", \"app.kubernetes.io/instance\": \"$name\", \"app.kubernetes.io/managed-by\": \"$MANAGER\"}"
+  IFS= read -r -d '' doc <<JSON || true
+{
+  "apiVersion": "apps/v1",
+  "kind": "Deployment",
+  "metadata": {
+    "name": "echo-$name",
+    "namespace": "$NS",
+    "labels": $labels,
+    "ownerReferences": [{"apiVersion": "kkloud.io/v1", "kind": "Echo", "name": "$name", "uid": "$uid",
+                         "controller": true, "blockOwnerDeletion": true}]
+  },
+  "spec": {
+    "replicas": $replicas,
+    "selector": {"matchLabels": {"app.kubernetes.io/instance": "$name"}},
+    "template": {
+      "metadata": {"labels": $labels},
+      "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo", "args": [$arg],
+                               "ports": [{"containerPort": 5678, "protocol": "TCP"}]}]}
+    }
+  }
+}
+JSON
+}
+
+# update_status NAME READY CURRENT patches status.ready, unless it already says READY.
+update_status() {
+  [[ $2 != "$3" ]] || return 0
+  kube "patch echoes/status" patch echo "$1" --subresource=status --type=merge -p "{\"status\":{\"ready\":\"$2\"}}"
+}
+
+# reconcile_echo NAME brings Deployment echo-NAME and status.ready in line
+# with Echo NAME. It returns non-zero on failure; the next poll retries.
+reconcile_echo() {
+  local name=$1 id start step changed=none ready="" uid replicas current message before after
+  reconcile_id=$((reconcile_id + 1)) id=$reconcile_id
+  OBJECT="Echo/$name"
+  clock; start=$now_ms
+  trace reconcile.start id "$id" cause poll cause_event "poll tick"
+
+  # Step 1: fetch the Echo
+  # One GET, four lines: uid, replicas, current status, then the message,
+  # which may hold newlines of its own, so it comes last.
+  step=fetch
+  kube "get echoes" get echo "$name" --ignore-not-found \
+    -o jsonpath='{.metadata.uid}{"\n"}{.spec.replicas}{"\n"}{.status.ready}{"\n"}{.spec.message}' ||
+    { reconcile_failed; return 1; }
+  [[ -n $out ]] || { reconcile_done; return 0; } # deleted since the list: GC removes its Deployment, not us
+  uid=${out%%$'\n'*} out=${out#*$'\n'}
+  replicas=${out%%$'\n'*} out=${out#*$'\n'}
+  current=${out%%$'\n'*} message=${out#*$'\n'}
+  [[ $replicas =~ ^[0-9]+$ ]] && ((replicas >= 1)) || replicas=1 # the CRD's default
+
+  # Step 2: compute the desired Deployment
+  step=desired
+  desired_deployment "$name" "$uid" "$replicas" "$message"
+
+  # Step 3: create or update
+  # Server-side apply sends the whole desired object; the apiserver merges it
+  # and takes back fields someone else changed (--force-conflicts). kubectl
+  # prints "serverside-applied" either way, so the resourceVersion before and
+  # after tells created, updated and unchanged apart.
+  step=apply
+  kube "get deployments" get deployment "echo-$name" --ignore-not-found \
+    -o jsonpath='{.metadata.resourceVersion}' || { reconcile_failed; return 1; }
+  before=$out
+  kube "apply deployments" apply --server-side --field-manager="$MANAGER" --force-conflicts -f - \
+    -o jsonpath='{.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" || { reconcile_failed; return 1; }
+  after=${out%% *}
+  if [[ -z $before ]]; then changed=created; elif [[ $before != "$after" ]]; then changed=updated; fi
+
+  # Step 4: write status
+  # apply answered with the object as stored, status included: no extra GET.
+  step=status
+  ready=${out#* }
+  ready="${ready:-0}/$replicas"
+  update_status "$name" "$ready" "$current" || { reconcile_failed; return 1; }
+  reconcile_done
+}
+
+# reconcile_done and reconcile_failed close one reconcile_echo call, in the
+# trace and in the log. They read its locals (bash scoping is dynamic).
+reconcile_done() {
+  clock
+  trace reconcile.end id "$id" result ok duration_ms $((now_ms - start)) changed "$changed" status "$ready"
+  log INFO "reconcile done" step "$step" changed "$changed" ready "$ready" duration_ms $((now_ms - start))
+}
+reconcile_failed() {
+  clock
+  trace reconcile.end id "$id" result error duration_ms $((now_ms - start)) changed "$changed" status "$ready" error "$err"
+  log ERROR "reconcile failed" step "$step" duration_ms $((now_ms - start)) error "$err"
+}
+
+# poll lists the Echoes and reconciles each; a failure waits for the next poll.
+poll() {
+  local names name
+  OBJECT=""
+  if ! kube "get echoes" get echoes -o jsonpath='{.items[*].metadata.name}'; then
+    log ERROR "list echoes failed" step fetch error "$err"
+    return 0
+  fi
+  read -r -a names <<<"$out"
+  for name in "${names[@]}"; do
+    reconcile_echo "$name" || true
+  done
+}
+
+# SIGTERM/SIGINT: stop now, even mid-sleep (the sleep runs in the background
+# so that `wait` returns as soon as a signal arrives).
+sleep_pid=""
+stop() {
+  [[ -z $sleep_pid ]] || kill "$sleep_pid" 2>/dev/null || true
+  OBJECT=""
+  log INFO "stopping" signal "$1"
+  exit 0
+}
+trap 'stop TERM' TERM
+trap 'stop INT' INT
+
+reconcile_id=0
+log INFO "starting" interval_s "$INTERVAL"
+while true; do
+  OBJECT=""
+  trace poll.tick interval_s "$INTERVAL"
+  poll
+  sleep "$INTERVAL" &
+  sleep_pid=$!
+  wait "$sleep_pid" || true
+  sleep_pid=""
+done

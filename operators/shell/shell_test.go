@@ -1,0 +1,518 @@
+package shell_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/shell"
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+func TestMain(m *testing.M) {
+	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
+	os.Exit(m.Run())
+}
+
+// lines collects what a process writes, safely for concurrent reads.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// All returns the complete lines written so far.
+func (l *lines) All() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.buf.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return strings.Split(s[:i], "\n")
+	}
+	return nil
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// script is one running copy of the embedded echo-operator.sh.
+type script struct {
+	cmd            *exec.Cmd
+	stdout, stderr lines
+	done           chan struct{} // closed once it exited
+	err            error         // Wait's result, once done
+}
+
+// startScript runs the embedded script with bash in a process group of its
+// own, and kills that group when the test ends.
+func startScript(t *testing.T, env []string, args ...string) *script {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "echo-operator.sh")
+	if err := os.WriteFile(path, shell.Script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := &script{done: make(chan struct{})}
+	s.cmd = exec.Command("bash", append([]string{path}, args...)...)
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.WaitDelay = 2 * time.Second // a leftover child holding the pipes must not hang Wait
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		// The whole group, by its id: bash, and any kubectl or sleep it left.
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+		if t.Failed() {
+			t.Logf("script stderr:\n%s", s.stderr.String())
+		}
+	})
+	return s
+}
+
+func (s *script) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// terminate sends SIGTERM to the script alone and waits up to within for it
+// to exit.
+func (s *script) terminate(t *testing.T, within time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+		if s.err != nil {
+			t.Errorf("exit after SIGTERM: %v, want a clean exit", s.err)
+		}
+		t.Logf("exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(within):
+		t.Fatalf("still running %s after SIGTERM", within)
+	}
+}
+
+// events parses every stdout line as a trace event: stdout carries nothing else.
+func (s *script) events(t *testing.T) []trace.Event {
+	t.Helper()
+	var evs []trace.Event
+	for _, l := range s.stdout.All() {
+		e, err := trace.ParseLine([]byte(l))
+		if err != nil {
+			t.Fatalf("stdout line is not a trace event: %q: %v", l, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// count is how many events of kind k (with field key=value, if key is set) there are.
+func count(evs []trace.Event, k trace.Kind, key, value string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind == k && (key == "" || e.Str(key) == value) {
+			n++
+		}
+	}
+	return n
+}
+
+// eventually polls cond every 50 ms until it holds or timeout passes, and
+// fails at once if the script exited: it must never stop on its own.
+func eventually(t *testing.T, s *script, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if s.exited() {
+			return false, fmt.Errorf("script exited: %v", s.err)
+		}
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s (%v; last error: %v)", what, timeout, err, last)
+	}
+}
+
+func TestSyntaxAndHelp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "echo-operator.sh")
+	if err := os.WriteFile(path, shell.Script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"syntax", []string{"-n", path}, 0, ""},
+		{"help", []string{path, "--help"}, 0, "Usage: echo-operator.sh"},
+		{"no namespace", []string{path, "--interval", "1"}, 2, "--namespace is required"},
+		{"bad interval", []string{path, "--namespace", "x", "--interval", "soon"}, 2, "--interval must be"},
+		{"unknown flag", []string{path, "--namespace", "x", "--leader-elect"}, 2, "unknown argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command("bash", tc.args...).CombinedOutput()
+			code := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.Contains(string(out), tc.wantOut) {
+				t.Fatalf("exit %d, output %q; want exit %d and %q", code, out, tc.wantCode, tc.wantOut)
+			}
+		})
+	}
+}
+
+// TestKubectlFailures: whatever kubectl does wrong, the loop logs it, traces
+// it, and polls again; it never exits because of it.
+func TestKubectlFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, kubectl string
+		wantLog       string
+		wantEnd       int // reconcile.end events with result=error to wait for
+	}{
+		{
+			name:    "every call fails",
+			kubectl: "echo 'error: the server is on fire' >&2; exit 1",
+			wantLog: `level=ERROR msg="list echoes failed"`,
+		},
+		{
+			// The list works, every call about one Echo fails.
+			name:    "per-echo calls fail",
+			kubectl: `case " $* " in *" get echoes "*) echo hello ;; *) echo 'Error from server (Forbidden): nope' >&2; exit 1 ;; esac`,
+			wantLog: `level=ERROR msg="reconcile failed" style=shell replica=b echo=hello ns=demo step=fetch`,
+			wantEnd: 3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := filepath.Join(t.TempDir(), "kubectl")
+			if err := os.WriteFile(fake, []byte("#!/usr/bin/env bash\n"+tc.kubectl+"\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			s := startScript(t, []string{"RLAB_TRACE=1"},
+				"--namespace", "demo", "--interval", "1", "--kubectl", fake, "--replica", "b")
+			// Three ticks, each with a failed kubectl call: it polled on
+			// after two failures.
+			eventually(t, s, 20*time.Second, "three ticks with failures", func(context.Context) (bool, error) {
+				evs := s.events(t)
+				return count(evs, trace.PollTick, "", "") >= 3 &&
+					count(evs, trace.Kubectl, "code", "1") >= 3 &&
+					count(evs, trace.ReconcileEnd, "result", "error") >= tc.wantEnd, nil
+			})
+			if !strings.Contains(s.stderr.String(), tc.wantLog) {
+				t.Errorf("stderr lacks %q:\n%s", tc.wantLog, s.stderr.String())
+			}
+			evs := s.events(t)
+			for _, e := range evs {
+				if e.Source != "shell/b" || e.Namespace != "demo" {
+					t.Fatalf("event from %q in %q, want shell/b in demo: %+v", e.Source, e.Namespace, e)
+				}
+				if e.Kind == trace.Kubectl && e.Object != "" && e.Str("code") != "1" {
+					t.Errorf("kubectl event about an Echo with code %s, want 1: %+v", e.Str("code"), e)
+				}
+				if e.Kind == trace.ReconcileEnd && e.Str("error") == "" {
+					t.Errorf("reconcile.end without its error: %+v", e)
+				}
+			}
+			s.terminate(t, 3*time.Second)
+		})
+	}
+}
+
+// TestStopsPromptlyInSleep: SIGTERM ends the script at once even in a long sleep.
+func TestStopsPromptlyInSleep(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "kubectl")
+	if err := os.WriteFile(fake, []byte("#!/usr/bin/env bash\nexit 0\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := startScript(t, nil, "--namespace", "demo", "--interval", "60", "--kubectl", fake)
+	// Logs only (no RLAB_TRACE): stdout must stay empty.
+	eventually(t, s, 10*time.Second, "first poll", func(context.Context) (bool, error) {
+		return strings.Contains(s.stderr.String(), `msg="starting"`), nil
+	})
+	s.terminate(t, 3*time.Second)
+	if out := s.stdout.String(); out != "" {
+		t.Errorf("stdout without RLAB_TRACE: %q", out)
+	}
+	if !strings.Contains(s.stderr.String(), `msg="stopping" style=shell replica=a ns=demo signal=TERM`) {
+		t.Errorf("no stopping log:\n%s", s.stderr.String())
+	}
+}
+
+// TestStopsCleanlyMidWork: SIGTERM at any point of a poll, not only in the
+// sleep, runs the stop handler and exits 0. A $(...) in the loop breaks this
+// (bash can run the trap while parsing it, and the trap then fails to parse),
+// so signals land after the 1st, 2nd, ... 40th trace line of a busy loop.
+func TestStopsCleanlyMidWork(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "kubectl")
+	// Answers every call the loop makes, instantly.
+	if err := os.WriteFile(fake, []byte(`#!/usr/bin/env bash
+case " $* " in
+  *" get echoes "*) echo hello ;;
+  *" get echo "*) printf 'uid-1\n2\n1/2\nhi there' ;;
+  *" get deployment "*) printf 7 ;;
+  *" apply "*) cat >/dev/null; printf '8 2' ;;
+esac
+`), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k <= 40; k++ {
+		s := startScript(t, []string{"RLAB_TRACE=1"}, "--namespace", "demo", "--interval", "0.01", "--kubectl", fake)
+		err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			return len(s.stdout.All()) >= k || s.exited(), nil
+		})
+		if err != nil || s.exited() {
+			t.Fatalf("run %d: no %d trace lines (%v, exited: %v)", k, k, err, s.exited())
+		}
+		s.terminate(t, 3*time.Second)
+		if !strings.Contains(s.stderr.String(), `msg="stopping"`) {
+			t.Fatalf("run %d: stopped without its handler:\n%s", k, s.stderr.String())
+		}
+	}
+}
+
+// TestAgainstControlPlane runs the script against the real control plane
+// (apiserver, kube-controller-manager, scheduler, kwok) and follows one Echo
+// through create, scale, drift and shutdown.
+func TestAgainstControlPlane(t *testing.T) {
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		// Never skip: this is the proof that the shell operator works.
+		t.Fatalf("the shell operator test needs the control plane: %v", err)
+	}
+	b := startBackend(t, dir)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, b.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(b.Config())
+	dyn := dynamic.NewForConfigOrDie(b.Config())
+	ctx := t.Context()
+	const ns, name, message = "echo-shell", "hello", `it's "quoted" \ back, xin chào`
+	echoes := dyn.Resource(echov1.Resource).Namespace(ns)
+
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoes.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": echov1.GroupVersion.String(),
+		"kind":       echov1.Kind,
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"message": message, "replicas": int64(2)},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := startScript(t, []string{"RLAB_TRACE=1"}, "--kubeconfig", kubeconfig, "--namespace", ns,
+		"--interval", "1", "--kubectl", filepath.Join(dir, "kubectl"))
+
+	getEcho := func(ctx context.Context) (*echov1.Echo, error) {
+		u, err := echoes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var e echov1.Echo
+		return &e, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e)
+	}
+	// matches is nil once echo-hello is what echo.DesiredDeployment asks for.
+	matches := func(ctx context.Context) (*appsv1.Deployment, error) {
+		e, err := getEcho(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, echo.DeploymentName(name), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return d, sameAsDesired(d, echo.DesiredDeployment(e, "echo-shell"))
+	}
+	statusIs := func(want string) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			e, err := getEcho(ctx)
+			if err != nil {
+				return false, err
+			}
+			return e.Status.Ready == want, fmt.Errorf("status.ready=%q", e.Status.Ready)
+		}
+	}
+
+	var first *appsv1.Deployment
+	eventually(t, s, 60*time.Second, "Deployment as desired", func(ctx context.Context) (ok bool, err error) {
+		first, err = matches(ctx)
+		return err == nil, err
+	})
+	eventually(t, s, 60*time.Second, "status.ready 2/2", statusIs("2/2"))
+
+	if _, err := echoes.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 60*time.Second, "status.ready 3/3", statusIs("3/3"))
+	if _, err := matches(ctx); err != nil {
+		t.Fatalf("after scaling the Echo: %v", err)
+	}
+
+	// Drift: the Deployment deleted by hand comes back on a later poll.
+	if err := cs.AppsV1().Deployments(ns).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, s, 60*time.Second, "Deployment recreated", func(ctx context.Context) (bool, error) {
+		d, err := matches(ctx)
+		return err == nil && d.UID != first.UID, err
+	})
+	// The status was 3/3 all along: wait for the reconcile that recreated it
+	// to finish, then for the status that follows.
+	eventually(t, s, 60*time.Second, "a second reconcile that created", func(context.Context) (bool, error) {
+		return count(s.events(t), trace.ReconcileEnd, "changed", "created") == 2, nil
+	})
+	eventually(t, s, 60*time.Second, "status.ready 3/3 again", statusIs("3/3"))
+
+	s.terminate(t, 3*time.Second)
+
+	evs := s.events(t)
+	for _, e := range evs {
+		if e.Source != "shell/a" || e.Namespace != ns || e.Time.IsZero() {
+			t.Fatalf("event not from shell/a in %s with a time: %+v", ns, e)
+		}
+	}
+	for _, want := range []struct {
+		kind       trace.Kind
+		key, value string
+	}{
+		{trace.PollTick, "interval_s", "1"},
+		{trace.Kubectl, "verb", "get echoes"},
+		{trace.Kubectl, "verb", "get deployments"},
+		{trace.Kubectl, "verb", "apply deployments"},
+		{trace.Kubectl, "verb", "patch echoes/status"},
+		{trace.ReconcileStart, "cause", trace.CausePoll},
+		{trace.ReconcileEnd, "result", "ok"},
+		{trace.ReconcileEnd, "changed", "created"}, // twice: at start and after the delete
+		{trace.ReconcileEnd, "changed", "updated"}, // replicas 2 → 3
+		{trace.ReconcileEnd, "changed", "none"},
+		{trace.ReconcileEnd, "status", "3/3"},
+	} {
+		if count(evs, want.kind, want.key, want.value) == 0 {
+			t.Errorf("no %s event with %s=%s", want.kind, want.key, want.value)
+		}
+	}
+	if n := count(evs, trace.ReconcileEnd, "changed", "created"); n != 2 {
+		t.Errorf("%d reconciles created the Deployment, want 2 (start, after the delete)", n)
+	}
+	for _, e := range evs {
+		if e.Kind == trace.ReconcileStart && e.Object != "Echo/"+name {
+			t.Errorf("reconcile.start about %q, want Echo/%s", e.Object, name)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), `level=INFO msg="reconcile done" style=shell replica=a echo=hello ns=echo-shell step=status changed=created ready=`) {
+		t.Errorf("no reconcile done log line:\n%s", s.stderr.String())
+	}
+}
+
+// sameAsDesired compares the fields an Echo operator sets.
+func sameAsDesired(have, want *appsv1.Deployment) error {
+	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
+	if len(hc) != 1 {
+		return fmt.Errorf("%d containers, want 1", len(hc))
+	}
+	for _, f := range []struct {
+		name       string
+		have, want any
+	}{
+		{"namespace", have.Namespace, want.Namespace},
+		{"labels", have.Labels, want.Labels},
+		{"ownerReferences", have.OwnerReferences, want.OwnerReferences},
+		{"replicas", *have.Spec.Replicas, *want.Spec.Replicas},
+		{"selector", have.Spec.Selector, want.Spec.Selector},
+		{"template labels", have.Spec.Template.Labels, want.Spec.Template.Labels},
+		{"container name", hc[0].Name, wc[0].Name},
+		{"image", hc[0].Image, wc[0].Image},
+		{"args", hc[0].Args, wc[0].Args},
+		{"ports", hc[0].Ports, wc[0].Ports},
+	} {
+		if !reflect.DeepEqual(f.have, f.want) {
+			return fmt.Errorf("%s = %#v, want %#v", f.name, f.have, f.want)
+		}
+	}
+	return nil
+}
+
+// startBackend starts a real control plane for one test and stops it after.
+func startBackend(t *testing.T, assetDir string) *cluster.Envtest {
+	t.Helper()
+	root, err := os.MkdirTemp("", "rlab-shell-test-") // short path, like the cluster tests
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cluster.NewEnvtest(cluster.EnvtestOptions{
+		Assets: assetDir,
+		Self:   self,
+		RunDir: filepath.Join(root, "run"),
+		LogDir: filepath.Join(root, "logs"),
+		PIDDir: filepath.Join(root, "pids"),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("start envtest backend: %v (logs in %s)", err, filepath.Join(root, "logs"))
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("stop envtest backend: %v", err)
+		}
+		if !t.Failed() {
+			_ = os.RemoveAll(root)
+		}
+	})
+	return b
+}

@@ -1,0 +1,277 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// real is the one control plane of this package. It starts in the
+// background while the fake-upstream tests run; TestRealControlPlane waits.
+var real struct {
+	assets  string
+	backend *cluster.Envtest
+	ready   chan struct{}
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		// Never skip: the proxy is only proven against a real apiserver.
+		fmt.Fprintln(os.Stderr, "proxy tests need the control plane:", err)
+		return 1
+	}
+	root, err := os.MkdirTemp("", "rlab-proxy-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(root)
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	real.assets = dir
+	real.ready = make(chan struct{})
+	real.backend = cluster.NewEnvtest(cluster.EnvtestOptions{
+		Assets: dir,
+		Self:   self,
+		RunDir: filepath.Join(root, "run"),
+		LogDir: filepath.Join(root, "logs"),
+		PIDDir: filepath.Join(root, "pids"),
+	})
+	go func() {
+		defer close(real.ready)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := real.backend.Start(ctx); err != nil {
+			real.err = fmt.Errorf("start envtest backend: %w (logs in %s)", err, filepath.Join(root, "logs"))
+		}
+	}()
+	code := m.Run()
+	<-real.ready // never stop a backend that is still starting
+	if err := real.backend.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop envtest backend:", err)
+	}
+	return code
+}
+
+// TestRealControlPlane runs a client-go informer and kubectl through the
+// proxy against the real kube-apiserver.
+func TestRealControlPlane(t *testing.T) {
+	<-real.ready
+	if real.err != nil {
+		t.Fatal(real.err)
+	}
+	admin := kubernetes.NewForConfigOrDie(real.backend.Config())
+	ns, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "proxy-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+
+	// The replica's own least-privilege identity: it may read ConfigMaps in
+	// its namespace and nothing else.
+	user, err := real.backend.AddUser("proxy-test-"+ns.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().Roles(ns.Name).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns.Name).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "proxy-test-" + ns.Name}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	events := &sink{}
+	p, err := Start(Options{Name: "clientgo/a", Upstream: user, Publish: events.publish, Log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cfg := clientConfig(t, p, ns.Name)
+	cfg.ContentType = "" // the real apiserver speaks every format
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	// An informer through the proxy sees objects created behind its back.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	var mu sync.Mutex
+	added := map[string]bool{}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			mu.Lock()
+			added[cm.Name] = true
+			mu.Unlock()
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(factory.Shutdown) // after cancel, waits for the informer
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync through the proxy")
+	}
+	seen := func(name string) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return added[name] }
+	}
+	create := func(name string) {
+		t.Helper()
+		if _, err := admin.CoreV1().ConfigMaps(ns.Name).Create(t.Context(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("direct")
+	eventually(t, 20*time.Second, "informer sees ConfigMap/direct", seen("direct"))
+
+	counts := p.Counts()
+	t.Logf("counts after informer sync: %v", counts)
+	if counts["watch configmaps"] < 1 {
+		t.Errorf("counts = %v, want a watch of configmaps", counts)
+	}
+	// client-go 0.37 has WatchListClient on: the informer streams its initial
+	// list over the watch when the server allows it, and LISTs otherwise.
+	// A plain List through the proxy is counted as a list either way.
+	if _, err := cs.CoreV1().ConfigMaps(ns.Name).List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Counts()["list configmaps"]; got < 1 {
+		t.Errorf("list configmaps = %d after a List", got)
+	}
+	wev := events.waitEvents(t, 1, isCall("watch", "configmaps"))[0]
+	if code, _ := wev.Num("code"); code != 200 || wev.Namespace != ns.Name || wev.Source != "proxy/clientgo/a" {
+		t.Errorf("watch event = %+v", wev)
+	}
+
+	// Upstream it is the replica's identity that speaks, not anyone else's:
+	// it may not write, and the refusal is counted like any request.
+	_, err = cs.CoreV1().ConfigMaps(ns.Name).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("create through the proxy as a reader: %v, want Forbidden", err)
+	}
+	fev := events.waitEvents(t, 1, isCall("create", "configmaps"))[0]
+	if code, _ := fev.Num("code"); code != 403 || p.Counts()["create configmaps"] != 1 {
+		t.Errorf("forbidden create: event %+v, counts %v", fev, p.Counts())
+	}
+
+	// kubectl works from the kubeconfig alone, namespace included.
+	kcBytes, err := p.Kubeconfig(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, kcBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), filepath.Join(real.assets, "kubectl"), "--kubeconfig", kc, "get", "configmaps", "-o", "name")
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl through the proxy: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(out.String(), "configmap/direct") {
+		t.Errorf("kubectl get configmaps = %q", out.String())
+	}
+	kev := events.waitEvents(t, 1, func(e trace.Event) bool {
+		return isCall("list", "configmaps")(e) && strings.HasPrefix(e.Str("user_agent"), "kubectl")
+	})[0]
+	if kev.Namespace != ns.Name {
+		t.Errorf("kubectl list event = %+v", kev)
+	}
+
+	// A partition ends the informer's watch and refuses its retries; once
+	// healed, it watches again and catches up.
+	watches := p.Counts()["watch configmaps"]
+	p.SetMode(Refuse)
+	if _, err := cs.CoreV1().ConfigMaps(ns.Name).Get(t.Context(), "direct", metav1.GetOptions{}); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("get while refused: %v, want 503", err)
+	}
+	eventually(t, 30*time.Second, "informer retries and is refused", func() bool {
+		for _, e := range events.matching(isCall("watch", "configmaps")) {
+			if c, _ := e.Num("code"); c == 503 {
+				return true
+			}
+		}
+		for _, e := range events.matching(isCall("list", "configmaps")) {
+			if c, _ := e.Num("code"); c == 503 {
+				return true
+			}
+		}
+		return false
+	})
+	create("during-partition")
+	p.SetMode(Normal)
+	eventually(t, 30*time.Second, "informer sees ConfigMap/during-partition after the partition", seen("during-partition"))
+	if got := p.Counts()["watch configmaps"]; got <= watches {
+		t.Errorf("watch configmaps = %d, want more than %d after the partition", got, watches)
+	}
+}
+
+// testLogger keeps the proxy's debug log and prints it if the test fails.
+func testLogger(t *testing.T) *slog.Logger {
+	t.Helper()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("proxy log:\n%s", buf.String())
+			mu.Unlock()
+		}
+	})
+	return slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

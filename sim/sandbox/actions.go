@@ -1,0 +1,229 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/proxy"
+)
+
+// clients are rlab's own (admin) clients, used by the actions.
+type clients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
+
+func newClients(cfg *rest.Config) (*clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "rlab"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &clients{kube: kube, dyn: dyn}, nil
+}
+
+// Kube is an admin client, for tests and lessons that act as the student.
+func (s *Sandbox) Kube() kubernetes.Interface { return s.admin.kube }
+
+// Dynamic is an admin dynamic client.
+func (s *Sandbox) Dynamic() dynamic.Interface { return s.admin.dyn }
+
+// everyStyle runs fn for each running style at the same instant, so the
+// styles race fairly, and returns the first error (the apiserver's own).
+func (s *Sandbox) everyStyle(fn func(style string) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := make(chan struct{})
+	for _, st := range s.opts.Styles {
+		wg.Go(func() {
+			<-start
+			if err := fn(st); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0] // the same rejection in every namespace: say it once
+	}
+	return nil
+}
+
+func (s *Sandbox) patchEcho(ctx context.Context, name string, spec map[string]any) error {
+	return s.everyStyle(func(st string) error {
+		_, err := s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Patch(ctx, name, types.MergePatchType,
+			mustJSON(map[string]any{"spec": spec}), metav1.PatchOptions{FieldManager: "rlab"})
+		return err
+	})
+}
+
+// SetMessage sets spec.message of Echo name in every style's namespace. A
+// value the apiserver rejects comes back as its error, and nothing changes.
+func (s *Sandbox) SetMessage(ctx context.Context, name, message string) error {
+	return s.patchEcho(ctx, name, map[string]any{"message": message})
+}
+
+// SetReplicas sets spec.replicas of Echo name in every style's namespace.
+func (s *Sandbox) SetReplicas(ctx context.Context, name string, replicas int) error {
+	return s.patchEcho(ctx, name, map[string]any{"replicas": replicas})
+}
+
+// CreateEcho creates Echo name in every style's namespace.
+func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas int) error {
+	return s.everyStyle(func(st string) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+			"metadata": map[string]any{"name": name, "namespace": Namespace(st)},
+			"spec":     map[string]any{"message": message, "replicas": int64(replicas)},
+		}}
+		_, err := s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+		return err
+	})
+}
+
+// DeleteEcho deletes Echo name in every style's namespace; garbage
+// collection, not the operators, removes its Deployment.
+func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
+	return s.everyStyle(func(st string) error {
+		return s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
+// forStyles runs fn for one style, or for every style when style is "".
+func (s *Sandbox) forStyles(style string, fn func(st string) error) error {
+	if style == "" {
+		return s.everyStyle(fn)
+	}
+	return fn(style)
+}
+
+// DeleteDeployment deletes Echo name's Deployment by hand (drift).
+func (s *Sandbox) DeleteDeployment(ctx context.Context, style, name string) error {
+	return s.forStyles(style, func(st string) error {
+		return s.admin.kube.AppsV1().Deployments(Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+	})
+}
+
+// ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
+func (s *Sandbox) ScaleDeployment(ctx context.Context, style, name string, replicas int) error {
+	return s.forStyles(style, func(st string) error {
+		_, err := s.admin.kube.AppsV1().Deployments(Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
+			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
+		return err
+	})
+}
+
+// Leader returns the replica ("clientgo/a") holding a style's Lease.
+func (s *Sandbox) Leader(ctx context.Context, style string) (string, *coordinationv1.Lease, error) {
+	l, err := s.admin.kube.CoordinationV1().Leases(Namespace(style)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("lease of %s: %w", style, err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return "", l, errors.New("nobody holds the lease of " + style)
+	}
+	id := *l.Spec.HolderIdentity // <style>-<replica>-<pid>
+	i := strings.LastIndexByte(id, '-')
+	pid, err := strconv.Atoi(id[i+1:])
+	if i < 0 || err != nil {
+		return "", l, fmt.Errorf("lease holder %q is not <style>-<replica>-<pid>", id)
+	}
+	name, ok := s.super.ByPID(pid)
+	if !ok {
+		return "", l, fmt.Errorf("lease holder %s is not a running replica", id)
+	}
+	return name, l, nil
+}
+
+// KillLeader crashes the replica holding a style's Lease (SIGKILL): the
+// standby takes over once the Lease expires.
+func (s *Sandbox) KillLeader(ctx context.Context, style string) (string, error) {
+	name, _, err := s.Leader(ctx, style)
+	if err != nil {
+		return "", err
+	}
+	return name, s.super.Kill(name)
+}
+
+// StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
+// and the standby takes over at once.
+func (s *Sandbox) StopLeader(ctx context.Context, style string) (string, error) {
+	name, _, err := s.Leader(ctx, style)
+	if err != nil {
+		return "", err
+	}
+	return name, s.super.Stop(name)
+}
+
+// Partition cuts a replica off the apiserver (proxy.Refuse or proxy.Hang),
+// or heals it (proxy.Normal).
+func (s *Sandbox) Partition(replica string, mode proxy.Mode) error {
+	p, ok := s.proxies[replica]
+	if !ok {
+		return fmt.Errorf("no replica %q", replica)
+	}
+	p.SetMode(mode)
+	return nil
+}
+
+// SetWatchOwned restarts a Go style's replicas with or without
+// --watch-owned=false.
+func (s *Sandbox) SetWatchOwned(style string, watch bool) error {
+	if style == Shell {
+		return errors.New("the shell loop polls everything; it has no watches to turn off")
+	}
+	for _, r := range Replicas(style) {
+		name := style + "/" + r
+		sp, err := s.super.Spec(name)
+		if err != nil {
+			return err
+		}
+		var args []string
+		for _, a := range sp.Args {
+			if !strings.HasPrefix(a, "--watch-owned") {
+				args = append(args, a)
+			}
+		}
+		if !watch {
+			args = append(args, "--watch-owned=false")
+		}
+		if err := s.super.SetArgs(name, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only maps of plain values are passed
+	}
+	return b
+}

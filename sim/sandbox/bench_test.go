@@ -1,0 +1,234 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// Per-style speed, measured on the sandbox of TestMain (shell loop polling
+// every second). Run: make bench (go test -run '^$' -bench . -benchtime 1x
+// ./sim/sandbox/). Each benchmark runs all its repetitions in one iteration
+// and reports p50/p95 in milliseconds per style.
+
+const reps = 20
+
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p)
+	return float64(s[i].Microseconds()) / 1000
+}
+
+func reportStyles(b *testing.B, what string, got map[string][]time.Duration) {
+	for _, st := range sandbox.Styles {
+		b.ReportMetric(percentile(got[st], 0.5), st+"-"+what+"-p50-ms")
+		b.ReportMetric(percentile(got[st], 0.95), st+"-"+what+"-p95-ms")
+	}
+}
+
+// timeEach starts act at t0 and records, per style, when cond first holds.
+func timeEach(b *testing.B, act func() error, cond func(style string) func(world.Snapshot) bool) map[string]time.Duration {
+	var (
+		mu  sync.Mutex
+		out = map[string]time.Duration{}
+		wg  sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	if err := act(); err != nil {
+		b.Fatal(err)
+	}
+	for _, st := range sandbox.Styles {
+		wg.Go(func() {
+			if err := sb.World().WaitFor(ctx, cond(st)); err != nil {
+				b.Errorf("%s: %v", st, err)
+				return
+			}
+			mu.Lock()
+			out[st] = time.Since(t0)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func apiTotals() map[string]int {
+	out := map[string]int{}
+	for _, st := range sandbox.Styles {
+		for _, r := range sandbox.Replicas(st) {
+			out[st] += sb.Proxy(st + "/" + r).Total()
+		}
+	}
+	return out
+}
+
+// BenchmarkEditConverge: replicas edits (2↔3), from the edit to the
+// Deployment updated and status.ready written for the new replica count;
+// and the API requests each style spent per edit.
+func BenchmarkEditConverge(b *testing.B) {
+	ctx := b.Context()
+	got := map[string][]time.Duration{}
+	for b.Loop() {
+		before := apiTotals()
+		for i := range reps {
+			n := int32(3 - i%2)
+			res := timeEach(b, func() error { return sb.SetReplicas(ctx, sandbox.SampleName, int(n)) },
+				func(st string) func(world.Snapshot) bool {
+					return func(sn world.Snapshot) bool {
+						e := echoOf(sn, st, sandbox.SampleName)
+						return e != nil && e.Deployment != nil && e.Deployment.Replicas == n &&
+							strings.HasSuffix(e.Ready, fmt.Sprintf("/%d", n))
+					}
+				})
+			for st, d := range res {
+				got[st] = append(got[st], d)
+			}
+		}
+		after := apiTotals()
+		for _, st := range sandbox.Styles {
+			b.ReportMetric(float64(after[st]-before[st])/reps, st+"-api-req/edit")
+		}
+	}
+	reportStyles(b, "converge", got)
+	if err := sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDriftRepair: the Deployment scaled to 1 by hand, until it is
+// back at the Echo's replicas.
+func BenchmarkDriftRepair(b *testing.B) {
+	ctx := b.Context()
+	got := map[string][]time.Duration{}
+	want := int32(sandbox.SampleReplicas)
+	for b.Loop() {
+		for range reps {
+			// Start from the converged state each time.
+			if err := sb.World().WaitFor(ctx, func(sn world.Snapshot) bool {
+				for _, st := range sandbox.Styles {
+					if e := echoOf(sn, st, sandbox.SampleName); e == nil || e.Deployment == nil || e.Deployment.Replicas != want {
+						return false
+					}
+				}
+				return true
+			}); err != nil {
+				b.Fatal(err)
+			}
+			res := timeEach(b, func() error { return sb.ScaleDeployment(ctx, "", sandbox.SampleName, 1) },
+				func(st string) func(world.Snapshot) bool {
+					seen := false // first see the drift, then its repair
+					return func(sn world.Snapshot) bool {
+						e := echoOf(sn, st, sandbox.SampleName)
+						if e == nil || e.Deployment == nil {
+							return false
+						}
+						if e.Deployment.Replicas == 1 {
+							seen = true
+						}
+						return seen && e.Deployment.Replicas == want
+					}
+				})
+			for st, d := range res {
+				got[st] = append(got[st], d)
+			}
+		}
+	}
+	reportStyles(b, "repair", got)
+}
+
+// BenchmarkIdleAPI: API requests per minute per style with nothing to do:
+// the cost of polling versus watching (and of renewing a Lease).
+func BenchmarkIdleAPI(b *testing.B) {
+	const window = 20 * time.Second
+	for b.Loop() {
+		before := apiTotals()
+		select {
+		case <-time.After(window):
+		case <-b.Context().Done():
+			b.Fatal(b.Context().Err())
+		}
+		after := apiTotals()
+		for _, st := range sandbox.Styles {
+			b.ReportMetric(float64(after[st]-before[st])*float64(time.Minute)/float64(window), st+"-idle-req/min")
+		}
+	}
+}
+
+// BenchmarkFailover: time until the other replica holds the Lease, after a
+// kill -9 of the leader and after a graceful stop.
+func BenchmarkFailover(b *testing.B) {
+	ctx := b.Context()
+	const n = 5
+	for b.Loop() {
+		for _, st := range []string{sandbox.ClientGo, sandbox.Runtime} {
+			for _, how := range []string{"kill", "stop"} {
+				var ds []time.Duration
+				for range n {
+					old := waitLeader(b, st, "")
+					t0 := time.Now()
+					var err error
+					if how == "kill" {
+						_, err = sb.KillLeader(ctx, st)
+					} else {
+						_, err = sb.StopLeader(ctx, st)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					waitLeader(b, st, old)
+					ds = append(ds, time.Since(t0))
+					// Let the restarted replica come back as the standby.
+					waitReplicas(b, st)
+				}
+				b.ReportMetric(percentile(ds, 0.5), st+"-failover-"+how+"-p50-ms")
+				b.ReportMetric(percentile(ds, 1), st+"-failover-"+how+"-max-ms")
+			}
+		}
+	}
+}
+
+// waitLeader polls every 10 ms (the resolution of the measurement) until a
+// running replica other than not holds the style's Lease, and returns it.
+func waitLeader(b *testing.B, style, not string) string {
+	var got string
+	err := wait.PollUntilContextTimeout(b.Context(), 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, _, err := sb.Leader(ctx, style)
+		got = n
+		return err == nil && n != not, nil
+	})
+	if err != nil {
+		b.Fatalf("no new leader of %s within a minute", style)
+	}
+	return got
+}
+
+// waitReplicas waits until every replica of a style runs.
+func waitReplicas(b *testing.B, style string) {
+	err := wait.PollUntilContextTimeout(b.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		running := 0
+		for _, s := range sb.Supervisor().Statuses() {
+			if s.Style == style && s.Running {
+				running++
+			}
+		}
+		return running == len(sandbox.Replicas(style)), nil
+	})
+	if err != nil {
+		b.Fatalf("%s replicas not back within a minute", style)
+	}
+}

@@ -1,0 +1,483 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// One sandbox with all three styles runs every test here, against the real
+// control plane, as the student would see it. The shell loop polls every
+// second instead of five to keep the suite short.
+var (
+	sb     *sandbox.Sandbox
+	events = &recorder{}
+)
+
+type recorder struct {
+	mu sync.Mutex
+	ev []trace.Event
+}
+
+func (r *recorder) all() []trace.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]trace.Event(nil), r.ev...)
+}
+
+func (r *recorder) run(sub *trace.Sub) {
+	for range sub.Wait() {
+		evs, _ := sub.Drain()
+		r.mu.Lock()
+		r.ev = append(r.ev, evs...)
+		r.mu.Unlock()
+	}
+}
+
+func TestMain(m *testing.M) {
+	proc.MaybeRunWrapper()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox tests need the control plane:", err)
+		return 1
+	}
+	self, err := buildRlab()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root, err := os.MkdirTemp("", "rlab-sandbox-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bus := trace.NewBus()
+	go events.run(bus.Subscribe(1 << 18))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sb, err = sandbox.Start(ctx, sandbox.Options{
+		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
+		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true, Bus: bus,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
+		return 1
+	}
+	code := m.Run()
+	if err := sb.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop sandbox:", err)
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "logs kept in", filepath.Join(root, "state", "logs"))
+	} else {
+		_ = os.RemoveAll(root)
+	}
+	return code
+}
+
+// buildRlab builds the rlab binary: it runs the Go operators (`rlab operator`)
+// and the exec wrapper.
+func buildRlab() (string, error) {
+	dir, err := os.MkdirTemp("", "rlab-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "rlab")
+	out, err := execCommand("go", "build", "-o", bin, "../../cmd/rlab")
+	if err != nil {
+		return "", fmt.Errorf("build rlab: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// eventually polls cond over the world model every 20 ms up to timeout.
+// Deadlines are generous (a loaded 2-core machine); speed is benchmarked.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(world.Snapshot) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := sb.World().WaitFor(ctx, cond); err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	}
+}
+
+func echoOf(sn world.Snapshot, style, name string) *world.EchoView {
+	ns := sn.Namespaces[sandbox.Namespace(style)]
+	if ns == nil {
+		return nil
+	}
+	return ns.Echoes[name]
+}
+
+func converged(style, name string, replicas int32, message string) func(world.Snapshot) bool {
+	return func(sn world.Snapshot) bool {
+		e := echoOf(sn, style, name)
+		if e == nil || e.Deployment == nil {
+			return false
+		}
+		d := e.Deployment
+		return d.Replicas == replicas && d.ReadyReplicas == replicas && d.Message == message &&
+			e.Ready == fmt.Sprintf("%d/%d", replicas, replicas)
+	}
+}
+
+func deployment(t *testing.T, style, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := sb.Kube().AppsV1().Deployments(sandbox.Namespace(style)).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func getEcho(t *testing.T, style, name string) *echov1.Echo {
+	t.Helper()
+	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sandbox.Namespace(style)).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &echov1.Echo{}
+	if err := fromUnstructured(u.Object, e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestConformance walks one Echo through its life in all three styles at
+// once: each step acts in every namespace at the same instant, then checks
+// each style.
+func TestConformance(t *testing.T) {
+	const name = "conform"
+	ctx := t.Context()
+	steps := []struct {
+		name  string
+		act   func() error
+		check func(t *testing.T, style string)
+	}{
+		{"create: Deployment as specified, owned, 2/2", func() error { return sb.CreateEcho(ctx, name, "first", 2) },
+			func(t *testing.T, style string) {
+				eventually(t, time.Minute, "2/2", converged(style, name, 2, "first"))
+				e, d := getEcho(t, style, name), deployment(t, style, name)
+				want := echo.DesiredDeployment(e, "echo-"+style)
+				if drift := echo.Drift(d, want); drift != "" {
+					t.Fatalf("deployment differs from the desired one in %s", drift)
+				}
+				ref := metav1.GetControllerOf(d)
+				if ref == nil || ref.Kind != "Echo" || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+					t.Fatalf("controller ownerReference = %+v", ref)
+				}
+				if got := d.Spec.Template.Spec.Containers[0].Image; got != echo.Image {
+					t.Fatalf("image %q", got)
+				}
+			}},
+		{"replicas 2→4: 4/4", func() error { return sb.SetReplicas(ctx, name, 4) },
+			func(t *testing.T, style string) {
+				eventually(t, time.Minute, "4/4", converged(style, name, 4, "first"))
+			}},
+		{"message change: container argument changed", func() error { return sb.SetMessage(ctx, name, "xin chào, second") },
+			func(t *testing.T, style string) {
+				eventually(t, time.Minute, "new message", converged(style, name, 4, "xin chào, second"))
+				if args := deployment(t, style, name).Spec.Template.Spec.Containers[0].Args; len(args) != 1 || args[0] != "-text=xin chào, second" {
+					t.Fatalf("args = %q", args)
+				}
+			}},
+		{"deployment deleted: recreated", func() error { return sb.DeleteDeployment(ctx, "", name) },
+			func(t *testing.T, style string) {
+				// The world saw the delete (drift) and then the new Deployment.
+				waitEvent(t, "drift.repaired (deleted)", func(e trace.Event) bool {
+					return e.Kind == trace.DriftRepaired && e.Namespace == sandbox.Namespace(style) &&
+						e.Str("echo") == name && e.Str("what") == "deleted"
+				})
+				eventually(t, time.Minute, "recreated 4/4", converged(style, name, 4, "xin chào, second"))
+			}},
+		{"deployment scaled by hand: restored", func() error { return sb.ScaleDeployment(ctx, "", name, 1) },
+			func(t *testing.T, style string) {
+				waitEvent(t, "drift.repaired (replicas)", func(e trace.Event) bool {
+					return e.Kind == trace.DriftRepaired && e.Namespace == sandbox.Namespace(style) &&
+						e.Str("echo") == name && e.Str("what") == "replicas"
+				})
+				eventually(t, time.Minute, "scaled back to 4", converged(style, name, 4, "xin chào, second"))
+			}},
+		{"invalid spec: rejected, nothing changed", func() error {
+			err := sb.SetReplicas(ctx, name, 9)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") ||
+				!strings.Contains(err.Error(), "should be less than or equal to 5") {
+				return fmt.Errorf("want the apiserver's Invalid error naming spec.replicas, got %v", err)
+			}
+			return nil
+		}, func(t *testing.T, style string) {
+			if e := getEcho(t, style, name); e.Spec.Replicas != 4 {
+				t.Fatalf("spec.replicas = %d after a rejected edit", e.Spec.Replicas)
+			}
+			if d := deployment(t, style, name); *d.Spec.Replicas != 4 {
+				t.Fatalf("deployment replicas = %d after a rejected edit", *d.Spec.Replicas)
+			}
+		}},
+		{"echo deleted: children collected by GC", func() error { return sb.DeleteEcho(ctx, name) },
+			func(t *testing.T, style string) {
+				eventually(t, time.Minute, "echo and deployment gone", func(sn world.Snapshot) bool {
+					ns := sn.Namespaces[sandbox.Namespace(style)]
+					return echoOf(sn, style, name) == nil && len(ns.Orphans) == 0
+				})
+				ns := sandbox.Namespace(style)
+				err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+					pods, err := sb.Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+					return err == nil && len(pods.Items) == 0, nil
+				})
+				if err != nil {
+					t.Fatal("pods not collected")
+				}
+				if !hasEvent(trace.GCCollected, style, "Deployment/"+echo.DeploymentName(name)) {
+					t.Fatalf("no gc.collected event for the Deployment in %s", ns)
+				}
+			}},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			if err := step.act(); err != nil {
+				t.Fatal(err)
+			}
+			for _, style := range sandbox.Styles {
+				t.Run(style, func(t *testing.T) { step.check(t, style) })
+			}
+		})
+	}
+}
+
+// TestSameDeploymentSpec: the three styles build the very same Deployment
+// for the same Echo, but for the label naming the style.
+func TestSameDeploymentSpec(t *testing.T) {
+	specs := map[string]appsv1.DeploymentSpec{}
+	for _, style := range sandbox.Styles {
+		spec := *deployment(t, style, sandbox.SampleName).Spec.DeepCopy()
+		delete(spec.Template.Labels, echo.ManagedByKey)
+		specs[style] = spec
+	}
+	for _, style := range sandbox.Styles[1:] {
+		if !reflect.DeepEqual(specs[sandbox.Shell], specs[style]) {
+			t.Errorf("shell and %s build different Deployments:\n%+v\n%+v", style, specs[sandbox.Shell], specs[style])
+		}
+	}
+}
+
+func eventsOf(kind trace.Kind, style, echoName string) []trace.Event {
+	var out []trace.Event
+	for _, e := range events.all() {
+		if e.Kind == kind && e.Namespace == sandbox.Namespace(style) && (e.Str("echo") == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func hasEvent(kind trace.Kind, style, object string) bool {
+	for _, e := range events.all() {
+		if e.Kind == kind && e.Namespace == sandbox.Namespace(style) && e.Object == object {
+			return true
+		}
+	}
+	return false
+}
+
+// waitEvent waits until the trace holds an event matching match.
+func waitEvent(t *testing.T, what string, match func(trace.Event) bool) trace.Event {
+	t.Helper()
+	var found trace.Event
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, e := range events.all() {
+			if match(e) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		all := events.all()
+		for _, e := range all[max(0, len(all)-15):] {
+			t.Log(e.Line())
+		}
+		t.Fatalf("no %s event within a minute (%d events recorded)", what, len(all))
+	}
+	return found
+}
+
+// TestFailover: kill -9 the Lease holder of each Go style; the other
+// replica takes the Lease and keeps reconciling.
+func TestFailover(t *testing.T) {
+	for _, style := range []string{sandbox.ClientGo, sandbox.Runtime} {
+		t.Run(style, func(t *testing.T) {
+			ctx := t.Context()
+			var old string
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				n, _, err := sb.Leader(ctx, style)
+				old = n
+				return err == nil, nil
+			})
+			if err != nil {
+				t.Fatal("no leader")
+			}
+			killed, err := sb.KillLeader(ctx, style)
+			if err != nil || killed != old {
+				t.Fatalf("KillLeader = %q, %v (leader was %s)", killed, err, old)
+			}
+			var now string
+			err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				n, _, err := sb.Leader(ctx, style)
+				now = n
+				return err == nil && n != old, nil
+			})
+			if err != nil {
+				t.Fatalf("the standby did not take the Lease from %s (holder now %q)", old, now)
+			}
+			// The new leader reconciles: a hand scale of the sample is repaired.
+			if err := sb.ScaleDeployment(ctx, style, sandbox.SampleName, 1); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "repaired by the new leader", converged(style, sandbox.SampleName, 2, sandbox.SampleMessage))
+		})
+	}
+}
+
+// TestWatchOwnedOff reproduces the classic bug: without a Deployment watch a
+// hand scale is not repaired until something else triggers the Echo.
+func TestWatchOwnedOff(t *testing.T) {
+	for _, style := range []string{sandbox.ClientGo, sandbox.Runtime} {
+		t.Run(style, func(t *testing.T) {
+			ctx := t.Context()
+			since := time.Now()
+			if err := sb.SetWatchOwned(style, false); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := sb.SetWatchOwned(style, true); err != nil {
+					t.Error(err)
+				}
+			}()
+			// Wait until both replicas run again without the watch, one of
+			// them leads, and it has done its first reconcile (of the initial
+			// list), which would otherwise repair the hand scale below.
+			for _, r := range sandbox.Replicas(style) {
+				waitEvent(t, "restart of "+style+"/"+r, func(e trace.Event) bool {
+					return e.Kind == trace.ProcessStart && e.Object == style+"/"+r && e.Time.After(since)
+				})
+			}
+			var leader string
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				n, _, err := sb.Leader(ctx, style)
+				leader = n
+				return err == nil, nil
+			})
+			if err != nil {
+				t.Fatal("no leader running with --watch-owned=false")
+			}
+			waitEvent(t, "first reconcile of the new leader", func(e trace.Event) bool {
+				return e.Source == leader && e.Kind == trace.ReconcileEnd && e.Time.After(since)
+			})
+			eventually(t, time.Minute, "2/2 before the edit", converged(style, sandbox.SampleName, 2, sandbox.SampleMessage))
+			if err := sb.ScaleDeployment(ctx, style, sandbox.SampleName, 1); err != nil {
+				t.Fatal(err)
+			}
+			// The bug is that nothing happens: watch the Deployment for 3 s.
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if d := deployment(t, style, sandbox.SampleName); *d.Spec.Replicas != 1 {
+					t.Fatalf("hand scale was repaired (replicas %d) although the operator does not watch Deployments", *d.Spec.Replicas)
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			// Touch the Echo (only this style's): now the drift is repaired.
+			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sandbox.Namespace(style)).Patch(ctx, sandbox.SampleName,
+				types.MergePatchType, []byte(`{"metadata":{"annotations":{"rlab/touch":"`+time.Now().Format("150405.000")+`"}}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Only the spec: with no Deployment watch, the Pods becoming
+			// Ready trigger nothing, so status.ready stays stale too.
+			eventually(t, time.Minute, "repaired after the Echo was touched", func(sn world.Snapshot) bool {
+				e := echoOf(sn, style, sandbox.SampleName)
+				return e != nil && e.Deployment != nil && e.Deployment.Replicas == 2
+			})
+		})
+	}
+}
+
+// TestRBAC: each style's identity may act in its own namespace only.
+func TestRBAC(t *testing.T) {
+	for _, style := range sandbox.Styles {
+		for _, other := range sandbox.Styles {
+			t.Run(style+" in "+other, func(t *testing.T) {
+				cfg := rest.CopyConfig(sb.Backend().Config())
+				cfg.Impersonate = rest.ImpersonationConfig{UserName: sandbox.User(style)}
+				cs := kubernetes.NewForConfigOrDie(cfg)
+				_, err := cs.AppsV1().Deployments(sandbox.Namespace(other)).List(t.Context(), metav1.ListOptions{})
+				if style == other && err != nil {
+					t.Fatalf("own namespace: %v", err)
+				}
+				if style != other && !apierrors.IsForbidden(err) {
+					t.Fatalf("another style's namespace: got %v, want Forbidden", err)
+				}
+			})
+		}
+	}
+}
+
+// TestTraceFromEveryStyle: the trace has reconciles from every style's
+// process, API requests from every proxy, and the world's derived events.
+func TestTraceFromEveryStyle(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range events.all() {
+		seen[e.Source+" "+string(e.Kind)] = true
+	}
+	for _, want := range []string{
+		"shell/a reconcile.end", "shell/a poll.tick", "shell/a kubectl",
+		"clientgo/a informer.add", "runtime/a informer.add",
+		"proxy/shell/a api.request", "proxy/clientgo/a api.request", "proxy/runtime/a api.request",
+		"world echo.converged", "supervisor process.start",
+	} {
+		if !seen[want] && !seen[strings.Replace(want, "/a ", "/b ", 1)] {
+			t.Errorf("no %q event in the trace", want)
+		}
+	}
+}
+
+func execCommand(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+func fromUnstructured(u map[string]any, e *echov1.Echo) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, e)
+}

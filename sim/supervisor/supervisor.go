@@ -1,0 +1,364 @@
+// Package supervisor runs the operator replicas as child processes, the way a
+// Deployment runs pods: a replica that exits, crashed or stopped, is started
+// again after a backoff. It reads each replica's trace (JSON lines on its
+// stdout) onto the bus and sends its logs (stderr) to a file.
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Source is the trace source of the supervisor's own events.
+const Source = "supervisor"
+
+// Spec is one replica to run.
+type Spec struct {
+	Style   string // "shell", "clientgo", "runtime"
+	Replica string // "a", "b"
+	Path    string
+	Args    []string
+	Env     []string // added to rlab's environment
+	LogFile string
+}
+
+// Name is "<style>/<replica>", the replica's trace source.
+func (s Spec) Name() string { return s.Style + "/" + s.Replica }
+
+// Options configures a supervisor.
+type Options struct {
+	PIDDir  string
+	Publish func(trace.Event)
+	Log     *slog.Logger
+	// Backoff before the first restart, doubled after each quick exit up to
+	// MaxBackoff; a replica that ran for StableAfter starts over.
+	Backoff, MaxBackoff, StableAfter time.Duration
+}
+
+// Status is a replica's state for the screen and the lessons.
+type Status struct {
+	Name, Style, Replica string
+	PID                  int // 0 while not running
+	Running, Paused      bool
+	Restarts             int
+	Malformed            int // trace lines that were not events
+}
+
+// Supervisor runs replicas until Close.
+type Supervisor struct {
+	opts Options
+
+	mu       sync.Mutex
+	replicas map[string]*replica
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+type replica struct {
+	spec      Spec
+	child     *proc.Child
+	paused    bool
+	restarts  int
+	malformed int
+	wake      chan struct{} // restart now, skipping the backoff
+}
+
+// New returns a supervisor with no replicas.
+func New(opts Options) *Supervisor {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Publish == nil {
+		opts.Publish = func(trace.Event) {}
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = 500 * time.Millisecond
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 15 * time.Second
+	}
+	if opts.StableAfter == 0 {
+		opts.StableAfter = 30 * time.Second
+	}
+	return &Supervisor{opts: opts, replicas: map[string]*replica{}}
+}
+
+// Add starts a replica and keeps it running.
+func (s *Supervisor) Add(spec Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("supervisor closed")
+	}
+	if _, ok := s.replicas[spec.Name()]; ok {
+		return fmt.Errorf("replica %s exists", spec.Name())
+	}
+	r := &replica{spec: spec, wake: make(chan struct{}, 1)}
+	if err := s.start(r); err != nil {
+		return err
+	}
+	s.replicas[spec.Name()] = r
+	s.wg.Add(1)
+	go s.watch(r)
+	return nil
+}
+
+// start launches r's process; s.mu is held.
+func (s *Supervisor) start(r *replica) error {
+	logf, err := os.OpenFile(r.spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("log file: %w", err)
+	}
+	pr, pw := io.Pipe()
+	c, err := proc.StartCmd(s.opts.PIDDir, proc.Cmd{
+		Name: r.spec.Name(), Path: r.spec.Path, Args: r.spec.Args,
+		Env:    append(os.Environ(), r.spec.Env...),
+		Stdout: pw, Stderr: logf,
+	})
+	if err != nil {
+		logf.Close()
+		pw.Close()
+		return err
+	}
+	r.child, r.paused = c, false
+	name := r.spec.Name()
+	go func() {
+		_ = trace.Decode(pr, func(e trace.Event) {
+			if e.Source == "" {
+				e.Source = name
+			}
+			s.opts.Publish(e)
+		}, func(line string) {
+			s.mu.Lock()
+			r.malformed++
+			n := r.malformed
+			s.mu.Unlock()
+			s.opts.Publish(trace.Event{Source: name, Kind: trace.Malformed, Fields: map[string]any{"line": line, "count": n}})
+		})
+	}()
+	go func() {
+		<-c.Done()
+		pw.Close()
+		logf.Close()
+	}()
+	s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessStart, Object: name,
+		Fields: map[string]any{"pid": c.PID(), "restarts": r.restarts}})
+	s.opts.Log.Info("replica started", "replica", name, "pid", c.PID(), "restarts", r.restarts)
+	return nil
+}
+
+// watch restarts r each time it exits, until Close.
+func (s *Supervisor) watch(r *replica) {
+	defer s.wg.Done()
+	backoff := s.opts.Backoff
+	for {
+		s.mu.Lock()
+		c := r.child
+		s.mu.Unlock()
+		started := time.Now()
+		<-c.Done()
+
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		if time.Since(started) > s.opts.StableAfter {
+			backoff = s.opts.Backoff
+		}
+		fields := map[string]any{"pid": c.PID(), "restarts": r.restarts, "backoff_ms": backoff.Milliseconds()}
+		if ps := c.ProcessState(); ps != nil {
+			fields["code"] = ps.ExitCode()
+			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				fields["signal"] = ws.Signal().String()
+			}
+		}
+		s.mu.Unlock()
+		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(), Fields: fields})
+		s.opts.Log.Info("replica exited", "replica", r.spec.Name(), "fields", fields)
+
+		select {
+		case <-time.After(backoff):
+		case <-r.wake:
+		}
+		backoff = min(2*backoff, s.opts.MaxBackoff)
+
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		r.restarts++
+		err := s.start(r)
+		s.mu.Unlock()
+		if err != nil {
+			s.opts.Log.Error("restart failed", "replica", r.spec.Name(), "error", err)
+			s.opts.Publish(trace.Event{Source: Source, Kind: trace.Log, Object: r.spec.Name(),
+				Fields: map[string]any{"msg": "restart failed: " + err.Error()}})
+			return
+		}
+	}
+}
+
+func (s *Supervisor) get(name string) (*replica, error) {
+	r, ok := s.replicas[name]
+	if !ok {
+		return nil, fmt.Errorf("no replica %q", name)
+	}
+	return r, nil
+}
+
+// Signal sends sig to a replica's process group: SIGKILL is a crash,
+// SIGTERM a graceful stop; either way the replica is restarted.
+func (s *Supervisor) Signal(name string, sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(name)
+	if err != nil {
+		return err
+	}
+	if r.paused && sig != syscall.SIGCONT {
+		_ = r.child.Signal(syscall.SIGCONT) // a stopped process cannot handle SIGTERM
+		r.paused = false
+	}
+	return r.child.Signal(sig)
+}
+
+// Kill crashes a replica (SIGKILL): no chance to release its Lease.
+func (s *Supervisor) Kill(name string) error { return s.Signal(name, syscall.SIGKILL) }
+
+// Stop stops a replica gracefully (SIGTERM): it releases its Lease.
+func (s *Supervisor) Stop(name string) error { return s.Signal(name, syscall.SIGTERM) }
+
+// Pause freezes a replica (SIGSTOP): alive but silent, like a hung process.
+func (s *Supervisor) Pause(name string) error {
+	if err := s.Signal(name, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.replicas[name].paused = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused replica.
+func (s *Supervisor) Resume(name string) error {
+	if err := s.Signal(name, syscall.SIGCONT); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.replicas[name].paused = false
+	s.mu.Unlock()
+	return nil
+}
+
+// SetArgs changes a replica's arguments and restarts it gracefully now.
+func (s *Supervisor) SetArgs(name string, args []string) error {
+	s.mu.Lock()
+	r, err := s.get(name)
+	if err == nil {
+		r.spec.Args = args
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.Stop(name)
+}
+
+// Spec returns a replica's current spec.
+func (s *Supervisor) Spec(name string) (Spec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(name)
+	if err != nil {
+		return Spec{}, err
+	}
+	return r.spec, nil
+}
+
+// ByPID returns the name of the replica whose current process is pid.
+func (s *Supervisor) ByPID(pid int) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.replicas {
+		if r.child.PID() == pid {
+			select {
+			case <-r.child.Done():
+				return "", false
+			default:
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Statuses lists the replicas, sorted by name.
+func (s *Supervisor) Statuses() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Status, 0, len(s.replicas))
+	for name, r := range s.replicas {
+		st := Status{Name: name, Style: r.spec.Style, Replica: r.spec.Replica, Paused: r.paused,
+			Restarts: r.restarts, Malformed: r.malformed}
+		select {
+		case <-r.child.Done():
+		default:
+			st.Running, st.PID = true, r.child.PID()
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Close stops every replica gracefully (SIGTERM, then SIGKILL after grace)
+// and stops restarting them.
+func (s *Supervisor) Close(grace time.Duration) error {
+	s.mu.Lock()
+	s.closed = true
+	var children []*proc.Child
+	for _, r := range s.replicas {
+		if r.paused {
+			_ = r.child.Signal(syscall.SIGCONT)
+		}
+		children = append(children, r.child)
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for _, c := range children {
+		wg.Go(func() {
+			if err := c.Stop(grace); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,122 @@
+package supervisor
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []trace.Event
+}
+
+func (r *recorder) publish(e trace.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) count(kind trace.Kind, source string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == kind && (source == "" || e.Source == source || e.Object == source) {
+			n++
+		}
+	}
+	return n
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within 10s", what)
+	}
+}
+
+// fakeOperator emits one event and one malformed line, then waits; it exits
+// on SIGTERM like a real operator.
+const fakeOperator = `echo '{"kind":"reconcile.start","object":"Echo/hello"}'
+echo 'this is not json'
+trap 'exit 0' TERM
+while :; do sleep 0.05; done`
+
+func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish, Backoff: 50 * time.Millisecond})
+	spec := Spec{Style: "clientgo", Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+		LogFile: filepath.Join(dir, "a.log")}
+	if err := s.Add(spec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "trace read", func() bool { return rec.count(trace.ReconcileStart, "clientgo/a") == 1 })
+	eventually(t, "malformed line counted", func() bool {
+		st := s.Statuses()
+		return rec.count(trace.Malformed, "clientgo/a") == 1 && st[0].Malformed == 1
+	})
+	first := s.Statuses()[0]
+	if !first.Running || first.PID == 0 || first.Restarts != 0 {
+		t.Fatalf("status = %+v", first)
+	}
+	if name, ok := s.ByPID(first.PID); !ok || name != "clientgo/a" {
+		t.Fatalf("ByPID = %q, %v", name, ok)
+	}
+
+	tests := []struct {
+		name string
+		act  func() error
+	}{
+		{"kill", func() error { return s.Kill("clientgo/a") }},
+		{"graceful stop", func() error { return s.Stop("clientgo/a") }},
+		{"stop while paused", func() error {
+			if err := s.Pause("clientgo/a"); err != nil {
+				return err
+			}
+			return s.Stop("clientgo/a")
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Statuses()[0]
+			if err := tc.act(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "restarted with a new pid", func() bool {
+				st := s.Statuses()[0]
+				return st.Running && st.PID != before.PID && st.Restarts == i+1
+			})
+			if got := rec.count(trace.ProcessExit, "clientgo/a"); got != i+1 {
+				t.Fatalf("process.exit events = %d, want %d", got, i+1)
+			}
+			eventually(t, "new process traced", func() bool { return rec.count(trace.ReconcileStart, "clientgo/a") == i+2 })
+		})
+	}
+
+	pid := s.Statuses()[0].PID
+	if err := s.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Statuses()[0]; st.Running {
+		t.Fatalf("still running after Close: %+v", st)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("pid %d alive after Close", pid)
+	}
+	if es, _ := proc.Entries(filepath.Join(dir, "pids")); len(es) != 0 {
+		t.Fatalf("pid entries left: %+v", es)
+	}
+}

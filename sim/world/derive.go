@@ -1,0 +1,284 @@
+package world
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// echoTrack is what the derived events remember about one Echo.
+type echoTrack struct {
+	uid types.UID
+	gen int64 // the generation last seen
+	// matchedGen is the Echo generation its Deployment last matched; 0 if it
+	// never did. Drift is a mismatch while the Echo is still at matchedGen;
+	// a mismatch after an edit is the operator not having caught up yet.
+	matchedGen int64
+	drift      *drift    // a drift seen and not yet repaired
+	converge   *converge // an edit (or a creation) not yet converged
+}
+
+// drift is a mismatch of the Deployment while the Echo had not changed.
+//
+// The Echo and its Deployment come from separate watches, so an Echo edit
+// or deletion can reach the World after the Deployment change it caused
+// (seen: the garbage collector's orphaning 30 ms before the Echo's deletion
+// timestamp, under load). A drift is therefore confirmed, and published, only
+// once the Echo has stayed unchanged for the settle time; a repair within that
+// time is published with it.
+type drift struct {
+	what      string // "replicas", "message", "owner", "deleted"
+	since     time.Time
+	gen       int64 // the Echo's generation when it was seen
+	confirmed bool
+	repaired  time.Time // zero until the Deployment matches again
+}
+
+type converge struct {
+	since   time.Time
+	created bool // from the Echo's creation, not an edit
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (m *nsModel) event(now time.Time, kind trace.Kind, object string, fields map[string]any) trace.Event {
+	return trace.Event{Time: now, Source: Source, Kind: kind, Namespace: m.name, Object: object, Fields: fields}
+}
+
+func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trace.Event {
+	m.echoes[e.Name] = e
+	tr := m.tracks[e.Name]
+	fresh := tr == nil || tr.uid != e.UID
+	if fresh {
+		tr = &echoTrack{uid: e.UID, gen: e.Generation}
+		m.tracks[e.Name] = tr
+	}
+	switch {
+	case deleting(e):
+		// Whatever happens to its children now is garbage collection.
+		tr.drift, tr.converge = nil, nil
+	case fresh && !initial:
+		tr.converge = &converge{since: now, created: true}
+	case !fresh && e.Generation != tr.gen:
+		// An edit of the Echo is not drift: the operator has to converge.
+		tr.drift = nil
+		tr.converge = &converge{since: now}
+	}
+	tr.gen = e.Generation
+	return m.evaluate(e.Name, false, now)
+}
+
+func (m *nsModel) deleteEcho(e *echov1.Echo) []trace.Event {
+	if cur := m.echoes[e.Name]; cur != nil && cur.UID == e.UID {
+		delete(m.echoes, e.Name)
+		delete(m.tracks, e.Name)
+	}
+	return nil
+}
+
+// echoFor is the Echo name a Deployment belongs to by its name, echo-<name>.
+func echoFor(deployment string) (string, bool) {
+	return strings.CutPrefix(deployment, echo.DeploymentName(""))
+}
+
+func (m *nsModel) upsertDeployment(d *appsv1.Deployment, now time.Time) []trace.Event {
+	m.deployments[d.Name] = d
+	if name, ok := echoFor(d.Name); ok {
+		return m.evaluate(name, true, now)
+	}
+	return nil
+}
+
+func (m *nsModel) deleteDeployment(d *appsv1.Deployment, now time.Time) []trace.Event {
+	evs := m.collected(d, "Deployment", now)
+	if cur := m.deployments[d.Name]; cur != nil && cur.UID == d.UID {
+		delete(m.deployments, d.Name)
+	}
+	if name, ok := echoFor(d.Name); ok {
+		evs = append(evs, m.evaluate(name, true, now)...)
+	}
+	return evs
+}
+
+func (m *nsModel) deleteReplicaSet(rs *appsv1.ReplicaSet, now time.Time) []trace.Event {
+	evs := m.collected(rs, "ReplicaSet", now)
+	if cur := m.replicaSets[rs.Name]; cur != nil && cur.UID == rs.UID {
+		delete(m.replicaSets, rs.Name)
+	}
+	return evs
+}
+
+func (m *nsModel) deletePod(p *corev1.Pod, now time.Time) []trace.Event {
+	evs := m.collected(p, "Pod", now)
+	if cur := m.pods[p.Name]; cur != nil && cur.UID == p.UID {
+		delete(m.pods, p.Name)
+	}
+	return evs
+}
+
+// collected derives gc.collected for o, just deleted, if its controller
+// owner is gone from the cache or being deleted. A Pod removed by its
+// ReplicaSet's scale-down has a live owner, and is not garbage collection.
+// An owner that still looks alive is looked at again after the settle time:
+// its own deletion may come through its informer a little later.
+func (m *nsModel) collected(o metav1.Object, kind string, now time.Time) []trace.Event {
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil {
+		return nil
+	}
+	owner := ref.Kind + "/" + ref.Name
+	object := kind + "/" + o.GetName()
+	fields := map[string]any{"owner": owner}
+	alive, known := m.ownerAlive(ref.Kind, ref.UID)
+	switch {
+	case !known:
+		return nil // an owner this model does not watch: cannot tell
+	case !alive:
+		return []trace.Event{m.event(now, trace.GCCollected, object, fields)}
+	}
+	at, refKind, uid := now, ref.Kind, ref.UID
+	m.later(func(m *nsModel, _ time.Time) []trace.Event {
+		if alive, _ := m.ownerAlive(refKind, uid); alive {
+			return nil
+		}
+		return []trace.Event{m.event(at, trace.GCCollected, object, fields)}
+	})
+	return nil
+}
+
+// ownerAlive says whether the owner of kind and uid is in the cache and not
+// being deleted; known is false for kinds the model does not watch.
+func (m *nsModel) ownerAlive(kind string, uid types.UID) (alive, known bool) {
+	var owner metav1.Object
+	switch kind {
+	case echov1.Kind:
+		owner = findUID(m.echoes, uid)
+	case "Deployment":
+		owner = findUID(m.deployments, uid)
+	case "ReplicaSet":
+		owner = findUID(m.replicaSets, uid)
+	default:
+		return false, false
+	}
+	return owner != nil && !deleting(owner), true
+}
+
+func findUID[T metav1.Object](objs map[string]T, uid types.UID) metav1.Object {
+	for _, o := range objs {
+		if o.GetUID() == uid {
+			return o
+		}
+	}
+	return nil
+}
+
+// evaluate compares Echo name's Deployment with what the Echo asks for and
+// derives drift.detected/repaired and echo.converged. fromDeployment says the
+// Deployment changed (only that can be drift).
+func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []trace.Event {
+	e, tr := m.echoes[name], m.tracks[name]
+	if e == nil || tr == nil || deleting(e) {
+		return nil
+	}
+	d := m.deployments[echo.DeploymentName(name)]
+	what := "deleted"
+	if d != nil {
+		what = echo.Drift(d, echo.DesiredDeployment(e, ""))
+	}
+	if what != "" {
+		if fromDeployment && tr.drift == nil && tr.matchedGen != 0 && tr.matchedGen == e.Generation {
+			dr := &drift{what: what, since: now, gen: e.Generation}
+			tr.drift = dr
+			m.later(func(m *nsModel, _ time.Time) []trace.Event { return m.confirmDrift(name, dr) })
+		}
+		return nil
+	}
+	var evs []trace.Event
+	tr.matchedGen = e.Generation
+	if dr := tr.drift; dr != nil {
+		switch {
+		case dr.confirmed:
+			tr.drift = nil
+			evs = append(evs, m.repaired(name, dr, now))
+		case dr.repaired.IsZero():
+			dr.repaired = now // published when confirmed
+		}
+	}
+	if c := tr.converge; c != nil && statusCaughtUp(e, c.created) {
+		tr.converge = nil
+		fields := map[string]any{"latency_ms": ms(now.Sub(c.since)), "generation": e.Generation, "echo": name}
+		if c.created {
+			fields["created"] = true
+		}
+		evs = append(evs, m.event(now, trace.Converged, echov1.Kind+"/"+name, fields))
+	}
+	return evs
+}
+
+// confirmDrift publishes drift dr of Echo name if, a settle time after it was
+// seen, it still stands: the same Echo, not edited, not being deleted.
+func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
+	tr, e := m.tracks[name], m.echoes[name]
+	if tr == nil || tr.drift != dr {
+		return nil // cancelled by an edit or deletion of the Echo
+	}
+	if e == nil || deleting(e) || e.Generation != dr.gen {
+		tr.drift = nil
+		return nil
+	}
+	evs := []trace.Event{m.event(dr.since, trace.DriftDetected, "Deployment/"+echo.DeploymentName(name),
+		map[string]any{"what": dr.what, "echo": name})}
+	if dr.repaired.IsZero() {
+		dr.confirmed = true
+		return evs
+	}
+	tr.drift = nil
+	return append(evs, m.repaired(name, dr, dr.repaired))
+}
+
+func (m *nsModel) repaired(name string, dr *drift, at time.Time) trace.Event {
+	return m.event(at, trace.DriftRepaired, "Deployment/"+echo.DeploymentName(name),
+		map[string]any{"what": dr.what, "latency_ms": ms(at.Sub(dr.since)), "echo": name})
+}
+
+// statusCaughtUp: after an edit, status.ready is written for the new replica
+// count; after a creation, every replica is ready.
+func statusCaughtUp(e *echov1.Echo, created bool) bool {
+	n := echo.Replicas(e.Spec)
+	if created {
+		return e.Status.Ready == fmt.Sprintf("%d/%d", n, n)
+	}
+	return strings.HasSuffix(e.Status.Ready, "/"+strconv.Itoa(int(n)))
+}
+
+// setLease records the leader Lease (l nil: deleted) and derives
+// leader.observed when its holder changed, including to nobody.
+func (m *nsModel) setLease(name string, l *coordinationv1.Lease, now time.Time) []trace.Event {
+	if name != echo.LeaseName {
+		return nil
+	}
+	prev := holderOf(m.lease)
+	m.lease = l
+	cur := holderOf(l)
+	if cur == prev {
+		return nil
+	}
+	var transitions int32
+	if l != nil && l.Spec.LeaseTransitions != nil {
+		transitions = *l.Spec.LeaseTransitions
+	}
+	return []trace.Event{m.event(now, trace.LeaderObserved, "Lease/"+name, map[string]any{
+		"identity": cur, "previous": prev, "transitions": transitions, "lease": name,
+	})}
+}

@@ -1,0 +1,231 @@
+package world
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Snapshot is the model at one instant: one view per watched namespace.
+type Snapshot struct{ Namespaces map[string]*NamespaceView }
+
+// NamespaceView is one namespace's tree.
+type NamespaceView struct {
+	Echoes map[string]*EchoView // by Echo name
+	// Orphans are the Deployments not shown under an Echo: their owner Echo
+	// is not present (e.g. after delete --cascade=orphan), or they have none.
+	Orphans []*DeploymentView
+	Lease   *LeaseView // the Lease named echo.LeaseName, nil if none
+}
+
+// EchoView is one Echo and what it owns.
+type EchoView struct {
+	Name, UID, Message string
+	Replicas           int32 // spec.replicas
+	Generation         int64
+	Ready              string // status.ready
+	Deleting           bool
+	Finalizers         []string
+	Deployment         *DeploymentView // echo-<name>, nil if absent
+}
+
+// DeploymentView is one Deployment and the ReplicaSets and Pods it controls.
+type DeploymentView struct {
+	Name, UID     string
+	Replicas      int32  // spec
+	ReadyReplicas int32  // status
+	Message       string // from the -text= argument
+	Owner         string // "Echo/<name>" of the controller ownerRef, "" if none
+	Deleting      bool
+	// ReplicaSets and Pods are owned through the chain Deployment →
+	// ReplicaSet → Pod, by controller ownerReference UID.
+	ReplicaSets []*ReplicaSetView
+	Pods        []*PodView
+}
+
+// ReplicaSetView is one ReplicaSet of a Deployment.
+type ReplicaSetView struct {
+	Name                    string
+	Replicas, ReadyReplicas int32
+	Deleting                bool
+}
+
+// PodView is one Pod of a Deployment.
+type PodView struct {
+	Name, Phase     string
+	Ready, Deleting bool
+	Created         time.Time
+}
+
+// LeaseView is the leader Lease.
+type LeaseView struct {
+	Holder          string
+	Renewed         time.Time
+	DurationSeconds int32
+	Transitions     int32
+}
+
+// nsModel is what the informers have delivered for one namespace, keyed by
+// name (one informer delivers one name's delete before its re-create), plus
+// what the derived events need to remember. Objects from informers are shared
+// with their caches and never modified.
+type nsModel struct {
+	name        string
+	echoes      map[string]*echov1.Echo
+	deployments map[string]*appsv1.Deployment
+	replicaSets map[string]*appsv1.ReplicaSet
+	pods        map[string]*corev1.Pod
+	lease       *coordinationv1.Lease
+	tracks      map[string]*echoTrack // by Echo name
+	// later runs fn on this model after the settle time (see Options.Settle);
+	// called with the World's lock held.
+	later func(fn func(m *nsModel, now time.Time) []trace.Event)
+}
+
+func newNSModel(name string) *nsModel {
+	return &nsModel{
+		name:        name,
+		echoes:      map[string]*echov1.Echo{},
+		deployments: map[string]*appsv1.Deployment{},
+		replicaSets: map[string]*appsv1.ReplicaSet{},
+		pods:        map[string]*corev1.Pod{},
+		tracks:      map[string]*echoTrack{},
+	}
+}
+
+func deleting(o metav1.Object) bool { return o.GetDeletionTimestamp() != nil }
+
+// controllerOf names the controller ownerReference, "Kind/name", or "".
+func controllerOf(o metav1.Object) string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return ref.Kind + "/" + ref.Name
+	}
+	return ""
+}
+
+func controlledBy(o metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(o)
+	return ref != nil && ref.UID == uid
+}
+
+// messageOf is the http-echo -text= argument of a pod template.
+func messageOf(spec corev1.PodSpec) string {
+	for _, c := range spec.Containers {
+		for _, a := range c.Args {
+			if msg, ok := strings.CutPrefix(a, echo.Arg("")); ok {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (m *nsModel) view() *NamespaceView {
+	v := &NamespaceView{Echoes: make(map[string]*EchoView, len(m.echoes))}
+	shown := map[string]bool{}
+	for name, e := range m.echoes {
+		ev := &EchoView{
+			Name:       e.Name,
+			UID:        string(e.UID),
+			Message:    e.Spec.Message,
+			Replicas:   e.Spec.Replicas,
+			Generation: e.Generation,
+			Ready:      e.Status.Ready,
+			Deleting:   deleting(e),
+			Finalizers: slices.Clone(e.Finalizers),
+		}
+		if d := m.deployments[echo.DeploymentName(name)]; d != nil {
+			ev.Deployment = m.deploymentView(d)
+			shown[d.Name] = true
+		}
+		v.Echoes[name] = ev
+	}
+	for name, d := range m.deployments {
+		if !shown[name] {
+			v.Orphans = append(v.Orphans, m.deploymentView(d))
+		}
+	}
+	slices.SortFunc(v.Orphans, func(a, b *DeploymentView) int { return cmp.Compare(a.Name, b.Name) })
+	if l := m.lease; l != nil {
+		lv := &LeaseView{Holder: holderOf(l)}
+		if l.Spec.RenewTime != nil {
+			lv.Renewed = l.Spec.RenewTime.Time
+		}
+		if l.Spec.LeaseDurationSeconds != nil {
+			lv.DurationSeconds = *l.Spec.LeaseDurationSeconds
+		}
+		if l.Spec.LeaseTransitions != nil {
+			lv.Transitions = *l.Spec.LeaseTransitions
+		}
+		v.Lease = lv
+	}
+	return v
+}
+
+func (m *nsModel) deploymentView(d *appsv1.Deployment) *DeploymentView {
+	dv := &DeploymentView{
+		Name:          d.Name,
+		UID:           string(d.UID),
+		Replicas:      1, // the apiserver's default
+		ReadyReplicas: d.Status.ReadyReplicas,
+		Message:       messageOf(d.Spec.Template.Spec),
+		Owner:         controllerOf(d),
+		Deleting:      deleting(d),
+	}
+	if d.Spec.Replicas != nil {
+		dv.Replicas = *d.Spec.Replicas
+	}
+	for _, rs := range m.replicaSets {
+		if !controlledBy(rs, d.UID) {
+			continue
+		}
+		rv := &ReplicaSetView{Name: rs.Name, ReadyReplicas: rs.Status.ReadyReplicas, Deleting: deleting(rs), Replicas: 1}
+		if rs.Spec.Replicas != nil {
+			rv.Replicas = *rs.Spec.Replicas
+		}
+		dv.ReplicaSets = append(dv.ReplicaSets, rv)
+		for _, p := range m.pods {
+			if controlledBy(p, rs.UID) {
+				dv.Pods = append(dv.Pods, &PodView{
+					Name:     p.Name,
+					Phase:    string(p.Status.Phase),
+					Ready:    podReady(p),
+					Deleting: deleting(p),
+					Created:  p.CreationTimestamp.Time,
+				})
+			}
+		}
+	}
+	slices.SortFunc(dv.ReplicaSets, func(a, b *ReplicaSetView) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(dv.Pods, func(a, b *PodView) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
+	})
+	return dv
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
