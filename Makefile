@@ -47,5 +47,6 @@ lint: ## gofmt and go vet
 	cd scripts/controlplane && $(GO) vet ./etcd
 
 .PHONY: bench
-bench: assets ## Measure start/stop, Deployment Ready and GC latency (median of 5)
+bench: assets ## Measure start-up, GC, and per style: convergence, drift repair, API cost, failover
 	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./sim/cluster/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./sim/sandbox/

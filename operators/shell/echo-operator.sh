@@ -178,7 +178,7 @@ update_status() {
 # reconcile_echo NAME brings Deployment echo-NAME and status.ready in line
 # with Echo NAME. It returns non-zero on failure; the next poll retries.
 reconcile_echo() {
-  local name=$1 id start step changed=none ready="" uid replicas current message before after
+  local name=$1 id start step changed=none ready="" uid replicas current message before uid_after rv_after
   reconcile_id=$((reconcile_id + 1)) id=$reconcile_id
   OBJECT="Echo/$name"
   clock; start=$now_ms
@@ -204,21 +204,22 @@ reconcile_echo() {
   # Step 3: create or update
   # Server-side apply sends the whole desired object; the apiserver merges it
   # and takes back fields someone else changed (--force-conflicts). kubectl
-  # prints "serverside-applied" either way, so the resourceVersion before and
-  # after tells created, updated and unchanged apart.
+  # prints "serverside-applied" either way, so the uid and resourceVersion
+  # before and after tell created, updated and unchanged apart.
   step=apply
   kube "get deployments" get deployment "echo-$name" --ignore-not-found \
-    -o jsonpath='{.metadata.resourceVersion}' || { reconcile_failed; return 1; }
+    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion}' || { reconcile_failed; return 1; }
   before=$out
   kube "apply deployments" apply --server-side --field-manager="$MANAGER" --force-conflicts -f - \
-    -o jsonpath='{.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" || { reconcile_failed; return 1; }
-  after=${out%% *}
-  if [[ -z $before ]]; then changed=created; elif [[ $before != "$after" ]]; then changed=updated; fi
+    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" ||
+    { reconcile_failed; return 1; }
+  read -r uid_after rv_after ready <<<"$out"
+  if [[ ${before% *} != "$uid_after" ]]; then changed=created # a new uid is a new object, even if one was there
+  elif [[ ${before#* } != "$rv_after" ]]; then changed=updated; fi
 
   # Step 4: write status
   # apply answered with the object as stored, status included: no extra GET.
   step=status
-  ready=${out#* }
   ready="${ready:-0}/$replicas"
   update_status "$name" "$ready" "$current" || { reconcile_failed; return 1; }
   reconcile_done
@@ -251,11 +252,14 @@ poll() {
   done
 }
 
-# SIGTERM/SIGINT: stop now, even mid-sleep (the sleep runs in the background
-# so that `wait` returns as soon as a signal arrives).
-sleep_pid=""
+# The wait between polls is bash's own `read -t` on a FIFO nobody writes to:
+# unlike a `sleep` child, nothing is left behind if this script is killed,
+# and a signal ends the wait at once.
+mkfifo "$tmp/idle"
+exec {idle_fd}<>"$tmp/idle"
+
+# SIGTERM/SIGINT: stop now, even mid-wait.
 stop() {
-  [[ -z $sleep_pid ]] || kill "$sleep_pid" 2>/dev/null || true
   OBJECT=""
   log INFO "stopping" signal "$1"
   exit 0
@@ -269,8 +273,5 @@ while true; do
   OBJECT=""
   trace poll.tick interval_s "$INTERVAL"
   poll
-  sleep "$INTERVAL" &
-  sleep_pid=$!
-  wait "$sleep_pid" || true
-  sleep_pid=""
+  read -r -t "$INTERVAL" -u "$idle_fd" _ || true
 done

@@ -80,13 +80,15 @@ type script struct {
 // own, and kills that group when the test ends.
 func startScript(t *testing.T, env []string, args ...string) *script {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "echo-operator.sh")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "echo-operator.sh")
 	if err := os.WriteFile(path, shell.Script, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	s := &script{done: make(chan struct{})}
 	s.cmd = exec.Command("bash", append([]string{path}, args...)...)
-	s.cmd.Env = append(os.Environ(), env...)
+	// TMPDIR: its mktemp dir goes away with the test even after a SIGKILL.
+	s.cmd.Env = append(os.Environ(), append([]string{"TMPDIR=" + dir}, env...)...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.cmd.WaitDelay = 2 * time.Second // a leftover child holding the pipes must not hang Wait
@@ -121,7 +123,6 @@ func (s *script) exited() bool {
 // to exit.
 func (s *script) terminate(t *testing.T, within time.Duration) {
 	t.Helper()
-	start := time.Now()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,6 @@ func (s *script) terminate(t *testing.T, within time.Duration) {
 		if s.err != nil {
 			t.Errorf("exit after SIGTERM: %v, want a clean exit", s.err)
 		}
-		t.Logf("exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))
 	case <-time.After(within):
 		t.Fatalf("still running %s after SIGTERM", within)
 	}
@@ -193,6 +193,7 @@ func TestSyntaxAndHelp(t *testing.T) {
 		{"syntax", []string{"-n", path}, 0, ""},
 		{"help", []string{path, "--help"}, 0, "Usage: echo-operator.sh"},
 		{"no namespace", []string{path, "--interval", "1"}, 2, "--namespace is required"},
+		{"namespace not a DNS label", []string{path, "--namespace", "Echo_NS"}, 2, "must be DNS labels"},
 		{"bad interval", []string{path, "--namespace", "x", "--interval", "soon"}, 2, "--interval must be"},
 		{"unknown flag", []string{path, "--namespace", "x", "--leader-elect"}, 2, "unknown argument"},
 	} {
