@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,7 @@ func Decode(r io.Reader, ev func(Event), bad func(line string)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
+		line = bytes.TrimSpace(line) // blank lines and CRLF endings are not events
 		if len(line) > 0 {
 			if e, perr := ParseLine(line); perr == nil {
 				if e.Time.IsZero() {

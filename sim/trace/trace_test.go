@@ -1,0 +1,154 @@
+package trace
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestEncodeParseRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 22, 9, 41, 3, 211e6, time.UTC)
+	tests := []Event{
+		{Time: at, Source: "clientgo/a", Kind: ReconcileEnd, Namespace: "echo-clientgo", Object: "Echo/hello",
+			Fields: map[string]any{"result": "ok", "duration_ms": 3.25, "status": "2/2"}},
+		{Time: at, Source: "world", Kind: GCCollected, Object: "Deployment/echo-hello", Fields: map[string]any{"owner": "Echo/hello"}},
+		{Time: at, Source: "supervisor", Kind: ProcessStart},
+	}
+	for _, want := range tests {
+		t.Run(string(want.Kind), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Encode(&buf, want); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(buf.String(), "}\n") || strings.Count(buf.String(), "\n") != 1 {
+				t.Fatalf("not one JSON line: %q", buf.String())
+			}
+			got, err := ParseLine(bytes.TrimSpace(buf.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Time.Equal(want.Time) || got.Source != want.Source || got.Kind != want.Kind ||
+				got.Object != want.Object || got.Line() != want.Line() {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeCountsMalformed(t *testing.T) {
+	in := strings.Join([]string{
+		`{"source":"shell/a","kind":"poll.tick","fields":{"interval_s":5}}`,
+		`not json at all`,
+		`{"source":"shell/a"}`, // no kind
+		``,
+		`{"kind":"log","fields":{"msg":"` + strings.Repeat("x", MaxLine) + `"}}`, // too long
+		`{"source":"shell/a","kind":"reconcile.end","fields":{"result":"ok"}}`,
+	}, "\n")
+	var good []Event
+	var bad []string
+	if err := Decode(strings.NewReader(in), func(e Event) { good = append(good, e) }, func(l string) { bad = append(bad, l) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(good) != 2 || good[0].Kind != PollTick || good[1].Kind != ReconcileEnd {
+		t.Fatalf("good = %+v", good)
+	}
+	if good[0].Time.IsZero() {
+		t.Fatal("an event without time gets the time it was read")
+	}
+	if len(bad) != 3 || bad[0] != "not json at all" || len(bad[2]) > 200 {
+		t.Fatalf("bad = %q", bad)
+	}
+}
+
+// FuzzDecode: no input crashes the decoder, every line is either an event
+// or counted as malformed, and nothing is both.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"kind":"poll.tick"}` + "\n" + `garbage` + "\n"))
+	f.Add([]byte(`{"time":"2026-11-22T09:41:03.211Z","source":"x","kind":"k","fields":{"a":[1,{"b":null}]}}`))
+	f.Add([]byte("{\"kind\":\"\xff\"}\r\n\n\x00"))
+	f.Add([]byte(`{"kind":"a","time":"not a time"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		lines := 0
+		for _, l := range bytes.Split(in, []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				lines++
+			}
+		}
+		n := 0
+		err := Decode(bytes.NewReader(in), func(e Event) {
+			n++
+			if e.Kind == "" {
+				t.Fatal("event without kind")
+			}
+			_ = e.Line()
+		}, func(string) { n++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > lines {
+			t.Fatalf("%d results for %d lines", n, lines)
+		}
+	})
+}
+
+func TestBusNeverBlocksAndCountsDrops(t *testing.T) {
+	b := NewBus()
+	small := b.Subscribe(3)
+	big := b.Subscribe(100)
+	for i := range 10 {
+		b.Publish(Event{Kind: Log, Fields: map[string]any{"i": i}})
+	}
+	evs, dropped := small.Drain()
+	if len(evs) != 3 || dropped != 7 {
+		t.Fatalf("small: %d events, %d dropped; want 3, 7", len(evs), dropped)
+	}
+	if evs[0].Str("i") != "7" || evs[2].Str("i") != "9" {
+		t.Fatalf("small keeps the newest, oldest first: %v %v", evs[0].Fields, evs[2].Fields)
+	}
+	evs, dropped = big.Drain()
+	if len(evs) != 10 || dropped != 0 || evs[0].Time.IsZero() {
+		t.Fatalf("big: %d events, %d dropped", len(evs), dropped)
+	}
+	if evs, dropped := big.Drain(); len(evs) != 0 || dropped != 0 {
+		t.Fatal("drain empties")
+	}
+	select {
+	case <-big.Wait():
+	default:
+		t.Fatal("Wait has no value after a publish")
+	}
+	big.Close()
+	b.Publish(Event{Kind: Log})
+	if evs, _ := big.Drain(); len(evs) != 0 {
+		t.Fatal("closed subscriber still receives")
+	}
+}
+
+func TestBusConcurrentPublishers(t *testing.T) {
+	b := NewBus()
+	s := b.Subscribe(1 << 16)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				b.Publish(Event{Kind: Log})
+			}
+		})
+	}
+	wg.Wait()
+	evs, dropped := s.Drain()
+	if len(evs)+dropped != 8000 {
+		t.Fatalf("%d events + %d dropped != 8000", len(evs), dropped)
+	}
+}
+
+func TestStyle(t *testing.T) {
+	tests := map[string]string{"clientgo/a": "clientgo", "proxy/runtime/b": "runtime", "shell/a": "shell", "world": "", "supervisor": ""}
+	for src, want := range tests {
+		if got := (Event{Source: src}).Style(); got != want {
+			t.Errorf("Style(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
