@@ -1,0 +1,176 @@
+package echo
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+func sample() *echov1.Echo {
+	return &echov1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "u-1"},
+		Spec:       echov1.EchoSpec{Message: `say "hi"`, Replicas: 3},
+	}
+}
+
+func TestDesiredDeployment(t *testing.T) {
+	d := DesiredDeployment(sample(), "echo-test")
+	c := d.Spec.Template.Spec.Containers
+	switch {
+	case d.Name != "echo-hello" || d.Namespace != "ns":
+		t.Fatalf("name %s/%s", d.Namespace, d.Name)
+	case *d.Spec.Replicas != 3:
+		t.Fatalf("replicas %d", *d.Spec.Replicas)
+	case len(c) != 1 || c[0].Image != Image || len(c[0].Args) != 1 || c[0].Args[0] != `-text=say "hi"`:
+		t.Fatalf("containers %+v", c)
+	case !metav1.IsControlledBy(d, sample()) || !*d.OwnerReferences[0].BlockOwnerDeletion:
+		t.Fatalf("owner %+v", d.OwnerReferences)
+	case d.Labels[ManagedByKey] != "echo-test" || d.Spec.Template.Labels[LabelKey] != "hello":
+		t.Fatalf("labels %v / %v", d.Labels, d.Spec.Template.Labels)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Fatal("the selector does not select the pod template")
+	}
+	e := sample()
+	e.Spec.Replicas = 0 // not defaulted yet
+	if got := *DesiredDeployment(e, "x").Spec.Replicas; got != 1 {
+		t.Fatalf("default replicas = %d, want 1", got)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	want := DesiredDeployment(sample(), "x")
+	tests := []struct {
+		name   string
+		change func(d *appsv1.Deployment)
+		drift  string
+	}{
+		{"same", func(*appsv1.Deployment) {}, ""},
+		{"defaults added by the apiserver", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].ImagePullPolicy = "IfNotPresent"
+			d.Spec.Template.Spec.RestartPolicy = "Always"
+		}, ""},
+		{"scaled by hand", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(1)) }, "replicas"},
+		{"message edited", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"-text=x"} }, "message"},
+		{"owner removed", func(d *appsv1.Deployment) { d.OwnerReferences = nil }, "owner"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			have := want.DeepCopy()
+			tc.change(have)
+			if got := Drift(have, want); got != tc.drift {
+				t.Fatalf("Drift = %q, want %q", got, tc.drift)
+			}
+		})
+	}
+}
+
+func TestReady(t *testing.T) {
+	spec := echov1.EchoSpec{Replicas: 2}
+	if got := Ready(nil, spec); got != "0/2" {
+		t.Fatalf("no deployment: %q", got)
+	}
+	d := &appsv1.Deployment{Status: appsv1.DeploymentStatus{ReadyReplicas: 2}}
+	if got := Ready(d, spec); got != "2/2" {
+		t.Fatalf("%q", got)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// TestTracedQueue: adds are coalesced and say so, a rate-limited retry is
+// recorded as the next reconcile's cause with its backoff, and depth follows
+// the queue.
+func TestTracedQueue(t *testing.T) {
+	out := &syncBuf{}
+	em := NewEmitter(out, "clientgo/a")
+	causes := NewCauses()
+	depth := &Depth{}
+	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second)
+	q := NewTracedQueue("echo", rl, func(k string) string { return k }, causes, em, "ns", depth)
+	defer q.ShutDown()
+
+	for _, ev := range []string{"UPDATE Echo/hello", "UPDATE Deployment/echo-hello → Echo/hello"} {
+		causes.Add("ns/hello", Cause{Kind: trace.CauseEvent, Event: ev})
+		q.Add("ns/hello")
+	}
+	if q.Len() != 1 || depth.Value() != 1 {
+		t.Fatalf("two adds of one key: len %d depth %d, want 1 1", q.Len(), depth.Value())
+	}
+	key, _ := q.Get()
+	if depth.Value() != 0 {
+		t.Fatalf("depth after Get = %d", depth.Value())
+	}
+	cs := causes.Take(key)
+	if f := StartFields(1, cs); f["causes"] != 2 || f["cause_event"] != "UPDATE Echo/hello" {
+		t.Fatalf("start fields %v", f)
+	}
+	q.AddRateLimited(key) // the reconcile failed
+	q.Done(key)
+	got, _ := q.Get() // after the 5 ms backoff
+	cs = causes.Take(got)
+	if len(cs) != 1 || cs[0].Kind != trace.CauseRequeue || !strings.Contains(cs[0].Event, "backoff 5ms") {
+		t.Fatalf("requeue cause = %+v", cs)
+	}
+	q.Done(got)
+	em.Close()
+
+	var kinds []string
+	_ = trace.Decode(strings.NewReader(out.b.String()), func(e trace.Event) {
+		kinds = append(kinds, string(e.Kind)+":"+e.Str("coalesced")+e.Str("reason"))
+	}, func(l string) { t.Fatalf("malformed %q", l) })
+	if want := "queue.add:false queue.add:true queue.requeue:error"; strings.Join(kinds, " ") != want {
+		t.Fatalf("trace kinds %q, want %q", strings.Join(kinds, " "), want)
+	}
+}
+
+func TestEmitterDropsInsteadOfBlocking(t *testing.T) {
+	r, w := io.Pipe()
+	em := NewEmitter(w, "x")
+	start := time.Now()
+	for range 10000 { // nobody reads yet: the buffer fills, the rest is dropped
+		em.Emit(trace.Log, "", "", nil)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("Emit blocked")
+	}
+	read := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); read <- b }()
+	em.Close()
+	w.Close()
+	var dropped float64
+	_ = trace.Decode(bytes.NewReader(<-read), func(e trace.Event) {
+		if e.Kind == trace.Dropped {
+			n, _ := e.Num("count")
+			dropped += n
+		}
+	}, func(string) {})
+	if dropped == 0 {
+		t.Fatal("the drops were not reported as a trace.dropped event")
+	}
+}
