@@ -28,8 +28,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
-	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/trace"
 )
@@ -324,12 +323,9 @@ esac
 // (apiserver, kube-controller-manager, scheduler, kwok) and follows one Echo
 // through create, scale, drift and shutdown.
 func TestAgainstControlPlane(t *testing.T) {
-	dir, err := assets.Find(os.Getenv)
-	if err != nil {
-		// Never skip: this is the proof that the shell operator works.
-		t.Fatalf("the shell operator test needs the control plane: %v", err)
-	}
-	b := startBackend(t, dir)
+	// Never skips: this is the proof that the shell operator works.
+	b := startBackend(t)
+	dir := b.Assets
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, b.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
@@ -485,35 +481,16 @@ func sameAsDesired(have, want *appsv1.Deployment) error {
 }
 
 // startBackend starts a real control plane for one test and stops it after.
-func startBackend(t *testing.T, assetDir string) *cluster.Envtest {
+func startBackend(t *testing.T) *clustertest.Env {
 	t.Helper()
-	root, err := os.MkdirTemp("", "rlab-shell-test-") // short path, like the cluster tests
+	env, err := clustertest.Start(context.Background(), "shell-test")
 	if err != nil {
 		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets: assetDir,
-		Self:   self,
-		RunDir: filepath.Join(root, "run"),
-		LogDir: filepath.Join(root, "logs"),
-		PIDDir: filepath.Join(root, "pids"),
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatalf("start envtest backend: %v (logs in %s)", err, filepath.Join(root, "logs"))
 	}
 	t.Cleanup(func() {
-		if err := b.Stop(); err != nil {
-			t.Errorf("stop envtest backend: %v", err)
-		}
-		if !t.Failed() {
-			_ = os.RemoveAll(root)
+		if err := env.Stop(); err != nil {
+			t.Error(err)
 		}
 	})
-	return b
+	return env
 }

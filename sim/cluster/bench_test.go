@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
 )
 
 // Speed is measured here, not asserted in tests. Run with `make bench`
@@ -31,7 +33,7 @@ func BenchmarkStartStop(b *testing.B) {
 	var ready, stop []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		be, err := startBackend(shared.assets)
+		be, err := clustertest.Start(b.Context(), "cluster-bench")
 		if err != nil {
 			b.Fatal(err)
 		}

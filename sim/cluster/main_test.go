@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
 )
 
@@ -37,51 +36,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := assets.Find(os.Getenv)
+	env, err := clustertest.Start(context.Background(), "cluster-test")
 	if err != nil {
 		// Never skip: these tests are the proof that the sandbox works.
-		fmt.Fprintln(os.Stderr, "cluster tests need the control plane:", err)
-		return 1
-	}
-	b, err := startBackend(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start envtest backend:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
-		if err := b.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop envtest backend:", err)
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	shared.backend, shared.assets = b, dir
-	shared.cs = kubernetes.NewForConfigOrDie(b.Config())
-	shared.dyn = dynamic.NewForConfigOrDie(b.Config())
+	shared.backend, shared.assets = env.Envtest, env.Assets
+	shared.cs = kubernetes.NewForConfigOrDie(env.Config())
+	shared.dyn = dynamic.NewForConfigOrDie(env.Config())
 	return m.Run()
-}
-
-// startBackend starts a fresh envtest backend in a temporary state layout.
-func startBackend(assetDir string) (*cluster.Envtest, error) {
-	root, err := os.MkdirTemp("", "rlab-cluster-test-")
-	if err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	b := cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets: assetDir,
-		Self:   self,
-		RunDir: filepath.Join(root, "run"),
-		LogDir: filepath.Join(root, "logs"),
-		PIDDir: filepath.Join(root, "pids"),
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(root, "logs"))
-	}
-	return b, nil
 }
 
 // eventually polls cond every 20 ms until it holds or timeout passes. The

@@ -21,8 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/trace"
 )
@@ -30,10 +29,9 @@ import (
 // real is the one control plane of this package. It starts in the
 // background while the fake-upstream tests run; TestRealControlPlane waits.
 var real struct {
-	assets  string
-	backend *cluster.Envtest
-	ready   chan struct{}
-	err     error
+	env   *clustertest.Env
+	ready chan struct{}
+	err   error
 }
 
 func TestMain(m *testing.M) {
@@ -42,44 +40,18 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := assets.Find(os.Getenv)
-	if err != nil {
-		// Never skip: the proxy is only proven against a real apiserver.
-		fmt.Fprintln(os.Stderr, "proxy tests need the control plane:", err)
-		return 1
-	}
-	root, err := os.MkdirTemp("", "rlab-proxy-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(root)
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	real.assets = dir
 	real.ready = make(chan struct{})
-	real.backend = cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets: dir,
-		Self:   self,
-		RunDir: filepath.Join(root, "run"),
-		LogDir: filepath.Join(root, "logs"),
-		PIDDir: filepath.Join(root, "pids"),
-	})
 	go func() {
 		defer close(real.ready)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := real.backend.Start(ctx); err != nil {
-			real.err = fmt.Errorf("start envtest backend: %w (logs in %s)", err, filepath.Join(root, "logs"))
-		}
+		real.env, real.err = clustertest.Start(context.Background(), "proxy-test")
 	}()
 	code := m.Run()
 	<-real.ready // never stop a backend that is still starting
-	if err := real.backend.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop envtest backend:", err)
+	if real.env != nil {
+		if err := real.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	return code
 }
@@ -91,7 +63,7 @@ func TestRealControlPlane(t *testing.T) {
 	if real.err != nil {
 		t.Fatal(real.err)
 	}
-	admin := kubernetes.NewForConfigOrDie(real.backend.Config())
+	admin := kubernetes.NewForConfigOrDie(real.env.Config())
 	ns, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "proxy-"},
 	}, metav1.CreateOptions{})
@@ -104,7 +76,7 @@ func TestRealControlPlane(t *testing.T) {
 
 	// The replica's own least-privilege identity: it may read ConfigMaps in
 	// its namespace and nothing else.
-	user, err := real.backend.AddUser("proxy-test-"+ns.Name, nil)
+	user, err := real.env.AddUser("proxy-test-"+ns.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +179,7 @@ func TestRealControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), filepath.Join(real.assets, "kubectl"), "--kubeconfig", kc, "get", "configmaps", "-o", "name")
+	cmd := exec.CommandContext(t.Context(), filepath.Join(real.env.Assets, "kubectl"), "--kubeconfig", kc, "get", "configmaps", "-o", "name")
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl through the proxy: %v\n%s", err, stderr.String())

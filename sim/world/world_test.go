@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -28,8 +27,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
-	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -53,55 +51,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := assets.Find(os.Getenv)
+	env, err := clustertest.Start(context.Background(), "world-test")
 	if err != nil {
 		// Never skip: the world model is only worth what it sees of a real cluster.
-		fmt.Fprintln(os.Stderr, "world tests need the control plane:", err)
-		return 1
-	}
-	root, err := os.MkdirTemp("", "rlab-world-test-")
-	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	b, err := startBackend(root, dir)
-	if err != nil {
-		// The logs stay behind for a look.
-		fmt.Fprintln(os.Stderr, "start envtest backend:", err)
-		return 1
-	}
 	defer func() {
-		if err := b.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop envtest backend:", err)
-			return
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
-		_ = os.RemoveAll(root)
 	}()
-	shared.cfg = b.Config()
-	shared.cs = kubernetes.NewForConfigOrDie(b.Config())
-	shared.dyn = dynamic.NewForConfigOrDie(b.Config())
+	shared.cfg = env.Config()
+	shared.cs = kubernetes.NewForConfigOrDie(env.Config())
+	shared.dyn = dynamic.NewForConfigOrDie(env.Config())
 	return m.Run()
-}
-
-// startBackend starts a fresh envtest backend in a state layout under root.
-func startBackend(root, assetDir string) (*cluster.Envtest, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	b := cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets: assetDir,
-		Self:   self,
-		RunDir: filepath.Join(root, "run"),
-		LogDir: filepath.Join(root, "logs"),
-		PIDDir: filepath.Join(root, "pids"),
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(root, "logs"))
-	}
-	return b, nil
 }
 
 // eventually polls cond every 20 ms until it holds or timeout passes.
