@@ -52,7 +52,7 @@ func (e Event) Summary() string {
 	case ReconcileStart:
 		s := "cause: " + e.Str("cause")
 		if ev := e.Str("cause_event"); ev != "" {
-			s += " " + ev
+			s = "cause: " + ev
 		}
 		if n, _ := e.Num("causes"); n > 1 {
 			s += fmt.Sprintf(" (+%d more)", int(n)-1)
