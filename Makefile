@@ -21,8 +21,8 @@ help: ## Show this help
 ##@ Run
 
 .PHONY: run
-run: build assets ## Start the sandbox (builds the control plane first if needed)
-	$(BIN) run
+run: build assets ## Start the sandbox and the screen (builds the control plane first if needed)
+	$(BIN) up
 
 ##@ Build
 

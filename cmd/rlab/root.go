@@ -35,8 +35,13 @@ func newRootCmd() *cobra.Command {
 runs the same Echo operator written three ways, and shows what happens inside each.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
 	}
-	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd())
+	// `rlab` alone is `rlab up`.
+	up := &upFlags{}
+	up.register(root.Flags())
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return runUp(cmd.Context(), *up, cmd.ErrOrStderr()) }
+	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd(), newUpCmd(), newReplayCmd())
 	return root
 }
 

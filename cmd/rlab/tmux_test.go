@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/state"
+)
+
+// tmuxTerm is one tmux server of this test (its own socket) running one
+// session, so the test touches no one else's tmux.
+type tmuxTerm struct {
+	t             *testing.T
+	socket, name  string
+	width, height int
+}
+
+func (m *tmuxTerm) cmd(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", m.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+func (m *tmuxTerm) capture() string {
+	out, err := m.cmd("capture-pane", "-p", "-t", m.name)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return out
+}
+
+func (m *tmuxTerm) send(keys ...string) {
+	if _, err := m.cmd(append([]string{"send-keys", "-t", m.name}, keys...)...); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// waitScreen polls the screen until cond holds or the deadline passes.
+func (m *tmuxTerm) waitScreen(what string, timeout time.Duration, cond func(screen string) bool) string {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s := m.capture()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("after %s: %s; the screen:\n%s", timeout, what, s)
+		}
+		<-tick.C
+	}
+}
+
+// panes cuts the screen into the three panes' columns, found by the "┌"
+// corners on the line with the pane titles.
+func panes(screen string) [][]string {
+	lines := strings.Split(screen, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, "shell loop") || !strings.Contains(l, "controller-runtime") {
+			continue
+		}
+		r := []rune(l)
+		var starts []int
+		for j, c := range r {
+			if c == '┌' {
+				starts = append(starts, j)
+			}
+		}
+		starts = append(starts, len(r))
+		out := make([][]string, len(starts)-1)
+		for _, body := range lines[i:] {
+			br := []rune(body)
+			for p := range out {
+				lo, hi := min(starts[p], len(br)), min(starts[p+1], len(br))
+				out[p] = append(out[p], string(br[lo:hi]))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// everyPane says whether each of the three panes has all the texts.
+func everyPane(screen string, texts ...string) bool {
+	ps := panes(screen)
+	if len(ps) != 3 {
+		return false
+	}
+	for _, p := range ps {
+		all := strings.Join(p, "\n")
+		for _, s := range texts {
+			if !strings.Contains(all, s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// descendants are the pids under pid (children, theirs, ...), from /proc.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at ")".
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			parent[p] = pp
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for c, pp := range parent {
+			if pp == p {
+				out = append(out, c)
+				walk(c)
+			}
+		}
+	}
+	walk(pid)
+	return out
+}
+
+func pidAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	// A zombie is gone for our purpose: it runs nothing.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestTmuxUp runs `rlab up` in a real terminal (tmux, 160x45) against the
+// real sandbox: the three panes reach 2/2, `+` makes them 3/3 (and kubectl
+// agrees), `q` stops everything and no process is left.
+func TestTmuxUp(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed; this real-terminal test needs it: install it with `apt-get install -y tmux` (.ci/run does)")
+	}
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		t.Fatalf("control plane: %v", err)
+	}
+	kubectl := filepath.Join(dir, "kubectl")
+
+	root := t.TempDir()
+	stateHome, tmp := filepath.Join(root, "state"), filepath.Join(root, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"XDG_STATE_HOME=" + stateHome, "TMPDIR=" + tmp}
+	sd := state.Dir{Root: filepath.Join(stateHome, "rlab")}
+
+	term := &tmuxTerm{t: t, socket: fmt.Sprintf("rlab-test-%d", os.Getpid()), name: "rlab-up", width: 160, height: 45}
+	// The shell says how rlab exited and keeps the pane (and what rlab
+	// printed last) on screen until the session is killed.
+	shell := fmt.Sprintf("env %s %s up; echo \"rlab exit status $?\"; exec sleep 600", strings.Join(env, " "), rlabBin)
+	if _, err := term.cmd("-f", "/dev/null", "new-session", "-d", "-s", term.name,
+		"-x", strconv.Itoa(term.width), "-y", strconv.Itoa(term.height), shell); err != nil {
+		t.Fatal(err)
+	}
+	var tree []int
+	t.Cleanup(func() {
+		// Whatever happened, end the session this test made, by name, and
+		// any process of the sandbox that outlived it, by pid.
+		_, _ = term.cmd("kill-session", "-t", term.name)
+		for _, p := range tree {
+			if pidAlive(p) {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+	})
+
+	term.waitScreen("the three panes did not show Echo/hello 2/2", 4*time.Minute, func(s string) bool {
+		return everyPane(s, "Echo/hello 2/2", "Deployment echo-hello 2/2")
+	})
+	pid := sd.Running()
+	if pid <= 0 {
+		t.Fatalf("no rlab pid in %s", sd.Root)
+	}
+	tree = append([]int{pid}, descendants(pid)...)
+	if len(tree) < 8 { // apiserver, etcd, kcm, scheduler, kwok, 5 operators
+		t.Fatalf("rlab (pid %d) runs only %d processes", pid, len(tree)-1)
+	}
+
+	term.send("+")
+	term.waitScreen("the three panes did not show Echo/hello 3/3 after +", time.Minute, func(s string) bool {
+		return everyPane(s, "Echo/hello 3/3", "Deployment echo-hello 3/3")
+	})
+
+	cmdEnv := exec.Command(rlabBin, "env")
+	cmdEnv.Env = append(os.Environ(), env...)
+	kcOut, err := cmdEnv.Output()
+	if err != nil {
+		t.Fatalf("rlab env: %v", err)
+	}
+	kubeconfig, ok := strings.CutPrefix(strings.TrimSpace(string(kcOut)), "export KUBECONFIG=")
+	if !ok {
+		t.Fatalf("rlab env said %q", kcOut)
+	}
+	for _, st := range sandbox.Styles {
+		y, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "echo", "hello", "-n", sandbox.Namespace(st), "-o", "yaml").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl get echo in %s: %v: %s", st, err, y)
+		}
+		if !strings.Contains(string(y), "replicas: 3") {
+			t.Fatalf("Echo hello in %s is not replicas: 3:\n%s", sandbox.Namespace(st), y)
+		}
+	}
+
+	term.send("q")
+	final := term.waitScreen("rlab did not exit", time.Minute, func(s string) bool {
+		return strings.Contains(s, "rlab exit status")
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []int
+		for _, p := range tree {
+			if pidAlive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left after q: %v\n%s", left, final)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p := sd.Running(); p != 0 {
+		t.Fatalf("state dir still held by pid %d", p)
+	}
+	if !strings.Contains(final, "sandbox stopped in") || !strings.Contains(final, "rlab exit status 0") {
+		t.Fatalf("final screen:\n%s", final)
+	}
+}

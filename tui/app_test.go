@@ -1,0 +1,113 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/kkloud/rlab/tui/internal/fixture"
+)
+
+// appWaitFor waits until the program has written text (the model itself
+// belongs to the program's goroutine).
+// Each wait reads the output from where the last one stopped, so a wait
+// names every text it needs.
+func appWaitFor(t *testing.T, tm *teatest.TestModel, texts ...string) {
+	t.Helper()
+	// The renderer moves the cursor over runs of blanks: compare without them.
+	squeeze := func(s string) string { return strings.ReplaceAll(s, " ", "") }
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		out := squeeze(ansi.Strip(string(b)))
+		for _, text := range texts {
+			if !strings.Contains(out, squeeze(text)) {
+				return false
+			}
+		}
+		return true
+	},
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+// TestTUIAppUp: start-up phases, then the main screen, then q stops the
+// sandbox (shown) and quits.
+func TestTUIAppUp(t *testing.T) {
+	stopped := make(chan struct{})
+	a := NewApp(AppOptions{
+		Title: "starting the sandbox",
+		Main:  Options{Info: Info{Backend: "envtest", Version: "v1.36.3"}, Frame: 10 * time.Millisecond},
+		Stop: func() error {
+			close(stopped)
+			time.Sleep(50 * time.Millisecond) // long enough to be seen
+			return nil
+		},
+	})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(160, 45))
+	tm.Send(PhaseMsg{Name: "apiserver+etcd", Took: 3 * time.Second})
+	appWaitFor(t, tm, "apiserver+etcd")
+	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}})
+	appWaitFor(t, tm, "echo-hello")
+	tm.Send(keyMsg("q"))
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("q did not stop the sandbox")
+	}
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if err, took := a.StopErr(); err != nil || took <= 0 {
+		t.Fatalf("StopErr = %v, %v", err, took)
+	}
+	if a.Err() != nil || a.Interrupted() {
+		t.Fatalf("Err = %v, Interrupted = %v", a.Err(), a.Interrupted())
+	}
+}
+
+// TestTUIAppStartFailed: the error is shown in full; any key exits.
+func TestTUIAppStartFailed(t *testing.T) {
+	a := NewApp(AppOptions{Title: "starting the sandbox"})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 40))
+	tm.Send(FailedMsg{Err: errors.New("control plane v1.36.3 not built: kwok missing; build it with `rlab assets build`")})
+	appWaitFor(t, tm, "press any key to exit", "kwok missing")
+	tm.Send(keyMsg("x"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if a.Err() == nil {
+		t.Fatal("no start-up error")
+	}
+}
+
+// TestTUIAppQuitDuringStartUp: q cancels the start-up and waits for it.
+func TestTUIAppQuitDuringStartUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := NewApp(AppOptions{Title: "starting the sandbox", Cancel: cancel})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 40))
+	tm.Send(keyMsg("q"))
+	<-ctx.Done()
+	appWaitFor(t, tm, "interrupted: stopping what was started")
+	tm.Send(FailedMsg{Err: ctx.Err()})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if !a.Interrupted() || a.Err() != nil {
+		t.Fatalf("Interrupted = %v, Err = %v", a.Interrupted(), a.Err())
+	}
+}
+
+// TestTUIAppSignals: a signal's quit becomes a clean stop, until done.
+func TestTUIAppSignals(t *testing.T) {
+	a := NewApp(AppOptions{})
+	for _, msg := range []tea.Msg{tea.QuitMsg{}, tea.InterruptMsg{}} {
+		if _, ok := Filter(a, msg).(StopMsg); !ok {
+			t.Fatalf("%T not turned into a stop", msg)
+		}
+	}
+	if _, ok := Filter(a, keyMsg("x")).(tea.KeyPressMsg); !ok {
+		t.Fatal("a key was filtered")
+	}
+	a.state = stateDone
+	if _, ok := Filter(a, tea.QuitMsg{}).(tea.QuitMsg); !ok {
+		t.Fatal("quit held back once done")
+	}
+}

@@ -1,0 +1,62 @@
+package common
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every key of the main screen. `?` help is generated from it.
+type KeyMap struct {
+	More, Less, Edit, DeleteDeployment, Scale, DeleteEcho, CreateEcho key.Binding
+	Kill, Stop                                                        key.Binding
+	Next, Prev, Focus, Full, Verbs                                    key.Binding
+	Filter, Kinds, Pause, Up, Down, PageUp, PageDown, Top, Bottom     key.Binding
+	Help, Quit                                                        key.Binding
+}
+
+// DefaultKeyMap are the keys of DESIGN §4.
+func DefaultKeyMap() KeyMap {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return KeyMap{
+		More:             b([]string{"+", "="}, "+", "more replicas"),
+		Less:             b([]string{"-", "_"}, "-", "fewer replicas"),
+		Edit:             b([]string{"e"}, "e", "edit message"),
+		DeleteDeployment: b([]string{"d"}, "d", "delete Deployment (drift)"),
+		Scale:            b([]string{"s"}, "s", "scale Deployment by hand"),
+		DeleteEcho:       b([]string{"x"}, "x", "delete Echo"),
+		CreateEcho:       b([]string{"n"}, "n", "create Echo again"),
+		Kill:             b([]string{"k"}, "k", "kill leader (crash)"),
+		Stop:             b([]string{"g"}, "g", "stop leader gracefully"),
+		Next:             b([]string{"tab"}, "tab", "next pane"),
+		Prev:             b([]string{"shift+tab"}, "shift+tab", "previous pane"),
+		Focus:            b([]string{"1", "2", "3"}, "1-3", "focus pane"),
+		Full:             b([]string{"f"}, "f", "full-width pane"),
+		Verbs:            b([]string{"v"}, "v", "API requests by verb"),
+		Filter:           b([]string{"t"}, "t", "timeline: filter style"),
+		Kinds:            b([]string{"T"}, "T", "timeline: filter kind"),
+		Pause:            b([]string{"p"}, "p", "timeline: pause"),
+		Up:               b([]string{"up"}, "↑", "timeline: scroll up"),
+		Down:             b([]string{"down"}, "↓", "timeline: scroll down"),
+		PageUp:           b([]string{"pgup"}, "pgup", "timeline: page up"),
+		PageDown:         b([]string{"pgdown"}, "pgdn", "timeline: page down"),
+		Top:              b([]string{"home"}, "home", "timeline: oldest"),
+		Bottom:           b([]string{"end"}, "end", "timeline: follow"),
+		Help:             b([]string{"?"}, "?", "help"),
+		Quit:             b([]string{"q", "ctrl+c"}, "q", "quit"),
+	}
+}
+
+// ShortHelp is the one-line help under the screen (help.KeyMap).
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.More, k.Less, k.Edit, k.DeleteDeployment, k.Scale, k.DeleteEcho, k.CreateEcho, k.Kill, k.Help, k.Quit}
+}
+
+// FullHelp is the `?` help, in columns (help.KeyMap).
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.More, k.Less, k.Edit, k.DeleteEcho, k.CreateEcho},
+		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop},
+		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs},
+		{k.Filter, k.Kinds, k.Pause, k.Up, k.Down},
+		{k.PageUp, k.PageDown, k.Top, k.Bottom, k.Help, k.Quit},
+	}
+}

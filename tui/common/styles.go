@@ -1,0 +1,102 @@
+// Package common holds what every screen component shares: the styles (one
+// struct, rebuilt when the terminal reports its background), the keymap and
+// small layout helpers that compose lines without re-measuring them.
+package common
+
+import (
+	"image/color"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+)
+
+// Paint is a style reduced to the escape codes around its text. Rendering
+// through lipgloss measures and wraps on every call; the screen paints
+// hundreds of short segments per frame and knows their widths already.
+type Paint struct{ pre, post string }
+
+// NewPaint captures the escape codes s puts around a text.
+func NewPaint(s lipgloss.Style) Paint {
+	const mark = "\x00"
+	out := s.Render(mark)
+	i := strings.Index(out, mark)
+	if i < 0 {
+		return Paint{}
+	}
+	return Paint{pre: out[:i], post: out[i+len(mark):]}
+}
+
+// S paints s.
+func (p Paint) S(s string) string {
+	if p.pre == "" || s == "" {
+		return s
+	}
+	return p.pre + s + p.post
+}
+
+// Styles is the one set of styles of the screen. Colours are picked with
+// lipgloss.LightDark so they read on light and dark backgrounds alike.
+type Styles struct {
+	Dark bool
+
+	// Op is the colour of each operator style: "shell", "clientgo", "runtime".
+	Op map[string]Paint
+	// OpBold is the same, bold (pane titles, the active pipeline stage).
+	OpBold map[string]Paint
+
+	Text, Dim, Bold, OK, Warn, Err, Accent, Crown, Flash, Fresh Paint
+	Border, Key, Desc, Reverse                                  Paint
+}
+
+// Colours of the three styles, light then dark variant.
+var opColors = map[string][2]string{
+	"shell":    {"#9A5B00", "#F2B84B"},
+	"clientgo": {"#005F87", "#5FD7FF"},
+	"runtime":  {"#8700AF", "#D787FF"},
+}
+
+// NewStyles returns the styles for a dark or a light background.
+func NewStyles(dark bool) *Styles {
+	ld := lipgloss.LightDark(dark)
+	c := func(light, darkc string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(darkc)) }
+	fg := func(light, darkc string) lipgloss.Style { return lipgloss.NewStyle().Foreground(c(light, darkc)) }
+	s := &Styles{
+		Dark:    dark,
+		Op:      map[string]Paint{},
+		OpBold:  map[string]Paint{},
+		Text:    Paint{},
+		Dim:     NewPaint(fg("#6C6C6C", "#8A8A8A")),
+		Bold:    NewPaint(lipgloss.NewStyle().Bold(true)),
+		OK:      NewPaint(fg("#007A33", "#5FD75F")),
+		Warn:    NewPaint(fg("#AF5F00", "#FFAF00")),
+		Err:     NewPaint(fg("#C00000", "#FF5F5F").Bold(true)),
+		Accent:  NewPaint(fg("#0050A0", "#87AFFF").Bold(true)),
+		Crown:   NewPaint(fg("#A07800", "#FFD75F").Bold(true)),
+		Flash:   NewPaint(lipgloss.NewStyle().Foreground(c("#FFFFFF", "#000000")).Background(c("#C00000", "#FF8787")).Bold(true)),
+		Fresh:   NewPaint(fg("#007A33", "#AFFF87").Bold(true)),
+		Border:  NewPaint(fg("#9E9E9E", "#5F5F5F")),
+		Key:     NewPaint(fg("#0050A0", "#87AFFF").Bold(true)),
+		Desc:    NewPaint(fg("#6C6C6C", "#9E9E9E")),
+		Reverse: NewPaint(lipgloss.NewStyle().Reverse(true).Bold(true)),
+	}
+	for op, lc := range opColors {
+		st := fg(lc[0], lc[1])
+		s.Op[op] = NewPaint(st)
+		s.OpBold[op] = NewPaint(st.Bold(true))
+	}
+	return s
+}
+
+// OpPaint is the paint of an operator style, or Text for anything else.
+func (s *Styles) OpPaint(style string) Paint {
+	if p, ok := s.Op[style]; ok {
+		return p
+	}
+	return s.Text
+}
+
+// PlainStyles paints nothing: for tests and golden files of plain text.
+func PlainStyles() *Styles {
+	s := &Styles{Op: map[string]Paint{}, OpBold: map[string]Paint{}}
+	return s
+}

@@ -1,0 +1,335 @@
+// Package pane draws one operator style's pane: its pipeline with a marker on
+// the stage of the latest event, the queue or the shell loop's poll timer,
+// API requests, reconciles and their cause, the leader, the object tree and
+// the last drift repair.
+package pane
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/stats"
+)
+
+// Data is what one pane shows.
+type Data struct {
+	Style string
+	Stats *stats.Style
+	NS    *world.NamespaceView // nil before the first snapshot
+	Echo  string               // the Echo shown
+	Now   time.Time
+	// Fresh says whether a pod appeared recently (it fades in).
+	Fresh func(pod string) bool
+	// APITotal is the proxy's own count, authoritative; -1 if unknown.
+	APITotal int
+	// Verbs, if not nil, are shown as the API requests by verb.
+	Verbs   map[string]int
+	Focused bool
+}
+
+// Timing of the animations.
+const (
+	MarkerHot  = time.Second            // the marker is lit this long after an event
+	FlashFor   = 4 * time.Second        // a collected object flashes this long
+	FlashEvery = 250 * time.Millisecond // flash phase
+)
+
+// Render draws the pane, frame included, exactly w×h.
+func Render(d Data, w, h int, s *common.Styles) []string {
+	body := Body(d, common.BoxInner(w), s)
+	title := common.Title(d.Style)
+	tp := s.OpBold[d.Style]
+	border := s.Border
+	if d.Focused {
+		border = s.OpPaint(d.Style)
+		title = "▶ " + title
+	}
+	return common.BoxFitted(tp.S(title), common.Width(title), body, w, h, border)
+}
+
+// Body is the pane's content lines, each at most w columns wide.
+func Body(d Data, w int, s *common.Styles) []string {
+	st := d.Stats
+	if st == nil {
+		st = stats.New([]string{d.Style}).Styles[d.Style]
+	}
+	var out []string
+	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
+
+	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
+	out = append(out, pipe, marker)
+
+	// Shell: the poll timer. Go: the workqueue.
+	l := &common.Line{}
+	if d.Style == "shell" {
+		if next, ok := st.NextPoll(); ok {
+			// The sleep starts once the poll's last kubectl returned.
+			if left := next.Sub(d.Now); left > 0 && st.Running == nil {
+				l.Plain("next poll in ").Add(s.Accent, fmt.Sprintf("%.1fs", left.Seconds()))
+			} else {
+				l.Add(s.Accent, "polling now")
+			}
+			l.Add(s.Dim, fmt.Sprintf(" · every %s", common.Dur(st.PollInterval)))
+		} else {
+			l.Add(s.Dim, "waiting for the first poll")
+		}
+	} else {
+		depth := fmt.Sprintf(" depth %d", st.Depth)
+		counts := fmt.Sprintf(" · adds %d · retries %d", st.Adds, st.Retries)
+		v := st.Spark(d.Now)
+		// The sparkline takes the room the numbers leave, 8 to SparkLen.
+		n := min(max(w-len("queue ")-len(depth)-common.Width(counts), 8), len(v))
+		l.Plain("queue ").Add(s.OpPaint(d.Style), Spark(v[len(v)-n:]))
+		l.Plain(depth).Add(s.Dim, counts)
+	}
+	add(l)
+
+	// API requests.
+	total := st.APITotal
+	if d.APITotal >= 0 {
+		total = d.APITotal
+	}
+	l = &common.Line{}
+	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", total)).Plain(" req")
+	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
+	add(l)
+	if d.Verbs != nil {
+		for i, v := range stats.TopVerbs(d.Verbs) {
+			if i == 4 {
+				add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(d.Verbs)-4)))
+				break
+			}
+			add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  %5d %s", v.Count, v.Key)))
+		}
+	}
+
+	// Reconciles and the cause of the last one.
+	l = &common.Line{}
+	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
+	cause := ""
+	switch {
+	case st.Running != nil:
+		l.Plain(" · ").Add(s.Accent, "running …")
+		cause = causeOf(st.Running)
+	case st.Last != nil:
+		r := st.Last
+		l.Plain(" · " + common.MS(r.DurationMS) + " ")
+		if r.Result == "error" {
+			l.Add(s.Err, r.Result)
+		} else {
+			l.Add(s.OK, r.Result)
+		}
+		if r.Changed != "" && r.Changed != "none" {
+			l.Plain(", " + r.Changed)
+		}
+		l.Add(s.Dim, " · "+common.Ago(d.Now.Sub(r.End)))
+		cause = causeOf(r)
+	}
+	add(l)
+	l = &common.Line{}
+	if st.Last != nil && st.Last.Result == "error" && st.Running == nil {
+		l.Add(s.Err, "error: ").Plain(st.Last.Error)
+	} else if cause != "" {
+		l.Add(s.Dim, "cause: ").Plain(cause)
+	} else {
+		l.Add(s.Dim, "cause: —")
+	}
+	add(l)
+
+	out = append(out, leader(d, st, w, s)...)
+	out = append(out, Tree(d, st, w, s)...)
+	out = append(out, drift(d, st, w, s))
+	return out
+}
+
+func causeOf(r *stats.Reconcile) string {
+	c := r.CauseEvent
+	if c == "" {
+		c = r.Cause
+	} else if r.Cause != "" && r.Cause != "event" && r.Cause != "poll" {
+		c = r.Cause + ": " + c
+	}
+	if r.Causes > 1 {
+		c += fmt.Sprintf(" (+%d)", r.Causes-1)
+	}
+	return c
+}
+
+// Pipeline is the pipeline line and the marker line under it.
+func Pipeline(style string, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
+	names := stats.Stages(style)
+	sep := " ▸ "
+	total := func(names []string, sep string) int {
+		n := (len(names) - 1) * common.Width(sep)
+		for _, x := range names {
+			n += len(x)
+		}
+		return n
+	}
+	if total(names, sep) > w {
+		sep = "▸"
+	}
+	if total(names, sep) > w {
+		short := make([]string, len(names))
+		for i, x := range names {
+			short[i] = x[:min(len(x), 4)]
+		}
+		names = short
+	}
+	hot := st.Stage >= 0 && now.Sub(st.StageAt) < MarkerHot
+	pipe := &common.Line{}
+	pos := 0
+	for i, x := range names {
+		if i > 0 {
+			pipe.Add(s.Dim, sep)
+		}
+		if i == st.Stage {
+			pos = pipe.Width() + (len(x)-1)/2
+			if hot {
+				pipe.Add(s.Reverse, x)
+			} else {
+				pipe.Add(s.OpBold[style], x)
+			}
+		} else {
+			pipe.Plain(x)
+		}
+	}
+	mark := &common.Line{}
+	if st.Stage >= 0 {
+		mark.Pad(pos)
+		if hot {
+			mark.Add(s.OpBold[style], "▲")
+		} else {
+			mark.Add(s.Dim, "△")
+		}
+		if !hot {
+			mark.Add(s.Dim, " "+common.Ago(now.Sub(st.StageAt)))
+		}
+	}
+	return pipe.Fit(w), mark.Fit(w)
+}
+
+// Spark draws depths as a sparkline, scaled to at least 4.
+func Spark(v []int) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	top := 4
+	for _, x := range v {
+		top = max(top, x)
+	}
+	var b strings.Builder
+	r := []rune(bars)
+	for _, x := range v {
+		i := 0
+		if x > 0 {
+			i = 1 + (x-1)*(len(r)-2)/max(top-1, 1)
+		}
+		b.WriteRune(r[min(i, len(r)-1)])
+	}
+	return b.String()
+}
+
+// leader is two lines: who holds the Lease (crowned) and the standby, then
+// the Lease's remaining time and transitions.
+func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
+	l1, l2 := &common.Line{}, &common.Line{}
+	l1.Plain("leader: ")
+	if d.Style == "shell" {
+		l1.Add(s.Dim, "none")
+		l1.Plain(" (1 replica, no election)")
+		if r := st.Replicas["a"]; r != nil {
+			replicaState(l2, r, s)
+		}
+		return []string{l1.Fit(w), l2.Fit(w)}
+	}
+	var lease *world.LeaseView
+	if d.NS != nil {
+		lease = d.NS.Lease
+	}
+	holder := st.Leader
+	if lease != nil {
+		holder = ""
+		if lease.Holder != "" {
+			holder = stats.ReplicaOfIdentity(lease.Holder)
+		}
+	}
+	names := st.ReplicaNames()
+	if len(names) == 0 {
+		names = []string{"a", "b"}
+	}
+	if holder == "" {
+		l1.Add(s.Warn, "none ")
+	}
+	// The holder first, crowned; then the standby.
+	for i, n := range names {
+		if n == holder && i > 0 {
+			names = append([]string{n}, append(names[:i:i], names[i+1:]...)...)
+			break
+		}
+	}
+	for i, n := range names {
+		if i > 0 || holder == "" {
+			l1.Plain("  ")
+		}
+		r := st.Replicas[n]
+		switch {
+		case n == holder && (r == nil || r.Running):
+			l1.Add(s.Crown, n+" ♛")
+		case n == holder:
+			l1.Add(s.Err, n+" ✝ holds a dead lease")
+		case r != nil && !r.Running:
+			l1.Add(s.Err, n+" down")
+			if r.Signal != "" {
+				l1.Add(s.Dim, " ("+r.Signal+")")
+			}
+		default:
+			l1.Add(s.Dim, n+" waiting")
+		}
+	}
+	if lease != nil {
+		left := lease.Renewed.Add(time.Duration(lease.DurationSeconds) * time.Second).Sub(d.Now)
+		l2.Plain("lease ")
+		switch {
+		case lease.Holder == "":
+			l2.Add(s.Warn, "released")
+		case left > 0:
+			l2.Plain(fmt.Sprintf("%.1fs left", left.Seconds()))
+		default:
+			l2.Add(s.Warn, "expired "+common.Dur(-left)+" ago")
+		}
+		l2.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
+	} else {
+		l2.Add(s.Dim, "no Lease yet")
+	}
+	return []string{l1.Fit(w), l2.Fit(w)}
+}
+
+func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
+	if r.Running {
+		l.Add(s.Dim, fmt.Sprintf("replica %s pid %d · restarts %d", r.Name, r.PID, r.Restarts))
+		return
+	}
+	l.Add(s.Err, "replica "+r.Name+" down")
+	if r.Signal != "" {
+		l.Add(s.Dim, " ("+r.Signal+")")
+	}
+}
+
+// drift is the last drift repair line.
+func drift(d Data, st *stats.Style, w int, s *common.Styles) string {
+	l := &common.Line{}
+	switch dr := st.Drift; {
+	case dr == nil:
+		l.Add(s.Dim, "drift: none yet")
+	case dr.Repaired.IsZero():
+		l.Add(s.Warn, "drift: "+dr.What).Plain(" · not repaired, since " + common.Ago(d.Now.Sub(dr.Detected)))
+	default:
+		l.Plain("drift repaired in ").Add(s.Bold, common.MS(dr.LatencyMS)).Add(s.Dim, " ("+dr.What+")")
+	}
+	if !st.ConvergedAt.IsZero() {
+		l.Add(s.Dim, " · converged in "+common.MS(st.ConvergedMS))
+	}
+	return l.Fit(w)
+}

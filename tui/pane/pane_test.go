@@ -1,0 +1,92 @@
+package pane
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/internal/fixture"
+	"github.com/kkloud/rlab/tui/stats"
+)
+
+func folded() *stats.Stats {
+	s := stats.New(fixture.Styles)
+	for _, e := range fixture.Events() {
+		s.Apply(e)
+	}
+	return s
+}
+
+// TestTUIPaneGolden renders one pane per case, ANSI stripped; refresh the
+// files with `go test ./tui/pane -update`.
+func TestTUIPaneGolden(t *testing.T) {
+	now := fixture.At(40*time.Second + 300*time.Millisecond)
+	snap := fixture.Snapshot()
+	deadLeader := func(s *stats.Stats) { s.Styles["clientgo"].Replicas["a"].Running = false }
+	noEcho := world.Snapshot{Namespaces: map[string]*world.NamespaceView{"echo-runtime": {Echoes: map[string]*world.EchoView{}}}}
+	scaling := fixture.Namespace("clientgo", 3, 2, "clientgo-a-4123")
+	tests := []struct {
+		name  string
+		style string
+		w, h  int
+		ns    *world.NamespaceView
+		edit  func(*stats.Stats)
+		data  func(*Data)
+	}{
+		{name: "shell", style: "shell", w: 53, h: 18, ns: snap.Namespaces["echo-shell"]},
+		{name: "clientgo", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"]},
+		{name: "runtime-narrow", style: "runtime", w: 40, h: 18, ns: snap.Namespaces["echo-runtime"]},
+		{name: "tiny-pipeline", style: "clientgo", w: 30, h: 18, ns: snap.Namespaces["echo-clientgo"]},
+		{name: "dead-leader", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"], edit: deadLeader},
+		{name: "no-echo", style: "runtime", w: 53, h: 14, ns: noEcho.Namespaces["echo-runtime"]},
+		{name: "no-world-yet", style: "runtime", w: 53, h: 14},
+		{name: "fresh-pod-and-verbs", style: "clientgo", w: 60, h: 22, ns: scaling, data: func(d *Data) {
+			d.Fresh = func(p string) bool { return strings.Contains(p, "-cmz") }
+			d.Verbs = map[string]int{"list echoes": 3, "watch echoes": 2, "update leases": 40, "create deployments": 2, "get leases": 1}
+			d.APITotal = 48
+		}},
+		{name: "drift-open", style: "runtime", w: 53, h: 18, ns: snap.Namespaces["echo-runtime"], edit: func(s *stats.Stats) {
+			s.Styles["runtime"].Drift = &stats.Drift{Object: "Deployment/echo-hello", What: "replicas", Detected: fixture.At(39 * time.Second)}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := folded()
+			if tt.edit != nil {
+				tt.edit(s)
+			}
+			d := Data{Style: tt.style, Stats: s.Styles[tt.style], NS: tt.ns, Echo: "hello", Now: now, APITotal: -1, Focused: true}
+			if tt.data != nil {
+				tt.data(&d)
+			}
+			out := Render(d, tt.w, tt.h, common.NewStyles(true))
+			for i, l := range out {
+				if w := ansi.StringWidth(l); w != tt.w {
+					t.Errorf("line %d is %d wide, want %d: %q", i, w, tt.w, ansi.Strip(l))
+				}
+			}
+			golden.RequireEqual(t, ansi.Strip(strings.Join(out, "\n"))+"\n")
+		})
+	}
+}
+
+func TestTUISpark(t *testing.T) {
+	tests := []struct {
+		in   []int
+		want string
+	}{
+		{[]int{0, 0, 0}, "▁▁▁"},
+		{[]int{0, 1, 2, 3, 4}, "▁▂▄▆█"},
+		{[]int{0, 8, 4}, "▁█▄"},
+	}
+	for _, tt := range tests {
+		if got := Spark(tt.in); got != tt.want {
+			t.Errorf("Spark(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

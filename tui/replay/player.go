@@ -1,0 +1,129 @@
+package replay
+
+import (
+	"time"
+
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui"
+)
+
+// Player plays a recording on a virtual clock. It is the screen's Source:
+// due events are published on its own bus, the world is the last one
+// recorded up to the clock. It is used from one goroutine (the screen's).
+type Player struct {
+	rec    *Recording
+	bus    *trace.Bus
+	sub    *trace.Sub
+	pos    int // next record to play
+	now    time.Time
+	speed  float64
+	paused bool
+	snap   world.Snapshot
+	ver    uint64
+}
+
+// NewPlayer returns a player at the start of rec, paused if paused.
+func NewPlayer(rec *Recording) *Player {
+	bus := trace.NewBus()
+	p := &Player{rec: rec, bus: bus, sub: bus.Subscribe(tui.SubSize), now: rec.Header.Start, speed: 1}
+	p.publishDue()
+	return p
+}
+
+// Header is the recording's header.
+func (p *Player) Header() Header { return p.rec.Header }
+
+// Now is the virtual clock.
+func (p *Player) Now() time.Time { return p.now }
+
+// Start and End bound the recording.
+func (p *Player) Start() time.Time { return p.rec.Header.Start }
+
+// End is the time of the last record.
+func (p *Player) End() time.Time { return p.rec.End() }
+
+// Speed is the playback speed (1 = real time).
+func (p *Player) Speed() float64 { return p.speed }
+
+// SetSpeed sets the playback speed, between 1/16 and 64.
+func (p *Player) SetSpeed(s float64) { p.speed = min(max(s, 1.0/16), 64) }
+
+// Paused says whether the clock stands still.
+func (p *Player) Paused() bool { return p.paused }
+
+// SetPaused stops or starts the clock.
+func (p *Player) SetPaused(v bool) { p.paused = v }
+
+// Ended says whether everything has been played.
+func (p *Player) Ended() bool { return p.pos >= len(p.rec.Records) }
+
+// Advance moves the clock by d of real time (times the speed) and
+// publishes what became due.
+func (p *Player) Advance(d time.Duration) {
+	if p.paused || d <= 0 {
+		return
+	}
+	p.now = p.now.Add(time.Duration(float64(d) * p.speed))
+	if end := p.End(); p.now.After(end) {
+		p.now = end
+	}
+	p.publishDue()
+}
+
+func (p *Player) publishDue() {
+	for p.pos < len(p.rec.Records) && !p.rec.Records[p.pos].Time.After(p.now) {
+		r := p.rec.Records[p.pos]
+		if r.Event != nil {
+			p.bus.Publish(*r.Event)
+		}
+		if r.World != nil {
+			p.snap = *r.World
+			p.ver++
+		}
+		p.pos++
+	}
+}
+
+// Seek moves the clock to t and returns every event up to t, for a screen
+// that starts over; nothing of it is published on the bus.
+func (p *Player) Seek(t time.Time) []trace.Event {
+	if t.Before(p.Start()) {
+		t = p.Start()
+	}
+	if end := p.End(); t.After(end) {
+		t = end
+	}
+	p.sub.Drain()
+	p.now, p.pos = t, 0
+	p.snap = world.Snapshot{}
+	p.ver++
+	var evs []trace.Event
+	for p.pos < len(p.rec.Records) && !p.rec.Records[p.pos].Time.After(t) {
+		r := p.rec.Records[p.pos]
+		if r.Event != nil {
+			evs = append(evs, *r.Event)
+		}
+		if r.World != nil {
+			p.snap = *r.World
+		}
+		p.pos++
+	}
+	return evs
+}
+
+// Sub is the subscription the screen drains.
+func (p *Player) Sub() *trace.Sub { return p.sub }
+
+// Snapshot is the last world recorded up to the clock.
+func (p *Player) Snapshot() world.Snapshot { return p.snap }
+
+// Version changes with each world played.
+func (p *Player) Version() uint64 { return p.ver }
+
+// Statuses are not recorded: the screen follows the process events.
+func (p *Player) Statuses() []supervisor.Status { return nil }
+
+// APICounts are not recorded: the screen counts the api.request events.
+func (p *Player) APICounts(string) (map[string]int, bool) { return nil, false }

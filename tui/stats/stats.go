@@ -1,0 +1,478 @@
+// Package stats folds the trace into what the panes show: per operator style,
+// the pipeline stage of the latest event, the queue, the reconciles and their
+// causes, API requests, the leader, drift and garbage collection. Apply is
+// called for every event, so it only does map lookups and arithmetic; all
+// formatting happens when a pane is drawn.
+package stats
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// Pipeline stages of the Go styles and of the shell loop.
+var (
+	GoStages    = []string{"watch", "informer", "queue", "reconcile", "API"}
+	ShellStages = []string{"poll", "get", "apply", "patch"}
+)
+
+// Stages of a style's pipeline.
+func Stages(style string) []string {
+	if style == "shell" {
+		return ShellStages
+	}
+	return GoStages
+}
+
+// Go pipeline stage indexes.
+const (
+	stWatch = iota
+	stInformer
+	stQueue
+	stReconcile
+	stAPI
+)
+
+// Shell pipeline stage indexes.
+const (
+	stPoll = iota
+	stGet
+	stApply
+	stPatch
+)
+
+// SparkLen is how many one-second buckets the depth sparkline keeps.
+const SparkLen = 24
+
+// Reconcile is one finished (or running) call of reconcile.
+type Reconcile struct {
+	Object            string
+	Start, End        time.Time
+	DurationMS        float64
+	Result, Changed   string
+	Status, Error     string
+	Cause, CauseEvent string
+	Causes            int
+}
+
+// Replica is what the trace says about one replica process.
+type Replica struct {
+	Name     string // "a"
+	PID      int
+	Running  bool
+	Restarts int
+	Signal   string // of the last exit, if killed
+	ExitAt   time.Time
+}
+
+// Collected is an object garbage-collected recently.
+type Collected struct {
+	Object, Owner string
+	At            time.Time
+}
+
+// Drift is the last drift of a style's Deployment.
+type Drift struct {
+	Object, What string
+	Detected     time.Time
+	Repaired     time.Time // zero while not repaired
+	LatencyMS    float64
+}
+
+// Style is everything known about one operator style.
+type Style struct {
+	Name string
+
+	Stage   int // index into Stages(Name), -1 before any event
+	StageAt time.Time
+
+	// The shell loop's poll: the last tick, its interval, and the time of the
+	// last event of that poll (the sleep starts after it).
+	PollAt, PollLast time.Time
+	PollInterval     time.Duration
+
+	Depth, MaxDepth int
+	Adds, Retries   int
+	spark           [SparkLen]sparkBucket
+
+	Reconciles, Errors int
+	Running            *Reconcile // started, not ended
+	Last               *Reconcile
+
+	APITotal int            // from api.request events
+	Verbs    map[string]int // "verb resource" → count
+	apiSec   [60]secBucket
+
+	Leader      string // replica holding the Lease ("a"), from the operators' own events
+	LeaderAt    time.Time
+	Acquired    int // leader.acquired events: how often someone won
+	LeaderEvent string
+
+	Replicas map[string]*Replica
+
+	Drift         *Drift
+	ConvergedMS   float64
+	ConvergedAt   time.Time
+	CollectedRecv []Collected // newest last, at most maxCollected
+
+	Events int
+}
+
+type sparkBucket struct {
+	sec       int64
+	max, last int
+	valid     bool
+}
+
+type secBucket struct {
+	sec int64
+	n   int
+}
+
+const maxCollected = 8
+
+// Stats is the fold of the whole trace.
+type Stats struct {
+	Styles  map[string]*Style
+	Events  int
+	Dropped int
+	Last    time.Time // time of the newest event
+}
+
+// New returns empty stats for the given styles.
+func New(styles []string) *Stats {
+	s := &Stats{Styles: map[string]*Style{}}
+	for _, st := range styles {
+		s.Styles[st] = newStyle(st)
+	}
+	return s
+}
+
+func newStyle(name string) *Style {
+	return &Style{Name: name, Stage: -1, Verbs: map[string]int{}, Replicas: map[string]*Replica{}}
+}
+
+// StyleOf is the operator style an event is about: its source's style, or
+// that of its namespace (echo-<style>), or of a supervisor event's replica.
+func StyleOf(e trace.Event) string {
+	if s := e.Style(); s != "" {
+		return s
+	}
+	if st, ok := strings.CutPrefix(e.Namespace, "echo-"); ok {
+		return st
+	}
+	if e.Source == "supervisor" {
+		if i := strings.IndexByte(e.Object, '/'); i > 0 {
+			return e.Object[:i]
+		}
+	}
+	return ""
+}
+
+// replicaOf is "a" for sources "clientgo/a" and "proxy/clientgo/a".
+func replicaOf(source string) string {
+	if i := strings.LastIndexByte(source, '/'); i >= 0 {
+		return source[i+1:]
+	}
+	return ""
+}
+
+// ReplicaOfIdentity is "a" for a Lease holder "clientgo-a-4121".
+func ReplicaOfIdentity(id string) string {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return id
+	}
+	j := strings.LastIndexByte(id[:i], '-')
+	return id[j+1 : i]
+}
+
+// Apply folds one event in.
+func (s *Stats) Apply(e trace.Event) {
+	s.Events++
+	if e.Time.After(s.Last) {
+		s.Last = e.Time
+	}
+	if e.Kind == trace.Dropped {
+		if n, ok := e.Num("count"); ok {
+			s.Dropped += int(n)
+		}
+	}
+	name := StyleOf(e)
+	st := s.Styles[name]
+	if st == nil {
+		return
+	}
+	st.apply(e)
+}
+
+func (st *Style) stage(i int, at time.Time) {
+	if at.Before(st.StageAt) {
+		return // out of order across sources: keep the newest
+	}
+	st.Stage, st.StageAt = i, at
+}
+
+func num(e trace.Event, k string) int {
+	v, _ := e.Num(k)
+	return int(v)
+}
+
+func (st *Style) apply(e trace.Event) {
+	st.Events++
+	shell := st.Name == "shell"
+	fromProxy := strings.HasPrefix(e.Source, "proxy/")
+	switch e.Kind {
+	case trace.PollTick:
+		st.PollAt, st.PollLast = e.Time, e.Time
+		if v, ok := e.Num("interval_s"); ok {
+			st.PollInterval = time.Duration(v * float64(time.Second))
+		}
+		st.stage(stPoll, e.Time)
+	case trace.Kubectl:
+		if e.Time.After(st.PollLast) {
+			st.PollLast = e.Time
+		}
+		switch verb := e.Str("verb"); {
+		case strings.HasPrefix(verb, "get"):
+			st.stage(stGet, e.Time)
+		case strings.HasPrefix(verb, "apply"):
+			st.stage(stApply, e.Time)
+		case strings.HasPrefix(verb, "patch"):
+			st.stage(stPatch, e.Time)
+		}
+	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete:
+		st.stage(stInformer, e.Time)
+	case trace.QueueAdd, trace.QueueRequeue:
+		st.Adds++
+		if e.Kind == trace.QueueRequeue {
+			st.Retries++
+		}
+		st.depth(e)
+		st.stage(stQueue, e.Time)
+	case trace.QueueGet, trace.QueueDone:
+		st.depth(e)
+		st.stage(stReconcile, e.Time)
+	case trace.ReconcileStart:
+		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str("cause"),
+			CauseEvent: e.Str("cause_event"), Causes: num(e, "causes")}
+		if !shell {
+			st.stage(stReconcile, e.Time)
+		} else if e.Time.After(st.PollLast) {
+			st.PollLast = e.Time
+		}
+	case trace.ReconcileEnd:
+		r := st.Running
+		if r == nil || r.Object != e.Object {
+			r = &Reconcile{Object: e.Object}
+		}
+		st.Running = nil
+		r.End = e.Time
+		r.DurationMS, _ = e.Num("duration_ms")
+		r.Result, r.Changed = e.Str("result"), e.Str("changed")
+		r.Status, r.Error = e.Str("status"), e.Str("error")
+		st.Last = r
+		st.Reconciles++
+		if r.Result == "error" {
+			st.Errors++
+		}
+		if shell && e.Time.After(st.PollLast) {
+			st.PollLast = e.Time
+		} else if !shell {
+			st.stage(stReconcile, e.Time)
+		}
+	case trace.APIRequest:
+		st.APITotal++
+		key := e.Str("verb") + " " + e.Str("resource")
+		st.Verbs[key]++
+		sec := e.Time.Unix()
+		b := &st.apiSec[sec%int64(len(st.apiSec))]
+		if b.sec != sec {
+			b.sec, b.n = sec, 0
+		}
+		b.n++
+		// Lease renewals and watches are background traffic: the marker
+		// follows the requests reconcile makes.
+		if fromProxy && !shell {
+			switch e.Str("verb") {
+			case "watch":
+				st.stage(stWatch, e.Time)
+			default:
+				if r := e.Str("resource"); r != "leases" && r != "events" {
+					st.stage(stAPI, e.Time)
+				}
+			}
+		}
+	case trace.LeaderAcquired:
+		st.Leader, st.LeaderAt = replicaOf(e.Source), e.Time
+		st.Acquired++
+		st.LeaderEvent = "acquired by " + st.Leader
+	case trace.LeaderLost:
+		if r := replicaOf(e.Source); r == st.Leader {
+			st.Leader = ""
+		}
+		st.LeaderAt = e.Time
+		st.LeaderEvent = "lost by " + replicaOf(e.Source)
+		if why := e.Str("reason"); why != "" {
+			st.LeaderEvent += " (" + why + ")"
+		}
+	case trace.LeaderObserved:
+		if e.Source == "world" {
+			if id := e.Str("identity"); id != "" {
+				st.Leader = ReplicaOfIdentity(id)
+			} else {
+				st.Leader = ""
+			}
+			st.LeaderAt = e.Time
+		}
+	case trace.ProcessStart, trace.ProcessExit:
+		name := replicaOf(e.Object)
+		r := st.Replicas[name]
+		if r == nil {
+			r = &Replica{Name: name}
+			st.Replicas[name] = r
+		}
+		r.PID = num(e, "pid")
+		r.Restarts = num(e, "restarts")
+		if e.Kind == trace.ProcessStart {
+			r.Running, r.Signal = true, ""
+		} else {
+			r.Running, r.Signal, r.ExitAt = false, e.Str("signal"), e.Time
+			if st.Leader == name {
+				st.Leader = "" // a dead replica leads no more, whatever the Lease says
+			}
+		}
+	case trace.GCCollected:
+		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str("owner"), At: e.Time})
+		if n := len(st.CollectedRecv); n > maxCollected {
+			st.CollectedRecv = append(st.CollectedRecv[:0], st.CollectedRecv[n-maxCollected:]...)
+		}
+	case trace.DriftDetected:
+		st.Drift = &Drift{Object: e.Object, What: e.Str("what"), Detected: e.Time}
+	case trace.DriftRepaired:
+		d := st.Drift
+		if d == nil || d.Object != e.Object {
+			d = &Drift{Object: e.Object, What: e.Str("what")}
+		}
+		d.Repaired = e.Time
+		d.LatencyMS, _ = e.Num("latency_ms")
+		if d.Detected.IsZero() {
+			d.Detected = e.Time.Add(-time.Duration(d.LatencyMS * float64(time.Millisecond)))
+		}
+		st.Drift = d
+	case trace.Converged:
+		st.ConvergedMS, _ = e.Num("latency_ms")
+		st.ConvergedAt = e.Time
+	}
+}
+
+func (st *Style) depth(e trace.Event) {
+	v, ok := e.Num("depth")
+	if !ok {
+		return
+	}
+	st.Depth = int(v)
+	st.MaxDepth = max(st.MaxDepth, st.Depth)
+	sec := e.Time.Unix()
+	b := &st.spark[sec%SparkLen]
+	if !b.valid || b.sec != sec {
+		*b = sparkBucket{sec: sec, valid: true}
+	}
+	b.max = max(b.max, st.Depth)
+	b.last = st.Depth
+}
+
+// Spark is the queue depth over the last SparkLen seconds up to now: the
+// highest depth seen in each second; a second with no queue event keeps the
+// depth the queue was left at.
+func (st *Style) Spark(now time.Time) []int {
+	out := make([]int, SparkLen)
+	end := now.Unix()
+	window := func(i int) (sparkBucket, bool) {
+		sec := end - int64(SparkLen-1-i)
+		b := st.spark[((sec%SparkLen)+SparkLen)%SparkLen]
+		return b, b.valid && b.sec == sec
+	}
+	// Before the window's first event the depth is not known: 0 if the
+	// window has events, else the depth the queue was left at.
+	carry := st.Depth
+	for i := range SparkLen {
+		if _, ok := window(i); ok {
+			carry = 0
+			break
+		}
+	}
+	for i := range SparkLen {
+		if b, ok := window(i); ok {
+			out[i], carry = b.max, b.last
+			continue
+		}
+		out[i] = carry
+	}
+	return out
+}
+
+// PerMinute is how many API requests were made in the minute up to now.
+func (st *Style) PerMinute(now time.Time) int {
+	end := now.Unix()
+	n := 0
+	for _, b := range st.apiSec {
+		if b.sec > end-60 && b.sec <= end {
+			n += b.n
+		}
+	}
+	return n
+}
+
+// NextPoll is when the shell loop polls next, and whether that is known.
+func (st *Style) NextPoll() (time.Time, bool) {
+	if st.PollAt.IsZero() || st.PollInterval == 0 {
+		return time.Time{}, false
+	}
+	return st.PollLast.Add(st.PollInterval), true
+}
+
+// Collected lists the objects collected within d before now, oldest first.
+func (st *Style) Collected(now time.Time, d time.Duration) []Collected {
+	var out []Collected
+	for _, c := range st.CollectedRecv {
+		if age := now.Sub(c.At); age >= 0 && age < d {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Verb is one line of the by-verb breakdown.
+type Verb struct {
+	Key   string
+	Count int
+}
+
+// TopVerbs sorts counts by count, then name.
+func TopVerbs(counts map[string]int) []Verb {
+	out := make([]Verb, 0, len(counts))
+	for k, v := range counts {
+		out = append(out, Verb{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// ReplicaNames are the replicas seen for a style, sorted.
+func (st *Style) ReplicaNames() []string {
+	out := make([]string, 0, len(st.Replicas))
+	for n := range st.Replicas {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,90 @@
+package timeline
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/internal/fixture"
+)
+
+var styles = []string{"shell", "clientgo", "runtime"}
+
+func filled(size int) *Model {
+	m := New(size, styles)
+	for _, e := range fixture.Events() {
+		m.Add(e)
+	}
+	return m
+}
+
+// TestTUITimelineGolden renders the timeline in a few states, ANSI stripped.
+func TestTUITimelineGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(m *Model)
+	}{
+		{"newest", func(*Model) {}},
+		{"clientgo-only", func(m *Model) { m.CycleStyle(); m.CycleStyle() }},
+		{"leader-kind", func(m *Model) {
+			for range 6 {
+				m.CycleKind()
+			}
+		}},
+		{"paused-then-more", func(m *Model) {
+			m.TogglePause()
+			for i := range 5 {
+				m.Add(trace.Event{Time: fixture.At(time.Minute + time.Duration(i)*time.Millisecond), Source: "shell/a", Kind: trace.PollTick,
+					Namespace: "echo-shell", Fields: map[string]any{"interval_s": 5}})
+			}
+		}},
+		{"scrolled-to-top", func(m *Model) { m.Top() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := filled(0)
+			tt.do(m)
+			out := m.Render(120, 12, common.NewStyles(false))
+			for i, l := range out {
+				if w := ansi.StringWidth(l); w != 120 {
+					t.Errorf("line %d is %d wide", i, w)
+				}
+			}
+			golden.RequireEqual(t, ansi.Strip(strings.Join(out, "\n"))+"\n")
+		})
+	}
+}
+
+func TestTUITimelineRing(t *testing.T) {
+	m := New(4, styles)
+	for i := range 10 {
+		m.Add(trace.Event{Time: fixture.At(time.Duration(i) * time.Second), Source: "clientgo/a", Kind: trace.Log,
+			Fields: map[string]any{"msg": fmt.Sprintf("event %d", i)}})
+	}
+	if m.Len() != 4 {
+		t.Fatalf("Len = %d, want 4", m.Len())
+	}
+	lines := m.Lines(60, 10, common.NewStyles(true))
+	if len(lines) != 4 || !strings.Contains(lines[0], "event 6") || !strings.Contains(lines[3], "event 9") {
+		t.Fatalf("lines = %q", lines)
+	}
+	m.Scroll(100) // past the oldest: clamped
+	lines = m.Lines(60, 2, common.NewStyles(true))
+	if len(lines) != 2 || !strings.Contains(lines[0], "event 6") {
+		t.Fatalf("scrolled past the top: %q", lines)
+	}
+	m.Follow()
+	if m.Paused() || !strings.Contains(m.Lines(60, 1, common.NewStyles(true))[0], "event 9") {
+		t.Fatal("Follow did not show the newest")
+	}
+	m.Clear()
+	if m.Len() != 0 || len(m.Lines(60, 3, common.NewStyles(true))) != 0 {
+		t.Fatal("Clear left events")
+	}
+}
