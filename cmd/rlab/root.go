@@ -48,6 +48,22 @@ runs the same Echo operator written three ways, and shows what happens inside ea
 // stateDir is the state dir of this user (XDG_STATE_HOME).
 func stateDir() (state.Dir, error) { return state.Default(os.Getenv) }
 
+// claimState finds the state dir and opens rlab's log in it, or says that a
+// sandbox is already running there (exit 1): the first steps of every
+// command that starts a sandbox.
+func claimState(stderr io.Writer) (state.Dir, *slog.Logger, io.Closer, error) {
+	d, err := stateDir()
+	if err != nil {
+		return d, nil, nil, err
+	}
+	if pid := d.Running(); pid != 0 {
+		fmt.Fprintln(stderr, "rlab:", (&state.BusyError{Root: d.Root, PID: pid}).Error())
+		return d, nil, nil, exitCode(1)
+	}
+	log, closeLog, err := openLog(d)
+	return d, log, closeLog, err
+}
+
 // openLog sends rlab's own logs, and those of the libraries it uses (klog,
 // controller-runtime), to a file in the state dir: never to the terminal.
 func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {

@@ -106,15 +106,7 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	d, err := stateDir()
-	if err != nil {
-		return err
-	}
-	if pid := d.Running(); pid != 0 {
-		fmt.Fprintln(stderr, "rlab:", (&state.BusyError{Root: d.Root, PID: pid}).Error())
-		return exitCode(1)
-	}
-	log, closeLog, err := openLog(d)
+	d, log, closeLog, err := claimState(stderr)
 	if err != nil {
 		return err
 	}

@@ -154,15 +154,7 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 	if parent == nil {
 		parent = context.Background()
 	}
-	d, err := stateDir()
-	if err != nil {
-		return err
-	}
-	if pid := d.Running(); pid != 0 {
-		fmt.Fprintln(stderr, "rlab:", (&state.BusyError{Root: d.Root, PID: pid}).Error())
-		return exitCode(1)
-	}
-	log, closeLog, err := openLog(d)
+	d, log, closeLog, err := claimState(stderr)
 	if err != nil {
 		return err
 	}
