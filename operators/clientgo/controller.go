@@ -237,7 +237,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	start := time.Now()
 	c.trace.Emit(trace.ReconcileStart, ns, name, echo.StartFields(id, c.causes.Take(key)))
 
-	changed, status, err := c.reconcile(ctx, key)
+	rctx, cancel := context.WithTimeout(ctx, echo.ReconcileTimeout)
+	changed, status, err := c.reconcile(rctx, key)
+	cancel()
 
 	end := map[string]any{"id": id, "duration_ms": float64(time.Since(start).Microseconds()) / 1000,
 		"changed": changed, "status": status, "result": "ok"}

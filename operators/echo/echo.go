@@ -5,6 +5,7 @@ package echo
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,10 @@ const (
 	ManagedByKey = "app.kubernetes.io/managed-by"
 	// LeaseName is the Lease the Go styles elect their leader on.
 	LeaseName = "echo-operator"
+	// ReconcileTimeout bounds one reconcile: a request that never answers
+	// must fail the reconcile (and be retried) rather than hold the worker,
+	// and the key, forever.
+	ReconcileTimeout = 30 * time.Second
 )
 
 // DeploymentName is the name of the Deployment an Echo owns: echo-<name>.

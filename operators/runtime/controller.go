@@ -129,7 +129,9 @@ func (r *EchoReconciler) traced(ctx context.Context, req reconcile.Request) (rec
 	start := time.Now()
 	r.trace.Emit(trace.ReconcileStart, ns, name, echo.StartFields(id, r.causes.Take(key)))
 
-	changed, status, err := r.Reconcile(ctx, req)
+	rctx, cancel := context.WithTimeout(ctx, echo.ReconcileTimeout)
+	changed, status, err := r.Reconcile(rctx, req)
+	cancel()
 
 	end := map[string]any{"id": id, "duration_ms": float64(time.Since(start).Microseconds()) / 1000,
 		"changed": changed, "status": status, "result": "ok"}

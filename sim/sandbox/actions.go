@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,53 @@ func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas
 func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
 	return s.everyStyle(func(st string) error {
 		return s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
+// DeleteEchoOrphan deletes Echo name in every style's namespace the way
+// `kubectl delete --cascade=orphan` does: the garbage collector removes the
+// ownerReferences from its children and leaves them running.
+func (s *Sandbox) DeleteEchoOrphan(ctx context.Context, name string) error {
+	orphan := metav1.DeletePropagationOrphan
+	return s.everyStyle(func(st string) error {
+		return s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
+	})
+}
+
+// SetRoleVerbs sets the verbs a style's Role grants on resource (e.g.
+// "deployments", "echoes/status"), as an admin editing the Role would;
+// style "" is every style. ResetRole undoes it.
+func (s *Sandbox) SetRoleVerbs(ctx context.Context, style, resource string, verbs []string) error {
+	return s.forStyles(style, func(st string) error {
+		role, err := s.admin.kube.RbacV1().Roles(Namespace(st)).Get(ctx, RoleName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("role of %s: %w", st, err)
+		}
+		found := false
+		for i, r := range role.Rules {
+			if slices.Contains(r.Resources, resource) {
+				role.Rules[i].Verbs, found = slices.Clone(verbs), true
+			}
+		}
+		if !found {
+			return fmt.Errorf("the Role of %s has no rule for %s", st, resource)
+		}
+		_, err = s.admin.kube.RbacV1().Roles(Namespace(st)).Update(ctx, role, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// ResetRole gives a style's Role back its least-privilege rules; style ""
+// is every style.
+func (s *Sandbox) ResetRole(ctx context.Context, style string) error {
+	return s.forStyles(style, func(st string) error {
+		role, err := s.admin.kube.RbacV1().Roles(Namespace(st)).Get(ctx, RoleName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("role of %s: %w", st, err)
+		}
+		role.Rules = rules(st)
+		_, err = s.admin.kube.RbacV1().Roles(Namespace(st)).Update(ctx, role, metav1.UpdateOptions{})
+		return err
 	})
 }
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/state"
+)
+
+// The lesson commands that need no sandbox: list (with saved progress) and
+// the argument errors of verify and start. Verifying the lessons themselves
+// against a real sandbox is lessons/e2e.
+func TestLessonCommands(t *testing.T) {
+	e := newSandboxEnv(t)
+	all, err := lessons.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := &lessons.Progress{Lessons: map[string]*lessons.LessonProgress{}}
+	prog.Set(all[0], len(all[0].Steps), time.Now())
+	prog.Set(all[1], 1, time.Now())
+	if err := prog.Save(state.Dir{Root: e.rlabState()}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		exit int
+		want []string
+	}{
+		{[]string{"lesson", "list"}, 0, []string{" 1  The reconcile loop", "done", "at step 2 of 2", "Leader election", "rlab lesson start N"}},
+		{[]string{"lesson", "verify"}, 1, []string{"give their numbers, or --all"}},
+		{[]string{"lesson", "verify", "99"}, 1, []string{"no lesson 99"}},
+		{[]string{"lesson", "verify", "--all", "1"}, 1, []string{"not both"}},
+		{[]string{"lesson", "start", "x"}, 1, []string{`lesson "x": want a number`}},
+		{[]string{"lesson", "start"}, 1, []string{"accepts 1 arg"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(rlabBin, tt.args...)
+			cmd.Env = e.env
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.exit {
+				t.Errorf("exit %d, want %d\n%s", code, tt.exit, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	// Nothing was started: no sandbox holds the state dir.
+	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
+		t.Fatalf("a sandbox (pid %d) runs after the lesson commands", pid)
+	}
+	if _, err := os.Stat(lessons.ProgressFile(state.Dir{Root: e.rlabState()})); err != nil {
+		t.Fatal(err)
+	}
+}

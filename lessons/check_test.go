@@ -1,0 +1,153 @@
+package lessons
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func ev(ms int, src string, kind trace.Kind, ns, obj string, fields map[string]any) trace.Event {
+	return trace.Event{Time: at(ms), Source: src, Kind: kind, Namespace: ns, Object: obj, Fields: fields}
+}
+
+func snapshot(ready string, replicas int32, owner string) world.Snapshot {
+	sn := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
+	for _, st := range allStyles {
+		sn.Namespaces[Namespace(st)] = &world.NamespaceView{Echoes: map[string]*world.EchoView{
+			"hello": {Name: "hello", Ready: ready, Replicas: replicas,
+				Deployment: &world.DeploymentView{Name: "echo-hello", Replicas: replicas, ReadyReplicas: replicas, Owner: owner}},
+		}}
+	}
+	return sn
+}
+
+func TestCondEval(t *testing.T) {
+	base := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Began: t0, Acted: t0, Now: at(10000),
+		Holders: map[string]string{"clientgo": "clientgo-a-1", "runtime": "runtime-a-2"}}
+	with := func(evs ...trace.Event) View { v := base; v.Events = evs; return v }
+	tests := []struct {
+		name   string
+		cond   Cond
+		view   View
+		ok     bool
+		final  bool
+		detail string
+	}{
+		{"status matches", Cond{"echo_status", Args{"style": "all", "name": "hello", "ready": "2/2"}, 0}, base, true, false, `runtime ready "2/2"`},
+		{"status differs", Cond{"echo_status", Args{"style": "shell", "name": "hello", "ready": "4/4"}, 0}, base, false, false, `shell ready "2/2"`},
+		{"no such echo", Cond{"echo_absent", Args{"style": "go", "name": "world"}, 0}, base, true, false, "clientgo gone"},
+		{"replicas ready", Cond{"deployment_replicas", Args{"style": "all", "name": "hello", "replicas": 2, "ready": true}, 0}, base, true, false, "replicas 2, 2 ready"},
+		{"owned", Cond{"owned", Args{"style": "all", "name": "hello"}, 0}, base, true, false, `controller "Echo/hello"`},
+		{"not orphaned while owned", Cond{"orphaned", Args{"style": "shell", "name": "hello"}, 0}, base, false, false, "still controlled by Echo/hello"},
+		{"new leader in time", Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0},
+			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-b-3"})),
+			true, false, "clientgo-b-3 took over from clientgo-a-1 after 4.50s"},
+		{"new leader too soon is final", Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0},
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-b-3"})),
+			false, true, "sooner than 2s"},
+		{"same holder is no new leader", Cond{"new_leader", Args{"style": "runtime"}, 0},
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{"identity": "runtime-a-2"})),
+			false, false, "still runtime-a-2"},
+		{"retries growing", Cond{"retries", Args{"style": "clientgo", "name": "x", "min": 3}, 0}, with(
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 5.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 10.0}),
+			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "after", "after_ms": 1.0}),
+			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 20.0}),
+		), true, false, "3 retries, backoff 5ms 10ms 20ms"},
+		{"retries not growing", Cond{"retries", Args{"style": "clientgo", "name": "x", "min": 2}, 0}, with(
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 10.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 5.0}),
+		), false, false, "2 retries"},
+		{"api requests counted by verb, resource, code", Cond{"api_requests", Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, 0}, with(
+			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": 409}),
+			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": 200}),
+			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": float64(409)}),
+		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
+		{"api requests over a window not yet elapsed", Cond{"api_requests", Args{"style": "shell", "over": 20 * time.Second}, 0}, base, false, false, "measuring"},
+		{"api requests over a window", Cond{"api_requests", Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, 0}, with(
+			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{"verb": "get", "resource": "echoes"}),
+			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{"verb": "get", "resource": "echoes"}),
+		), true, false, "1 get in 5.00s"},
+		{"coalesced", Cond{"coalesced", Args{"style": "runtime", "name": "hello"}, 0}, with(
+			ev(1, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
+			ev(2, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
+			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", map[string]any{"causes": 2}),
+		), true, false, "2 Echo updates → 1 reconciles, one answered 2 at once"},
+		{"noticed only after the action", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0}, func() View {
+			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll", "cause_event": "poll tick"}),
+				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll", "cause_event": "poll tick"}))
+			v.Acted = at(500)
+			return v
+		}(), true, false, "after 0.40s (poll: poll tick)"},
+		{"replicas running", Cond{"replicas_running", Args{"style": "clientgo"}, 0}, func() View {
+			v := base
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}
+			return v
+		}(), false, false, "1 of 2 running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.cond.Eval(tt.view)
+			if o.OK != tt.ok || o.Final != tt.final || !strings.Contains(o.Detail, tt.detail) {
+				t.Errorf("= %+v, want ok %v final %v detail containing %q", o, tt.ok, tt.final, tt.detail)
+			}
+		})
+	}
+}
+
+func TestCheckNeedsEveryCondition(t *testing.T) {
+	c := &Check{Within: time.Minute, Conds: []Cond{
+		{"echo_status", Args{"style": "all", "name": "hello", "ready": "2/2"}, 0},
+		{"deployment_absent", Args{"style": "all", "name": "hello"}, 0},
+	}}
+	o := c.Eval(View{Snapshot: snapshot("2/2", 2, "Echo/hello")})
+	if o.OK || !strings.Contains(o.Detail, "deployment_absent: shell echo-hello still there") {
+		t.Fatalf("%+v", o)
+	}
+	if d := c.Describe(); !strings.Contains(d, "echo_status (name=hello ready=2/2 style=all)") {
+		t.Fatalf("Describe = %q", d)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	d := state.Dir{Root: t.TempDir()}
+	p, err := LoadProgress(d)
+	if err != nil || len(p.Lessons) != 0 {
+		t.Fatalf("fresh progress = %+v, %v", p, err)
+	}
+	l := &Lesson{Dir: "03-x", Steps: make([]Step, 4)}
+	p.Set(l, 2, t0)
+	if err := p.Save(d); err != nil {
+		t.Fatal(err)
+	}
+	p, err = LoadProgress(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Of(l); got.Step != 2 || got.Done || !got.Updated.Equal(t0) {
+		t.Fatalf("progress = %+v", got)
+	}
+	p.Set(l, 9, t0) // past the end: done
+	p.Set(l, 0, t0) // going back keeps it done
+	if got := p.Of(l); got.Step != 0 || !got.Done {
+		t.Fatalf("progress = %+v", got)
+	}
+	if err := writeFile(ProgressFile(d), "{not json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadProgress(d); err == nil || !strings.Contains(err.Error(), "lessons.json") {
+		t.Fatalf("corrupt progress: %v", err)
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }

@@ -1,0 +1,477 @@
+// Package lessons is Reconcile Lab's course: each lesson is a folder
+// NN-slug holding README.md (the prose) and lesson.yaml (the steps), embedded
+// in the binary. A step tells the student what to do (the kubectl command to
+// type, the key to press on the screen), says what autoplay does instead
+// (a closed set of sandbox actions), and checks what really happened (a
+// closed set of checks over the world model and the trace) before a deadline.
+//
+// The loader validates every field and reports errors as FILE:LINE: message.
+package lessons
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+//go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml
+var embedded embed.FS
+
+// Lesson is one lesson of the course.
+type Lesson struct {
+	Number  int    // from the folder name, 01 → 1
+	Slug    string // "reconcile-loop"
+	Dir     string // "01-reconcile-loop"
+	Title   string
+	Summary string
+	README  string
+	Steps   []Step
+}
+
+// Step is one thing to do and see.
+type Step struct {
+	Title string
+	Text  string
+	// Action is what the student is asked to do; nil for a step that only
+	// shows something.
+	Action *Action
+	// Check is what must happen; nil for a step with nothing to check.
+	Check *Check
+	// Hint is shown when the check has not passed after HintAfter.
+	Hint      string
+	HintAfter time.Duration
+	Line      int // of the step in lesson.yaml
+}
+
+// Action is what the student does, and what autoplay does instead.
+type Action struct {
+	Kubectl string // the command to type in another terminal
+	Key     string // the key to press on the screen, "" if none
+	// Note says what to do when it is neither (kill -9 a pid; a restart
+	// only rlab can do).
+	Note string
+	Play []Op // what autoplay performs, in order; none for a command that only shows something
+}
+
+// Op is one sandbox action with its arguments, validated against opSpecs.
+type Op struct {
+	Name string
+	Args Args
+	Line int
+}
+
+// Check is what must happen within a deadline: every condition at once.
+type Check struct {
+	Within time.Duration // deadline from the end of the step's action
+	// Hold, if set, is how long the conditions must keep holding: for what
+	// must *not* change (an edit that nobody repairs).
+	Hold  time.Duration
+	Conds []Cond
+	Line  int
+}
+
+// Cond is one condition with its arguments, validated against condSpecs.
+type Cond struct {
+	Kind string
+	Args Args
+	Line int
+}
+
+// Defaults for what a lesson may leave out.
+const (
+	DefaultWithin    = 60 * time.Second
+	DefaultHintAfter = 20 * time.Second
+	maxDuration      = 10 * time.Minute
+)
+
+// Error is one problem in a lesson file, at a line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// Load reads and validates the embedded lessons.
+func Load() ([]*Lesson, error) { return LoadFS(embedded) }
+
+var dirRE = regexp.MustCompile(`^([0-9]{2})-([a-z0-9]+(?:-[a-z0-9]+)*)$`)
+
+// LoadFS reads and validates every NN-slug folder of fsys, sorted by
+// number. All problems are returned, joined.
+func LoadFS(fsys fs.FS) ([]*Lesson, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("lessons: %w", err)
+	}
+	var (
+		out  []*Lesson
+		errs []error
+		seen = map[int]string{}
+	)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		m := dirRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+				errs = append(errs, &Error{File: e.Name(), Msg: "folder name must be NN-slug, e.g. 01-reconcile-loop"})
+			}
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		if other, dup := seen[n]; dup {
+			errs = append(errs, &Error{File: e.Name(), Msg: "lesson number " + m[1] + " is also used by " + other})
+			continue
+		}
+		seen[n] = e.Name()
+		readme, err := fs.ReadFile(fsys, path.Join(e.Name(), "README.md"))
+		if err != nil {
+			errs = append(errs, &Error{File: path.Join(e.Name(), "README.md"), Msg: "missing: every lesson has its prose"})
+			continue
+		}
+		file := path.Join(e.Name(), "lesson.yaml")
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			errs = append(errs, &Error{File: file, Msg: "missing"})
+			continue
+		}
+		l, err := Parse(file, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.Number, l.Slug, l.Dir, l.README = n, m[2], e.Name(), string(readme)
+		out = append(out, l)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	slices.SortFunc(out, func(a, b *Lesson) int { return a.Number - b.Number })
+	return out, nil
+}
+
+// Find returns lesson n.
+func Find(all []*Lesson, n int) (*Lesson, error) {
+	for _, l := range all {
+		if l.Number == n {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("no lesson %d (there are %d; see rlab lesson list)", n, len(all))
+}
+
+// parser collects errors with their lines for one file.
+type parser struct {
+	file string
+	errs []error
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Parse validates one lesson.yaml. file names it in errors.
+func Parse(file string, data []byte) (*Lesson, error) {
+	p := &parser{file: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// yaml.v3 says "yaml: line N: ..."; keep its words, add the file.
+		return nil, &Error{File: file, Line: yamlLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, &Error{File: file, Msg: "empty lesson: want title, summary and steps"}
+	}
+	l := p.lesson(doc.Content[0])
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return l, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`line ([0-9]+)`)
+
+func yamlLine(err error) int {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+// fields checks that n is a mapping with only the allowed keys, no key
+// twice, and the required ones; it returns the values by key.
+func (p *parser) fields(n *yaml.Node, what string, required, optional []string) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "%s: want a mapping, got %s", what, kindName(n))
+		return nil
+	}
+	out := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			p.errorf(k, "%s: keys must be plain words", what)
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			p.errorf(k, "%s: %q given twice", what, k.Value)
+			continue
+		}
+		if !slices.Contains(required, k.Value) && !slices.Contains(optional, k.Value) {
+			p.errorf(k, "%s: unknown field %q (want %s)", what, k.Value, strings.Join(append(slices.Clone(required), optional...), ", "))
+			continue
+		}
+		if v.Kind == yaml.AliasNode || v.Anchor != "" {
+			p.errorf(v, "%s: anchors and aliases are not used in lessons", what)
+			continue
+		}
+		out[k.Value] = v
+	}
+	for _, r := range required {
+		if _, ok := out[r]; !ok {
+			p.errorf(n, "%s: %q is required", what, r)
+		}
+	}
+	return out
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "something else"
+}
+
+// text is a non-empty string scalar.
+func (p *parser) text(n *yaml.Node, what string) string {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		p.errorf(n, "%s: want text, got %s", what, kindName(n))
+		return ""
+	}
+	s := strings.TrimSpace(n.Value)
+	if s == "" {
+		p.errorf(n, "%s: empty", what)
+	}
+	return s
+}
+
+func (p *parser) duration(n *yaml.Node, what string) time.Duration {
+	if n.Kind != yaml.ScalarNode {
+		p.errorf(n, "%s: want a duration like 30s, got %s", what, kindName(n))
+		return 0
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil || d <= 0 || d > maxDuration {
+		p.errorf(n, "%s: want a duration between 1ms and %s like 30s, got %q", what, maxDuration, n.Value)
+		return 0
+	}
+	return d
+}
+
+func (p *parser) lesson(n *yaml.Node) *Lesson {
+	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, nil)
+	if f == nil {
+		return nil
+	}
+	l := &Lesson{}
+	if v := f["title"]; v != nil {
+		l.Title = p.text(v, "title")
+	}
+	if v := f["summary"]; v != nil {
+		l.Summary = p.text(v, "summary")
+	}
+	if v := f["steps"]; v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.errorf(v, "steps: want a list of at least one step")
+		} else {
+			for i, s := range v.Content {
+				l.Steps = append(l.Steps, p.step(s, fmt.Sprintf("step %d", i+1)))
+			}
+		}
+	}
+	return l
+}
+
+func (p *parser) step(n *yaml.Node, what string) Step {
+	s := Step{Line: n.Line, HintAfter: DefaultHintAfter}
+	f := p.fields(n, what, []string{"title", "text"}, []string{"action", "check", "hint", "hint_after"})
+	if f == nil {
+		return s
+	}
+	if v := f["title"]; v != nil {
+		s.Title = p.text(v, what+": title")
+	}
+	if v := f["text"]; v != nil {
+		s.Text = p.text(v, what+": text")
+	}
+	if v := f["action"]; v != nil {
+		s.Action = p.action(v, what+": action")
+	}
+	if v := f["check"]; v != nil {
+		s.Check = p.check(v, what+": check")
+	}
+	if v := f["hint"]; v != nil {
+		s.Hint = p.text(v, what+": hint")
+	}
+	if v := f["hint_after"]; v != nil {
+		s.HintAfter = p.duration(v, what+": hint_after")
+		if s.Hint == "" {
+			p.errorf(v, "%s: hint_after without a hint", what)
+		}
+	}
+	if s.Check != nil && s.Hint == "" {
+		p.errorf(n, "%s: a step with a check needs a hint for the student who is stuck", what)
+	}
+	return s
+}
+
+func (p *parser) action(n *yaml.Node, what string) *Action {
+	f := p.fields(n, what, nil, []string{"kubectl", "key", "note", "play"})
+	if f == nil {
+		return nil
+	}
+	a := &Action{}
+	if v := f["kubectl"]; v != nil {
+		a.Kubectl = p.text(v, what+": kubectl")
+		if a.Kubectl != "" && !strings.Contains(a.Kubectl, "kubectl") {
+			p.errorf(v, "%s: kubectl: the command to type must use kubectl", what)
+		}
+	}
+	if v := f["key"]; v != nil {
+		a.Key = p.text(v, what+": key")
+		if len([]rune(a.Key)) != 1 {
+			p.errorf(v, "%s: key: want one key, got %q", what, a.Key)
+		}
+	}
+	if v := f["note"]; v != nil {
+		a.Note = p.text(v, what+": note")
+	}
+	if a.Kubectl == "" && a.Key == "" && a.Note == "" && len(p.errs) == 0 {
+		p.errorf(n, "%s: tell the student what to do: kubectl, key or note", what)
+	}
+	if v := f["play"]; v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.errorf(v, "%s: play: want a list of at least one sandbox action", what)
+		} else {
+			for i, o := range v.Content {
+				if op, ok := p.op(o, fmt.Sprintf("%s: play %d", what, i+1)); ok {
+					a.Play = append(a.Play, op)
+				}
+			}
+		}
+	}
+	return a
+}
+
+// single reads a one-key mapping {name: {args}}, as used by play entries and
+// check conditions.
+func (p *parser) single(n *yaml.Node, what string) (string, *yaml.Node, bool) {
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		p.errorf(n, "%s: want one action as `name: {arguments}`, got %s", what, kindName(n))
+		return "", nil, false
+	}
+	return n.Content[0].Value, n.Content[1], true
+}
+
+func (p *parser) op(n *yaml.Node, what string) (Op, bool) {
+	name, argsN, ok := p.single(n, what)
+	if !ok {
+		return Op{}, false
+	}
+	sp, ok := opSpecs[name]
+	if !ok {
+		p.errorf(n, "%s: unknown action %q (want one of %s)", what, name, strings.Join(sortedKeys(opSpecs), ", "))
+		return Op{}, false
+	}
+	args := p.args(argsN, what+": "+name, sp, true)
+	return Op{Name: name, Args: args, Line: n.Line}, args != nil
+}
+
+func (p *parser) check(n *yaml.Node, what string) *Check {
+	c := &Check{Within: DefaultWithin, Line: n.Line}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "%s: want a mapping of conditions, got %s", what, kindName(n))
+		return nil
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			p.errorf(k, "%s: %q given twice", what, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		switch k.Value {
+		case "within":
+			c.Within = p.duration(v, what+": within")
+		case "hold":
+			c.Hold = p.duration(v, what+": hold")
+		default:
+			sp, ok := condSpecs[k.Value]
+			if !ok {
+				p.errorf(k, "%s: unknown check %q (want within, hold, or one of %s)", what, k.Value, strings.Join(sortedKeys(condSpecs), ", "))
+				continue
+			}
+			// A list gives the same check several times, e.g. API requests
+			// of two styles with different bounds.
+			items := []*yaml.Node{v}
+			if v.Kind == yaml.SequenceNode {
+				items = v.Content
+				if len(items) == 0 {
+					p.errorf(v, "%s: %s: empty list", what, k.Value)
+				}
+			}
+			for _, item := range items {
+				if args := p.args(item, what+": "+k.Value, sp, false); args != nil {
+					c.Conds = append(c.Conds, Cond{Kind: k.Value, Args: args, Line: item.Line})
+				}
+			}
+		}
+	}
+	if len(c.Conds) == 0 && len(p.errs) == 0 {
+		p.errorf(n, "%s: no condition to check", what)
+	}
+	if c.Hold > 0 && c.Hold >= c.Within {
+		p.errorf(n, "%s: hold (%s) must be shorter than within (%s)", what, c.Hold, c.Within)
+	}
+	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,245 @@
+package lessons
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestLoadEmbedded(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 8 {
+		t.Fatalf("%d lessons, want at least 8", len(all))
+	}
+	for i, l := range all {
+		if i > 0 && l.Number <= all[i-1].Number {
+			t.Errorf("lesson %s comes after %s", l.Dir, all[i-1].Dir)
+		}
+		if !strings.HasPrefix(l.README, "# ") || len(l.README) < 500 {
+			t.Errorf("%s: README.md must start with a title and teach something", l.Dir)
+		}
+		for j, s := range l.Steps {
+			if s.Action != nil && s.Action.Kubectl != "" && strings.Contains(s.Action.Kubectl, "kubectl") &&
+				!strings.Contains(s.Action.Kubectl, "-n echo-") {
+				t.Errorf("%s step %d: kubectl command names no namespace: %q", l.Dir, j+1, s.Action.Kubectl)
+			}
+		}
+	}
+}
+
+// lesson wraps steps in a valid lesson header (3 lines).
+func lesson(steps string) string {
+	return "title: T\nsummary: S\nsteps:\n" + steps
+}
+
+const okStep = `  - title: a
+    text: b
+    action:
+      kubectl: kubectl -n echo-shell get ec
+      play:
+        - set_replicas: {name: hello, replicas: 3}
+    check:
+      echo_status: {style: all, name: hello, ready: 3/3}
+    hint: h
+`
+
+func TestParse(t *testing.T) {
+	l, err := Parse("x/lesson.yaml", []byte(lesson(okStep)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Steps[0]
+	if s.Line != 4 || s.Check.Within != DefaultWithin || s.HintAfter != DefaultHintAfter {
+		t.Errorf("step = %+v", s)
+	}
+	if op := s.Action.Play[0]; op.Name != "set_replicas" || op.Line != 9 {
+		t.Errorf("op = %+v", op)
+	}
+	if n, _ := s.Action.Play[0].Args.Int("replicas"); n != 3 {
+		t.Errorf("replicas = %d", n)
+	}
+	if c := s.Check.Conds[0]; c.Kind != "echo_status" || c.Args.Str("ready") != "3/3" || c.Line != 11 {
+		t.Errorf("cond = %+v", c)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // substrings of the error, each "file:line: ..."
+	}{
+		{"not yaml", "title: [", []string{"l.yaml:1: "}},
+		{"empty", "", []string{"l.yaml: empty lesson"}},
+		{"not a mapping", "- a\n- b\n", []string{"l.yaml:1: lesson: want a mapping"}},
+		{"missing steps", "title: T\nsummary: S\n", []string{`l.yaml:1: lesson: "steps" is required`}},
+		{"unknown top field", "title: T\nsummary: S\nauthor: me\nsteps: []\n", []string{`l.yaml:3: lesson: unknown field "author"`, "l.yaml:4: steps: want a list of at least one step"}},
+		{"duplicate key", "title: T\ntitle: U\nsummary: S\nsteps: []\n", []string{`l.yaml:2: lesson: "title" given twice`}},
+		{"title not text", "title: [a]\nsummary: S\nsteps:\n" + okStep, []string{"l.yaml:1: title: want text"}},
+		{"unknown action", lesson("  - title: a\n    text: b\n    action:\n      key: x\n      play:\n        - explode: {name: hello}\n"),
+			[]string{`l.yaml:9: step 1: action: play 1: unknown action "explode"`}},
+		{"bad action argument", lesson("  - title: a\n    text: b\n    action:\n      key: x\n      play:\n        - set_replicas: {name: Hello, replicas: three}\n"),
+			[]string{`l.yaml:9: step 1: action: play 1: set_replicas: name: want an Echo name`, `l.yaml:9: step 1: action: play 1: set_replicas: replicas: want a whole number`}},
+		{"missing argument", lesson("  - title: a\n    text: b\n    action:\n      key: x\n      play:\n        - create_echo: {name: a}\n"),
+			[]string{`l.yaml:9: step 1: action: play 1: create_echo: "message" is required`, `"replicas" is required`}},
+		{"shell cannot lead", lesson("  - title: a\n    text: b\n    action:\n      key: k\n      play:\n        - kill_leader: {style: shell}\n"),
+			[]string{`l.yaml:9: step 1: action: play 1: kill_leader: style: want a Go style`}},
+		{"nothing for the student", lesson("  - title: a\n    text: b\n    action:\n      play:\n        - annotate: {name: a}\n"),
+			[]string{"l.yaml:7: step 1: action: tell the student what to do"}},
+		{"two keys", lesson("  - title: a\n    text: b\n    action:\n      key: ab\n      play:\n        - annotate: {name: a}\n"),
+			[]string{`l.yaml:7: step 1: action: key: want one key, got "ab"`}},
+		{"unknown check", lesson("  - title: a\n    text: b\n    check:\n      echo_ready: {style: all}\n    hint: h\n"),
+			[]string{`l.yaml:7: step 1: check: unknown check "echo_ready"`}},
+		{"bad style", lesson("  - title: a\n    text: b\n    check:\n      echo_absent: {style: python, name: a}\n    hint: h\n"),
+			[]string{"l.yaml:7: step 1: check: echo_absent: style: want a style"}},
+		{"bad duration", lesson("  - title: a\n    text: b\n    check:\n      within: soon\n      echo_absent: {style: all, name: a}\n    hint: h\n"),
+			[]string{`l.yaml:7: step 1: check: within: want a duration`}},
+		{"hold not shorter", lesson("  - title: a\n    text: b\n    check:\n      within: 2s\n      hold: 3s\n      echo_absent: {style: all, name: a}\n    hint: h\n"),
+			[]string{"l.yaml:7: step 1: check: hold (3s) must be shorter than within (2s)"}},
+		{"no condition", lesson("  - title: a\n    text: b\n    check:\n      within: 2s\n    hint: h\n"),
+			[]string{"l.yaml:7: step 1: check: no condition to check"}},
+		{"check without hint", lesson("  - title: a\n    text: b\n    check:\n      echo_absent: {style: all, name: a}\n"),
+			[]string{"l.yaml:4: step 1: a step with a check needs a hint"}},
+		{"min above max", lesson("  - title: a\n    text: b\n    check:\n      api_requests: {style: go, min: 3, max: 1}\n    hint: h\n"),
+			[]string{"l.yaml:7: step 1: check: api_requests: max (1) is less than min (3)"}},
+		{"empty list of checks", lesson("  - title: a\n    text: b\n    check:\n      api_requests: []\n    hint: h\n"),
+			[]string{"l.yaml:7: step 1: check: api_requests: empty list"}},
+		{"expect_error only on actions", lesson("  - title: a\n    text: b\n    check:\n      echo_absent: {style: all, name: a, expect_error: invalid}\n    hint: h\n"),
+			[]string{`unknown field "expect_error"`}},
+		{"alias", "title: &t T\nsummary: *t\nsteps:\n" + okStep, []string{"anchors and aliases are not used"}},
+		{"second step counted", lesson(okStep + "  - title: a\n"), []string{`l.yaml:13: step 2: "text" is required`}},
+		{"cascade", lesson("  - title: a\n    text: b\n    action:\n      key: x\n      play:\n        - delete_echo: {name: a, cascade: foreground}\n"),
+			[]string{"l.yaml:9: step 1: action: play 1: delete_echo: cascade: want background or orphan"}},
+		{"latency", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - set_latency: {style: go, latency: 1h}\n"),
+			[]string{"l.yaml:9: step 1: action: play 1: set_latency: latency: want 0s to 5s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("l.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\n does not contain %q", err, w)
+				}
+			}
+			// Every problem is an *Error naming the file.
+			for _, e := range unjoin(err) {
+				var le *Error
+				if !errors.As(e, &le) || le.File != "l.yaml" {
+					t.Errorf("%v is not a lesson error about l.yaml", e)
+				}
+			}
+		})
+	}
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func TestLoadFS(t *testing.T) {
+	good := lesson(okStep)
+	tests := []struct {
+		name string
+		fs   fstest.MapFS
+		want string
+	}{
+		{"bad folder name", fstest.MapFS{"1-x/lesson.yaml": {Data: []byte(good)}, "1-x/README.md": {Data: []byte("# x")}},
+			"1-x: folder name must be NN-slug"},
+		{"missing README", fstest.MapFS{"01-x/lesson.yaml": {Data: []byte(good)}}, "01-x/README.md: missing"},
+		{"missing lesson.yaml", fstest.MapFS{"01-x/README.md": {Data: []byte("# x")}}, "01-x/lesson.yaml: missing"},
+		{"same number", fstest.MapFS{
+			"01-x/lesson.yaml": {Data: []byte(good)}, "01-x/README.md": {Data: []byte("# x")},
+			"01-y/lesson.yaml": {Data: []byte(good)}, "01-y/README.md": {Data: []byte("# y")},
+		}, "01-y: lesson number 01 is also used by 01-x"},
+		{"error in a file", fstest.MapFS{"02-x/lesson.yaml": {Data: []byte("title: T\n")}, "02-x/README.md": {Data: []byte("# x")}},
+			`02-x/lesson.yaml:1: lesson: "summary" is required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadFS(tt.fs)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	ls, err := LoadFS(fstest.MapFS{
+		"02-b/lesson.yaml": {Data: []byte(good)}, "02-b/README.md": {Data: []byte("# b")},
+		"01-a/lesson.yaml": {Data: []byte(good)}, "01-a/README.md": {Data: []byte("# a")},
+		"notes/x.md": {Data: []byte("ignored")},
+	})
+	if err != nil || len(ls) != 2 || ls[0].Slug != "a" || ls[1].Number != 2 || ls[1].README != "# b" {
+		t.Fatalf("LoadFS = %+v, %v", ls, err)
+	}
+}
+
+// FuzzParse: whatever the input, Parse does not panic; it either returns
+// errors that all name the file, or a lesson whose every action and check
+// is one the player knows.
+func FuzzParse(f *testing.F) {
+	matches, _ := fs.Glob(embedded, "*/lesson.yaml")
+	for _, m := range matches {
+		b, _ := fs.ReadFile(embedded, m)
+		f.Add(b)
+	}
+	f.Add([]byte(lesson(okStep)))
+	f.Add([]byte("title: &a [*a]\n"))
+	f.Add([]byte("steps:\n  - {title: a, text: b, check: {within: 1s, hold: 1ms, new_leader: [{style: go, min: 1s}]}, hint: h}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse("f.yaml", data)
+		if err != nil {
+			for _, e := range unjoin(err) {
+				var le *Error
+				if !errors.As(e, &le) || le.File != "f.yaml" || le.Line < 0 {
+					t.Fatalf("%v: not a lesson error about f.yaml", e)
+				}
+			}
+			return
+		}
+		if l.Title == "" || len(l.Steps) == 0 {
+			t.Fatalf("accepted a lesson with no title or steps: %+v", l)
+		}
+		for _, s := range l.Steps {
+			if s.Action != nil {
+				for _, op := range s.Action.Play {
+					if _, ok := opSpecs[op.Name]; !ok {
+						t.Fatalf("accepted unknown action %q", op.Name)
+					}
+				}
+			}
+			if s.Check != nil {
+				if len(s.Check.Conds) == 0 || s.Check.Within <= 0 || s.Check.Hold >= s.Check.Within {
+					t.Fatalf("accepted check %+v", s.Check)
+				}
+				for _, c := range s.Check.Conds {
+					if condFuncs[c.Kind] == nil {
+						t.Fatalf("accepted check %q with no evaluator", c.Kind)
+					}
+				}
+			}
+		}
+	})
+}
+
+// Every check kind the loader accepts has an evaluator, and the reverse.
+func TestEveryCheckEvaluates(t *testing.T) {
+	for k := range condSpecs {
+		if condFuncs[k] == nil {
+			t.Errorf("check %q has no evaluator", k)
+		}
+	}
+	for k := range condFuncs {
+		if _, ok := condSpecs[k]; !ok {
+			t.Errorf("evaluator %q is not a check the loader accepts", k)
+		}
+	}
+}
