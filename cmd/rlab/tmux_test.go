@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -242,21 +245,17 @@ func TestTmuxUp(t *testing.T) {
 	final := term.waitScreen("rlab did not exit", time.Minute, func(s string) bool {
 		return strings.Contains(s, "rlab exit status")
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var left []int
+	var left []int
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		left = left[:0]
 		for _, p := range tree {
 			if pidAlive(p) {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes left after q: %v\n%s", left, final)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(left) == 0, nil
+	}); err != nil {
+		t.Fatalf("processes left after q: %v\n%s", left, final)
 	}
 	if p := sd.Running(); p != 0 {
 		t.Fatalf("state dir still held by pid %d", p)
