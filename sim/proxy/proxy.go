@@ -12,6 +12,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -25,6 +26,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/big"
 	"net"
@@ -345,6 +347,10 @@ type exchange struct {
 	watch     bool
 }
 
+// maxBody is the largest request body forwarded; the apiserver's own limit
+// is 3 MiB.
+const maxBody = 8 << 20
+
 // ServeHTTP authenticates, applies the mode and latency, and forwards.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.authorized(r) {
@@ -378,6 +384,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.publish(x, code)
 	}()
+
+	// Read the whole request body before forwarding. Streamed through, a body
+	// the apiserver answers without reading (a 403 is decided before the
+	// body) could leave the forwarded HTTP/2 stream waiting on flow control,
+	// and the replica waiting for a response body that never ends.
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			x.code = -1
+			panic(http.ErrAbortHandler) // the client went away mid-body
+		}
+		if len(body) > maxBody {
+			x.code = http.StatusRequestEntityTooLarge
+			writeStatus(sw, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request body over 8 MiB")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 
 	epoch, err := p.admit(r.Context())
 	if err != nil {
