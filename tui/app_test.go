@@ -37,13 +37,13 @@ func appWaitFor(t *testing.T, tm *teatest.TestModel, texts ...string) {
 // TestTUIAppUp: start-up phases, then the main screen, then q stops the
 // sandbox (shown) and quits.
 func TestTUIAppUp(t *testing.T) {
-	stopped := make(chan struct{})
+	stopped, release := make(chan struct{}), make(chan struct{})
 	a := NewApp(AppOptions{
 		Title: "starting the sandbox",
 		Main:  Options{Info: Info{Backend: "envtest", Version: "v1.36.3"}, Frame: 10 * time.Millisecond},
 		Stop: func() error {
 			close(stopped)
-			time.Sleep(50 * time.Millisecond) // long enough to be seen
+			<-release // a stop that lasts until the test has seen it shown
 			return nil
 		},
 	})
@@ -58,6 +58,8 @@ func TestTUIAppUp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("q did not stop the sandbox")
 	}
+	appWaitFor(t, tm, "stopping the sandbox")
+	close(release)
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	if err, took := a.StopErr(); err != nil || took <= 0 {
 		t.Fatalf("StopErr = %v, %v", err, took)

@@ -69,14 +69,17 @@ func keyLatencies(t testing.TB, rounds int) []time.Duration {
 	evs := burst(100_000)
 	var out []time.Duration
 	for range rounds {
-		done := make(chan struct{})
+		done, half := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
 			for i := range evs {
+				if i == len(evs)/2 {
+					close(half)
+				}
 				src.Bus.Publish(evs[i])
 			}
 		}()
-		time.Sleep(5 * time.Millisecond) // mid-burst
+		<-half // press the key mid-burst
 		start := time.Now()
 		tm.Send(keyMsg("+"))
 		<-a.Called

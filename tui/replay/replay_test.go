@@ -5,10 +5,14 @@ import (
 	"compress/gzip"
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
@@ -150,16 +154,25 @@ func TestReplayRecorderRun(t *testing.T) {
 	r, _ := NewRecorder(&buf, Header{Start: fixture.T0})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
+	var snaps atomic.Int32 // world snapshots the recorder took
+	snapshot := func() world.Snapshot { snaps.Add(1); return fixture.Snapshot() }
+	waitSnaps := func(n int32) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return snaps.Load() >= n, nil }); err != nil {
+			t.Fatalf("recorder took %d world snapshots, want %d", snaps.Load(), n)
+		}
+	}
 	go func() {
-		done <- r.Run(ctx, Live{Sub: sub, Snapshot: fixture.Snapshot, Version: version})
+		done <- r.Run(ctx, Live{Sub: sub, Snapshot: snapshot, Version: version})
 	}()
 	for _, e := range fixture.Events()[:20] {
 		bus.Publish(e)
 	}
-	time.Sleep(3 * MinSnapshotEvery / 2)
+	waitSnaps(1) // the first world
 	<-versions
 	versions <- 2 // one change
-	time.Sleep(3 * MinSnapshotEvery)
+	waitSnaps(2)  // recorded on the next tick
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
