@@ -238,7 +238,8 @@ func TestRunEnvKubectl(t *testing.T) {
 	}
 
 	r := startRun(t, e, "--operators", "none", "--for", "10m")
-	r.waitStderr(t, "ready in", 3*time.Minute)
+	// The phase lines follow "ready in"; this line comes after them.
+	r.waitStderr(t, "point your kubectl at it", 3*time.Minute)
 	if !regexp.MustCompile(`ready in \d+\.\d+s\n(  \S.*\d\.\d\ds\n){5}`).MatchString(r.stderr.String()) {
 		t.Errorf("want `ready in <seconds>s` then 5 phase lines; stderr:\n%s", r.stderr)
 	}
@@ -384,7 +385,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 func TestRunOperatorsJSON(t *testing.T) {
 	e := newSandboxEnv(t)
 	r := startRun(t, e, "--output", "json", "--shell-interval", "1s", "--for", "10m")
-	r.waitStderr(t, "ready in", 4*time.Minute)
+	r.waitStderr(t, "point your kubectl at it", 4*time.Minute) // after the phase lines
 	for _, phase := range []string{"operators started", "sample echo 2/2"} {
 		if !strings.Contains(r.stderr.String(), phase) {
 			t.Errorf("no %q phase on stderr:\n%s", phase, r.stderr)
