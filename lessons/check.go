@@ -226,6 +226,54 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		pods := len(eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return strings.HasPrefix(e.Object, "Pod/") }))
 		return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(v.Acted)), pods)}
 	},
+	"has_finalizer": func(a Args, v View, st string) styleResult {
+		e := nsView(v, st).Echoes[a.Str("name")]
+		if e == nil {
+			return styleResult{detail: "no Echo " + a.Str("name")}
+		}
+		return styleResult{ok: echo.HasFinalizer(e.Finalizers), detail: fmt.Sprintf("finalizers %v", e.Finalizers)}
+	},
+	"registered": func(a Args, v View, st string) styleResult {
+		ns := nsView(v, st)
+		e := ns.Echoes[a.Str("name")]
+		switch {
+		case e == nil:
+			return styleResult{detail: "no Echo " + a.Str("name")}
+		case ns.Registry == nil:
+			return styleResult{detail: "no ConfigMap " + echo.RegistryName}
+		case ns.Registry[e.Name] != e.UID:
+			return styleResult{detail: fmt.Sprintf("%s not listed (entries %d)", e.Name, len(ns.Registry))}
+		}
+		return styleResult{ok: true, detail: echo.RegistryName + " lists " + e.Name}
+	},
+	"unregistered": func(a Args, v View, st string) styleResult {
+		if uid, ok := nsView(v, st).Registry[a.Str("name")]; ok {
+			return styleResult{detail: fmt.Sprintf("%s still lists %s (uid %s)", echo.RegistryName, a.Str("name"), uid)}
+		}
+		return styleResult{ok: true, detail: "not listed"}
+	},
+	"echo_deleting": func(a Args, v View, st string) styleResult {
+		e := nsView(v, st).Echoes[a.Str("name")]
+		switch {
+		case e == nil:
+			return styleResult{detail: "gone"}
+		case !e.Deleting:
+			return styleResult{detail: "not being deleted"}
+		}
+		return styleResult{ok: len(e.Finalizers) > 0, detail: fmt.Sprintf("being deleted, held by %v", e.Finalizers)}
+	},
+	"finalized": func(a Args, v View, st string) styleResult {
+		obj := "Echo/" + a.Str("name")
+		removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool { return e.Object == obj && e.Str("action") == "removed" })
+		gone := eventsOf(v, st, trace.EchoDeleted, func(e trace.Event) bool { return e.Object == obj })
+		switch {
+		case len(removed) == 0:
+			return styleResult{detail: "no cleanup yet"}
+		case len(gone) == 0:
+			return styleResult{detail: removed[0].Source + " cleaned up; the Echo is not gone yet"}
+		}
+		return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", removed[0].Source, msField(gone[0], "waited_ms"))}
+	},
 	"new_leader": func(a Args, v View, st string) styleResult {
 		old := v.Holders[st]
 		evs := eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
@@ -281,18 +329,21 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		if len(started) < n {
 			return styleResult{detail: fmt.Sprintf("%d of %d replicas restarted", len(started), n)}
 		}
-		holder := ""
+		holder, elected := "", st != "shell" // the shell loop elects no leader
 		if l := nsView(v, st).Lease; l != nil {
 			holder = l.Holder
 		}
 		// The identity is <style>-<replica>-<pid>: the leader is the replica
 		// named in it, and it must have reconciled since its restart.
 		for name, at := range started {
-			if !strings.HasPrefix(holder, strings.ReplaceAll(name, "/", "-")+"-") {
+			if elected && !strings.HasPrefix(holder, strings.ReplaceAll(name, "/", "-")+"-") {
 				continue
 			}
 			for _, e := range v.Events {
 				if e.Kind == trace.ReconcileEnd && e.Source == name && e.Time.After(at) {
+					if !elected {
+						return styleResult{ok: true, detail: "restarted and has reconciled"}
+					}
 					return styleResult{ok: true, detail: "restarted; " + name + " leads and has reconciled"}
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/trace"
@@ -29,6 +30,16 @@ func snapshot(ready string, replicas int32, owner string) world.Snapshot {
 		}}
 	}
 	return sn
+}
+
+// withEcho is v with a fresh snapshot whose Echo hello (and namespace) fn
+// changed, in every style.
+func withEcho(v View, fn func(e *world.EchoView, ns *world.NamespaceView)) View {
+	v.Snapshot = snapshot("2/2", 2, "Echo/hello")
+	for _, ns := range v.Snapshot.Namespaces {
+		fn(ns.Echoes["hello"], ns)
+	}
+	return v
 }
 
 func TestCondEval(t *testing.T) {
@@ -89,6 +100,31 @@ func TestCondEval(t *testing.T) {
 			v.Acted = at(500)
 			return v
 		}(), true, false, "after 0.40s (poll: poll tick)"},
+		{"finalizer missing", Cond{"has_finalizer", Args{"style": "shell", "name": "hello"}, 0}, base, false, false, "finalizers []"},
+		{"finalizer present", Cond{"has_finalizer", Args{"style": "shell", "name": "hello"}, 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
+			e.Finalizers = []string{"other.io/x", echo.Finalizer}
+		}), true, false, "kkloud.io/echo-registry"},
+		{"no registry", Cond{"registered", Args{"style": "clientgo", "name": "hello"}, 0}, base, false, false, "no ConfigMap echo-registry"},
+		{"registered under an old uid", Cond{"registered", Args{"style": "clientgo", "name": "hello"}, 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
+			e.UID, ns.Registry = "u2", map[string]string{"hello": "u1"}
+		}), false, false, "hello not listed"},
+		{"registered", Cond{"registered", Args{"style": "clientgo", "name": "hello"}, 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
+			e.UID, ns.Registry = "u1", map[string]string{"hello": "u1"}
+		}), true, false, "lists hello"},
+		{"still registered", Cond{"unregistered", Args{"style": "runtime", "name": "hello"}, 0}, withEcho(base, func(_ *world.EchoView, ns *world.NamespaceView) {
+			ns.Registry = map[string]string{"hello": "u1"}
+		}), false, false, "still lists hello"},
+		{"deleting, held", Cond{"echo_deleting", Args{"style": "runtime", "name": "hello"}, 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
+			e.Deleting, e.Finalizers = true, []string{echo.Finalizer}
+		}), true, false, "held by [kkloud.io/echo-registry]"},
+		{"not deleting", Cond{"echo_deleting", Args{"style": "runtime", "name": "hello"}, 0}, base, false, false, "not being deleted"},
+		{"cleaned up, not gone", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{"action": "removed"}),
+		), false, false, "clientgo/b cleaned up; the Echo is not gone yet"},
+		{"finalized", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{"action": "removed"}),
+			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{"waited_ms": 5040.0}),
+		), true, false, "gone after waiting 5.04s"},
 		{"replicas running", Cond{"replicas_running", Args{"style": "clientgo"}, 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}

@@ -339,6 +339,12 @@ func (p *Player) do(ctx context.Context, op Op) error {
 		})
 	case "role_reset":
 		return p.forEach(a.Str("style"), func(st string) error { return p.sb.ResetRole(ctx, st) })
+	case "finalizer":
+		return p.forEach(a.Str("style"), func(st string) error { return p.sb.SetFinalizer(st, a.Bool("on")) })
+	case "pause_operators":
+		return p.forEach(a.Str("style"), p.sb.PauseOperators)
+	case "resume_operators":
+		return p.forEach(a.Str("style"), p.sb.ResumeOperators)
 	}
 	return fmt.Errorf("unknown action %q", op.Name) // the loader lets none through
 }
@@ -435,7 +441,7 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 	for {
 		var running []string
 		for _, r := range p.sb.Supervisor().Statuses() {
-			if r.Running {
+			if r.Running && !r.Paused {
 				running = append(running, r.Name)
 			}
 		}
@@ -463,7 +469,10 @@ func (p *Player) Restore(ctx context.Context) error {
 				px.SetLatency(0)
 			}
 		}
-		errs = append(errs, p.sb.ResetRole(ctx, st))
+		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.ResumeOperators(st))
+		if spec, err := p.sb.Supervisor().Spec(st + "/a"); err == nil && slices.Contains(spec.Args, "--finalizer") {
+			errs = append(errs, p.sb.SetFinalizer(st, false))
+		}
 		if st != sandbox.Shell {
 			spec, err := p.sb.Supervisor().Spec(st + "/a")
 			if err == nil && slices.Contains(spec.Args, "--watch-owned=false") {

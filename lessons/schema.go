@@ -56,6 +56,9 @@ var opSpecs = map[string]spec{
 	"set_latency":       {required: map[string]argType{"style": tStyle, "latency": tString}},
 	"role_verbs":        {required: map[string]argType{"style": tStyle, "resource": tString, "verbs": tStrings}},
 	"role_reset":        {required: map[string]argType{"style": tStyle}},
+	"finalizer":         {required: map[string]argType{"style": tStyle, "on": tBool}},
+	"pause_operators":   {required: map[string]argType{"style": tStyle}},
+	"resume_operators":  {required: map[string]argType{"style": tStyle}},
 }
 
 // condSpecs is the closed set of checks, over the world model and the trace
@@ -90,9 +93,9 @@ var condSpecs = map[string]spec{
 	"leader_lost": {required: map[string]argType{"style": tGoStyle}},
 	// Every replica runs.
 	"replicas_running": {required: map[string]argType{"style": tStyle}},
-	// Every replica was restarted since the step began and the leader has
-	// reconciled since.
-	"restarted": {required: map[string]argType{"style": tGoStyle}},
+	// Every replica was restarted since the step began and the leader (any
+	// replica, for the shell loop) has reconciled since.
+	"restarted": {required: map[string]argType{"style": tStyle}},
 	// API requests through the style's proxies, counted since the step
 	// began (or over the first `over` of it).
 	"api_requests": {required: map[string]argType{"style": tStyle},
@@ -102,6 +105,17 @@ var condSpecs = map[string]spec{
 		optional: map[string]argType{"min": tInt, "max": tInt}},
 	// Some reconcile answered several queued events at once.
 	"coalesced": {required: map[string]argType{"style": tGoStyle, "name": tName}},
+	// The Echo carries the operators' finalizer.
+	"has_finalizer": {required: map[string]argType{"style": tStyle, "name": tName}},
+	// The registry ConfigMap lists the Echo under its current uid.
+	"registered": {required: map[string]argType{"style": tStyle, "name": tName}},
+	// The registry ConfigMap does not list the Echo.
+	"unregistered": {required: map[string]argType{"style": tStyle, "name": tName}},
+	// The Echo is being deleted and a finalizer still holds it.
+	"echo_deleting": {required: map[string]argType{"style": tStyle, "name": tName}},
+	// An operator cleaned up after the deleted Echo, removed its finalizer,
+	// and the Echo is gone.
+	"finalized": {required: map[string]argType{"style": tStyle, "name": tName}},
 	// Failed reconciles were retried at least min times, each after a
 	// longer backoff.
 	"retries": {required: map[string]argType{"style": tGoStyle, "name": tName, "min": tInt}},

@@ -49,6 +49,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.Replica, "replica", o.Replica, "replica name, part of the leader identity <style>-<replica>-<pid>")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent reconciles")
 	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
+	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -42,6 +44,7 @@ type Controller struct {
 	kube      kubernetes.Interface
 	dyn       dynamic.Interface
 	namespace string
+	finalizer bool // put echo.Finalizer on Echoes
 
 	// Listers read from the informers' caches, never from the apiserver.
 	echoLister   cache.GenericNamespaceLister
@@ -66,13 +69,14 @@ type Controller struct {
 // without that, a hand edit of a Deployment is never noticed.
 func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace string,
 	kubeInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
-	watchOwned bool, em *echo.Emitter, log *slog.Logger) (*Controller, error) {
+	watchOwned, finalizer bool, em *echo.Emitter, log *slog.Logger) (*Controller, error) {
 	echoInformer := echoInformers.ForResource(echov1.Resource)
 	deployInformer := kubeInformers.Apps().V1().Deployments()
 	c := &Controller{
 		kube:         kube,
 		dyn:          dyn,
 		namespace:    namespace,
+		finalizer:    finalizer,
 		echoLister:   echoInformer.Lister().ByNamespace(namespace),
 		echoSynced:   echoInformer.Informer().HasSynced,
 		deployLister: deployInformer.Lister().Deployments(namespace),
@@ -283,14 +287,24 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, e); err != nil {
 		return changed, "", fmt.Errorf("decode echo: %w", err)
 	}
+
+	// Step 2: the finalizer. A deleted Echo is cleaned up and let go; the
+	// rest get the finalizer and a registry entry.
 	if e.DeletionTimestamp != nil {
-		return changed, "", nil
+		// Its Deployment carries an ownerReference: the garbage collector
+		// removes it once the Echo is gone. The registry entry is ours.
+		return changed, "", c.finalize(ctx, e)
+	}
+	if c.finalizer {
+		if err := c.addFinalizer(ctx, e); err != nil {
+			return changed, "", err
+		}
 	}
 
-	// Step 2: compute the desired Deployment.
+	// Step 3: compute the desired Deployment.
 	desired := desiredDeployment(e)
 
-	// Step 3: create or update.
+	// Step 4: create or update.
 	d, err := c.deployLister.Get(desired.Name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -316,9 +330,72 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 		changed = "updated"
 	}
 
-	// Step 4: write status.
+	// Step 5: write status.
 	status, err = c.updateStatus(ctx, e, d)
 	return changed, status, err
+}
+
+// addFinalizer puts the finalizer on the Echo before anything is
+// registered, so no registry entry can outlive its Echo, then lists the
+// Echo in the registry if it is not there yet.
+func (c *Controller) addFinalizer(ctx context.Context, e *echov1.Echo) error {
+	if !echo.HasFinalizer(e.Finalizers) {
+		fins := append(slices.Clone(e.Finalizers), echo.Finalizer)
+		if err := c.patchFinalizers(ctx, e, fins); err != nil {
+			return fmt.Errorf("add finalizer: %w", err)
+		}
+		c.trace.Emit(trace.Finalizer, c.namespace, "Echo/"+e.Name, map[string]any{"action": "added", "finalizer": echo.Finalizer})
+	}
+	// The registry stands for an external system: nothing caches it, so it
+	// is read from the apiserver.
+	cm, err := c.kube.CoreV1().ConfigMaps(c.namespace).Get(ctx, echo.RegistryName, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get registry: %w", err)
+	}
+	if cm != nil && cm.Data[e.Name] == string(e.UID) {
+		return nil
+	}
+	return echo.Register(ctx, c.kube, c.namespace, e.Name, string(e.UID))
+}
+
+// finalize runs the cleanup of a deleted Echo that carries our finalizer
+// (whether or not this replica adds it), then removes the finalizer: the
+// apiserver deletes the Echo once no finalizer is left.
+func (c *Controller) finalize(ctx context.Context, e *echov1.Echo) error {
+	if !echo.HasFinalizer(e.Finalizers) {
+		return nil
+	}
+	if err := echo.Unregister(ctx, c.kube, c.namespace, e.Name); err != nil {
+		return err
+	}
+	if err := c.patchFinalizers(ctx, e, echo.WithoutFinalizer(e.Finalizers)); err != nil {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	c.trace.Emit(trace.Finalizer, c.namespace, "Echo/"+e.Name, map[string]any{"action": "removed", "finalizer": echo.Finalizer})
+	return nil
+}
+
+// patchFinalizers writes the Echo's finalizer list, only if it is still at
+// the resourceVersion we read (409 otherwise: the reconcile fails and is
+// retried on fresh data).
+func (c *Controller) patchFinalizers(ctx context.Context, e *echov1.Echo, fins []string) error {
+	patch, err := echo.FinalizersPatch(e.ResourceVersion, fins)
+	if err != nil {
+		return err
+	}
+	u, err := c.dyn.Resource(echov1.Resource).Namespace(c.namespace).
+		Patch(ctx, e.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return err
+	}
+	// Carry on with what the apiserver stored: the status write needs its
+	// resourceVersion.
+	stored := &echov1.Echo{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+		return fmt.Errorf("decode echo: %w", err)
+	}
+	*e = *stored
+	return nil
 }
 
 // desiredDeployment is the shared builder, labelled as this style's.

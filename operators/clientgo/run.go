@@ -50,7 +50,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		// No resync (0): every reconcile here has an event behind it.
 		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
 		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
-		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, o.WatchOwned, em, log)
+		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, o.WatchOwned, o.Finalizer, em, log)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,10 @@ type Options struct {
 	// WatchOwned makes Deployment events trigger the owning Echo's reconcile.
 	// Off, a hand edit of a Deployment is never repaired: the classic bug.
 	WatchOwned bool
+	// Finalizer puts echo.Finalizer on every Echo and lists it in the
+	// registry ConfigMap; a deleted Echo goes only once it is unlisted.
+	// Off, an Echo that still carries the finalizer is cleaned up all the same.
+	Finalizer bool
 
 	LeaderElect   bool
 	LeaseDuration time.Duration

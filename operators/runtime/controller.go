@@ -11,8 +11,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -38,7 +40,10 @@ type EchoReconciler struct {
 	client.Client
 	// apiReader reads from the apiserver itself, bypassing the cache.
 	apiReader client.Reader
+	// kube reaches the registry, which stands for an external system.
+	kube      kubernetes.Interface
 	Namespace string
+	finalizer bool // put echo.Finalizer on Echoes
 
 	causes *echo.Causes
 	depth  *echo.Depth
@@ -164,14 +169,24 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return changed, "", fmt.Errorf("get echo: %w", err)
 	}
+
+	// Step 2: the finalizer. A deleted Echo is cleaned up and let go; the
+	// rest get the finalizer and a registry entry.
 	if !e.DeletionTimestamp.IsZero() {
-		return changed, "", nil
+		// Its Deployment carries an ownerReference: the garbage collector
+		// removes it once the Echo is gone. The registry entry is ours.
+		return changed, "", r.finalize(ctx, e)
+	}
+	if r.finalizer {
+		if err := r.addFinalizer(ctx, e); err != nil {
+			return changed, "", err
+		}
 	}
 
-	// Step 2: compute the desired Deployment.
+	// Step 3: compute the desired Deployment.
 	desired := desiredDeployment(e)
 
-	// Step 3: create or update. CreateOrUpdate reads from the cache, applies
+	// Step 4: create or update. CreateOrUpdate reads from the cache, applies
 	// the mutation, and writes only if something changed.
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, d, func() error {
@@ -194,9 +209,52 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		changed = string(op)
 	}
 
-	// Step 4: write status.
+	// Step 5: write status.
 	status, err = r.updateStatus(ctx, e, d)
 	return changed, status, err
+}
+
+// addFinalizer puts the finalizer on the Echo before anything is
+// registered, so no registry entry can outlive its Echo, then lists the
+// Echo in the registry if it is not there yet.
+func (r *EchoReconciler) addFinalizer(ctx context.Context, e *echov1.Echo) error {
+	// AddFinalizer only changes our copy; Update sends it with the
+	// resourceVersion we read (409 if anyone wrote since: retried).
+	if controllerutil.AddFinalizer(e, echo.Finalizer) {
+		if err := r.Update(ctx, e); err != nil {
+			return fmt.Errorf("add finalizer: %w", err)
+		}
+		r.trace.Emit(trace.Finalizer, r.Namespace, "Echo/"+e.Name, map[string]any{"action": "added", "finalizer": echo.Finalizer})
+	}
+	// The registry stands for an external system: nothing caches it, so it
+	// is read from the apiserver.
+	cm := &corev1.ConfigMap{}
+	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: echo.RegistryName}, cm)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get registry: %w", err)
+	}
+	if err == nil && cm.Data[e.Name] == string(e.UID) {
+		return nil
+	}
+	return echo.Register(ctx, r.kube, r.Namespace, e.Name, string(e.UID))
+}
+
+// finalize runs the cleanup of a deleted Echo that carries our finalizer
+// (whether or not this replica adds it), then removes the finalizer: the
+// apiserver deletes the Echo once no finalizer is left.
+func (r *EchoReconciler) finalize(ctx context.Context, e *echov1.Echo) error {
+	if !controllerutil.ContainsFinalizer(e, echo.Finalizer) {
+		return nil
+	}
+	if err := echo.Unregister(ctx, r.kube, r.Namespace, e.Name); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(e, echo.Finalizer)
+	if err := r.Update(ctx, e); err != nil {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	r.trace.Emit(trace.Finalizer, r.Namespace, "Echo/"+e.Name, map[string]any{"action": "removed", "finalizer": echo.Finalizer})
+	return nil
 }
 
 // desiredDeployment is the shared builder, labelled as this style's.

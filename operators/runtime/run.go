@@ -60,11 +60,13 @@ func Run(ctx context.Context, o echo.Options) error {
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+	// A plain clientset for the Lease and the registry, which the
+	// manager's cache need not watch.
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
 	if o.LeaderElect {
-		kube, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("client: %w", err)
-		}
 		opts.LeaderElection = true
 		opts.LeaderElectionID = echo.LeaseName
 		opts.LeaderElectionNamespace = o.Namespace
@@ -84,7 +86,9 @@ func Run(ctx context.Context, o echo.Options) error {
 	r := &EchoReconciler{
 		Client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
+		kube:      kube,
 		Namespace: o.Namespace,
+		finalizer: o.Finalizer,
 		causes:    echo.NewCauses(),
 		depth:     &echo.Depth{},
 		trace:     em,

@@ -23,13 +23,16 @@ Usage: echo-operator.sh --namespace NS [options]
   --interval SECONDS   time between polls (default 5)
   --kubectl PATH       kubectl binary (default kubectl)
   --replica NAME       replica name, for logs and traces (default a)
+  --finalizer          put the kkloud.io/echo-registry finalizer on Echoes and
+                       list them in ConfigMap echo-registry; a deleted Echo
+                       goes once it is unlisted
   --help               show this help
 
 Set RLAB_TRACE=1 to write trace events as JSON lines on stdout.
 EOF
 }
 
-NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a
+NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a FINALIZE=0
 while (($# > 0)); do
   case $1 in
     --namespace) NS=${2:?--namespace needs a value}; shift 2 ;;
@@ -37,6 +40,7 @@ while (($# > 0)); do
     --interval) INTERVAL=${2:?--interval needs a value}; shift 2 ;;
     --kubectl) KUBECTL=${2:?--kubectl needs a value}; shift 2 ;;
     --replica) REPLICA=${2:?--replica needs a value}; shift 2 ;;
+    --finalizer) FINALIZE=1; shift ;;
     --help | -h) usage; exit 0 ;;
     *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -49,6 +53,8 @@ dns_label='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 ((BASH_VERSINFO[0] >= 5)) || { echo "needs bash 5 or newer (for EPOCHREALTIME)" >&2; exit 2; }
 
 MANAGER=echo-shell # field manager and managed-by label: this style's name
+FINALIZER=kkloud.io/echo-registry # the same names as operators/echo/finalizer.go
+REGISTRY=echo-registry
 TRACE=${RLAB_TRACE:-0}
 kubectl_cmd=("$KUBECTL" --namespace "$NS" --request-timeout=10s) # a hung apiserver must not stall the loop forever
 [[ -z $KUBECONFIG_FILE ]] || kubectl_cmd+=(--kubeconfig "$KUBECONFIG_FILE")
@@ -175,33 +181,96 @@ update_status() {
   kube "patch echoes/status" patch echo "$1" --subresource=status --type=merge -p "{\"status\":{\"ready\":\"$2\"}}"
 }
 
+# The finalizer guards state outside the owner tree: each Echo is listed by
+# name and uid in ConfigMap $REGISTRY, which the garbage collector knows
+# nothing about. These read reconcile_echo's locals name, uid, rv and
+# finalizers (bash scoping is dynamic).
+
+has_finalizer() { [[ " $finalizers " == *" $FINALIZER "* ]]; }
+
+# patch_finalizers F... sets the Echo's finalizers to F..., only if it is
+# still at the resourceVersion we read (409 otherwise: retried next poll).
+patch_finalizers() {
+  local list="" f
+  for f in "$@"; do list+="${list:+,}\"$f\""; done
+  kube "patch echoes" patch echo "$name" --type=merge \
+    -p "{\"metadata\":{\"resourceVersion\":\"$rv\",\"finalizers\":[$list]}}"
+}
+
+# add_finalizer puts the finalizer on the Echo before anything is
+# registered, so no registry entry can outlive its Echo, then lists the Echo.
+add_finalizer() {
+  local f keep=()
+  if ! has_finalizer; then
+    for f in $finalizers; do keep+=("$f"); done
+    patch_finalizers "${keep[@]}" "$FINALIZER" || return 1
+    trace finalizer action added finalizer "$FINALIZER"
+  fi
+  # The registry stands for an external system: read it every time.
+  kube "get configmaps" get configmap "$REGISTRY" --ignore-not-found -o 'jsonpath={.data}' || return 1
+  [[ $out != *"\"$name\":\"$uid\""* ]] || return 0
+  kube "patch configmaps" patch configmap "$REGISTRY" --type=merge -p "{\"data\":{\"$name\":\"$uid\"}}" && return 0
+  [[ $err == *"(NotFound)"* ]] || return 1
+  kube "create configmaps" create configmap "$REGISTRY" --from-literal="$name=$uid" && return 0
+  [[ $err == *"(AlreadyExists)"* ]] || return 1 # another Echo was first: patch it
+  kube "patch configmaps" patch configmap "$REGISTRY" --type=merge -p "{\"data\":{\"$name\":\"$uid\"}}"
+}
+
+# finalize cleans up after a deleted Echo that carries our finalizer, then
+# removes the finalizer: the apiserver deletes the Echo once none is left.
+finalize() {
+  local f keep=()
+  has_finalizer || return 0
+  kube "patch configmaps" patch configmap "$REGISTRY" --type=merge -p "{\"data\":{\"$name\":null}}" ||
+    [[ $err == *"(NotFound)"* ]] || return 1 # no registry: nothing to unlist
+  for f in $finalizers; do [[ $f == "$FINALIZER" ]] || keep+=("$f"); done
+  patch_finalizers "${keep[@]}" || return 1
+  trace finalizer action removed finalizer "$FINALIZER"
+}
+
 # reconcile_echo NAME brings Deployment echo-NAME and status.ready in line
 # with Echo NAME. It returns non-zero on failure; the next poll retries.
 reconcile_echo() {
-  local name=$1 id start step changed=none ready="" uid replicas current message before uid_after rv_after
+  local name=$1 id start step changed=none ready="" uid replicas current message before uid_after rv_after rv deleting finalizers
   reconcile_id=$((reconcile_id + 1)) id=$reconcile_id
   OBJECT="Echo/$name"
   clock; start=$now_ms
   trace reconcile.start id "$id" cause poll cause_event "poll tick"
 
   # Step 1: fetch the Echo
-  # One GET, four lines: uid, replicas, current status, then the message,
-  # which may hold newlines of its own, so it comes last.
+  # One GET, seven lines: uid, replicas, current status, resourceVersion,
+  # deletionTimestamp, finalizers, then the message, which may hold
+  # newlines of its own, so it comes last.
   step=fetch
   kube "get echoes" get echo "$name" --ignore-not-found \
-    -o jsonpath='{.metadata.uid}{"\n"}{.spec.replicas}{"\n"}{.status.ready}{"\n"}{.spec.message}' ||
+    -o jsonpath='{.metadata.uid}{"\n"}{.spec.replicas}{"\n"}{.status.ready}{"\n"}{.metadata.resourceVersion}{"\n"}{.metadata.deletionTimestamp}{"\n"}{.metadata.finalizers[*]}{"\n"}{.spec.message}' ||
     { reconcile_failed; return 1; }
   [[ -n $out ]] || { reconcile_done; return 0; } # deleted since the list: GC removes its Deployment, not us
   uid=${out%%$'\n'*} out=${out#*$'\n'}
   replicas=${out%%$'\n'*} out=${out#*$'\n'}
-  current=${out%%$'\n'*} message=${out#*$'\n'}
+  current=${out%%$'\n'*} out=${out#*$'\n'}
+  rv=${out%%$'\n'*} out=${out#*$'\n'}
+  deleting=${out%%$'\n'*} out=${out#*$'\n'}
+  finalizers=${out%%$'\n'*} message=${out#*$'\n'}
   [[ $replicas =~ ^[0-9]+$ ]] && ((replicas >= 1)) || replicas=1 # the CRD's default
 
-  # Step 2: compute the desired Deployment
+  # Step 2: the finalizer
+  # A deleted Echo is cleaned up and let go (the garbage collector removes
+  # its Deployment once it is gone; the registry entry is ours); the rest
+  # get the finalizer and a registry entry.
+  step=finalizer
+  if [[ -n $deleting ]]; then
+    finalize || { reconcile_failed; return 1; }
+    reconcile_done
+    return 0
+  fi
+  if ((FINALIZE)); then add_finalizer || { reconcile_failed; return 1; }; fi
+
+  # Step 3: compute the desired Deployment
   step=desired
   desired_deployment "$name" "$uid" "$replicas" "$message"
 
-  # Step 3: create or update
+  # Step 4: create or update
   # Server-side apply sends the whole desired object; the apiserver merges it
   # and takes back fields someone else changed (--force-conflicts). kubectl
   # prints "serverside-applied" either way, so the uid and resourceVersion
@@ -217,7 +286,7 @@ reconcile_echo() {
   if [[ ${before% *} != "$uid_after" ]]; then changed=created # a new uid is a new object, even if one was there
   elif [[ ${before#* } != "$rv_after" ]]; then changed=updated; fi
 
-  # Step 4: write status
+  # Step 5: write status
   # apply answered with the object as stored, status included: no extra GET.
   step=status
   ready="${ready:-0}/$replicas"

@@ -246,6 +246,17 @@ func (s *Sandbox) SetWatchOwned(style string, watch bool) error {
 	if style == Shell {
 		return errors.New("the shell loop polls everything; it has no watches to turn off")
 	}
+	return s.setFlag(style, "--watch-owned", "--watch-owned=false", !watch)
+}
+
+// SetFinalizer restarts a style's replicas with or without --finalizer.
+func (s *Sandbox) SetFinalizer(style string, on bool) error {
+	return s.setFlag(style, "--finalizer", "--finalizer", on)
+}
+
+// setFlag restarts every replica of style with arg if on, and without any
+// argument starting with prefix.
+func (s *Sandbox) setFlag(style, prefix, arg string, on bool) error {
 	for _, r := range Replicas(style) {
 		name := style + "/" + r
 		sp, err := s.super.Spec(name)
@@ -254,18 +265,40 @@ func (s *Sandbox) SetWatchOwned(style string, watch bool) error {
 		}
 		var args []string
 		for _, a := range sp.Args {
-			if !strings.HasPrefix(a, "--watch-owned") {
+			if !strings.HasPrefix(a, prefix) {
 				args = append(args, a)
 			}
 		}
-		if !watch {
-			args = append(args, "--watch-owned=false")
+		if on {
+			args = append(args, arg)
 		}
 		if err := s.super.SetArgs(name, args); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// PauseOperators freezes every replica of style (SIGSTOP), as if the
+// operator were uninstalled or hung; ResumeOperators lets them go on.
+func (s *Sandbox) PauseOperators(style string) error {
+	for _, r := range Replicas(style) {
+		if err := s.super.Pause(style + "/" + r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ResumeOperators continues every paused replica of style (SIGCONT).
+func (s *Sandbox) ResumeOperators(style string) error {
+	var errs []error
+	for _, st := range s.super.Statuses() {
+		if st.Style == style && st.Paused {
+			errs = append(errs, s.super.Resume(st.Name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func mustJSON(v any) []byte {

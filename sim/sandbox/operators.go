@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -50,9 +51,13 @@ func User(style string) string { return "echo-" + style + "-operator" }
 // rules are all an operator may do in its own namespace, and no more.
 func rules(style string) []rbacv1.PolicyRule {
 	r := []rbacv1.PolicyRule{
-		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch"}},
+		// update and patch: finalizers live in the Echo's metadata.
+		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		// The registry ConfigMap that --finalizer keeps.
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{echo.RegistryName}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 	}
 	if style != Shell { // leader election and its events
 		r = append(r,

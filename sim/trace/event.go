@@ -57,6 +57,16 @@ const (
 	// again. Fields: what ("replicas", "message", "deleted"), latency_ms.
 	DriftDetected Kind = "drift.detected"
 	DriftRepaired Kind = "drift.repaired"
+	// Finalizer: an operator added its finalizer to an Echo (action
+	// "added"), or cleaned up after a deleted one and removed it
+	// ("removed"). Fields: action, finalizer.
+	Finalizer Kind = "finalizer"
+	// EchoDeleting: an Echo was asked to go but finalizers hold it. Fields:
+	// finalizers. EchoDeleted: it went, after waited_ms (0 if nothing held
+	// it).
+	EchoDeleting Kind = "echo.deleting"
+	EchoDeleted  Kind = "echo.deleted"
+
 	// Converged: after an Echo edit, its Deployment and status caught up.
 	// Fields: latency_ms, generation.
 	Converged Kind = "echo.converged"

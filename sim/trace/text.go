@@ -85,6 +85,15 @@ func (e Event) Summary() string {
 		return fmt.Sprintf("repaired %s in %s", e.Str("what"), ms("latency_ms"))
 	case Converged:
 		return "converged in " + ms("latency_ms")
+	case Finalizer:
+		if e.Str("action") == "removed" {
+			return "cleaned up; finalizer " + e.Str("finalizer") + " removed"
+		}
+		return "finalizer " + e.Str("finalizer") + " " + e.Str("action")
+	case EchoDeleting:
+		return "deletion waits for finalizers: " + e.Str("finalizers")
+	case EchoDeleted:
+		return "gone after waiting " + ms("waited_ms")
 	case ProcessStart:
 		return "started, pid " + e.Str("pid")
 	case ProcessExit:

@@ -25,8 +25,10 @@ type echoTrack struct {
 	// never did. Drift is a mismatch while the Echo is still at matchedGen;
 	// a mismatch after an edit is the operator not having caught up yet.
 	matchedGen int64
-	drift      *drift    // a drift seen and not yet repaired
-	converge   *converge // an edit (or a creation) not yet converged
+	// deleting is when the Echo was first seen with a deletionTimestamp.
+	deleting time.Time
+	drift    *drift    // a drift seen and not yet repaired
+	converge *converge // an edit (or a creation) not yet converged
 }
 
 // drift is a mismatch of the Deployment while the Echo had not changed.
@@ -64,10 +66,16 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		tr = &echoTrack{uid: e.UID, gen: e.Generation}
 		m.tracks[e.Name] = tr
 	}
+	var evs []trace.Event
 	switch {
 	case deleting(e):
 		// Whatever happens to its children now is garbage collection.
 		tr.drift, tr.converge = nil, nil
+		if tr.deleting.IsZero() {
+			tr.deleting = now
+			evs = append(evs, m.event(now, trace.EchoDeleting, echov1.Kind+"/"+e.Name,
+				map[string]any{"finalizers": strings.Join(e.Finalizers, ",")}))
+		}
 	case fresh && !initial:
 		tr.converge = &converge{since: now, created: true}
 	case !fresh && e.Generation != tr.gen:
@@ -76,13 +84,29 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		tr.converge = &converge{since: now}
 	}
 	tr.gen = e.Generation
-	return m.evaluate(e.Name, false, now)
+	return append(evs, m.evaluate(e.Name, false, now)...)
 }
 
-func (m *nsModel) deleteEcho(e *echov1.Echo) []trace.Event {
-	if cur := m.echoes[e.Name]; cur != nil && cur.UID == e.UID {
-		delete(m.echoes, e.Name)
-		delete(m.tracks, e.Name)
+// deleteEcho forgets a deleted Echo and says how long its finalizers held
+// it (0 if it was never seen waiting).
+func (m *nsModel) deleteEcho(e *echov1.Echo, now time.Time) []trace.Event {
+	cur := m.echoes[e.Name]
+	if cur == nil || cur.UID != e.UID {
+		return nil
+	}
+	var waited time.Duration
+	if tr := m.tracks[e.Name]; tr != nil && !tr.deleting.IsZero() {
+		waited = now.Sub(tr.deleting)
+	}
+	delete(m.echoes, e.Name)
+	delete(m.tracks, e.Name)
+	return []trace.Event{m.event(now, trace.EchoDeleted, echov1.Kind+"/"+e.Name, map[string]any{"waited_ms": ms(waited)})}
+}
+
+// setRegistry records the registry ConfigMap (nil: deleted).
+func (m *nsModel) setRegistry(cm *corev1.ConfigMap) []trace.Event {
+	if cm == nil || cm.Name == echo.RegistryName {
+		m.registry = cm
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ type NamespaceView struct {
 	// is not present (e.g. after delete --cascade=orphan), or they have none.
 	Orphans []*DeploymentView
 	Lease   *LeaseView // the Lease named echo.LeaseName, nil if none
+	// Registry is the data of the ConfigMap echo.RegistryName (Echo name →
+	// uid), written by operators run with --finalizer; nil if absent.
+	Registry map[string]string
 }
 
 // EchoView is one Echo and what it owns.
@@ -87,6 +91,7 @@ type nsModel struct {
 	replicaSets map[string]*appsv1.ReplicaSet
 	pods        map[string]*corev1.Pod
 	lease       *coordinationv1.Lease
+	registry    *corev1.ConfigMap
 	tracks      map[string]*echoTrack // by Echo name
 	// later runs fn on this model after the settle time (see Options.Settle);
 	// called with the World's lock held.
@@ -166,6 +171,12 @@ func (m *nsModel) view() *NamespaceView {
 		}
 	}
 	slices.SortFunc(v.Orphans, func(a, b *DeploymentView) int { return cmp.Compare(a.Name, b.Name) })
+	if m.registry != nil {
+		v.Registry = maps.Clone(m.registry.Data)
+		if v.Registry == nil {
+			v.Registry = map[string]string{}
+		}
+	}
 	if l := m.lease; l != nil {
 		lv := &LeaseView{Holder: holderOf(l)}
 		if l.Spec.RenewTime != nil {

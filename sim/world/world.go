@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/trace"
 )
 
@@ -154,6 +155,7 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 			{f.Apps().V1().ReplicaSets().Informer(), w.replicaSetHandler(ns)},
 			{f.Core().V1().Pods().Informer(), w.podHandler(ns)},
 			{f.Coordination().V1().Leases().Informer(), w.leaseHandler(ns)},
+			{f.Core().V1().ConfigMaps().Informer(), w.configMapHandler(ns)},
 		} {
 			if err := register(r.inf, r.h); err != nil {
 				cancel()
@@ -344,7 +346,7 @@ func (w *World) echoHandler(ns string) cache.ResourceEventHandler {
 				w.log.Warn("world: skip Echo delete", "ns", ns, "err", err)
 				return
 			}
-			w.update(ns, func(m *nsModel, now time.Time) []trace.Event { return m.deleteEcho(e) })
+			w.update(ns, func(m *nsModel, now time.Time) []trace.Event { return m.deleteEcho(e, now) })
 		},
 	}
 }
@@ -386,6 +388,17 @@ func (w *World) podHandler(ns string) cache.ResourceEventHandler {
 			return nil
 		},
 		(*nsModel).deletePod)
+}
+
+func (w *World) configMapHandler(ns string) cache.ResourceEventHandler {
+	return typedHandler(w, ns,
+		func(m *nsModel, cm *corev1.ConfigMap, _ time.Time) []trace.Event { return m.setRegistry(cm) },
+		func(m *nsModel, cm *corev1.ConfigMap, _ time.Time) []trace.Event {
+			if cm.Name != echo.RegistryName {
+				return nil
+			}
+			return m.setRegistry(nil)
+		})
 }
 
 func (w *World) leaseHandler(ns string) cache.ResourceEventHandler {

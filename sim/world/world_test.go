@@ -807,3 +807,69 @@ func TestLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalizerHoldsDeletion: an Echo with a finalizer is seen waiting
+// (echo.deleting naming the finalizer), then gone with how long it waited;
+// the registry ConfigMap shows in the snapshot as the shared helpers write it.
+func TestFinalizerHoldsDeletion(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	createEcho(t, f.ns, "held", "bye", 1)
+	e, err := getEcho(ctx, f.ns, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := echo.Register(ctx, shared.cs, f.ns, "held", string(e.UID)); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := echo.FinalizersPatch(e.ResourceVersion, []string{echo.Finalizer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoes(f.ns).Patch(ctx, "held", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f.w, "registry lists held, held has the finalizer", func(s world.Snapshot) bool {
+		v := s.Namespaces[f.ns]
+		return v.Registry["held"] == string(e.UID) && v.Echoes["held"] != nil && echo.HasFinalizer(v.Echoes["held"].Finalizers)
+	})
+
+	if err := echoes(f.ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleting := f.rec.wait(t, trace.EchoDeleting, "Echo/held", nil)
+	if got := deleting.Str("finalizers"); got != echo.Finalizer {
+		t.Errorf("echo.deleting finalizers = %q, want %q", got, echo.Finalizer)
+	}
+	if v := f.w.Snapshot().Namespaces[f.ns].Echoes["held"]; v == nil || !v.Deleting {
+		t.Fatalf("held while its finalizer holds it: %+v, want present and deleting", v)
+	}
+	f.rec.none(t, trace.EchoDeleted)
+
+	// The cleanup, as the operators do it: unlist, then drop the finalizer.
+	if err := echo.Unregister(ctx, shared.cs, f.ns, "held"); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := getEcho(ctx, f.ns, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err = echo.FinalizersPatch(cur.ResourceVersion, echo.WithoutFinalizer(cur.Finalizers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoes(f.ns).Patch(ctx, "held", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := f.rec.wait(t, trace.EchoDeleted, "Echo/held", nil)
+	if waited, _ := deleted.Num("waited_ms"); waited <= 0 || deleted.Time.Before(deleting.Time) {
+		t.Errorf("echo.deleted waited_ms = %v at %v, want > 0 and after echo.deleting at %v", waited, deleted.Time, deleting.Time)
+	}
+	s := waitFor(t, f.w, "held gone and unlisted", func(s world.Snapshot) bool {
+		_, listed := s.Namespaces[f.ns].Registry["held"]
+		return s.Namespaces[f.ns].Echoes["held"] == nil && !listed
+	})
+	if s.Namespaces[f.ns].Registry == nil {
+		t.Error("registry ConfigMap vanished from the snapshot; want it kept, empty")
+	}
+}
