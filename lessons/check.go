@@ -102,6 +102,9 @@ func eventsOf(v View, st string, kind trace.Kind, match func(trace.Event) bool) 
 	return out
 }
 
+// worldLag is how much later than an operator the world may see a change.
+const worldLag = 200 * time.Millisecond
+
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 func msField(e trace.Event, k string) string {
@@ -197,13 +200,26 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		return styleResult{ok: true, detail: "in " + msField(evs[0], "latency_ms")}
 	},
 	"noticed": func(a Args, v View, st string) styleResult {
+		// From the edit as the world saw it: a student types the command
+		// in another terminal, long after the step began, and a poll
+		// before that noticed nothing.
+		from := v.Acted
+		if !v.Acted.After(v.Began) { // nothing autoplayed: measure from the edit
+			e := nsView(v, st).Echoes[a.Str("name")]
+			if e == nil || !e.Edited.After(v.Began) {
+				return styleResult{detail: "no edit yet"}
+			}
+			// The world's watch may see the edit a little after an
+			// operator's does.
+			from = e.Edited.Add(-worldLag)
+		}
 		for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == "Echo/"+a.Str("name") }) {
-			if e.Time.After(v.Acted) {
+			if e.Time.After(from) {
 				why := e.Str("cause")
 				if ev := e.Str("cause_event"); ev != "" {
 					why += ": " + ev
 				}
-				return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", secs(e.Time.Sub(v.Acted)), why)}
+				return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", secs(e.Time.Sub(from)), why)}
 			}
 		}
 		return styleResult{detail: "not yet"}

@@ -125,6 +125,14 @@ func TestCondEval(t *testing.T) {
 			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{"action": "removed"}),
 			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{"waited_ms": 5040.0}),
 		), true, false, "gone after waiting 5.04s"},
+		{"a poll before the student's edit noticed nothing", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0}, func() View {
+			v := withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Edited = at(3000) })
+			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"}),
+				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"})}
+			return v
+		}(), true, false, "after 1.70s (poll)"},
+		{"no edit yet", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0},
+			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"})), false, false, "no edit yet"},
 		{"replicas running", Cond{"replicas_running", Args{"style": "clientgo"}, 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}

@@ -13,7 +13,7 @@ import (
 const (
 	CmdNext = "n" // skip to the next step
 	CmdBack = "b" // back to the previous step
-	CmdPlay = "p" // autoplay this step's action
+	CmdPlay = "a" // autoplay this step's action, the same key as on the screen
 	CmdQuit = "q" // stop; progress is kept
 )
 

@@ -57,6 +57,18 @@ func (p *Progress) Of(l *Lesson) LessonProgress {
 	return LessonProgress{}
 }
 
+// Where says how far the student got in l: "", "at step 2 of 4", "done".
+func (p *Progress) Where(l *Lesson) string {
+	lp := p.Of(l)
+	switch {
+	case lp.Done:
+		return "done"
+	case lp.Step > 0:
+		return fmt.Sprintf("at step %d of %d", lp.Step+1, len(l.Steps))
+	}
+	return ""
+}
+
 // Set records that the next step of l is step (len(l.Steps): done).
 func (p *Progress) Set(l *Lesson, step int, now time.Time) {
 	lp := p.Lessons[l.Dir]

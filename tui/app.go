@@ -23,6 +23,8 @@ type (
 	ReadyMsg struct {
 		Source  Source
 		Actions Actions
+		// Guide is the lesson to follow (`rlab lesson start`); nil: none.
+		Guide Guide
 	}
 	// FailedMsg: start-up failed (everything started was stopped).
 	FailedMsg struct{ Err error }
@@ -51,8 +53,9 @@ type appTick struct{}
 type AppOptions struct {
 	// Title of the start-up view.
 	Title string
-	// Main is the main screen's options; Source and Actions come with
-	// ReadyMsg, Quit is the App's.
+	// Main is the main screen's options; Source, Actions and Guide come
+	// with ReadyMsg (Main.Guide is kept if ReadyMsg has none), Quit is the
+	// App's.
 	Main Options
 	// Cancel aborts a start-up under way.
 	Cancel func()
@@ -214,6 +217,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		o := a.opts.Main
 		o.Source, o.Actions = msg.Source, msg.Actions
+		if msg.Guide != nil {
+			o.Guide = msg.Guide
+		}
 		o.Quit = func() tea.Cmd { return func() tea.Msg { return StopMsg{} } }
 		o.Dark = a.dark
 		a.main = New(o)

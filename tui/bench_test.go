@@ -37,6 +37,40 @@ func BenchmarkTUIView200x60(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
 }
 
+// BenchmarkTUIViewLesson200x60 is BenchmarkTUIView200x60 with a lesson
+// followed: same-state redraws reuse the panel's layout; new-state lays it
+// out again each time (a check's detail changing every frame).
+// go test ./tui -run '^$' -bench TUIView -benchmem
+func BenchmarkTUIViewLesson200x60(b *testing.B) {
+	for _, changing := range []bool{false, true} {
+		name := "same-state"
+		if changing {
+			name = "new-state"
+		}
+		b.Run(name, func(b *testing.B) {
+			g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+			m := newLessonModel(b, g, &fixture.Actions{})
+			m.Ingest(burst(20_000))
+			for m.Pending() > 0 {
+				m.Ingest(nil)
+			}
+			m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+			m.Update(keyMsg("T"))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if changing {
+					g.set(func(s *GuideState) { s.Detail = "still missing: shell" })
+					m.pollGuide()
+				}
+				m.dirty, m.urgent = true, true
+				_ = m.View()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
+		})
+	}
+}
+
 // BenchmarkTUIIngest is bus → model throughput: events published on the
 // bus and folded by frames (target ≥ 50,000 events/s).
 // go test ./tui -run '^$' -bench TUIIngest

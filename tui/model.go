@@ -16,6 +16,7 @@ import (
 	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/lessonpanel"
 	"github.com/kkloud/rlab/tui/pane"
 	"github.com/kkloud/rlab/tui/stats"
 	"github.com/kkloud/rlab/tui/timeline"
@@ -78,6 +79,9 @@ type Options struct {
 	Extra func() string
 	// Hint is shown on the status line when there is nothing else to say.
 	Hint string
+	// Guide is the lesson followed (`rlab lesson start`): the screen shows
+	// the lesson panel and the lesson keys drive it. nil: no lesson.
+	Guide Guide
 }
 
 type mode int
@@ -155,6 +159,13 @@ type Model struct {
 	helpW    int
 	helpDark bool
 
+	// The lesson, read from the Guide once per frame.
+	guide    GuideState
+	panels   map[int]*lessonpanel.Panel // by width, laid out for panelKey
+	panelKey panelKey
+	listOpen bool // the lesson list is open
+	list     lessonpanel.List
+
 	inflight atomic.Int64 // actions running
 }
 
@@ -199,6 +210,10 @@ func New(opts Options) *Model {
 		lastMessage:  DefaultMessage,
 		lastReplicas: 2,
 		dirty:        true,
+	}
+	if opts.Guide != nil {
+		m.keys = m.keys.Lesson()
+		m.guide = opts.Guide.State()
 	}
 	m.setDark(opts.Dark)
 	return m
@@ -265,6 +280,7 @@ func (m *Model) onFrame() tea.Cmd {
 		m.snapVer = v
 		m.SetSnapshot(m.opts.Source.Snapshot())
 	}
+	m.pollGuide()
 	if now.Sub(m.lastSlow) >= slowPoll {
 		m.lastSlow = now
 		m.pollSlow()
@@ -562,6 +578,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.mode != modeNormal {
 		return m.onInputKey(msg)
 	}
+	if m.listOpen {
+		return m.onListKey(msg)
+	}
 	k := m.keys
 	name := m.opts.Echo
 	switch {
@@ -666,6 +685,19 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.tl.Top()
 	case key.Matches(msg, k.Bottom):
 		m.tl.Follow()
+	case key.Matches(msg, k.LessonNext):
+		// The Guide returns at once; what it changed already is drawn now,
+		// the rest on a later frame.
+		m.opts.Guide.Next()
+		m.pollGuide()
+	case key.Matches(msg, k.LessonBack):
+		m.opts.Guide.Back()
+		m.pollGuide()
+	case key.Matches(msg, k.LessonPlay):
+		m.opts.Guide.Play()
+		m.pollGuide()
+	case key.Matches(msg, k.Lessons):
+		m.openList()
 	case msg.String() == "esc":
 		m.showHelp = false
 		m.status = status{}

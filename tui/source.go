@@ -10,6 +10,7 @@ import (
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/lessonpanel"
 )
 
 // Source is what the screen reads.
@@ -44,3 +45,28 @@ type Actions interface {
 type Info struct {
 	Backend, Version string // "envtest", "v1.36.3"
 }
+
+// Guide is a lesson followed on the screen (`rlab lesson start N`): the
+// lesson panel shows its State and the lesson keys drive it. Every method
+// returns at once; what they start shows up in State.
+type Guide interface {
+	// State is the lesson as it stands now; cheap, called once per frame.
+	State() GuideState
+	// Next goes to the next step without waiting for the check.
+	Next()
+	// Back goes to the previous step.
+	Back()
+	// Play performs this step's action for the student (autoplay).
+	Play()
+	// Open switches to lesson n, at the step the student got to before.
+	Open(n int) error
+	// Lessons lists the course, with the student's progress.
+	Lessons() []GuideEntry
+}
+
+// GuideState is what the lesson panel shows (defined with the panel,
+// which cannot import this package).
+type GuideState = lessonpanel.Data
+
+// GuideEntry is one lesson in the lesson list.
+type GuideEntry = lessonpanel.Entry

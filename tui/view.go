@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/lessonpanel"
 	"github.com/kkloud/rlab/tui/pane"
 )
 
@@ -41,9 +42,13 @@ func (m *Model) View() tea.View {
 	v.WindowTitle = "rlab · " + m.opts.Echo
 	if m.mode != modeNormal {
 		if c := m.input.Cursor(); c != nil {
-			// The input is the last status line, above the help line.
+			// The input is the last status line, above the help line (and
+			// the lesson line).
 			c.Position.X++
 			c.Position.Y += m.h - 2
+			if m.opts.Guide != nil {
+				c.Position.Y--
+			}
 			v.Cursor = c
 		}
 	}
@@ -72,7 +77,8 @@ func (m *Model) Render() string {
 		avail--
 	}
 
-	// Panes: as tall as the tallest body, leaving the timeline at least 5.
+	// Panes: as tall as the tallest body, leaving the timeline at least 5
+	// rows, or the lesson panel its least.
 	var shown []string
 	if three {
 		shown = m.opts.Styles
@@ -92,7 +98,11 @@ func (m *Model) Render() string {
 		bodies[i] = pane.Body(m.paneData(st, now, len(shown) == 1), common.BoxInner(widths[i]), s)
 		tallest = max(tallest, len(bodies[i]))
 	}
-	paneH := min(tallest+2, avail-5)
+	lowMin := 5
+	if m.opts.Guide != nil {
+		lowMin = lessonpanel.MinHeight
+	}
+	paneH := min(tallest+2, avail-lowMin)
 	blocks := make([][]string, len(shown))
 	for i, st := range shown {
 		title := common.Title(st)
@@ -105,11 +115,14 @@ func (m *Model) Render() string {
 	}
 	lines = append(lines, common.JoinColumns(blocks, widths)...)
 
-	tlH := avail - paneH
-	if m.showHelp {
-		lines = append(lines, m.helpBox(w, tlH)...)
-	} else {
-		lines = append(lines, m.tl.Render(w, tlH, s)...)
+	lowH := avail - paneH
+	switch {
+	case m.showHelp:
+		lines = append(lines, m.helpBox(w, lowH)...)
+	case m.opts.Guide != nil:
+		lines = append(lines, m.lessonArea(w, lowH)...)
+	default:
+		lines = append(lines, m.tl.Render(w, lowH, s)...)
 	}
 	lines = append(lines, footer...)
 	return strings.Join(lines, "\n")
@@ -172,7 +185,7 @@ func (m *Model) header(now time.Time, w int) string {
 			l.Add(s.Warn, "  deleting")
 		}
 	} else if m.hasSnap {
-		l.Add(s.Warn, "  not found (n creates it)")
+		l.Add(s.Warn, "  not found ("+m.keys.CreateEcho.Help().Key+" creates it)")
 	}
 	right := &common.Line{}
 	if m.opts.Extra != nil {
@@ -209,7 +222,7 @@ func (m *Model) strip(w int) string {
 }
 
 // statusLines: the input (with its error), an action in flight, or the
-// last action's result, wrapped to at most 3 lines.
+// last action's result, wrapped to at most 3 lines; none if nothing to say.
 func (m *Model) statusLines(w int) []string {
 	s := m.styles
 	wrap := func(p common.Paint, text string) []string {
@@ -244,12 +257,20 @@ func (m *Model) statusLines(w int) []string {
 	case m.opts.Hint != "":
 		return wrap(s.Dim, m.opts.Hint)
 	}
-	return []string{strings.Repeat(" ", w)}
+	return nil
 }
 
-// footer is the status line(s) and the short help.
+// footer is the status line(s), the lesson line in a lesson, and the
+// short help.
 func (m *Model) footer(w int) []string {
 	out := m.statusLines(w)
+	switch {
+	case m.opts.Guide != nil:
+		// The lesson line takes the place of an empty status line.
+		out = append(out, m.lessonLine(w))
+	case len(out) == 0:
+		out = []string{strings.Repeat(" ", w)}
+	}
 	if m.helpLine == "" || m.helpW != w || m.helpDark != m.styles.Dark {
 		// The help line changes only with the width and the colours.
 		m.help.SetWidth(w - 1)

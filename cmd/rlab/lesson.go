@@ -19,6 +19,7 @@ import (
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/tui"
 )
 
 func newLessonCmd() *cobra.Command {
@@ -51,15 +52,7 @@ func newLessonListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, l := range all {
-				lp := prog.Of(l)
-				where := ""
-				switch {
-				case lp.Done:
-					where = "done"
-				case lp.Step > 0:
-					where = fmt.Sprintf("at step %d of %d", lp.Step+1, len(l.Steps))
-				}
-				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t%s\n", l.Number, l.Title, len(l.Steps), where)
+				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t%s\n", l.Number, l.Title, len(l.Steps), prog.Where(l))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -74,6 +67,7 @@ type lessonFlags struct {
 	All           bool
 	ShellInterval time.Duration
 	FromStart     bool
+	Text          bool
 }
 
 func newLessonVerifyCmd() *cobra.Command {
@@ -189,14 +183,17 @@ func verifyLessons(parent context.Context, chosen []*lessons.Lesson, f lessonFla
 
 func newLessonStartCmd() *cobra.Command {
 	f := lessonFlags{}
+	up := &upFlags{}
 	cmd := &cobra.Command{
 		Use:   "start N",
-		Short: "Walk through lesson N on a fresh sandbox, checking each step live",
-		Long: `Start a sandbox and walk through lesson N step by step: each step says what
+		Short: "Follow lesson N on the screen, each step checked live",
+		Long: `Start the sandbox and the screen with lesson N's panel: each step says what
 to do (a kubectl command to type in another terminal after eval "$(rlab env)",
-or a key on the screen) and waits until the sandbox shows it happened.
-Type n (next), b (back), p (play the step for me) or q (quit), then Enter.
-Progress is kept in the state dir: start N again to resume.`,
+or a key on the screen) and checks live that it happened.
+Keys: n next step · b back · a play the step for me · l the lesson list.
+Progress is kept in the state dir: start N again to resume.
+With --text the lesson runs on plain text instead of the screen: type n, b,
+a (play) or q, then Enter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all, err := lessons.Load()
@@ -207,12 +204,48 @@ Progress is kept in the state dir: start N again to resume.`,
 			if err != nil {
 				return err
 			}
-			return startLesson(cmd.Context(), chosen[0], f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if f.Text {
+				return startLesson(cmd.Context(), chosen[0], f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			l := chosen[0]
+			up.ShellInterval = f.ShellInterval
+			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
+			up.Guide = func(ctx context.Context, sb *sandbox.Sandbox, d state.Dir) (tui.Guide, func(), error) {
+				prog, err := lessons.LoadProgress(d)
+				if err != nil {
+					return nil, nil, err
+				}
+				from := prog.Of(l).Step
+				if f.FromStart || prog.Of(l).Done {
+					from = 0
+				}
+				p := lessons.NewPlayer(sb)
+				s := lessons.NewSession(ctx, p, all, l, from, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
+				return sessionGuide{s}, func() { s.Close(); p.Close() }, nil
+			}
+			return runUp(cmd.Context(), *up, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	cmd.Flags().BoolVar(&f.FromStart, "from-start", false, "start at step 1 even if you got further before")
+	cmd.Flags().BoolVar(&f.Text, "text", false, "plain text on stdin/stdout instead of the screen")
+	cmd.Flags().StringVar(&up.Record, "record", "", "record the session to `FILE`, as rlab up --record does")
 	return cmd
+}
+
+// sessionGuide is a lessons.Session as the screen's Guide: the state types
+// have the same fields, so they convert.
+type sessionGuide struct{ *lessons.Session }
+
+func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
+
+func (g sessionGuide) Lessons() []tui.GuideEntry {
+	es := g.Session.Lessons()
+	out := make([]tui.GuideEntry, len(es))
+	for i, e := range es {
+		out[i] = tui.GuideEntry(e)
+	}
+	return out
 }
 
 func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin io.Reader, stdout, stderr io.Writer) error {

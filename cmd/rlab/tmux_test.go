@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
@@ -163,10 +164,21 @@ func pidAlive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-// TestTmuxUp runs `rlab up` in a real terminal (tmux, 160x45) against the
-// real sandbox: the three panes reach 2/2, `+` makes them 3/3 (and kubectl
-// agrees), `q` stops everything and no process is left.
-func TestTmuxUp(t *testing.T) {
+// tmuxRun is one rlab command running in a tmux terminal of its own, with
+// a state dir of its own.
+type tmuxRun struct {
+	t    *testing.T
+	term *tmuxTerm
+	env  []string
+	sd   state.Dir
+	tree []int  // rlab and its descendants, once running
+	dir  string // the control-plane binaries
+}
+
+// startTmux runs rlab with args in tmux at 160x45. The test's cleanup ends
+// the session and any process of the sandbox that outlived it, by pid.
+func startTmux(t *testing.T, name string, args ...string) *tmuxRun {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed; this real-terminal test needs it: install it with `apt-get install -y tmux` (.ci/run does)")
 	}
@@ -174,55 +186,92 @@ func TestTmuxUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("control plane: %v", err)
 	}
-	kubectl := filepath.Join(dir, "kubectl")
-
 	root := t.TempDir()
 	stateHome, tmp := filepath.Join(root, "state"), filepath.Join(root, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"XDG_STATE_HOME=" + stateHome, "TMPDIR=" + tmp}
-	sd := state.Dir{Root: filepath.Join(stateHome, "rlab")}
-
-	term := &tmuxTerm{t: t, socket: fmt.Sprintf("rlab-test-%d", os.Getpid()), name: "rlab-up", width: 160, height: 45}
+	r := &tmuxRun{t: t, dir: dir,
+		env:  []string{"XDG_STATE_HOME=" + stateHome, "TMPDIR=" + tmp},
+		sd:   state.Dir{Root: filepath.Join(stateHome, "rlab")},
+		term: &tmuxTerm{t: t, socket: fmt.Sprintf("rlab-test-%d-%s", os.Getpid(), name), name: name, width: 160, height: 45},
+	}
 	// The shell says how rlab exited and keeps the pane (and what rlab
 	// printed last) on screen until the session is killed.
-	shell := fmt.Sprintf("env %s %s up; echo \"rlab exit status $?\"; exec sleep 600", strings.Join(env, " "), rlabBin)
-	if _, err := term.cmd("-f", "/dev/null", "new-session", "-d", "-s", term.name,
-		"-x", strconv.Itoa(term.width), "-y", strconv.Itoa(term.height), shell); err != nil {
+	shell := fmt.Sprintf("env %s %s %s; echo \"rlab exit status $?\"; exec sleep 600", strings.Join(r.env, " "), rlabBin, strings.Join(args, " "))
+	if _, err := r.term.cmd("-f", "/dev/null", "new-session", "-d", "-s", name,
+		"-x", strconv.Itoa(r.term.width), "-y", strconv.Itoa(r.term.height), shell); err != nil {
 		t.Fatal(err)
 	}
-	var tree []int
 	t.Cleanup(func() {
-		// Whatever happened, end the session this test made, by name, and
-		// any process of the sandbox that outlived it, by pid.
-		_, _ = term.cmd("kill-session", "-t", term.name)
-		for _, p := range tree {
+		_, _ = r.term.cmd("kill-server")
+		for _, p := range r.tree {
 			if pidAlive(p) {
 				_ = syscall.Kill(p, syscall.SIGKILL)
 			}
 		}
 	})
+	return r
+}
 
-	term.waitScreen("the three panes did not show Echo/hello 2/2", 4*time.Minute, func(s string) bool {
+// ready waits for the three panes at Echo/hello 2/2 and records rlab's
+// process tree.
+func (r *tmuxRun) ready() {
+	r.t.Helper()
+	r.term.waitScreen("the three panes did not show Echo/hello 2/2", 4*time.Minute, func(s string) bool {
 		return everyPane(s, "Echo/hello 2/2", "Deployment echo-hello 2/2")
 	})
-	pid := sd.Running()
+	pid := r.sd.Running()
 	if pid <= 0 {
-		t.Fatalf("no rlab pid in %s", sd.Root)
+		r.t.Fatalf("no rlab pid in %s", r.sd.Root)
 	}
-	tree = append([]int{pid}, descendants(pid)...)
-	if len(tree) < 8 { // apiserver, etcd, kcm, scheduler, kwok, 5 operators
-		t.Fatalf("rlab (pid %d) runs only %d processes", pid, len(tree)-1)
+	r.tree = append([]int{pid}, descendants(pid)...)
+	if len(r.tree) < 8 { // apiserver, etcd, kcm, scheduler, kwok, 5 operators
+		r.t.Fatalf("rlab (pid %d) runs only %d processes", pid, len(r.tree)-1)
 	}
+}
 
-	term.send("+")
-	term.waitScreen("the three panes did not show Echo/hello 3/3 after +", time.Minute, func(s string) bool {
+// quit presses q and checks that rlab said so, exited 0, and left no
+// process and no claim on its state dir.
+func (r *tmuxRun) quit() {
+	r.t.Helper()
+	r.term.send("q")
+	final := r.term.waitScreen("rlab did not exit", time.Minute, func(s string) bool {
+		return strings.Contains(s, "rlab exit status")
+	})
+	var left []int
+	if err := wait.PollUntilContextTimeout(r.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		left = left[:0]
+		for _, p := range r.tree {
+			if pidAlive(p) {
+				left = append(left, p)
+			}
+		}
+		return len(left) == 0, nil
+	}); err != nil {
+		r.t.Fatalf("processes left after q: %v\n%s", left, final)
+	}
+	if p := r.sd.Running(); p != 0 {
+		r.t.Fatalf("state dir still held by pid %d", p)
+	}
+	if !strings.Contains(final, "sandbox stopped in") || !strings.Contains(final, "rlab exit status 0") {
+		r.t.Fatalf("final screen:\n%s", final)
+	}
+}
+
+// TestTmuxUp runs `rlab up` in a real terminal (tmux, 160x45) against the
+// real sandbox: the three panes reach 2/2, `+` makes them 3/3 (and kubectl
+// agrees), `q` stops everything and no process is left.
+func TestTmuxUp(t *testing.T) {
+	r := startTmux(t, "rlab-up", "up")
+	r.ready()
+	r.term.send("+")
+	r.term.waitScreen("the three panes did not show Echo/hello 3/3 after +", time.Minute, func(s string) bool {
 		return everyPane(s, "Echo/hello 3/3", "Deployment echo-hello 3/3")
 	})
 
 	cmdEnv := exec.Command(rlabBin, "env")
-	cmdEnv.Env = append(os.Environ(), env...)
+	cmdEnv.Env = append(os.Environ(), r.env...)
 	kcOut, err := cmdEnv.Output()
 	if err != nil {
 		t.Fatalf("rlab env: %v", err)
@@ -231,6 +280,7 @@ func TestTmuxUp(t *testing.T) {
 	if !ok {
 		t.Fatalf("rlab env said %q", kcOut)
 	}
+	kubectl := filepath.Join(r.dir, "kubectl")
 	for _, st := range sandbox.Styles {
 		y, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "echo", "hello", "-n", sandbox.Namespace(st), "-o", "yaml").CombinedOutput()
 		if err != nil {
@@ -240,27 +290,37 @@ func TestTmuxUp(t *testing.T) {
 			t.Fatalf("Echo hello in %s is not replicas: 3:\n%s", sandbox.Namespace(st), y)
 		}
 	}
+	r.quit()
+}
 
-	term.send("q")
-	final := term.waitScreen("rlab did not exit", time.Minute, func(s string) bool {
-		return strings.Contains(s, "rlab exit status")
+// TestTmuxLesson follows lesson 2 on the real screen: the panel shows the
+// step and its live check, `a` plays it and the check passes, `n` moves on,
+// the last step ends the lesson, the progress is saved, `q` leaves nothing.
+func TestTmuxLesson(t *testing.T) {
+	r := startTmux(t, "rlab-lesson", "lesson", "start", "2", "--shell-interval", "1s")
+	r.ready()
+	r.term.waitScreen("no lesson panel on step 1", time.Minute, func(s string) bool {
+		return strings.Contains(s, "lesson 2/") && strings.Contains(s, "step 1 of 2: Ask for four replicas") &&
+			strings.Contains(s, "waiting for:") && strings.Contains(s, `'{"spec":{"replicas":4}}'`)
 	})
-	var left []int
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		left = left[:0]
-		for _, p := range tree {
-			if pidAlive(p) {
-				left = append(left, p)
-			}
-		}
-		return len(left) == 0, nil
-	}); err != nil {
-		t.Fatalf("processes left after q: %v\n%s", left, final)
+	r.term.send("a")
+	r.term.waitScreen("step 1 not passed after a", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "✓ passed") && everyPane(s, "Echo/hello 4/4")
+	})
+	r.term.send("n")
+	r.term.waitScreen("no step 2 after n", time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 2 of 2: And back to two") && strings.Contains(s, "waiting for:")
+	})
+	r.term.send("a")
+	r.term.waitScreen("lesson not done after the last step", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "lesson done") && everyPane(s, "Echo/hello 2/2")
+	})
+	r.quit()
+	b, err := os.ReadFile(lessons.ProgressFile(r.sd))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p := sd.Running(); p != 0 {
-		t.Fatalf("state dir still held by pid %d", p)
-	}
-	if !strings.Contains(final, "sandbox stopped in") || !strings.Contains(final, "rlab exit status 0") {
-		t.Fatalf("final screen:\n%s", final)
+	if !strings.Contains(string(b), `"02-desired-vs-actual"`) || !strings.Contains(string(b), `"done": true`) {
+		t.Fatalf("progress after the lesson:\n%s", b)
 	}
 }

@@ -34,6 +34,10 @@ var _ tui.Actions = (*sandbox.Sandbox)(nil)
 type upFlags struct {
 	Record        string
 	ShellInterval time.Duration
+	// Guide, if set, makes the lesson panel's Guide once the sandbox is
+	// up (`rlab lesson start`); stop is called before the sandbox stops.
+	Guide func(ctx context.Context, sb *sandbox.Sandbox, d state.Dir) (g tui.Guide, stop func(), err error)
+	Title string // of the start-up view, if not the default
 }
 
 func (f *upFlags) register(fs *pflag.FlagSet) {
@@ -194,8 +198,12 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 		stopped = true
 		return sb.Stop()
 	}
+	title := fmt.Sprintf("starting the sandbox · envtest %s · state in %s", assets.KubeVersion, d.Root)
+	if f.Title != "" {
+		title = f.Title + " · " + title
+	}
 	app := tui.NewApp(tui.AppOptions{
-		Title: fmt.Sprintf("starting the sandbox · envtest %s · state in %s", assets.KubeVersion, d.Root),
+		Title: title,
 		Main: tui.Options{
 			Info:   info,
 			Styles: sandbox.Styles,
@@ -212,6 +220,7 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 		wg        sync.WaitGroup
 		recErr    error
 		recCancel = func() {}
+		guideStop = func() {}
 	)
 	started := make(chan struct{})
 	go func() {
@@ -273,13 +282,23 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 				recErr = err
 			}
 		}
-		p.Send(tui.ReadyMsg{Source: src, Actions: s})
+		var guide tui.Guide
+		if f.Guide != nil {
+			g, gstop, err := f.Guide(ctx, s, d)
+			if err != nil {
+				p.Send(tui.FailedMsg{Err: err})
+				return
+			}
+			guide, guideStop = g, gstop
+		}
+		p.Send(tui.ReadyMsg{Source: src, Actions: s, Guide: guide})
 	}()
 
 	_, runErr := p.Run()
 	// However the screen ended, nothing is left running.
 	cancel()
 	<-started
+	guideStop()
 	stopErr := stop()
 	recCancel()
 	wg.Wait()

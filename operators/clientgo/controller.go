@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -210,11 +211,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	c.log.Info("starting workers", "workers", workers)
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	<-ctx.Done()
 	c.log.Info("shutting down workers")
+	// A replica that lost the Lease must stop acting before it goes: shut
+	// the queue and wait for the reconcile in flight (its context is
+	// cancelled too) to return.
+	c.queue.ShutDown()
+	wg.Wait()
 	return nil
 }
 

@@ -111,12 +111,12 @@ func Run(ctx context.Context, o echo.Options) error {
 	}
 	log.Info("waiting for the Lease", "identity", id, "lease", echo.LeaseName)
 	le.Run(ctx) // returns when ctx ends or the Lease is lost
-	select {
-	case err := <-runErr:
-		if err != nil {
+	if leading.Load() {
+		// The leader's context is cancelled by now: wait until its workers
+		// have stopped, so nothing acts (or traces) after we return.
+		if err := <-runErr; err != nil {
 			return err
 		}
-	default:
 	}
 	if ctx.Err() == nil {
 		return ErrLeaderLost

@@ -174,3 +174,20 @@ func TestEmitterDropsInsteadOfBlocking(t *testing.T) {
 		t.Fatal("the drops were not reported as a trace.dropped event")
 	}
 }
+
+// A worker finishing its reconcile after the operator lost the Lease emits
+// after Close: that must be dropped, not a panic (it once crashed a replica
+// mid-cleanup), and what was emitted before Close is written.
+func TestEmitterAfterClose(t *testing.T) {
+	var buf bytes.Buffer
+	em := NewEmitter(&buf, "x")
+	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "before"})
+	em.Close()
+	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "after"})
+	em.Close() // twice is fine
+	var msgs []string
+	_ = trace.Decode(&buf, func(e trace.Event) { msgs = append(msgs, e.Str("msg")) }, func(string) {})
+	if len(msgs) != 1 || msgs[0] != "before" {
+		t.Fatalf("written %q, want only the event emitted before Close", msgs)
+	}
+}

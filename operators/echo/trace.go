@@ -18,7 +18,10 @@ type Emitter struct {
 	ch      chan trace.Event
 	dropped atomic.Int64
 	done    chan struct{}
-	once    sync.Once
+	// mu guards closed: a worker still finishing its reconcile may emit
+	// after Close, and its events are then dropped, not a panic.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // NewEmitter starts an emitter writing to w; a nil w gives a no-op emitter.
@@ -49,6 +52,12 @@ func (e *Emitter) Emit(kind trace.Kind, ns, object string, fields map[string]any
 		return
 	}
 	ev := trace.Event{Time: time.Now(), Source: e.source, Kind: kind, Namespace: ns, Object: object, Fields: fields}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		e.dropped.Add(1)
+		return
+	}
 	select {
 	case e.ch <- ev:
 	default:
@@ -56,13 +65,16 @@ func (e *Emitter) Emit(kind trace.Kind, ns, object string, fields map[string]any
 	}
 }
 
-// Close flushes what is buffered; Emit must not be called afterwards.
+// Close flushes what is buffered; what is emitted afterwards is dropped.
 func (e *Emitter) Close() {
 	if e == nil || e.ch == nil {
 		return
 	}
-	e.once.Do(func() {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
 		close(e.ch)
-		<-e.done
-	})
+	}
+	e.mu.Unlock()
+	<-e.done
 }

@@ -27,6 +27,9 @@ type echoTrack struct {
 	matchedGen int64
 	// deleting is when the Echo was first seen with a deletionTimestamp.
 	deleting time.Time
+	// edited is when the world saw the spec change last (or the Echo
+	// appear); zero for what the initial list found.
+	edited   time.Time
 	drift    *drift    // a drift seen and not yet repaired
 	converge *converge // an edit (or a creation) not yet converged
 }
@@ -78,10 +81,12 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		}
 	case fresh && !initial:
 		tr.converge = &converge{since: now, created: true}
+		tr.edited = now
 	case !fresh && e.Generation != tr.gen:
 		// An edit of the Echo is not drift: the operator has to converge.
 		tr.drift = nil
 		tr.converge = &converge{since: now}
+		tr.edited = now
 	}
 	tr.gen = e.Generation
 	return append(evs, m.evaluate(e.Name, false, now)...)

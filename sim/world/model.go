@@ -41,7 +41,10 @@ type EchoView struct {
 	Ready              string // status.ready
 	Deleting           bool
 	Finalizers         []string
-	Deployment         *DeploymentView // echo-<name>, nil if absent
+	// Edited is when the world saw the spec change last (or the Echo
+	// appear); zero if unchanged since the world started.
+	Edited     time.Time
+	Deployment *DeploymentView // echo-<name>, nil if absent
 }
 
 // DeploymentView is one Deployment and the ReplicaSets and Pods it controls.
@@ -158,6 +161,9 @@ func (m *nsModel) view() *NamespaceView {
 			Ready:      e.Status.Ready,
 			Deleting:   deleting(e),
 			Finalizers: slices.Clone(e.Finalizers),
+		}
+		if tr := m.tracks[name]; tr != nil {
+			ev.Edited = tr.edited
 		}
 		if d := m.deployments[echo.DeploymentName(name)]; d != nil {
 			ev.Deployment = m.deploymentView(d)

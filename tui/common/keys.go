@@ -9,6 +9,11 @@ type KeyMap struct {
 	Next, Prev, Focus, Full, Verbs                                    key.Binding
 	Filter, Kinds, Pause, Up, Down, PageUp, PageDown, Top, Bottom     key.Binding
 	Help, Quit                                                        key.Binding
+	// Lesson keys: disabled (never matched, not in the help) until Lesson
+	// enables them.
+	LessonNext, LessonBack, LessonPlay, Lessons key.Binding
+	// Keys of the lesson list.
+	Open, Close key.Binding
 }
 
 // DefaultKeyMap are the keys of DESIGN §4.
@@ -42,17 +47,45 @@ func DefaultKeyMap() KeyMap {
 		Bottom:           b([]string{"end"}, "end", "timeline: follow"),
 		Help:             b([]string{"?"}, "?", "help"),
 		Quit:             b([]string{"q", "ctrl+c"}, "q", "quit"),
+		LessonNext:       off(b([]string{"n"}, "n", "next step")),
+		LessonBack:       off(b([]string{"b"}, "b", "back")),
+		LessonPlay:       off(b([]string{"a"}, "a", "play step")),
+		Lessons:          off(b([]string{"l"}, "l", "lessons")),
+		Open:             b([]string{"enter"}, "enter", "open"),
+		Close:            b([]string{"esc", "l", "q"}, "esc", "close"),
 	}
+}
+
+func off(b key.Binding) key.Binding {
+	b.SetEnabled(false)
+	return b
+}
+
+// Lesson is the keymap while a lesson is followed: n, b, a and l drive the
+// lesson, and creating the Echo again moves from n to c.
+func (k KeyMap) Lesson() KeyMap {
+	for _, b := range []*key.Binding{&k.LessonNext, &k.LessonBack, &k.LessonPlay, &k.Lessons} {
+		b.SetEnabled(true)
+	}
+	k.CreateEcho = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", k.CreateEcho.Help().Desc))
+	return k
+}
+
+// LessonKeys are the lesson keys, for the lesson line.
+func (k KeyMap) LessonKeys() []key.Binding {
+	return []key.Binding{k.LessonNext, k.LessonBack, k.LessonPlay, k.Lessons}
 }
 
 // ShortHelp is the one-line help under the screen (help.KeyMap).
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.More, k.Less, k.Edit, k.DeleteDeployment, k.Scale, k.DeleteEcho, k.CreateEcho, k.Kill, k.Help, k.Quit}
+	return []key.Binding{k.LessonNext, k.LessonBack, k.LessonPlay, k.Lessons,
+		k.More, k.Less, k.Edit, k.DeleteDeployment, k.Scale, k.DeleteEcho, k.CreateEcho, k.Kill, k.Help, k.Quit}
 }
 
 // FullHelp is the `?` help, in columns (help.KeyMap).
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
+		k.LessonKeys(), // shown only in a lesson
 		{k.More, k.Less, k.Edit, k.DeleteEcho, k.CreateEcho},
 		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop},
 		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs},

@@ -1,0 +1,291 @@
+package lessons
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Session is a lesson followed on the screen: it shows one step at a
+// time, evaluates its check live in the background, and moves when the
+// student says so. Every method returns at once; what it starts shows up in
+// State, whose Version changes with every change. Close it when done.
+type Session struct {
+	p    *Player
+	all  []*Lesson
+	prog *Progress
+	// save writes the progress; called with the session's lock held, so it
+	// must not call back into the Session.
+	save func(*Progress) error
+	ctx  context.Context
+
+	mu     sync.Mutex
+	l      *Lesson
+	st     SessionState
+	cancel context.CancelFunc // the current step's watcher
+	gen    int                // bumped on every step change: stale watchers keep quiet
+	began  time.Time
+	hold   map[string]string
+}
+
+// SessionState is what the lesson panel shows; the same fields, in the
+// same order, as the screen's tui.GuideState, so one converts to the other.
+type SessionState struct {
+	Version            uint64
+	Lesson, Count      int
+	Title              string
+	Step, Steps        int
+	StepTitle          string
+	Text               string
+	Kubectl, Key, Note string
+	Waiting            string
+	Passed             bool
+	Detail             string
+	Hint               string
+	Playing            bool
+	PlayErr            string
+	Done               bool
+}
+
+// SessionEntry is one lesson of the list, like tui.GuideEntry.
+type SessionEntry struct {
+	Number int
+	Title  string
+	Steps  int
+	Where  string
+}
+
+// NewSession starts lesson l at step from (clamped) on p. save is called
+// whenever prog changed; its error is shown on the panel.
+func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from int, prog *Progress, save func(*Progress) error) *Session {
+	s := &Session{p: p, all: all, prog: prog, save: save, ctx: ctx}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open(l, from)
+	return s
+}
+
+// Close stops the current step's watcher.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.gen++
+}
+
+// State is the lesson as it stands now.
+func (s *Session) State() SessionState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// Next goes to the next step without waiting for the check; past the
+// last step the lesson is done.
+func (s *Session) Next() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Step+1 >= len(s.l.Steps) {
+		s.finish()
+		return
+	}
+	s.show(s.st.Step + 1)
+}
+
+// Back goes to the previous step.
+func (s *Session) Back() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Done {
+		s.show(len(s.l.Steps) - 1)
+		return
+	}
+	if s.st.Step > 0 {
+		s.show(s.st.Step - 1)
+	}
+}
+
+// Play performs this step's action, then checks again, measured from the
+// end of the action.
+func (s *Session) Play() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	step := &s.l.Steps[s.st.Step]
+	switch {
+	case s.st.Done || s.st.Playing:
+		return
+	case step.Action == nil || len(step.Action.Play) == 0:
+		s.st.PlayErr = "nothing to play in this step"
+		s.changed()
+		return
+	}
+	s.st.Playing, s.st.PlayErr = true, ""
+	s.changed()
+	gen, ops := s.gen, step.Action.Play
+	go func() {
+		var err error
+		for _, op := range ops {
+			if err = s.p.Do(s.ctx, op); err != nil {
+				err = fmt.Errorf("%s: %w", op.Name, err)
+				break
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if gen != s.gen {
+			return // the student moved on meanwhile
+		}
+		s.st.Playing = false
+		if err != nil {
+			s.st.PlayErr = err.Error()
+		}
+		s.changed()
+		if !s.st.Passed {
+			s.watch(time.Now())
+		}
+	}()
+}
+
+// Open switches to lesson n, at the step the student got to before (the
+// first step of a lesson already done).
+func (s *Session) Open(n int) error {
+	l, err := Find(s.all, n)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lp := s.prog.Of(l)
+	from := lp.Step
+	if lp.Done {
+		from = 0
+	}
+	s.open(l, from)
+	return nil
+}
+
+// Lessons lists the course with the student's progress.
+func (s *Session) Lessons() []SessionEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SessionEntry, 0, len(s.all))
+	for _, l := range s.all {
+		out = append(out, SessionEntry{Number: l.Number, Title: l.Title, Steps: len(l.Steps), Where: s.prog.Where(l)})
+	}
+	return out
+}
+
+// open shows lesson l from step from. Called with the lock held.
+func (s *Session) open(l *Lesson, from int) {
+	s.l = l
+	s.show(min(max(from, 0), len(l.Steps)-1))
+}
+
+// changed bumps the version. Called with the lock held.
+func (s *Session) changed() { s.st.Version++ }
+
+// record saves that the next step to do is next. Called with the lock held.
+func (s *Session) record(next int) {
+	s.prog.Set(s.l, next, time.Now())
+	if err := s.save(s.prog); err != nil {
+		s.st.PlayErr = "saving progress: " + err.Error()
+	}
+}
+
+// finish marks the lesson done. Called with the lock held.
+func (s *Session) finish() {
+	s.stop()
+	s.st.Done = true
+	s.record(len(s.l.Steps))
+	s.changed()
+}
+
+// stop ends the current step's watcher. Called with the lock held.
+func (s *Session) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
+	s.gen++
+}
+
+// show makes step i current and starts watching its check. Called with
+// the lock held.
+func (s *Session) show(i int) {
+	s.stop()
+	step := &s.l.Steps[i]
+	st := SessionState{
+		Version: s.st.Version + 1,
+		Lesson:  s.l.Number, Count: len(s.all), Title: s.l.Title,
+		Step: i, Steps: len(s.l.Steps), StepTitle: step.Title, Text: step.Text,
+	}
+	if a := step.Action; a != nil {
+		st.Kubectl, st.Key, st.Note = a.Kubectl, a.Key, a.Note
+	}
+	if step.Check != nil {
+		st.Waiting = step.Check.Describe()
+	}
+	s.st = st
+	s.record(i)
+	s.began, s.hold = s.p.Begin()
+	s.watch(s.began)
+}
+
+// watch evaluates the current step's check until it passes (measured from
+// acted), and shows the hint once it is due. Called with the lock held.
+func (s *Session) watch(acted time.Time) {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	step := &s.l.Steps[s.st.Step]
+	if step.Check == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.cancel = cancel
+	gen, i, began, holders := s.gen, s.st.Step, s.began, s.hold
+	update := func(fn func()) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if gen == s.gen && ctx.Err() == nil {
+			fn()
+		}
+	}
+	if step.Hint != "" {
+		t := time.AfterFunc(step.HintAfter, func() {
+			update(func() {
+				if !s.st.Passed && s.st.Hint == "" {
+					s.st.Hint = step.Hint
+					s.changed()
+				}
+			})
+		})
+		context.AfterFunc(ctx, func() { t.Stop() })
+	}
+	go func() {
+		o, err := s.p.Await(ctx, step.Check, began, acted, holders, func(o Outcome) {
+			update(func() {
+				if s.st.Detail != o.Detail {
+					s.st.Detail = o.Detail
+					s.changed()
+				}
+			})
+		})
+		update(func() {
+			switch {
+			case err == nil:
+				s.st.Passed, s.st.Detail = true, o.Detail
+				s.record(i + 1)
+				if i+1 == len(s.l.Steps) {
+					s.st.Done = true
+				}
+			default:
+				s.st.Detail = err.Error() // can no longer pass: b to try the step again
+			}
+			s.changed()
+		})
+	}()
+}

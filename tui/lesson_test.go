@@ -1,0 +1,435 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/internal/fixture"
+)
+
+// fakeGuide is a Guide whose state the test sets; it records the calls.
+type fakeGuide struct {
+	mu      sync.Mutex
+	st      GuideState
+	lessons []GuideEntry
+	calls   []string
+	called  chan string // if set, every call is sent here too
+	openErr func(n int) error
+}
+
+func (g *fakeGuide) State() GuideState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.st
+}
+
+func (g *fakeGuide) record(c string) {
+	g.mu.Lock()
+	g.calls = append(g.calls, c)
+	g.mu.Unlock()
+	if g.called != nil {
+		g.called <- c
+	}
+}
+
+func (g *fakeGuide) Next() { g.record("Next") }
+func (g *fakeGuide) Back() { g.record("Back") }
+func (g *fakeGuide) Play() { g.record("Play") }
+
+func (g *fakeGuide) Open(n int) error {
+	g.record(fmt.Sprintf("Open(%d)", n))
+	if g.openErr != nil {
+		return g.openErr(n)
+	}
+	return nil
+}
+
+func (g *fakeGuide) Lessons() []GuideEntry { return g.lessons }
+
+func (g *fakeGuide) Calls() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.calls...)
+}
+
+// set changes the state as the lesson engine would: a new version.
+func (g *fakeGuide) set(f func(*GuideState)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(&g.st)
+	g.st.Version++
+}
+
+var courseLessons = []GuideEntry{
+	{Number: 1, Title: "The reconcile loop", Steps: 4, Where: "done"},
+	{Number: 2, Title: "Desired versus actual", Steps: 2, Where: "done"},
+	{Number: 3, Title: "ownerReferences and garbage collection", Steps: 5, Where: "at step 2 of 5"},
+	{Number: 4, Title: "Drift repair", Steps: 6, Where: ""},
+	{Number: 5, Title: "Informers and the cache", Steps: 5, Where: ""},
+	{Number: 6, Title: "The workqueue", Steps: 5, Where: ""},
+	{Number: 7, Title: "Status and conflicts", Steps: 3, Where: ""},
+	{Number: 8, Title: "Leader election", Steps: 6, Where: ""},
+	{Number: 10, Title: "RBAC", Steps: 4, Where: ""},
+}
+
+// waitingStep is lesson 4, step 2: a key, a kubectl loop of three lines
+// (one wider than a narrow panel), the check waiting.
+func waitingStep() GuideState {
+	return GuideState{
+		Version: 1, Lesson: 4, Count: 9, Title: "Drift repair",
+		Step: 1, Steps: 6, StepTitle: "Scale it by hand",
+		Text: `The Deployment belongs to the operator, not to you. Scale it by hand
+to 5 replicas and watch each style put it back to what the Echo says:
+the watchers within milliseconds, the shell loop at its next poll.`,
+		Kubectl: `for s in shell clientgo runtime; do
+  kubectl -n echo-$s scale deployment echo-hello --replicas=5 && kubectl -n echo-$s get deployment echo-hello -o wide
+done
+`,
+		Key:     "s",
+		Waiting: "drift_repaired (name=hello style=all), deployment_replicas (name=hello replicas=2 style=all)",
+		Detail:  "still missing: shell (Deployment echo-hello has 5 replicas, the Echo asks for 2)",
+	}
+}
+
+func newLessonModel(t testing.TB, g Guide, a Actions) *Model {
+	t.Helper()
+	src := fixture.NewSource(fixture.Snapshot())
+	m := New(Options{
+		Source: src, Actions: a, Guide: g,
+		Info:  Info{Backend: "envtest", Version: "v1.36.3"},
+		Now:   func() time.Time { return now40 },
+		Start: fixture.T0,
+		Frame: 10 * time.Millisecond,
+		Dark:  true,
+	})
+	m.Ingest(fixture.Events())
+	m.SetSnapshot(src.Snapshot())
+	return m
+}
+
+// lessonPress sends keys by Update; an action's Cmd is run and its result
+// fed back, as the program would.
+func lessonPress(m *Model, keys ...string) {
+	for _, k := range keys {
+		_, cmd := m.Update(keyMsg(k))
+		if cmd == nil {
+			continue
+		}
+		if msg, ok := cmd().(actionMsg); ok {
+			m.Update(msg)
+		}
+	}
+}
+
+// checkSize fails unless out is exactly w×h.
+func checkSize(t *testing.T, out string, w, h int) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	if len(lines) != h {
+		t.Errorf("%d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw != w {
+			t.Errorf("line %d is %d wide, want %d: %q", i, lw, w, ansi.Strip(l))
+		}
+	}
+}
+
+// TestTUILessonGolden renders the screen with a lesson in each state at
+// each size, ANSI stripped; refresh with
+// `go test ./tui -run TestTUILessonGolden -update`.
+func TestTUILessonGolden(t *testing.T) {
+	states := []struct {
+		name string
+		edit func(*GuideState)
+		keys []string
+		g    func(*fakeGuide)
+	}{
+		{name: "waiting"},
+		{name: "passed", edit: func(s *GuideState) {
+			s.Passed = true
+			s.Detail = "repaired: shell in 4.1s, client-go in 21ms, controller-runtime in 18ms"
+		}},
+		{name: "hint", edit: func(s *GuideState) {
+			s.Hint = "Press s on the screen and accept 3, or run the loop above.\nThe shell loop may take a whole poll interval before it even looks."
+		}},
+		{name: "playing", edit: func(s *GuideState) { s.Playing = true }},
+		{name: "play-error", edit: func(s *GuideState) {
+			s.PlayErr = `scale_deployment: deployments.apps "echo-hello" is forbidden: User "rlab" cannot patch resource "deployments/scale" in API group "apps" in the namespace "echo-shell"`
+		}},
+		{name: "done", edit: func(s *GuideState) {
+			s.Step, s.Done, s.Passed = 5, true, true
+			s.StepTitle = "Delete the Echo"
+			s.Detail = "seen: Echo/hello gone in all styles"
+		}},
+		{name: "list", keys: []string{"l"}},
+	}
+	sizes := []struct{ w, h int }{{100, 30}, {120, 40}, {160, 45}, {200, 60}}
+	for _, st := range states {
+		for _, sz := range sizes {
+			t.Run(fmt.Sprintf("%s-%dx%d", st.name, sz.w, sz.h), func(t *testing.T) {
+				g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+				if st.edit != nil {
+					g.set(st.edit)
+				}
+				m := newLessonModel(t, g, &fixture.Actions{})
+				m.Update(tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+				lessonPress(m, st.keys...)
+				out := m.View().Content
+				checkSize(t, out, sz.w, sz.h)
+				golden.RequireEqual(t, ansi.Strip(out)+"\n")
+			})
+		}
+	}
+}
+
+// TestTUILessonScreens: the lesson screen in states the size matrix above
+// does not cover.
+func TestTUILessonScreens(t *testing.T) {
+	tests := []struct {
+		name string
+		w, h int
+		edit func(*GuideState)
+		keys []string
+		g    func(*fakeGuide)
+	}{
+		// Wide and short: the panel would be cut under the timeline.
+		{name: "beside-200x35", w: 200, h: 35},
+		{name: "nothing-to-check", w: 120, h: 40, edit: func(s *GuideState) {
+			s.Kubectl, s.Key, s.Waiting, s.Detail = "", "", "", ""
+			s.Note = "Look at the three panes: the shell loop has not even noticed yet."
+		}},
+		{name: "help", w: 160, h: 45, keys: []string{"?"}},
+		{name: "status-and-lesson-line", w: 100, h: 30, keys: []string{"c"}},
+		{name: "list-open-error", w: 120, h: 40, keys: []string{"l", "4", "2", "enter"}, g: func(g *fakeGuide) {
+			g.openErr = func(n int) error { return fmt.Errorf("no lesson %d: there are 9", n) }
+		}},
+		{name: "list-scrolled", w: 100, h: 30, keys: []string{"l", "down", "down", "down", "down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+			if tt.edit != nil {
+				g.set(tt.edit)
+			}
+			if tt.g != nil {
+				tt.g(g)
+			}
+			m := newLessonModel(t, g, &fixture.Actions{})
+			m.Update(tea.WindowSizeMsg{Width: tt.w, Height: tt.h})
+			lessonPress(m, tt.keys...)
+			out := m.View().Content
+			checkSize(t, out, tt.w, tt.h)
+			golden.RequireEqual(t, ansi.Strip(out)+"\n")
+		})
+	}
+}
+
+// TestTUILessonKeys drives the screen with keys by Update: each lesson key
+// calls the Guide, and creating the Echo moves from n to c in a lesson.
+func TestTUILessonKeys(t *testing.T) {
+	createEcho := fixture.C("CreateEcho", "hello", "hello from rlab", 2)
+	tests := []struct {
+		name    string
+		noGuide bool
+		keys    []string
+		calls   []string       // on the Guide
+		actions []fixture.Call // on the Actions
+		list    bool           // the list is open afterwards
+		text    string         // on screen afterwards
+	}{
+		{name: "n next", keys: []string{"n"}, calls: []string{"Next"}},
+		{name: "b back", keys: []string{"b"}, calls: []string{"Back"}},
+		{name: "a play", keys: []string{"a"}, calls: []string{"Play"}},
+		{name: "c creates the Echo", keys: []string{"c"}, actions: []fixture.Call{createEcho}, text: "✓ created Echo/hello"},
+		{name: "l opens the list", keys: []string{"l"}, list: true, text: "open lesson:"},
+		{name: "l 3 enter opens lesson 3", keys: []string{"l", "3", "enter"}, calls: []string{"Open(3)"}},
+		{name: "l 1 0 enter opens lesson 10", keys: []string{"l", "1", "0", "enter"}, calls: []string{"Open(10)"}},
+		{name: "l down enter opens the next lesson", keys: []string{"l", "down", "enter"}, calls: []string{"Open(5)"}},
+		{name: "l up up enter", keys: []string{"l", "up", "up", "enter"}, calls: []string{"Open(2)"}},
+		{name: "l enter opens the lesson followed", keys: []string{"l", "enter"}, calls: []string{"Open(4)"}},
+		{name: "l esc closes", keys: []string{"l", "3", "esc"}, text: "waiting for:"},
+		{name: "l l closes", keys: []string{"l", "l"}, text: "waiting for:"},
+		{name: "keys in the list do not act", keys: []string{"l", "n", "a", "b", "c", "d"}, list: true},
+		{name: "open error shown, list kept", keys: []string{"l", "4", "2", "enter"}, calls: []string{"Open(42)"}, list: true, text: "✗ no lesson 42"},
+		{name: "n without a lesson creates the Echo", noGuide: true, keys: []string{"n"}, actions: []fixture.Call{createEcho}, text: "✓ created Echo/hello"},
+		{name: "lesson keys do nothing without a lesson", noGuide: true, keys: []string{"b", "a", "l", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &fakeGuide{st: waitingStep(), lessons: courseLessons, openErr: func(n int) error {
+				if n == 42 {
+					return errors.New("no lesson 42: the course has 9")
+				}
+				return nil
+			}}
+			a := &fixture.Actions{}
+			var m *Model
+			if tt.noGuide {
+				m, _ = newModel(t, a)
+			} else {
+				m = newLessonModel(t, g, a)
+			}
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+			lessonPress(m, tt.keys...)
+			if got := g.Calls(); !reflect.DeepEqual(got, tt.calls) {
+				t.Errorf("Guide calls = %q, want %q", got, tt.calls)
+			}
+			if got := a.Calls(); !reflect.DeepEqual(got, tt.actions) {
+				t.Errorf("actions = %v, want %v", got, tt.actions)
+			}
+			if m.listOpen != tt.list {
+				t.Errorf("list open = %v, want %v", m.listOpen, tt.list)
+			}
+			if out := ansi.Strip(m.View().Content); !strings.Contains(out, tt.text) {
+				t.Errorf("screen does not say %q:\n%s", tt.text, out)
+			}
+		})
+	}
+}
+
+// TestTUILessonHelpLine: in a lesson the short help names the lesson keys
+// and c for the Echo; without one it is as before.
+func TestTUILessonHelpLine(t *testing.T) {
+	m := newLessonModel(t, &fakeGuide{st: waitingStep()}, nil)
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	lines := strings.Split(ansi.Strip(m.View().Content), "\n")
+	help := lines[len(lines)-1]
+	for _, want := range []string{"n next step", "b back", "a play step", "l lessons", "c create Echo again"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help line %q lacks %q", help, want)
+		}
+	}
+	if lesson := lines[len(lines)-2]; !strings.HasPrefix(lesson, " lesson 4/9 · Drift repair · step 2 of 6: Scale it by hand") ||
+		!strings.HasSuffix(strings.TrimRight(lesson, " "), "n next step · b back · a play step · l lessons") {
+		t.Errorf("lesson line = %q", lesson)
+	}
+	m, _ = newModel(t, nil)
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	lines = strings.Split(ansi.Strip(m.View().Content), "\n")
+	if help := lines[len(lines)-1]; strings.Contains(help, "next step") || !strings.Contains(help, "n create Echo again") {
+		t.Errorf("help line without a lesson = %q", help)
+	}
+}
+
+// TestTUILessonRedraw: the frame reads the Guide's state and draws it when
+// its version changed, and only then.
+func TestTUILessonRedraw(t *testing.T) {
+	g := &fakeGuide{st: waitingStep()}
+	m := newLessonModel(t, g, nil)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+	m.Update(FrameMsg{})
+	if got := m.View().Content; !strings.Contains(got, "still missing: shell") {
+		t.Fatalf("no detail on screen:\n%s", ansi.Strip(got))
+	}
+	m.cache = "cached" // a redraw would replace it
+	m.Update(FrameMsg{})
+	if got := m.View().Content; got != "cached" {
+		t.Fatal("a frame with the same lesson state redrew")
+	}
+	// The same version says nothing changed, whatever the fields hold.
+	g.mu.Lock()
+	g.st.Detail = "unseen"
+	g.mu.Unlock()
+	m.Update(FrameMsg{})
+	if got := m.View().Content; got != "cached" {
+		t.Fatal("a frame redrew with the version unchanged")
+	}
+	g.set(func(s *GuideState) { s.Passed, s.Detail = true, "repaired in all three styles" })
+	m.Update(FrameMsg{})
+	got := ansi.Strip(m.View().Content)
+	if !strings.Contains(got, "✓ passed — n for the next step: drift_repaired") || !strings.Contains(got, "repaired in all three styles") {
+		t.Fatalf("the new state was not drawn on the next frame:\n%s", got)
+	}
+}
+
+// TestTUILessonProgram: in the running program, the lesson keys reach the
+// Guide and a state the Guide changes on its own shows on the screen.
+func TestTUILessonProgram(t *testing.T) {
+	g := &fakeGuide{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
+	m := newLessonModel(t, g, &fixture.Actions{})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
+	for _, k := range []string{"n", "b", "a"} {
+		tm.Send(keyMsg(k))
+		select {
+		case c := <-g.called:
+			if want := map[string]string{"n": "Next", "b": "Back", "a": "Play"}[k]; c != want {
+				t.Fatalf("%s called %s, want %s", k, c, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s called nothing", k)
+		}
+	}
+	g.set(func(s *GuideState) { s.Step, s.StepTitle = 2, "Now the shell loop alone" })
+	appWaitFor(t, tm, "step 3 of 6: Now the shell loop alone")
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// TestTUIAppLesson: the Guide that comes with ReadyMsg reaches the screen.
+func TestTUIAppLesson(t *testing.T) {
+	a := NewApp(AppOptions{Title: "starting the sandbox", Main: Options{Frame: 10 * time.Millisecond}})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(160, 45))
+	g := &fakeGuide{st: waitingStep(), called: make(chan string, 1)}
+	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}, Guide: g})
+	appWaitFor(t, tm, "lesson 4/9 · Drift repair · step 2 of 6", "waiting for:")
+	tm.Send(keyMsg("n"))
+	select {
+	case c := <-g.called:
+		if c != "Next" {
+			t.Fatalf("n called %s", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("n did not reach the Guide")
+	}
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// TestTUILessonInputCursor: in a lesson the input sits above the lesson
+// line, and the terminal's cursor with it.
+func TestTUILessonInputCursor(t *testing.T) {
+	for _, guide := range []bool{false, true} {
+		var m *Model
+		if guide {
+			m = newLessonModel(t, &fakeGuide{st: waitingStep()}, &fixture.Actions{})
+		} else {
+			m, _ = newModel(t, &fixture.Actions{})
+		}
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		// The input draws its own cursor by default; the real one is what
+		// View places.
+		m.input.SetVirtualCursor(false)
+		m.Update(keyMsg("e"))
+		v := m.View()
+		if v.Cursor == nil {
+			t.Fatalf("guide %v: no cursor", guide)
+		}
+		lines := strings.Split(ansi.Strip(v.Content), "\n")
+		if y := v.Cursor.Position.Y; y < 0 || y >= len(lines) || !strings.HasPrefix(lines[y], " message: ") {
+			t.Fatalf("guide %v: cursor on row %d, not on the input:\n%s", guide, y, strings.Join(lines[len(lines)-4:], "\n"))
+		}
+	}
+}
+
+// TestTUILessonNoEcho: the header names the key that creates the Echo, c
+// in a lesson.
+func TestTUILessonNoEcho(t *testing.T) {
+	m := newLessonModel(t, &fakeGuide{st: waitingStep()}, nil)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+	m.SetSnapshot(world.Snapshot{})
+	if got := ansi.Strip(m.Render()); !strings.Contains(strings.SplitN(got, "\n", 2)[0], "not found (c creates it)") {
+		t.Fatalf("header: %s", strings.SplitN(got, "\n", 2)[0])
+	}
+}

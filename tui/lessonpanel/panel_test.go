@@ -1,0 +1,147 @@
+package lessonpanel
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kkloud/rlab/tui/common"
+)
+
+// TestTUIShellWrap: a command line too wide is broken at spaces with a
+// shell continuation; put back together it is the line as written.
+func TestTUIShellWrap(t *testing.T) {
+	long := `  kubectl -n echo-$s patch ec hello --type=merge -p '{"spec":{"message":"hello from rlab"}}' && kubectl -n echo-$s get ec hello -o yaml`
+	tests := []struct {
+		name string
+		line string
+		w    int
+		want int // parts
+	}{
+		{"fits", "kubectl get pods", 40, 1},
+		{"exactly", strings.Repeat("x", 40), 40, 1},
+		{"long", long, 60, 3},
+		{"no space", strings.Repeat("y", 100), 40, 3},
+		{"too narrow to wrap", long, 7, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parts := shellWrap(tt.line, tt.w)
+			if len(parts) != tt.want {
+				t.Fatalf("%d parts, want %d: %q", len(parts), tt.want, parts)
+			}
+			if len(parts) == 1 {
+				if parts[0] != tt.line {
+					t.Fatalf("changed: %q", parts[0])
+				}
+				return
+			}
+			var joined string
+			for i, p := range parts {
+				if w := ansi.StringWidth(p); w > tt.w {
+					t.Errorf("part %d is %d wide, over %d: %q", i, w, tt.w, p)
+				}
+				if i < len(parts)-1 && !strings.HasSuffix(p, " \\") {
+					t.Errorf("part %d does not continue: %q", i, p)
+				}
+				if in := strings.Repeat(" ", leading(parts[0])+2); i > 0 && !strings.HasPrefix(p, in) {
+					t.Errorf("part %d is not indented under the first: %q", i, p)
+				}
+				p = strings.TrimSuffix(p, " \\")
+				if i > 0 {
+					p = strings.TrimLeft(p, " ")
+				}
+				joined += p
+				if i < len(parts)-1 && strings.Contains(tt.line, " ") {
+					joined += " "
+				}
+			}
+			if joined != tt.line {
+				t.Fatalf("put together:\n%q\nwant\n%q", joined, tt.line)
+			}
+		})
+	}
+}
+
+// TestTUIReflow: a paragraph's lines are joined; blank lines, indented
+// lines and list items keep their breaks.
+func TestTUIReflow(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"one line", []string{"one line"}},
+		{"wrapped at\nseventy columns\n", []string{"wrapped at seventy columns"}},
+		{"first\nparagraph\n\nsecond\n", []string{"first paragraph", "", "second"}},
+		{"items:\n- one\n- two\nand on", []string{"items:", "- one", "- two and on"}},
+		{"code:\n  kubectl get pods\nafter", []string{"code:", "  kubectl get pods after"}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := reflow(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("reflow(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func bigStep() Data {
+	return Data{
+		Version: 3, Lesson: 6, Count: 9, Title: "The workqueue", Step: 2, Steps: 5, StepTitle: "Retries with backoff",
+		Text: "Take the create verb on Deployments away from the Go operators' Roles,\nthen create an Echo called retry-demo. Every reconcile fails with\nforbidden. The error goes back to the workqueue, which queues the key\nagain after a backoff that doubles each time.",
+		Kubectl: "for s in clientgo runtime; do\n  kubectl -n echo-$s patch role echo-operator --type=json -p '[{\"op\":\"remove\",\"path\":\"/rules/2\"}]'\n" +
+			"done\nfor s in shell clientgo runtime; do\n  kubectl -n echo-$s create -f - <<EOF\napiVersion: kkloud.io/v1\nkind: Echo\nmetadata: {name: retry-demo}\nspec: {message: retry, replicas: 1}\nEOF\ndone\n",
+		Note:    "The shell loop keeps its rights: it is the control.",
+		Waiting: "reconcile_errors (name=retry-demo style=go min=3)",
+		Detail:  "still missing: runtime has 1 failed reconcile of 3",
+		Hint:    "kubectl -n echo-clientgo get role echo-operator -o yaml shows what is left.",
+		PlayErr: "remove_verb: roles.rbac.authorization.k8s.io \"echo-operator\" not found",
+	}
+}
+
+// TestTUILessonPanelFit: at every height the panel is exactly w×h; the
+// check's first line always shows, then the first command line, and a cut
+// block says how much it hides; tall enough, everything shows.
+func TestTUILessonPanelFit(t *testing.T) {
+	s := common.PlainStyles()
+	for _, w := range []int{60, 100, 160} {
+		p := New(bigStep(), w, s)
+		for h := 3; h <= p.Want()+2; h++ {
+			out := p.Render(h)
+			if len(out) != h {
+				t.Fatalf("w=%d h=%d: %d lines", w, h, len(out))
+			}
+			for i, l := range out {
+				if lw := ansi.StringWidth(l); lw != w {
+					t.Fatalf("w=%d h=%d: line %d is %d wide: %q", w, h, i, lw, l)
+				}
+			}
+			body := strings.Join(out, "\n")
+			if !strings.Contains(body, "✗ remove_verb:") {
+				t.Errorf("w=%d h=%d: the play error is not shown:\n%s", w, h, body)
+			}
+			// Rows for the play error (three lines at 60 columns) and the check.
+			if h >= 6 && !strings.Contains(body, "… waiting for: reconcile_errors") {
+				t.Errorf("w=%d h=%d: the check is not shown:\n%s", w, h, body)
+			}
+			if h >= p.Want()-6 && !strings.Contains(body, "for s in clientgo runtime; do") {
+				t.Errorf("w=%d h=%d: the first command line is not shown:\n%s", w, h, body)
+			}
+			// The blank lines between the three blocks go first, then the
+			// prose, which says how much it hides once it has two lines.
+			need := p.Want() - 2
+			textCut := strings.Contains(body, "Take the create verb") && !strings.Contains(body, "doubles each time")
+			if textCut && !strings.Contains(body, "more lines (a taller terminal shows them)") {
+				t.Errorf("w=%d h=%d: the prose is cut with no word of it:\n%s", w, h, body)
+			}
+			if h >= need {
+				for _, want := range []string{"Take the create verb", "doubles each time.", "spec: {message: retry, replicas: 1}", "it is the control", "still missing", "hint: kubectl"} {
+					if !strings.Contains(body, want) {
+						t.Errorf("w=%d h=%d: %q not shown:\n%s", w, h, want, body)
+					}
+				}
+			}
+		}
+	}
+}
