@@ -242,6 +242,21 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		pods := len(eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return strings.HasPrefix(e.Object, "Pod/") }))
 		return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(v.Acted)), pods)}
 	},
+	"flapping": func(a Args, v View, st string) styleResult {
+		n := len(eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
+			return e.Str("echo") == a.Str("name") && e.Str("what") == "message"
+		}))
+		mn, _ := a.Int("min")
+		return styleResult{ok: n >= mn, detail: fmt.Sprintf("message changed and put back %d times (want ≥%d)", n, mn)}
+	},
+	"deployment_message": func(a Args, v View, st string) styleResult {
+		e := nsView(v, st).Echoes[a.Str("name")]
+		d := deploymentOf(v, st, a.Str("name"))
+		if e == nil || d == nil {
+			return styleResult{detail: "no Echo or no Deployment"}
+		}
+		return styleResult{ok: d.Message == e.Message, detail: fmt.Sprintf("Deployment says %q, Echo %q", d.Message, e.Message)}
+	},
 	"has_finalizer": func(a Args, v View, st string) styleResult {
 		e := nsView(v, st).Echoes[a.Str("name")]
 		if e == nil {

@@ -341,6 +341,10 @@ func (p *Player) do(ctx context.Context, op Op) error {
 		return p.forEach(a.Str("style"), func(st string) error { return p.sb.ResetRole(ctx, st) })
 	case "finalizer":
 		return p.forEach(a.Str("style"), func(st string) error { return p.sb.SetFinalizer(st, a.Bool("on")) })
+	case "add_shell_replica":
+		return p.sb.AddShellReplica(a.Str("suffix"))
+	case "remove_shell_replica":
+		return p.sb.RemoveShellReplica()
 	case "pause_operators":
 		return p.forEach(a.Str("style"), p.sb.PauseOperators)
 	case "resume_operators":
@@ -431,6 +435,11 @@ func Baseline(sn world.Snapshot, running []string, styles []string) (bool, strin
 				problems = append(problems, st+"/"+r+" not running")
 			}
 		}
+		for _, name := range running {
+			if r, ok := strings.CutPrefix(name, st+"/"); ok && !slices.Contains(sandbox.Replicas(st), r) {
+				problems = append(problems, "extra replica "+name)
+			}
+		}
 	}
 	return len(problems) == 0, strings.Join(problems, "; ")
 }
@@ -470,6 +479,9 @@ func (p *Player) Restore(ctx context.Context) error {
 			}
 		}
 		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.ResumeOperators(st))
+		if st == sandbox.Shell {
+			errs = append(errs, p.sb.RemoveShellReplica())
+		}
 		if spec, err := p.sb.Supervisor().Spec(st + "/a"); err == nil && slices.Contains(spec.Args, "--finalizer") {
 			errs = append(errs, p.sb.SetFinalizer(st, false))
 		}

@@ -39,26 +39,28 @@ var expectArg = map[string]argType{"expect_error": tErrKind}
 // opSpecs is the closed set of actions autoplay performs, each a sandbox
 // action the student can also do by hand.
 var opSpecs = map[string]spec{
-	"create_echo":       {required: map[string]argType{"name": tName, "message": tString, "replicas": tInt}},
-	"delete_echo":       {required: map[string]argType{"name": tName}, optional: map[string]argType{"cascade": tString}},
-	"set_replicas":      {required: map[string]argType{"name": tName, "replicas": tInt}},
-	"set_message":       {required: map[string]argType{"name": tName, "message": tString}},
-	"burst_messages":    {required: map[string]argType{"name": tName, "count": tInt}},
-	"annotate":          {required: map[string]argType{"name": tName}, optional: map[string]argType{"for": tDuration, "every": tDuration}},
-	"stale_update":      {required: map[string]argType{"name": tName}},
-	"delete_deployment": {required: map[string]argType{"style": tStyle, "name": tName}},
-	"scale_deployment":  {required: map[string]argType{"style": tStyle, "name": tName, "replicas": tInt}},
-	"watch_owned":       {required: map[string]argType{"style": tGoStyle, "watch": tBool}},
-	"kill_leader":       {required: map[string]argType{"style": tGoStyle}},
-	"stop_leader":       {required: map[string]argType{"style": tGoStyle}},
-	"partition_leader":  {required: map[string]argType{"style": tGoStyle, "mode": tMode}},
-	"heal":              {required: map[string]argType{"style": tGoStyle}},
-	"set_latency":       {required: map[string]argType{"style": tStyle, "latency": tString}},
-	"role_verbs":        {required: map[string]argType{"style": tStyle, "resource": tString, "verbs": tStrings}},
-	"role_reset":        {required: map[string]argType{"style": tStyle}},
-	"finalizer":         {required: map[string]argType{"style": tStyle, "on": tBool}},
-	"pause_operators":   {required: map[string]argType{"style": tStyle}},
-	"resume_operators":  {required: map[string]argType{"style": tStyle}},
+	"create_echo":          {required: map[string]argType{"name": tName, "message": tString, "replicas": tInt}},
+	"delete_echo":          {required: map[string]argType{"name": tName}, optional: map[string]argType{"cascade": tString}},
+	"set_replicas":         {required: map[string]argType{"name": tName, "replicas": tInt}},
+	"set_message":          {required: map[string]argType{"name": tName, "message": tString}},
+	"burst_messages":       {required: map[string]argType{"name": tName, "count": tInt}},
+	"annotate":             {required: map[string]argType{"name": tName}, optional: map[string]argType{"for": tDuration, "every": tDuration}},
+	"stale_update":         {required: map[string]argType{"name": tName}},
+	"delete_deployment":    {required: map[string]argType{"style": tStyle, "name": tName}},
+	"scale_deployment":     {required: map[string]argType{"style": tStyle, "name": tName, "replicas": tInt}},
+	"watch_owned":          {required: map[string]argType{"style": tGoStyle, "watch": tBool}},
+	"kill_leader":          {required: map[string]argType{"style": tGoStyle}},
+	"stop_leader":          {required: map[string]argType{"style": tGoStyle}},
+	"partition_leader":     {required: map[string]argType{"style": tGoStyle, "mode": tMode}},
+	"heal":                 {required: map[string]argType{"style": tGoStyle}},
+	"set_latency":          {required: map[string]argType{"style": tStyle, "latency": tString}},
+	"role_verbs":           {required: map[string]argType{"style": tStyle, "resource": tString, "verbs": tStrings}},
+	"role_reset":           {required: map[string]argType{"style": tStyle}},
+	"finalizer":            {required: map[string]argType{"style": tStyle, "on": tBool}},
+	"pause_operators":      {required: map[string]argType{"style": tStyle}},
+	"add_shell_replica":    {optional: map[string]argType{"suffix": tString}},
+	"remove_shell_replica": {},
+	"resume_operators":     {required: map[string]argType{"style": tStyle}},
 }
 
 // condSpecs is the closed set of checks, over the world model and the trace
@@ -105,6 +107,11 @@ var condSpecs = map[string]spec{
 		optional: map[string]argType{"min": tInt, "max": tInt}},
 	// Some reconcile answered several queued events at once.
 	"coalesced": {required: map[string]argType{"style": tGoStyle, "name": tName}},
+	// The world saw the Deployment's message drift from the Echo's and be
+	// put back at least min times: two writers undoing each other.
+	"flapping": {required: map[string]argType{"style": tStyle, "name": tName, "min": tInt}},
+	// The Deployment carries the Echo's message.
+	"deployment_message": {required: map[string]argType{"style": tStyle, "name": tName}},
 	// The Echo carries the operators' finalizer.
 	"has_finalizer": {required: map[string]argType{"style": tStyle, "name": tName}},
 	// The registry ConfigMap lists the Echo under its current uid.

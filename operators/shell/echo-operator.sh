@@ -23,6 +23,8 @@ Usage: echo-operator.sh --namespace NS [options]
   --interval SECONDS   time between polls (default 5)
   --kubectl PATH       kubectl binary (default kubectl)
   --replica NAME       replica name, for logs and traces (default a)
+  --message-suffix S   append S to every message: stands for a newer build
+                       of this operator that disagrees with the old one
   --finalizer          put the kkloud.io/echo-registry finalizer on Echoes and
                        list them in ConfigMap echo-registry; a deleted Echo
                        goes once it is unlisted
@@ -32,7 +34,7 @@ Set RLAB_TRACE=1 to write trace events as JSON lines on stdout.
 EOF
 }
 
-NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a FINALIZE=0
+NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a FINALIZE=0 SUFFIX=""
 while (($# > 0)); do
   case $1 in
     --namespace) NS=${2:?--namespace needs a value}; shift 2 ;;
@@ -41,6 +43,7 @@ while (($# > 0)); do
     --kubectl) KUBECTL=${2:?--kubectl needs a value}; shift 2 ;;
     --replica) REPLICA=${2:?--replica needs a value}; shift 2 ;;
     --finalizer) FINALIZE=1; shift ;;
+    --message-suffix) SUFFIX=${2?--message-suffix needs a value}; shift 2 ;;
     --help | -h) usage; exit 0 ;;
     *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -149,7 +152,7 @@ kube() {
 # Only the message needs escaping; names and uids are DNS-safe.
 desired_deployment() {
   local name=$1 uid=$2 replicas=$3 arg labels
-  quote arg "-text=$4"
+  quote arg "-text=$4$SUFFIX"
   labels="{\"app.kubernetes.io/name\": \"echo\", \"app.kubernetes.io/instance\": \"$name\", \"app.kubernetes.io/managed-by\": \"$MANAGER\"}"
   IFS= read -r -d '' doc <<JSON || true
 {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -277,6 +279,45 @@ func (s *Sandbox) setFlag(style, prefix, arg string, on bool) error {
 		}
 	}
 	return nil
+}
+
+// SecondShell is the extra shell replica of AddShellReplica.
+const SecondShell = Shell + "/b"
+
+// AddShellReplica starts a second shell loop next to shell/a, as the same
+// user through the same proxy (two copies of one Deployment share their
+// ServiceAccount). It has no leader election: both act on everything. With
+// a suffix it is a newer build that writes the message with suffix
+// appended, and the two undo each other's work at every poll.
+func (s *Sandbox) AddShellReplica(suffix string) error {
+	a, err := s.super.Spec(Shell + "/a")
+	if err != nil {
+		return fmt.Errorf("no shell loop to copy: %w", err)
+	}
+	b := a
+	b.Replica = "b"
+	b.Args = nil
+	for i := 0; i < len(a.Args); i++ {
+		if a.Args[i] == "--replica" && i+1 < len(a.Args) {
+			b.Args = append(b.Args, "--replica", "b")
+			i++
+			continue
+		}
+		b.Args = append(b.Args, a.Args[i])
+	}
+	if suffix != "" {
+		b.Args = append(b.Args, "--message-suffix", suffix)
+	}
+	b.LogFile = filepath.Join(s.opts.State.Logs(), "shell-b.log")
+	return s.super.Add(b)
+}
+
+// RemoveShellReplica stops the second shell loop for good, if it runs.
+func (s *Sandbox) RemoveShellReplica() error {
+	if _, err := s.super.Spec(SecondShell); err != nil {
+		return nil // not running
+	}
+	return s.super.Remove(SecondShell, 5*time.Second)
 }
 
 // PauseOperators freezes every replica of style (SIGSTOP), as if the

@@ -71,6 +71,8 @@ type replica struct {
 	restarts  int
 	malformed int
 	wake      chan struct{} // restart now, skipping the backoff
+	removed   bool          // Remove: no restart; forget it once it exits
+	gone      chan struct{} // closed when a removed replica has exited
 }
 
 // New returns a supervisor with no replicas.
@@ -103,7 +105,7 @@ func (s *Supervisor) Add(spec Spec) error {
 	if _, ok := s.replicas[spec.Name()]; ok {
 		return fmt.Errorf("replica %s exists", spec.Name())
 	}
-	r := &replica{spec: spec, wake: make(chan struct{}, 1)}
+	r := &replica{spec: spec, wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	if err := s.start(r); err != nil {
 		return err
 	}
@@ -183,9 +185,18 @@ func (s *Supervisor) watch(r *replica) {
 				fields["signal"] = ws.Signal().String()
 			}
 		}
+		removed := r.removed
+		if removed {
+			delete(s.replicas, r.spec.Name())
+			fields["removed"] = true
+		}
 		s.mu.Unlock()
 		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(), Fields: fields})
 		s.opts.Log.Info("replica exited", "replica", r.spec.Name(), "fields", fields)
+		if removed {
+			close(r.gone)
+			return
+		}
 
 		select {
 		case <-time.After(backoff):
@@ -196,6 +207,12 @@ func (s *Supervisor) watch(r *replica) {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			return
+		}
+		if r.removed { // removed while waiting to restart
+			delete(s.replicas, r.spec.Name())
+			s.mu.Unlock()
+			close(r.gone)
 			return
 		}
 		r.restarts++
@@ -260,6 +277,37 @@ func (s *Supervisor) Resume(name string) error {
 	s.replicas[name].paused = false
 	s.mu.Unlock()
 	return nil
+}
+
+// Remove stops a replica for good (SIGTERM, SIGKILL after grace) and
+// forgets it once it has exited.
+func (s *Supervisor) Remove(name string, grace time.Duration) error {
+	s.mu.Lock()
+	r, err := s.get(name)
+	if err == nil {
+		r.removed = true
+		select { // if it is waiting to restart, end the wait
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_ = s.Stop(name) // fails only if it is between restarts: then it is gone already
+	select {
+	case <-r.gone:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = s.Kill(name)
+	select {
+	case <-r.gone:
+		return nil
+	case <-time.After(grace):
+		return fmt.Errorf("replica %s did not exit", name)
+	}
 }
 
 // SetArgs changes a replica's arguments and restarts it gracefully now.

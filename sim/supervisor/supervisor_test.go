@@ -120,3 +120,55 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 		t.Fatalf("pid entries left: %+v", es)
 	}
 }
+
+// Remove stops a replica for good: no restart, gone from the statuses, its
+// process dead; also when it is waiting for a restart.
+func TestSupervisorRemove(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish, Backoff: 10 * time.Second})
+	defer s.Close(5 * time.Second)
+	for _, r := range []string{"a", "b"} {
+		if err := s.Add(Spec{Style: "shell", Replica: r, Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+			LogFile: filepath.Join(dir, r+".log")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "both traced", func() bool {
+		return rec.count(trace.ReconcileStart, "shell/a") == 1 && rec.count(trace.ReconcileStart, "shell/b") == 1
+	})
+	var pid int
+	for _, st := range s.Statuses() {
+		if st.Name == "shell/b" {
+			pid = st.PID
+		}
+	}
+	if err := s.Remove("shell/b", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Statuses(); len(st) != 1 || st[0].Name != "shell/a" || !st[0].Running {
+		t.Fatalf("statuses after Remove = %+v, want shell/a alone, running", st)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("removed replica's pid %d is alive", pid)
+	}
+	if err := s.Remove("shell/b", time.Second); err == nil {
+		t.Fatal("removing it twice succeeded")
+	}
+
+	// Killed, it waits 10 s to restart: Remove ends that wait.
+	if err := s.Kill("shell/a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "shell/a exited", func() bool { return rec.count(trace.ProcessExit, "shell/a") == 1 })
+	start := time.Now()
+	if err := s.Remove("shell/a", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Remove waited out the backoff: %s", took)
+	}
+	if st := s.Statuses(); len(st) != 0 {
+		t.Fatalf("statuses = %+v, want none", st)
+	}
+}
