@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
@@ -427,6 +429,15 @@ func deploymentsOf(v *world.NamespaceView) []*world.DeploymentView {
 func (m *Model) pollSlow() {
 	src := m.opts.Source
 	if sts := src.Statuses(); sts != nil {
+		// A replica removed for good (the second shell loop) leaves the pane.
+		for style, st := range m.stats.Styles {
+			for name := range st.Replicas {
+				if !slices.ContainsFunc(sts, func(p supervisor.Status) bool { return p.Style == style && p.Replica == name }) {
+					delete(st.Replicas, name)
+					m.dirty = true
+				}
+			}
+		}
 		for _, p := range sts {
 			st := m.stats.Styles[p.Style]
 			if st == nil {

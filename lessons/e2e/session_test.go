@@ -43,6 +43,7 @@ func TestSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb := startSandbox(t)
 	p := lessons.NewPlayer(sb)
 	defer p.Close()
 	s := lessons.NewSession(t.Context(), p, all, l, 0, prog, func(pr *lessons.Progress) error { return pr.Save(d) })

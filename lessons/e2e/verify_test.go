@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,12 +21,14 @@ import (
 	"github.com/kkloud/rlab/sim/state"
 )
 
-// One sandbox with all three styles and the sample Echo plays the whole
-// course; the shell loop polls every second to keep it short.
-var sb *sandbox.Sandbox
+// The rlab binary under test and the control plane it runs.
+var (
+	rlabBin   string
+	assetsDir string
+)
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper()
+	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
 	os.Exit(run(m))
 }
 
@@ -34,91 +38,135 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "lesson tests need the control plane:", err)
 		return 1
 	}
+	assetsDir = dir
 	root, err := os.MkdirTemp("", "rlab-lessons-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// rlab runs the Go operators and the exec wrapper; RLAB_SELF names a
-	// prebuilt one (while working on a lesson).
-	self := os.Getenv("RLAB_SELF")
-	if self == "" {
-		self = filepath.Join(root, "rlab")
-		if out, err := exec.Command("go", "build", "-o", self, "../../cmd/rlab").CombinedOutput(); err != nil {
+	defer os.RemoveAll(root)
+	// RLAB_SELF names a prebuilt rlab (while working on a lesson).
+	rlabBin = os.Getenv("RLAB_SELF")
+	if rlabBin == "" {
+		rlabBin = filepath.Join(root, "rlab")
+		if out, err := exec.Command("go", "build", "-o", rlabBin, "../../cmd/rlab").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build rlab: %v\n%s", err, out)
 			return 1
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	sb, err = sandbox.Start(ctx, sandbox.Options{
-		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
-		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
-		return 1
-	}
-	code := m.Run()
-	if err := sb.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop sandbox:", err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "logs kept in", filepath.Join(root, "state", "logs"))
-	} else {
-		_ = os.RemoveAll(root)
-	}
-	return code
+	return m.Run()
 }
 
-// testWriter sends Verify's lines to the test log as they come.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
+// lineLogger sends each line written to it to the test log as it comes,
+// and keeps them all for after close.
+type lineLogger struct {
+	buf  bytes.Buffer // written by the reader goroutine until done
+	w    *io.PipeWriter
+	done chan struct{}
 }
 
-// TestVerifyAll autoplays every lesson in order: every check must pass and
-// every lesson must leave the sandbox at its baseline (the sample Echo 2/2
-// in every style, every replica running).
+func newLineLogger(t *testing.T) *lineLogger {
+	r, w := io.Pipe()
+	l := &lineLogger{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			t.Log(sc.Text())
+			l.buf.WriteString(sc.Text() + "\n")
+		}
+	}()
+	t.Cleanup(func() { l.close() })
+	return l
+}
+
+// close ends the stream and returns everything logged.
+func (l *lineLogger) close() string {
+	l.w.Close()
+	<-l.done
+	return l.buf.String()
+}
+
+// TestVerifyAll runs `rlab lesson verify --all`, the command itself, on a
+// fresh sandbox of its own (the shell loop polling every second to keep it
+// short): every check of every lesson must pass, each lesson must leave the
+// sandbox at its baseline, and each lesson's time is printed.
+// RLAB_LESSONS=6,7 verifies only those, while writing a lesson.
 func TestVerifyAll(t *testing.T) {
 	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// RLAB_LESSONS=6,7 verifies only those, to work on one lesson.
+	args := []string{"lesson", "verify", "--shell-interval", "1s"}
+	chosen := all
 	if only := os.Getenv("RLAB_LESSONS"); only != "" {
-		var some []*lessons.Lesson
+		chosen = nil
 		for _, f := range strings.Split(only, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				t.Fatalf("RLAB_LESSONS=%q: %v", only, err)
-			}
-			l, err := lessons.Find(all, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			some = append(some, l)
-		}
-		all = some
-	}
-	p := lessons.NewPlayer(sb)
-	defer p.Close()
-	t0 := time.Now()
-	results := p.Verify(t.Context(), all, testWriter{t})
-	for _, r := range results {
-		if r.Err != nil {
-			t.Errorf("lesson %d %s: %v", r.Lesson.Number, r.Lesson.Slug, r.Err)
-			if os.Getenv("RLAB_DUMP") != "" { // goroutine dumps of the Go operators, in their logs
-				for _, st := range sb.Supervisor().Statuses() {
-					if st.Style != sandbox.Shell && st.PID > 0 {
-						_ = syscall.Kill(st.PID, syscall.SIGQUIT)
-					}
+			args = append(args, strings.TrimSpace(f))
+			for _, l := range all {
+				if fmt.Sprint(l.Number) == strings.TrimSpace(f) {
+					chosen = append(chosen, l)
 				}
 			}
 		}
+	} else {
+		args = append(args, "--all")
 	}
-	t.Logf("verified %d lessons in %.1fs", len(results), time.Since(t0).Seconds())
+	// Kept when the test fails: the operators' and control plane's logs.
+	root, err := os.MkdirTemp("", "rlab-verify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), rlabBin, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(root, "state"), "TMPDIR="+root)
+	// On a test timeout, stop it as Ctrl-C would: it stops its sandbox.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+	cmd.WaitDelay = 30 * time.Second
+	out := newLineLogger(t)
+	cmd.Stdout, cmd.Stderr = out.w, out.w
+	t0 := time.Now()
+	err = cmd.Run()
+	took := time.Since(t0)
+	got := out.close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs of the operators and the control plane kept in %s", filepath.Join(root, "state", "rlab", "logs"))
+			return
+		}
+		_ = os.RemoveAll(root)
+	})
+	if err != nil {
+		t.Fatalf("rlab %s: %v", strings.Join(args, " "), err)
+	}
+	if summary := fmt.Sprintf("%d of %d lessons verified", len(chosen), len(chosen)); !strings.Contains(got, summary) {
+		t.Fatalf("no %q in the output", summary)
+	}
+	for _, l := range chosen {
+		if want := fmt.Sprintf("ok   lesson %d %s in ", l.Number, l.Slug); !strings.Contains(got, want) {
+			t.Errorf("no %q line in the output", want)
+		}
+	}
+	t.Logf("rlab %s: %d lessons in %.1fs, sandbox start and stop included", strings.Join(args, " "), len(chosen), took.Seconds())
+}
+
+// startSandbox starts the sandbox every lesson expects, stopped when the
+// test ends.
+func startSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: assetsDir, Self: rlabBin,
+		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true,
+	})
+	if err != nil {
+		t.Fatalf("start sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))
+	}
+	t.Cleanup(func() {
+		if err := sb.Stop(); err != nil {
+			t.Errorf("stop sandbox: %v", err)
+		}
+	})
+	return sb
 }

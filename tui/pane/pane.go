@@ -238,7 +238,17 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	l1.Plain("leader: ")
 	if d.Style == "shell" {
 		l1.Add(s.Dim, "none")
-		l1.Plain(" (1 replica, no election)")
+		running := 0
+		for _, r := range st.Replicas {
+			if r.Running {
+				running++
+			}
+		}
+		if running > 1 {
+			l1.Add(s.Warn, fmt.Sprintf(" (%d replicas, no election: all act)", running))
+		} else {
+			l1.Plain(" (1 replica, no election)")
+		}
 		if r := st.Replicas["a"]; r != nil {
 			replicaState(l2, r, s)
 		}

@@ -30,6 +30,8 @@ func TestTUIPaneGolden(t *testing.T) {
 	deadLeader := func(s *stats.Stats) { s.Styles["clientgo"].Replicas["a"].Running = false }
 	noEcho := world.Snapshot{Namespaces: map[string]*world.NamespaceView{"echo-runtime": {Echoes: map[string]*world.EchoView{}}}}
 	scaling := fixture.Namespace("clientgo", 3, 2, "clientgo-a-4123")
+	held := fixture.Namespace("runtime", 2, 2, "runtime-a-4124")
+	held.Echoes["hello"].Deleting, held.Echoes["hello"].Finalizers = true, []string{"kkloud.io/echo-registry"}
 	tests := []struct {
 		name  string
 		style string
@@ -42,6 +44,10 @@ func TestTUIPaneGolden(t *testing.T) {
 		{name: "clientgo", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"]},
 		{name: "runtime-narrow", style: "runtime", w: 40, h: 18, ns: snap.Namespaces["echo-runtime"]},
 		{name: "tiny-pipeline", style: "clientgo", w: 30, h: 18, ns: snap.Namespaces["echo-clientgo"]},
+		{name: "held-by-finalizer", style: "runtime", w: 60, h: 18, ns: held},
+		{name: "two-shell-loops", style: "shell", w: 53, h: 18, ns: snap.Namespaces["echo-shell"], edit: func(s *stats.Stats) {
+			s.Styles["shell"].Replicas["b"] = &stats.Replica{Name: "b", Running: true, PID: 4242}
+		}},
 		{name: "dead-leader", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"], edit: deadLeader},
 		{name: "no-echo", style: "runtime", w: 53, h: 14, ns: noEcho.Namespaces["echo-runtime"]},
 		{name: "no-world-yet", style: "runtime", w: 53, h: 14},

@@ -44,6 +44,9 @@ func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
 		l.Add(s.Dim, fmt.Sprintf(" ×%d %q", ev.Replicas, ev.Message))
 		if ev.Deleting {
 			l.Add(s.Warn, " deleting")
+			if len(ev.Finalizers) > 0 { // what it waits for: someone must remove these
+				l.Add(s.Dim, " · waits for "+strings.Join(ev.Finalizers, ","))
+			}
 		}
 		add(l)
 		if ev.Deployment != nil {
