@@ -66,7 +66,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 	if s.Check == nil {
 		fmt.Fprintf(out, "\n  (%s to go on)\n", CmdNext)
 	} else {
-		fmt.Fprintf(out, "\n  waiting for: %s\n", s.Check.Describe())
+		fmt.Fprintf(out, "\n  waiting for:\n%s\n", indent("• "+strings.ReplaceAll(s.Check.Describe(), "\n", "\n• ")))
 	}
 	// The check runs until it passes or the student moves; commands arrive
 	// meanwhile.
@@ -142,19 +142,15 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 	}
 }
 
-// Describe says in words what a check waits for.
+// Describe says in words what a check waits for, one condition a line.
 func (c *Check) Describe() string {
 	var parts []string
 	for _, cond := range c.Conds {
-		var args []string
-		for _, k := range sortedKeys(cond.Args) {
-			args = append(args, fmt.Sprintf("%s=%v", k, cond.Args[k]))
-		}
-		parts = append(parts, cond.Kind+" ("+strings.Join(args, " ")+")")
+		parts = append(parts, condWords[cond.Kind](cond.Args))
 	}
-	s := strings.Join(parts, ", ")
+	s := strings.Join(parts, "\n")
 	if c.Hold > 0 {
-		s += fmt.Sprintf(", holding for %s", c.Hold)
+		s += fmt.Sprintf("\nall of it holding for %s", c.Hold)
 	}
 	return s
 }

@@ -97,7 +97,7 @@ the watchers within milliseconds, the shell loop at its next poll.`,
 done
 `,
 		Key:     "s",
-		Waiting: "drift_repaired (name=hello style=all), deployment_replicas (name=hello replicas=2 style=all)",
+		Waiting: "every style: the operator repairs the drift of Deployment echo-hello\nevery style: Deployment echo-hello asks for 2 replicas",
 		Detail:  "still missing: shell (Deployment echo-hello has 5 replicas, the Echo asks for 2)",
 	}
 }
@@ -349,7 +349,7 @@ func TestTUILessonRedraw(t *testing.T) {
 	g.set(func(s *GuideState) { s.Passed, s.Detail = true, "repaired in all three styles" })
 	m.Update(FrameMsg{})
 	got := ansi.Strip(m.View().Content)
-	if !strings.Contains(got, "✓ passed — n for the next step: drift_repaired") || !strings.Contains(got, "repaired in all three styles") {
+	if !strings.Contains(got, "✓ passed — n for the next step: every style: the operator repairs") || !strings.Contains(got, "repaired in all three styles") {
 		t.Fatalf("the new state was not drawn on the next frame:\n%s", got)
 	}
 }

@@ -239,9 +239,9 @@ func checkLines(d Data, iw int, st *common.Styles) (out []string, playing int) {
 		out = append(out, marked("· ", st.Dim, st.Dim, "nothing to check in this step: n goes on", iw)...)
 	case d.Passed:
 		// The step stays until the student moves on.
-		out = append(out, marked("✓ ", st.OK, st.OK, "passed — n for the next step: "+d.Waiting, iw)...)
+		out = append(out, marked("✓ ", st.OK, st.OK, "passed — n for the next step: "+hang("passed — n for the next step: ", d.Waiting), iw)...)
 	default:
-		out = append(out, marked("… ", st.Warn, st.Text, "waiting for: "+d.Waiting, iw)...)
+		out = append(out, marked("… ", st.Warn, st.Text, "waiting for: "+hang("waiting for: ", d.Waiting), iw)...)
 	}
 	if d.Detail != "" {
 		out = append(out, marked("  ", st.Dim, st.Dim, d.Detail, iw)...)
@@ -255,6 +255,12 @@ func checkLines(d Data, iw int, st *common.Styles) (out []string, playing int) {
 		}
 	}
 	return out, playing
+}
+
+// hang indents the lines of text after the first by the width of lead,
+// so that each condition starts under the first.
+func hang(lead, text string) string {
+	return strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", ansi.StringWidth(lead)))
 }
 
 // marked wraps text behind a two-column marker; the lines after the first
