@@ -102,7 +102,9 @@ func (p *Player) View(began, acted time.Time, holders map[string]string) View {
 			p.events = append(p.events, e)
 		}
 	}
-	events := slices.Clone(p.events)
+	// No copy: record only appends, so the first len elements never change
+	// (an append past cap moves to a new array; Begin starts a new one).
+	events := p.events[:len(p.events):len(p.events)]
 	p.mu.Unlock()
 	return View{
 		Snapshot: p.sb.World().Snapshot(),

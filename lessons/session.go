@@ -59,6 +59,9 @@ type SessionEntry struct {
 // NewSession starts lesson l at step from (clamped) on p. save is called
 // whenever prog changed; its error is shown on the panel.
 func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from int, prog *Progress, save func(*Progress) error) *Session {
+	// A student reads the check's detail; four evaluations a second are
+	// plenty, and each takes a snapshot of the world.
+	p.Poll = max(p.Poll, 250*time.Millisecond)
 	s := &Session{p: p, all: all, prog: prog, save: save, ctx: ctx}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -355,6 +356,9 @@ func (m *Model) Ingest(evs []trace.Event) {
 		e := m.backlog[i]
 		m.stats.Apply(e)
 		m.tl.Add(e)
+		if !background(e) || m.tl.Shows(e) {
+			m.dirty = true
+		}
 		i++
 		if i%256 == 0 && time.Since(start) > m.opts.Budget {
 			break
@@ -365,7 +369,6 @@ func (m *Model) Ingest(evs []trace.Event) {
 	} else {
 		m.backlog = m.backlog[i:]
 	}
-	m.dirty = true
 }
 
 // Reset forgets every event and the world, keeping the layout, focus and
@@ -405,11 +408,56 @@ func (m *Model) SetSnapshot(s world.Snapshot) {
 		}
 	}
 	m.podSeen = seen
+	// A Lease renewal (each Go style, every second) changes only the
+	// Lease's time left, which is redrawn once a second anyway.
+	renewalOnly := m.hasSnap && onlyRenewed(m.snap, s)
 	m.snap, m.hasSnap = s, true
 	if ev := m.echoView(); ev != nil {
 		m.lastMessage, m.lastReplicas = ev.Message, int(ev.Replicas)
 	}
-	m.dirty = true
+	if !renewalOnly {
+		m.dirty = true
+	}
+}
+
+// onlyRenewed says whether b differs from a in Lease renewal times alone.
+func onlyRenewed(a, b world.Snapshot) bool {
+	if len(a.Namespaces) != len(b.Namespaces) {
+		return false
+	}
+	for ns, bv := range b.Namespaces {
+		av := a.Namespaces[ns]
+		if av == nil || bv == nil {
+			return av == bv
+		}
+		if (av.Lease == nil) != (bv.Lease == nil) {
+			return false
+		}
+		if av.Lease != nil {
+			al, bl := *av.Lease, *bv.Lease
+			al.Renewed, bl.Renewed = time.Time{}, time.Time{}
+			if al != bl {
+				return false
+			}
+		}
+		ac, bc := *av, *bv
+		ac.Lease, bc.Lease = nil, nil
+		if !reflect.DeepEqual(ac, bc) {
+			return false
+		}
+	}
+	return true
+}
+
+// background says whether an event moves nothing on screen but a counter
+// that is redrawn once a second anyway: the Lease renewals and leader
+// events' API requests, which never leave the timeline's default filter.
+func background(e trace.Event) bool {
+	if e.Kind != trace.APIRequest {
+		return false
+	}
+	r := e.Str("resource")
+	return r == "leases" || r == "events"
 }
 
 func deploymentsOf(v *world.NamespaceView) []*world.DeploymentView {

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
@@ -310,5 +311,66 @@ func TestTUIQuitKey(t *testing.T) {
 		if _, ok := cmd().(tea.QuitMsg); !ok {
 			t.Fatalf("%s did not quit", k)
 		}
+	}
+}
+
+// An idle sandbox is never quiet: every Go replica renews its Lease each
+// second. Those renewals (their API requests and the Lease's new renew
+// time) must not redraw the screen on their own; everything else must.
+func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
+	lease := func(src string) trace.Event {
+		return trace.Event{Time: now40, Source: "proxy/" + src, Kind: trace.APIRequest, Namespace: "echo-clientgo",
+			Fields: map[string]any{"verb": "update", "resource": "leases", "code": 200}}
+	}
+	renewed := func(s world.Snapshot) world.Snapshot {
+		out := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
+		for ns, v := range s.Namespaces {
+			c := *v
+			if v.Lease != nil {
+				l := *v.Lease
+				l.Renewed = l.Renewed.Add(time.Second)
+				c.Lease = &l
+			}
+			out.Namespaces[ns] = &c
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		filter int // T presses: 1 shows every kind, API requests included
+		act    func(m *Model)
+		redraw bool
+	}{
+		{"lease renewals", 0, func(m *Model) { m.Ingest([]trace.Event{lease("clientgo/a"), lease("runtime/b")}) }, false},
+		{"lease renewals, timeline showing API requests", 1, func(m *Model) { m.Ingest([]trace.Event{lease("clientgo/a")}) }, true},
+		{"a reconcile among them", 0, func(m *Model) {
+			m.Ingest([]trace.Event{lease("clientgo/a"), {Time: now40, Source: "clientgo/a", Kind: trace.ReconcileStart,
+				Namespace: "echo-clientgo", Object: "Echo/hello", Fields: map[string]any{"id": 9, "cause": "event"}}})
+		}, true},
+		{"a status write", 0, func(m *Model) {
+			m.Ingest([]trace.Event{{Time: now40, Source: "proxy/clientgo/a", Kind: trace.APIRequest, Namespace: "echo-clientgo",
+				Fields: map[string]any{"verb": "update", "resource": "echoes/status", "code": 200}}})
+		}, true},
+		{"a Lease renewed in the world", 0, func(m *Model) { m.SetSnapshot(renewed(m.snap)) }, false},
+		{"a new Lease holder in the world", 0, func(m *Model) {
+			s := renewed(m.snap)
+			s.Namespaces["echo-clientgo"].Lease.Holder = "clientgo-b-1"
+			m.SetSnapshot(s)
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := newModel(t, nil)
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+			for range tt.filter {
+				m.Update(keyMsg("T"))
+			}
+			m.View()
+			m.dirty = false
+			tt.act(m)
+			if m.dirty != tt.redraw {
+				t.Errorf("dirty = %v, want %v", m.dirty, tt.redraw)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ var _ tui.Actions = (*sandbox.Sandbox)(nil)
 type upFlags struct {
 	Record        string
 	ShellInterval time.Duration
+	CPUProfile    string // rlab's own CPU profile, to find what an idle screen costs
 	// Guide, if set, makes the lesson panel's Guide once the sandbox is
 	// up (`rlab lesson start`); stop is called before the sandbox stops.
 	Guide func(ctx context.Context, sb *sandbox.Sandbox, d state.Dir) (g tui.Guide, stop func(), err error)
@@ -43,6 +45,8 @@ type upFlags struct {
 func (f *upFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Record, "record", "", "write every trace event and the world's changes to `FILE` (JSON lines, gzipped if it ends in .gz), for rlab replay")
 	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
+	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
+	_ = fs.MarkHidden("cpuprofile")
 }
 
 func newUpCmd() *cobra.Command {
@@ -163,6 +167,17 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 		return err
 	}
 	defer closeLog.Close()
+	if f.CPUProfile != "" {
+		pf, err := os.Create(f.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	var recFile io.Writer
 	if f.Record != "" {

@@ -136,6 +136,12 @@ func (m *Model) Top() { m.Scroll(m.n) }
 // Follow unpauses and shows the newest events.
 func (m *Model) Follow() { m.paused, m.scroll = false, 0 }
 
+// Shows says whether e would be listed under the current filters (while
+// following: a paused timeline shows nothing new).
+func (m *Model) Shows(e trace.Event) bool {
+	return !m.paused && m.match(&entry{ev: e, style: stats.StyleOf(e)})
+}
+
 func (m *Model) match(e *entry) bool {
 	if f := m.StyleFilter(); f != "" && e.style != f {
 		return false
