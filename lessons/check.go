@@ -344,6 +344,18 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		}
 		return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d running", running, n)}
 	},
+	"replicas_paused": func(a Args, v View, st string) styleResult {
+		n, paused := 0, 0
+		for _, r := range v.Replicas {
+			if r.Style == st {
+				n++
+				if r.Running && r.Paused {
+					paused++
+				}
+			}
+		}
+		return styleResult{ok: n > 0 && paused == n, detail: fmt.Sprintf("%d of %d frozen", paused, n)}
+	},
 	"restarted": func(a Args, v View, st string) styleResult {
 		started := map[string]time.Time{}
 		for _, e := range v.Events {

@@ -95,6 +95,8 @@ var condSpecs = map[string]spec{
 	"leader_lost": {required: map[string]argType{"style": tGoStyle}},
 	// Every replica runs.
 	"replicas_running": {required: map[string]argType{"style": tStyle}},
+	// Every replica is frozen (SIGSTOP).
+	"replicas_paused": {required: map[string]argType{"style": tStyle}},
 	// Every replica was restarted since the step began and the leader (any
 	// replica, for the shell loop) has reconciled since.
 	"restarted": {required: map[string]argType{"style": tStyle}},

@@ -71,6 +71,7 @@ var condWords = map[string]func(a Args) string{
 	},
 	"leader_lost":      func(a Args) string { return fmt.Sprintf("%s: the leader loses the Lease", who(a)) },
 	"replicas_running": func(a Args) string { return fmt.Sprintf("%s: every replica runs", who(a)) },
+	"replicas_paused":  func(a Args) string { return fmt.Sprintf("%s: every replica is frozen", who(a)) },
 	"restarted": func(a Args) string {
 		return fmt.Sprintf("%s: every replica restarted and the leader reconciled", who(a))
 	},

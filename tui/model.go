@@ -496,8 +496,8 @@ func (m *Model) pollSlow() {
 				r = &stats.Replica{Name: p.Replica}
 				st.Replicas[p.Replica] = r
 			}
-			if r.Running != p.Running || r.PID != p.PID || r.Restarts != p.Restarts {
-				r.Running, r.PID, r.Restarts = p.Running, p.PID, p.Restarts
+			if r.Running != p.Running || r.PID != p.PID || r.Restarts != p.Restarts || r.Paused != p.Paused {
+				r.Running, r.PID, r.Restarts, r.Paused = p.Running, p.PID, p.Restarts, p.Paused
 				m.dirty = true
 			}
 		}

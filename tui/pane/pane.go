@@ -285,6 +285,11 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 		}
 		r := st.Replicas[n]
 		switch {
+		case r != nil && r.Running && r.Paused:
+			l1.Add(s.Warn, n+" frozen")
+			if n == holder {
+				l1.Add(s.Crown, " ♛")
+			}
 		case n == holder && (r == nil || r.Running):
 			l1.Add(s.Crown, n+" ♛")
 		case n == holder:
@@ -317,6 +322,10 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 }
 
 func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
+	if r.Running && r.Paused {
+		l.Add(s.Warn, fmt.Sprintf("replica %s pid %d frozen", r.Name, r.PID))
+		return
+	}
 	if r.Running {
 		l.Add(s.Dim, fmt.Sprintf("replica %s pid %d · restarts %d", r.Name, r.PID, r.Restarts))
 		return

@@ -45,6 +45,10 @@ func TestTUIPaneGolden(t *testing.T) {
 		{name: "runtime-narrow", style: "runtime", w: 40, h: 18, ns: snap.Namespaces["echo-runtime"]},
 		{name: "tiny-pipeline", style: "clientgo", w: 30, h: 18, ns: snap.Namespaces["echo-clientgo"]},
 		{name: "held-by-finalizer", style: "runtime", w: 60, h: 18, ns: held},
+		{name: "frozen", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"], edit: func(s *stats.Stats) {
+			s.Styles["clientgo"].Replicas["a"].Paused = true
+			s.Styles["clientgo"].Replicas["b"].Paused = true
+		}},
 		{name: "two-shell-loops", style: "shell", w: 53, h: 18, ns: snap.Namespaces["echo-shell"], edit: func(s *stats.Stats) {
 			s.Styles["shell"].Replicas["b"] = &stats.Replica{Name: "b", Running: true, PID: 4242}
 		}},

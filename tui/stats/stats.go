@@ -63,6 +63,7 @@ type Replica struct {
 	Name     string // "a"
 	PID      int
 	Running  bool
+	Paused   bool // frozen (SIGSTOP): alive, never runs
 	Restarts int
 	Signal   string // of the last exit, if killed
 	ExitAt   time.Time
