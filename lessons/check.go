@@ -23,6 +23,23 @@ type View struct {
 	// Holders are the Lease holders by style when the step began.
 	Holders  map[string]string
 	Replicas []supervisor.Status
+	// ByKind, if set, holds Events by kind (the Player keeps it as events
+	// come), so that a check looks only at the kinds it asks about.
+	ByKind map[trace.Kind][]trace.Event
+}
+
+// kind is the step's events of one kind, in arrival order.
+func (v View) kind(k trace.Kind) []trace.Event {
+	if v.ByKind != nil {
+		return v.ByKind[k]
+	}
+	var out []trace.Event
+	for _, e := range v.Events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Outcome is one evaluation of a check.
@@ -94,8 +111,8 @@ func deploymentOf(v View, st, name string) *world.DeploymentView {
 // eventsOf are the events since the step began in st's namespace.
 func eventsOf(v View, st string, kind trace.Kind, match func(trace.Event) bool) []trace.Event {
 	var out []trace.Event
-	for _, e := range v.Events {
-		if e.Kind == kind && (e.Namespace == Namespace(st) || e.Namespace == "" && e.Style() == st) && (match == nil || match(e)) {
+	for _, e := range v.kind(kind) {
+		if (e.Namespace == Namespace(st) || e.Namespace == "" && e.Style() == st) && (match == nil || match(e)) {
 			out = append(out, e)
 		}
 	}
@@ -358,8 +375,8 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 	},
 	"restarted": func(a Args, v View, st string) styleResult {
 		started := map[string]time.Time{}
-		for _, e := range v.Events {
-			if e.Kind == trace.ProcessStart && strings.HasPrefix(e.Object, st+"/") {
+		for _, e := range v.kind(trace.ProcessStart) {
+			if strings.HasPrefix(e.Object, st+"/") {
 				started[e.Object] = e.Time
 			}
 		}
@@ -382,8 +399,8 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 			if elected && !strings.HasPrefix(holder, strings.ReplaceAll(name, "/", "-")+"-") {
 				continue
 			}
-			for _, e := range v.Events {
-				if e.Kind == trace.ReconcileEnd && e.Source == name && e.Time.After(at) {
+			for _, e := range v.kind(trace.ReconcileEnd) {
+				if e.Source == name && e.Time.After(at) {
 					if !elected {
 						return styleResult{ok: true, detail: "restarted and has reconciled"}
 					}
@@ -401,8 +418,8 @@ var condFuncs = map[string]func(a Args, v View, st string) styleResult{
 		}
 		code, hasCode := a.Int("code")
 		n := 0
-		for _, e := range v.Events {
-			if e.Kind != trace.APIRequest || !strings.HasPrefix(e.Source, "proxy/"+st+"/") {
+		for _, e := range v.kind(trace.APIRequest) {
+			if !strings.HasPrefix(e.Source, "proxy/"+st+"/") {
 				continue
 			}
 			if over > 0 && (e.Time.Before(v.Acted) || e.Time.After(v.Acted.Add(over))) {

@@ -34,7 +34,8 @@ type Player struct {
 	Poll time.Duration
 
 	mu     sync.Mutex
-	events []trace.Event // since the current step began
+	events []trace.Event                // since the current step began
+	byKind map[trace.Kind][]trace.Event // the same, by kind
 	began  time.Time
 	seq    int // annotation values, so every write changes the Echo
 }
@@ -61,11 +62,7 @@ func (p *Player) record() {
 		case <-p.sub.Wait():
 			evs, _ := p.sub.Drain()
 			p.mu.Lock()
-			for _, e := range evs {
-				if !e.Time.Before(p.began) {
-					p.events = append(p.events, e)
-				}
-			}
+			p.keep(evs)
 			p.mu.Unlock()
 		case <-p.stop:
 			return
@@ -80,7 +77,7 @@ func (p *Player) Begin() (began time.Time, holders map[string]string) {
 	_, _ = p.sub.Drain()
 	now := time.Now()
 	p.mu.Lock()
-	p.events, p.began = nil, now
+	p.events, p.byKind, p.began = nil, map[trace.Kind][]trace.Event{}, now
 	p.mu.Unlock()
 	holders = map[string]string{}
 	sn := p.sb.World().Snapshot()
@@ -97,14 +94,14 @@ func (p *Player) View(began, acted time.Time, holders map[string]string) View {
 	// Take what the bus holds first, so nothing published before now is missed.
 	evs, _ := p.sub.Drain()
 	p.mu.Lock()
-	for _, e := range evs {
-		if !e.Time.Before(p.began) {
-			p.events = append(p.events, e)
-		}
-	}
-	// No copy: record only appends, so the first len elements never change
-	// (an append past cap moves to a new array; Begin starts a new one).
+	p.keep(evs)
+	// No copies: keep only appends, so the first len elements never change
+	// (an append past cap moves to a new array; Begin starts new ones).
 	events := p.events[:len(p.events):len(p.events)]
+	byKind := make(map[trace.Kind][]trace.Event, len(p.byKind))
+	for k, l := range p.byKind {
+		byKind[k] = l[:len(l):len(l)]
+	}
 	p.mu.Unlock()
 	return View{
 		Snapshot: p.sb.World().Snapshot(),
@@ -112,6 +109,20 @@ func (p *Player) View(began, acted time.Time, holders map[string]string) View {
 		Began:    began, Acted: acted, Now: time.Now(),
 		Holders:  holders,
 		Replicas: p.sb.Supervisor().Statuses(),
+		ByKind:   byKind,
+	}
+}
+
+// keep records the events of the current step. p.mu is held.
+func (p *Player) keep(evs []trace.Event) {
+	if p.byKind == nil {
+		p.byKind = map[trace.Kind][]trace.Event{}
+	}
+	for _, e := range evs {
+		if !e.Time.Before(p.began) {
+			p.events = append(p.events, e)
+			p.byKind[e.Kind] = append(p.byKind[e.Kind], e)
+		}
 	}
 }
 

@@ -1,0 +1,44 @@
+package lessons
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/sim/trace"
+)
+
+// BenchmarkCheckEval is one evaluation of a three-condition check over a
+// step that has run for about ten minutes (10,000 events, most of them
+// Lease renewals), indexed by kind as the Player keeps them: the screen
+// does four a second while a student reads.
+func BenchmarkCheckEval(b *testing.B) {
+	evs := make([]trace.Event, 0, 10000)
+	for i := range 10000 {
+		st := allStyles[i%3]
+		e := ev(i*60, "proxy/"+st+"/a", trace.APIRequest, Namespace(st), "", map[string]any{"verb": "update", "resource": "leases", "code": 200})
+		if i%50 == 0 {
+			e = ev(i*60, st+"/a", trace.ReconcileStart, Namespace(st), "Echo/hello", map[string]any{"cause": "event", "id": i})
+		}
+		evs = append(evs, e)
+	}
+	byKind := map[trace.Kind][]trace.Event{}
+	for _, e := range evs {
+		byKind[e.Kind] = append(byKind[e.Kind], e)
+	}
+	v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Events: evs, ByKind: byKind, Began: t0, Acted: t0.Add(time.Second), Now: at(600000)}
+	c := &Check{Within: time.Minute, Conds: []Cond{
+		{"noticed", Args{"style": "all", "name": "hello"}, 0},
+		{"deployment_replicas", Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, 0},
+		{"api_requests", Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, 0},
+	}}
+	b.ReportAllocs()
+	var o Outcome
+	for b.Loop() {
+		o = c.Eval(v)
+	}
+	if o.OK {
+		b.Fatal(fmt.Sprintf("passed: %+v", o))
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/eval")
+}
