@@ -47,6 +47,7 @@ lint: ## gofmt and go vet
 	cd scripts/controlplane && $(GO) vet ./etcd
 
 .PHONY: bench
-bench: assets ## Measure start-up, GC, and per style: convergence, drift repair, API cost, failover
+bench: assets ## Measure start-up, GC, per style (convergence, drift repair, API cost, failover), the screen and lesson checks
 	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./sim/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./sim/sandbox/
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./tui/ ./lessons/
