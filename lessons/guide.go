@@ -55,9 +55,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		if a.Kubectl != "" {
 			fmt.Fprintf(out, "\n  In another terminal (after eval \"$(rlab env)\"):\n\n%s\n", indent(indent(a.Kubectl)))
 		}
-		if a.Key != "" {
-			fmt.Fprintf(out, "\n  On the screen: press %s\n", a.Key)
-		}
+		// No screen here, so no key to press: the command, or autoplay.
 		if a.Note != "" {
 			fmt.Fprintf(out, "\n  %s\n", a.Note)
 		}
