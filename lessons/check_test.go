@@ -178,10 +178,16 @@ func TestProgress(t *testing.T) {
 	if got := p.Of(l); got.Step != 2 || got.Done || !got.Updated.Equal(t0) {
 		t.Fatalf("progress = %+v", got)
 	}
+	if got, where := p.Resume(l), p.Where(l); got != 2 || where != "at step 3 of 4" {
+		t.Fatalf("resume at %d (%q), want 2 (at step 3 of 4)", got, where)
+	}
 	p.Set(l, 9, t0) // past the end: done
-	p.Set(l, 0, t0) // going back keeps it done
-	if got := p.Of(l); got.Step != 0 || !got.Done {
+	p.Set(l, 3, t0) // going back keeps it done
+	if got := p.Of(l); got.Step != 3 || !got.Done {
 		t.Fatalf("progress = %+v", got)
+	}
+	if got, where := p.Resume(l), p.Where(l); got != 0 || where != "done" {
+		t.Fatalf("a lesson done resumes at %d (%q), want 0 (done)", got, where)
 	}
 	if err := writeFile(ProgressFile(d), "{not json"); err != nil {
 		t.Fatal(err)

@@ -57,6 +57,15 @@ func (p *Progress) Of(l *Lesson) LessonProgress {
 	return LessonProgress{}
 }
 
+// Resume is the step to start lesson l at: where the student left it, or
+// the first step of a lesson already done.
+func (p *Progress) Resume(l *Lesson) int {
+	if lp := p.Of(l); !lp.Done {
+		return lp.Step
+	}
+	return 0
+}
+
 // Where says how far the student got in l: "", "at step 2 of 4", "done".
 func (p *Progress) Where(l *Lesson) string {
 	lp := p.Of(l)

@@ -161,12 +161,7 @@ func (s *Session) Open(n int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lp := s.prog.Of(l)
-	from := lp.Step
-	if lp.Done {
-		from = 0
-	}
-	s.open(l, from)
+	s.open(l, s.prog.Resume(l))
 	return nil
 }
 

@@ -215,8 +215,8 @@ a (play) or q, then Enter.`,
 				if err != nil {
 					return nil, nil, err
 				}
-				from := prog.Of(l).Step
-				if f.FromStart || prog.Of(l).Done {
+				from := prog.Resume(l)
+				if f.FromStart {
 					from = 0
 				}
 				p := lessons.NewPlayer(sb)
@@ -260,8 +260,8 @@ func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin
 	if err != nil {
 		return err
 	}
-	from := prog.Of(l).Step
-	if f.FromStart || prog.Of(l).Done {
+	from := prog.Resume(l)
+	if f.FromStart {
 		from = 0
 	}
 	fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")

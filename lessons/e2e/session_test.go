@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/state"
@@ -13,17 +16,14 @@ import (
 // deadline.
 func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.SessionState) bool) lessons.SessionState {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st := s.State()
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 2m; state %+v", what, st)
-		}
-		time.Sleep(50 * time.Millisecond) // a poll interval, not a wait for the condition
+	var st lessons.SessionState
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		st = s.State()
+		return cond(st), nil
+	}); err != nil {
+		t.Fatalf("%s: %v; state %+v", what, err, st)
 	}
+	return st
 }
 
 // TestSession follows lesson 2 as the screen does: the check runs live,
