@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // BenchmarkCheckEval is one evaluation of a three-condition check over a

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -112,7 +112,7 @@ func deploymentOf(v View, st, name string) *world.DeploymentView {
 func eventsOf(v View, st string, kind trace.Kind, match func(trace.Event) bool) []trace.Event {
 	var out []trace.Event
 	for _, e := range v.kind(kind) {
-		if (e.Namespace == Namespace(st) || e.Namespace == "" && e.Style() == st) && (match == nil || match(e)) {
+		if (e.Namespace == Namespace(st) || e.Namespace == "" && string(e.Style()) == st) && (match == nil || match(e)) {
 			out = append(out, e)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 

@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -27,7 +28,7 @@ import (
 // the trace events seen since each step began.
 type Player struct {
 	sb   *sandbox.Sandbox
-	sub  *trace.Sub
+	sub  *bus.Sub
 	stop chan struct{}
 	done chan struct{}
 	// Poll is how often a check is evaluated while it waits.

@@ -15,8 +15,8 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"

@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )

@@ -7,8 +7,8 @@ package tui
 import (
 	"context"
 
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/lessonpanel"
 )
@@ -16,7 +16,7 @@ import (
 // Source is what the screen reads.
 type Source interface {
 	// Sub is the subscription the screen drains once per frame.
-	Sub() *trace.Sub
+	Sub() *bus.Sub
 	// Snapshot is the world model now.
 	Snapshot() world.Snapshot
 	// Version changes whenever Snapshot would return something new; the

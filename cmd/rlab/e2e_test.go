@@ -17,9 +17,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 // These tests drive the real rlab binary against the real control plane, the
@@ -404,7 +404,7 @@ func TestRunOperatorsJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stdout line %d is not a JSON event: %v: %q", i+1, err, line)
 		}
-		sources[ev.Style()+" "+string(ev.Kind)] = true
+		sources[string(ev.Style())+" "+string(ev.Kind)] = true
 	}
 	for _, want := range []string{"shell reconcile.end", "clientgo reconcile.end", "runtime reconcile.end",
 		"shell api.request", "clientgo api.request", "runtime api.request"} {

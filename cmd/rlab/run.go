@@ -15,10 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 func parseStyles(s string) ([]string, error) {
@@ -40,7 +41,7 @@ func parseStyles(s string) ([]string, error) {
 
 // printTimeline writes every event, one line each (text or JSON), until stop
 // is closed and what is pending has been written.
-func printTimeline(sub *trace.Sub, format string, w io.Writer, stop <-chan struct{}) {
+func printTimeline(sub *bus.Sub, format string, w io.Writer, stop <-chan struct{}) {
 	bw := bufio.NewWriter(w)
 	flush := func() {
 		events, dropped := sub.Drain()
@@ -117,8 +118,8 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stderr, "starting sandbox (envtest %s, state in %s)\n", assets.KubeVersion, d.Root)
-	bus := trace.NewBus()
-	timeline := bus.Subscribe(1 << 16)
+	b := bus.New()
+	timeline := b.Subscribe(1 << 16)
 	printed := make(chan struct{})
 	stopPrint := make(chan struct{})
 	go func() {
@@ -136,7 +137,7 @@ func runSandbox(parent context.Context, f runFlags, stdout, stderr io.Writer) er
 		Styles:        styles,
 		ShellInterval: f.ShellInterval,
 		Sample:        len(styles) > 0,
-		Bus:           bus,
+		Bus:           b,
 	})
 	var busy *state.BusyError
 	if errors.As(err, &busy) {

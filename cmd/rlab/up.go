@@ -19,11 +19,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui"
 	"github.com/kkloud/rlab/tui/replay"
@@ -106,14 +106,14 @@ func (w *lineWriter) Close() error {
 // sandboxSource is the screen's view of a running sandbox.
 type sandboxSource struct {
 	sb  *sandbox.Sandbox
-	sub *trace.Sub
+	sub *bus.Sub
 	ver atomic.Uint64
 }
 
 // newSandboxSource counts the world's changes until ctx ends or the world
 // stops: World.Changed has room for one consumer, and the screen and the
 // recorder both want to know.
-func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *trace.Sub) *sandboxSource {
+func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *sandboxSource {
 	s := &sandboxSource{sb: sb, sub: sub}
 	s.ver.Store(1)
 	if w := sb.World(); w != nil {
@@ -133,7 +133,7 @@ func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *trace.Sub) 
 	return s
 }
 
-func (s *sandboxSource) Sub() *trace.Sub { return s.sub }
+func (s *sandboxSource) Sub() *bus.Sub   { return s.sub }
 func (s *sandboxSource) Version() uint64 { return s.ver.Load() }
 
 func (s *sandboxSource) Snapshot() world.Snapshot {
@@ -251,11 +251,11 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 		if bw.lines > 0 { // Ensure had to build: it said so and streamed the build
 			p.Send(tui.PhaseMsg{Name: "control plane built", Took: time.Since(t0)})
 		}
-		bus := trace.NewBus()
-		screen := bus.Subscribe(tui.SubSize)
-		var recSub *trace.Sub
+		b := bus.New()
+		screen := b.Subscribe(tui.SubSize)
+		var recSub *bus.Sub
 		if recFile != nil {
-			recSub = bus.Subscribe(1 << 16)
+			recSub = b.Subscribe(1 << 16)
 		}
 		s, err := sandbox.Start(ctx, sandbox.Options{
 			State:         d,
@@ -264,7 +264,7 @@ func runUp(parent context.Context, f upFlags, stderr io.Writer) error {
 			Styles:        sandbox.Styles,
 			ShellInterval: f.ShellInterval,
 			Sample:        true,
-			Bus:           bus,
+			Bus:           b,
 			Progress:      func(ph cluster.Phase) { p.Send(tui.PhaseMsg{Name: ph.Name, Took: ph.Took}) },
 		})
 		if err != nil {

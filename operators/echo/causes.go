@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Cause is why a key was put on the workqueue: the answer to "why did

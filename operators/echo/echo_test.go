@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 func sample() *echov1.Echo {

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // NewTracedQueue is the rate-limiting workqueue both Go styles use, made

@@ -18,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"k8s.io/utils/ptr"
+
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
-	"github.com/kkloud/rlab/sim/trace"
-	"k8s.io/utils/ptr"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Style is this operator's name in traces, identities and the screen.

@@ -28,9 +28,9 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 func TestMain(m *testing.M) {

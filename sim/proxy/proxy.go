@@ -42,7 +42,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Mode is how the proxy treats its replica's traffic.

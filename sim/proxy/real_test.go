@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 // real is the one control plane of this package. It starts in the

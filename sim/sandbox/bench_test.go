@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 

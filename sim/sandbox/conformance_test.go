@@ -23,11 +23,12 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -50,7 +51,7 @@ func (r *recorder) all() []trace.Event {
 	return append([]trace.Event(nil), r.ev...)
 }
 
-func (r *recorder) run(sub *trace.Sub) {
+func (r *recorder) run(sub *bus.Sub) {
 	for range sub.Wait() {
 		evs, _ := sub.Drain()
 		r.mu.Lock()
@@ -80,13 +81,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	bus := trace.NewBus()
-	go events.run(bus.Subscribe(1 << 18))
+	b := bus.New()
+	go events.run(b.Subscribe(1 << 18))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
-		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true, Bus: bus,
+		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true, Bus: b,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -40,7 +40,7 @@ type Options struct {
 	// as part of Start, until every style reports it 2/2.
 	Sample bool
 	// Bus receives every trace event; a new one if nil.
-	Bus *trace.Bus
+	Bus *bus.Bus
 }
 
 // Sample Echo created at start.
@@ -55,7 +55,7 @@ type Sandbox struct {
 	opts    Options
 	lock    *state.Lock
 	backend cluster.Backend
-	bus     *trace.Bus
+	bus     *bus.Bus
 	admin   *clients
 	world   *world.World
 	super   *supervisor.Supervisor
@@ -86,7 +86,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		opts.ShellInterval = 5 * time.Second
 	}
 	if opts.Bus == nil {
-		opts.Bus = trace.NewBus()
+		opts.Bus = bus.New()
 	}
 	if opts.Self == "" {
 		self, err := os.Executable()
@@ -223,7 +223,7 @@ func (s *Sandbox) Phases() []cluster.Phase {
 }
 
 // Bus carries every trace event of the sandbox.
-func (s *Sandbox) Bus() *trace.Bus { return s.bus }
+func (s *Sandbox) Bus() *bus.Bus { return s.bus }
 
 // World is the live model of the style namespaces (nil with no operators).
 func (s *Sandbox) World() *world.World { return s.world }

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 // Source is the trace source of the supervisor's own events.

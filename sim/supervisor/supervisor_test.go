@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 )
 
 type recorder struct {

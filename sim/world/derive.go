@@ -14,7 +14,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // echoTrack is what the derived events remember about one Echo.

@@ -27,9 +27,9 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
 

@@ -3,8 +3,9 @@ package replay
 import (
 	"time"
 
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui"
 )
@@ -14,8 +15,8 @@ import (
 // recorded up to the clock. It is used from one goroutine (the screen's).
 type Player struct {
 	rec    *Recording
-	bus    *trace.Bus
-	sub    *trace.Sub
+	bus    *bus.Bus
+	sub    *bus.Sub
 	pos    int // next record to play
 	now    time.Time
 	speed  float64
@@ -26,8 +27,8 @@ type Player struct {
 
 // NewPlayer returns a player at the start of rec, paused if paused.
 func NewPlayer(rec *Recording) *Player {
-	bus := trace.NewBus()
-	p := &Player{rec: rec, bus: bus, sub: bus.Subscribe(tui.SubSize), now: rec.Header.Start, speed: 1}
+	b := bus.New()
+	p := &Player{rec: rec, bus: b, sub: b.Subscribe(tui.SubSize), now: rec.Header.Start, speed: 1}
 	p.publishDue()
 	return p
 }
@@ -114,7 +115,7 @@ func (p *Player) Seek(t time.Time) []trace.Event {
 }
 
 // Sub is the subscription the screen drains.
-func (p *Player) Sub() *trace.Sub { return p.sub }
+func (p *Player) Sub() *bus.Sub { return p.sub }
 
 // Snapshot is the last world recorded up to the clock.
 func (p *Player) Snapshot() world.Snapshot { return p.snap }

@@ -24,7 +24,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -107,7 +108,7 @@ func (r *Recorder) Flush() error {
 
 // Live is what Run records from: a subscription and the world.
 type Live struct {
-	Sub      *trace.Sub
+	Sub      *bus.Sub
 	Snapshot func() world.Snapshot
 	Version  func() uint64
 }

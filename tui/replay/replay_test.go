@@ -11,7 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
@@ -140,8 +141,8 @@ func TestReplayLoadErrors(t *testing.T) {
 // TestReplayRecorderRun records a live bus and world: every event, and the
 // world only when it changed, at most every MinSnapshotEvery.
 func TestReplayRecorderRun(t *testing.T) {
-	bus := trace.NewBus()
-	sub := bus.Subscribe(1024)
+	b := bus.New()
+	sub := b.Subscribe(1024)
 	var ver uint64 = 1
 	var versions = make(chan uint64, 1)
 	versions <- ver
@@ -167,7 +168,7 @@ func TestReplayRecorderRun(t *testing.T) {
 		done <- r.Run(ctx, Live{Sub: sub, Snapshot: snapshot, Version: version})
 	}()
 	for _, e := range fixture.Events()[:20] {
-		bus.Publish(e)
+		b.Publish(e)
 	}
 	waitSnaps(1) // the first world
 	<-versions

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Pipeline stages of the Go styles and of the shell loop.
@@ -160,7 +160,7 @@ func newStyle(name string) *Style {
 // that of its namespace (echo-<style>), or of a supervisor event's replica.
 func StyleOf(e trace.Event) string {
 	if s := e.Style(); s != "" {
-		return s
+		return string(s)
 	}
 	if st, ok := strings.CutPrefix(e.Namespace, "echo-"); ok {
 		return st

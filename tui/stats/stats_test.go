@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

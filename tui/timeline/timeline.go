@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/stats"
 )

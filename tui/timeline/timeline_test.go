@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/kkloud/rlab/sim/trace"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )

@@ -1,8 +1,10 @@
-package trace
+package bus
 
 import (
 	"sync"
 	"time"
+
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Bus fans events out to subscribers. Publish never blocks the producer: each
@@ -13,14 +15,14 @@ type Bus struct {
 	subs map[*Sub]struct{}
 }
 
-// NewBus returns an empty bus.
-func NewBus() *Bus { return &Bus{subs: map[*Sub]struct{}{}} }
+// New returns an empty bus.
+func New() *Bus { return &Bus{subs: map[*Sub]struct{}{}} }
 
 // Sub is one subscriber's ring of pending events.
 type Sub struct {
 	bus     *Bus
 	mu      sync.Mutex
-	ring    []Event
+	ring    []trace.Event
 	head, n int
 	dropped int
 	wake    chan struct{} // has an element when events are pending
@@ -31,7 +33,7 @@ func (b *Bus) Subscribe(size int) *Sub {
 	if size < 1 {
 		size = 1
 	}
-	s := &Sub{bus: b, ring: make([]Event, size), wake: make(chan struct{}, 1)}
+	s := &Sub{bus: b, ring: make([]trace.Event, size), wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -46,7 +48,7 @@ func (s *Sub) Close() {
 }
 
 // Publish hands e to every subscriber without blocking.
-func (b *Bus) Publish(e Event) {
+func (b *Bus) Publish(e trace.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -57,7 +59,7 @@ func (b *Bus) Publish(e Event) {
 	}
 }
 
-func (s *Sub) push(e Event) {
+func (s *Sub) push(e trace.Event) {
 	s.mu.Lock()
 	if s.n == len(s.ring) {
 		s.head = (s.head + 1) % len(s.ring) // overwrite the oldest
@@ -75,10 +77,10 @@ func (s *Sub) push(e Event) {
 
 // Drain returns the pending events, oldest first, and how many were dropped
 // since the last Drain.
-func (s *Sub) Drain() (events []Event, dropped int) {
+func (s *Sub) Drain() (events []trace.Event, dropped int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	events = make([]Event, s.n)
+	events = make([]trace.Event, s.n)
 	for i := range s.n {
 		events[i] = s.ring[(s.head+i)%len(s.ring)]
 	}

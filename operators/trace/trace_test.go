@@ -3,7 +3,6 @@ package trace
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -91,64 +90,4 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%d results for %d lines", n, lines)
 		}
 	})
-}
-
-func TestBusNeverBlocksAndCountsDrops(t *testing.T) {
-	b := NewBus()
-	small := b.Subscribe(3)
-	big := b.Subscribe(100)
-	for i := range 10 {
-		b.Publish(Event{Kind: Log, Fields: map[string]any{"i": i}})
-	}
-	evs, dropped := small.Drain()
-	if len(evs) != 3 || dropped != 7 {
-		t.Fatalf("small: %d events, %d dropped; want 3, 7", len(evs), dropped)
-	}
-	if evs[0].Str("i") != "7" || evs[2].Str("i") != "9" {
-		t.Fatalf("small keeps the newest, oldest first: %v %v", evs[0].Fields, evs[2].Fields)
-	}
-	evs, dropped = big.Drain()
-	if len(evs) != 10 || dropped != 0 || evs[0].Time.IsZero() {
-		t.Fatalf("big: %d events, %d dropped", len(evs), dropped)
-	}
-	if evs, dropped := big.Drain(); len(evs) != 0 || dropped != 0 {
-		t.Fatal("drain empties")
-	}
-	select {
-	case <-big.Wait():
-	default:
-		t.Fatal("Wait has no value after a publish")
-	}
-	big.Close()
-	b.Publish(Event{Kind: Log})
-	if evs, _ := big.Drain(); len(evs) != 0 {
-		t.Fatal("closed subscriber still receives")
-	}
-}
-
-func TestBusConcurrentPublishers(t *testing.T) {
-	b := NewBus()
-	s := b.Subscribe(1 << 16)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 1000 {
-				b.Publish(Event{Kind: Log})
-			}
-		})
-	}
-	wg.Wait()
-	evs, dropped := s.Drain()
-	if len(evs)+dropped != 8000 {
-		t.Fatalf("%d events + %d dropped != 8000", len(evs), dropped)
-	}
-}
-
-func TestStyle(t *testing.T) {
-	tests := map[string]string{"clientgo/a": "clientgo", "proxy/runtime/b": "runtime", "shell/a": "shell", "world": "", "supervisor": ""}
-	for src, want := range tests {
-		if got := (Event{Source: src}).Style(); got != want {
-			t.Errorf("Style(%q) = %q, want %q", src, got, want)
-		}
-	}
 }

@@ -7,6 +7,8 @@ package trace
 import (
 	"fmt"
 	"time"
+
+	"github.com/kkloud/rlab/operators/style"
 )
 
 // Kind names what happened. The prefix before the dot is the family.
@@ -139,20 +141,4 @@ func (e Event) Num(k string) (float64, bool) {
 
 // Style is the operator style of the source ("clientgo" for "clientgo/a" and
 // "proxy/clientgo/a"), or "".
-func (e Event) Style() string {
-	s := e.Source
-	if len(s) > 6 && s[:6] == "proxy/" {
-		s = s[6:]
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			s = s[:i]
-			break
-		}
-	}
-	switch s {
-	case "shell", "clientgo", "runtime":
-		return s
-	}
-	return ""
-}
+func (e Event) Style() style.Style { return style.FromSource(e.Source) }

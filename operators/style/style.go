@@ -1,0 +1,125 @@
+// Package style is the vocabulary of Reconcile Lab: the three ways the Echo
+// operator is written, and every name derived from one (namespace, labels,
+// trace source, leader identity). Nothing else builds these strings, so a
+// fourth style, or a prefix for shared clusters, changes one file.
+package style
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Style is one way of writing the Echo operator: "shell", "clientgo",
+// "runtime". A Style is also how its replicas, namespace and Lease are named.
+type Style string
+
+// The three built-in styles, in screen order.
+const (
+	Shell    Style = "shell"
+	ClientGo Style = "clientgo"
+	Runtime  Style = "runtime"
+)
+
+// All returns the built-in styles in screen order.
+func All() []Style { return []Style{Shell, ClientGo, Runtime} }
+
+// Parse returns the built-in style called name.
+func Parse(name string) (Style, error) {
+	for _, s := range All() {
+		if string(s) == name {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("unknown operator style %q (want shell, clientgo or runtime)", name)
+}
+
+// String is the style's name.
+func (s Style) String() string { return string(s) }
+
+// Title is how the screen names the style.
+func (s Style) Title() string {
+	switch s {
+	case Shell:
+		return "shell loop"
+	case ClientGo:
+		return "client-go"
+	case Runtime:
+		return "controller-runtime"
+	}
+	return string(s)
+}
+
+// ElectsLeader says whether the style's replicas elect a leader on a Lease.
+// The shell loop does not: that is what a lesson shows.
+func (s Style) ElectsLeader() bool { return s != Shell }
+
+// namespacePrefix starts every style's namespace and managed-by label.
+const namespacePrefix = "echo-"
+
+// Namespace is the namespace the style's operator watches: "echo-clientgo".
+func (s Style) Namespace() string { return namespacePrefix + string(s) }
+
+// ManagedBy is the app.kubernetes.io/managed-by label on what the style
+// creates, so that the three Deployments of one Echo can be told apart.
+func (s Style) ManagedBy() string { return namespacePrefix + string(s) }
+
+// Operator is the name of the style's identity in the cluster (its user or
+// ServiceAccount): "echo-clientgo-operator".
+func (s Style) Operator() string { return namespacePrefix + string(s) + "-operator" }
+
+// Source is how a replica signs its trace events: "clientgo/a".
+func (s Style) Source(replica string) string { return string(s) + "/" + replica }
+
+// UserAgent is what a replica sends to the apiserver: "echo-clientgo/a".
+func (s Style) UserAgent(replica string) string {
+	return namespacePrefix + string(s) + "/" + replica
+}
+
+// Identity is a replica's leader-election identity <style>-<replica>-<pid>,
+// so a student can find the leader's process with kubectl and kill it by hand.
+func (s Style) Identity(replica string, pid int) string {
+	return string(s) + "-" + replica + "-" + strconv.Itoa(pid)
+}
+
+// ParseIdentity splits an identity made by Identity.
+func ParseIdentity(id string) (s Style, replica string, pid int, ok bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return "", "", 0, false
+	}
+	pid, err := strconv.Atoi(id[i+1:])
+	if err != nil {
+		return "", "", 0, false
+	}
+	j := strings.LastIndexByte(id[:i], '-')
+	if j <= 0 || j == i-1 {
+		return "", "", 0, false
+	}
+	return Style(id[:j]), id[j+1 : i], pid, true
+}
+
+// FromSource is the built-in style of a trace source ("clientgo/a",
+// "proxy/clientgo/a"), or "" for sources that are not a replica ("world").
+func FromSource(source string) Style {
+	source = strings.TrimPrefix(source, "proxy/")
+	name, _, _ := strings.Cut(source, "/")
+	s, err := Parse(name)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// FromNamespace is the built-in style whose namespace is ns, or "".
+func FromNamespace(ns string) Style {
+	name, ok := strings.CutPrefix(ns, namespacePrefix)
+	if !ok {
+		return ""
+	}
+	s, err := Parse(name)
+	if err != nil {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,85 @@
+package style
+
+import "testing"
+
+func TestNames(t *testing.T) {
+	tests := []struct {
+		s                                   Style
+		title, ns, managedBy, operator, src string
+		elects                              bool
+	}{
+		{Shell, "shell loop", "echo-shell", "echo-shell", "echo-shell-operator", "shell/a", false},
+		{ClientGo, "client-go", "echo-clientgo", "echo-clientgo", "echo-clientgo-operator", "clientgo/a", true},
+		{Runtime, "controller-runtime", "echo-runtime", "echo-runtime", "echo-runtime-operator", "runtime/a", true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.s), func(t *testing.T) {
+			if got := tt.s.Title(); got != tt.title {
+				t.Errorf("Title = %q, want %q", got, tt.title)
+			}
+			if got := tt.s.Namespace(); got != tt.ns {
+				t.Errorf("Namespace = %q, want %q", got, tt.ns)
+			}
+			if got := tt.s.ManagedBy(); got != tt.managedBy {
+				t.Errorf("ManagedBy = %q, want %q", got, tt.managedBy)
+			}
+			if got := tt.s.Operator(); got != tt.operator {
+				t.Errorf("Operator = %q, want %q", got, tt.operator)
+			}
+			if got := tt.s.Source("a"); got != tt.src {
+				t.Errorf("Source = %q, want %q", got, tt.src)
+			}
+			if got := tt.s.ElectsLeader(); got != tt.elects {
+				t.Errorf("ElectsLeader = %v, want %v", got, tt.elects)
+			}
+			if got := FromNamespace(tt.ns); got != tt.s {
+				t.Errorf("FromNamespace(%q) = %q", tt.ns, got)
+			}
+			if got, err := Parse(string(tt.s)); err != nil || got != tt.s {
+				t.Errorf("Parse = %q, %v", got, err)
+			}
+		})
+	}
+	if _, err := Parse("python"); err == nil {
+		t.Error("Parse(python) did not fail")
+	}
+}
+
+func TestIdentityRoundTrip(t *testing.T) {
+	tests := []struct {
+		id      string
+		s       Style
+		replica string
+		pid     int
+		ok      bool
+	}{
+		{"clientgo-a-4121", ClientGo, "a", 4121, true},
+		{"runtime-b-7", Runtime, "b", 7, true},
+		{"my-op-x-12", "my-op", "x", 12, true},
+		{"clientgo-a", "", "", 0, false},
+		{"clientgo--12", "", "", 0, false},
+		{"-a-12", "", "", 0, false},
+		{"", "", "", 0, false},
+	}
+	for _, tt := range tests {
+		s, replica, pid, ok := ParseIdentity(tt.id)
+		if s != tt.s || replica != tt.replica || pid != tt.pid || ok != tt.ok {
+			t.Errorf("ParseIdentity(%q) = %q %q %d %v, want %q %q %d %v", tt.id, s, replica, pid, ok, tt.s, tt.replica, tt.pid, tt.ok)
+		}
+		if tt.ok {
+			if got := tt.s.Identity(tt.replica, tt.pid); got != tt.id {
+				t.Errorf("Identity = %q, want %q", got, tt.id)
+			}
+		}
+	}
+}
+
+func TestFromSource(t *testing.T) {
+	tests := map[string]Style{"clientgo/a": ClientGo, "proxy/runtime/b": Runtime, "shell/a": Shell,
+		"world": "", "supervisor": "", "proxy/other/a": ""}
+	for src, want := range tests {
+		if got := FromSource(src); got != want {
+			t.Errorf("FromSource(%q) = %q, want %q", src, got, want)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package trace
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Field names: every producer (the Go operators, the bash loop, the proxies,
+// the world observer, the supervisor) writes these keys and every consumer
+// (stats, timeline, lessons) reads them back through these constants, so a
+// key is spelled once. Schema says which kind carries which.
+const (
+	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request)
+	FieldInitial     = "initial"     // informer.add of an object listed at start
+	FieldChange      = "change"      // informer.update of an Echo: "spec" or "status"
+	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
+	FieldKey         = "key"         // workqueue key "namespace/name"
+	FieldDepth       = "depth"       // workqueue depth after the operation
+	FieldCoalesced   = "coalesced"   // queue.add of a key already waiting
+	FieldReason      = "reason"      // queue.requeue: "error", "after"; leader.lost: why
+	FieldAfterMS     = "after_ms"    // queue.requeue backoff
+	FieldRetries     = "retries"     // queue.requeue: retries so far
+	FieldID          = "id"          // reconcile call number within the replica
+	FieldCause       = "cause"       // reconcile.start: one of the Cause* values
+	FieldCauseEvent  = "cause_event" // "UPDATE Deployment/echo-hello → Echo/hello"
+	FieldCauses      = "causes"      // how many enqueues one reconcile answers
+	FieldResult      = "result"      // reconcile.end: ResultOK, ResultError
+	FieldDurationMS  = "duration_ms" // reconcile.end, kubectl
+	FieldChanged     = "changed"     // reconcile.end: ChangedNone, "created", "updated"
+	FieldStatus      = "status"      // reconcile.end: status.ready written, "2/2"
+	FieldError       = "error"       // reconcile.end with ResultError: the error as returned
+	FieldVerb        = "verb"        // api.request: "get"; kubectl: "get echoes"
+	FieldCode        = "code"        // api.request HTTP code; kubectl and process exit code
+	FieldLatencyMS   = "latency_ms"  // api.request; drift.repaired; echo.converged
+	FieldUserAgent   = "user_agent"  // api.request
+	FieldIntervalS   = "interval_s"  // poll.tick
+	FieldIdentity    = "identity"    // leader.*: the holder's identity, "clientgo-a-4121"
+	FieldPrevious    = "previous"    // leader.observed: the holder before
+	FieldLease       = "lease"       // leader.observed: the Lease name
+	FieldTransitions = "transitions" // leader.observed: the Lease's leaseTransitions
+	FieldOwner       = "owner"       // gc.collected: "Echo/hello"
+	FieldWhat        = "what"        // drift.*: DriftReplicas, DriftMessage, DriftDeleted
+	FieldEcho        = "echo"        // drift.*, echo.converged: the Echo's name
+	FieldGeneration  = "generation"  // echo.converged
+	FieldAction      = "action"      // finalizer: "added", "removed"
+	FieldFinalizer   = "finalizer"   // finalizer: its name
+	FieldFinalizers  = "finalizers"  // echo.deleting: the finalizers that hold it, comma-separated
+	FieldWaitedMS    = "waited_ms"   // echo.deleted
+	FieldPID         = "pid"         // process.*
+	FieldRestarts    = "restarts"    // process.*
+	FieldBackoffMS   = "backoff_ms"  // process.exit: wait before the restart
+	FieldSignal      = "signal"      // process.exit: the signal that ended it
+	FieldRemoved     = "removed"     // process.exit of a replica that is not restarted
+	FieldLine        = "line"        // trace.malformed
+	FieldCount       = "count"       // trace.malformed, trace.dropped
+	FieldMsg         = "msg"         // log
+)
+
+// Values of FieldResult and FieldChanged.
+const (
+	ResultOK    = "ok"
+	ResultError = "error"
+	ChangedNone = "none"
+)
+
+// Schema lists the fields each kind may carry. A producer that writes a key
+// not listed here (a typo in Go or in bash) fails TestSchema or the bash
+// operator's schema test.
+var Schema = map[Kind][]string{
+	InformerAdd:    {FieldResource, FieldInitial, FieldMappedTo},
+	InformerUpdate: {FieldResource, FieldChange, FieldMappedTo},
+	InformerDelete: {FieldResource, FieldMappedTo},
+	QueueAdd:       {FieldKey, FieldDepth, FieldCoalesced, FieldCauseEvent},
+	QueueGet:       {FieldKey, FieldDepth},
+	QueueDone:      {FieldKey, FieldDepth},
+	QueueRequeue:   {FieldKey, FieldDepth, FieldReason, FieldAfterMS, FieldRetries},
+	ReconcileStart: {FieldID, FieldCause, FieldCauseEvent, FieldCauses},
+	ReconcileEnd:   {FieldID, FieldResult, FieldDurationMS, FieldChanged, FieldStatus, FieldError},
+	APIRequest:     {FieldVerb, FieldResource, FieldCode, FieldLatencyMS, FieldUserAgent},
+	PollTick:       {FieldIntervalS},
+	Kubectl:        {FieldVerb, FieldCode, FieldDurationMS},
+	LeaderAcquired: {FieldIdentity},
+	LeaderLost:     {FieldIdentity, FieldReason},
+	LeaderObserved: {FieldIdentity, FieldPrevious, FieldTransitions, FieldLease},
+	GCCollected:    {FieldOwner},
+	DriftDetected:  {FieldWhat, FieldEcho},
+	DriftRepaired:  {FieldWhat, FieldEcho, FieldLatencyMS},
+	Finalizer:      {FieldAction, FieldFinalizer},
+	EchoDeleting:   {FieldFinalizers},
+	EchoDeleted:    {FieldWaitedMS},
+	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho},
+	ProcessStart:   {FieldPID, FieldRestarts},
+	ProcessExit:    {FieldPID, FieldRestarts, FieldBackoffMS, FieldCode, FieldSignal, FieldRemoved},
+	Malformed:      {FieldLine, FieldCount},
+	Dropped:        {FieldCount},
+	Log:            {FieldMsg},
+}
+
+// CheckSchema returns an error naming the first field of e that its kind
+// does not carry, or the kind itself if Schema does not know it.
+func CheckSchema(e Event) error {
+	allowed, ok := Schema[e.Kind]
+	if !ok {
+		return fmt.Errorf("kind %q is not in the trace schema", e.Kind)
+	}
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			return fmt.Errorf("%s: field %q is not in the trace schema (allowed: %v)", e.Kind, k, allowed)
+		}
+	}
+	return nil
+}
+
+// Values of FieldWhat: how a Deployment differs from what its Echo asks for.
+const (
+	DriftReplicas = "replicas"
+	DriftMessage  = "message"
+	DriftOwner    = "owner"
+	DriftDeleted  = "deleted"
+)

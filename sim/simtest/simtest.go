@@ -1,0 +1,163 @@
+// Package simtest holds the helpers every test of rlab shares: a condition
+// polled with a deadline (never a sleep), a recorder of trace events, and a
+// buffer that is safe to write from a child's output goroutine.
+package simtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
+)
+
+// Interval is how often Eventually asks its condition.
+const Interval = 20 * time.Millisecond
+
+// Eventually polls cond until it says true, and fails t if timeout passes
+// first, naming what it waited for and the condition's last error.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	if err := Poll(t.Context(), timeout, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// Poll is Eventually for callers that are not a test (benchmarks that must
+// stop their timer, helpers returning an error): it polls cond until true and
+// returns an error naming the deadline and the condition's last error.
+func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if last != nil {
+		return fmt.Errorf("not within %s (last error: %w)", timeout, last)
+	}
+	return fmt.Errorf("not within %s", timeout)
+}
+
+// True adapts a condition that cannot fail.
+func True(cond func() bool) func(context.Context) (bool, error) {
+	return func(context.Context) (bool, error) { return cond(), nil }
+}
+
+// Recorder keeps every trace event it is given, in order.
+type Recorder struct {
+	mu  sync.Mutex
+	evs []trace.Event
+}
+
+// Publish records e; it has the signature of the publishers in sim.
+func (r *Recorder) Publish(e trace.Event) {
+	r.mu.Lock()
+	r.evs = append(r.evs, e)
+	r.mu.Unlock()
+}
+
+// Run records what sub delivers until sub's wake channel closes or ctx ends.
+func (r *Recorder) Run(ctx context.Context, sub *bus.Sub) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-sub.Wait():
+			if !ok {
+				return
+			}
+		}
+		evs, _ := sub.Drain()
+		r.mu.Lock()
+		r.evs = append(r.evs, evs...)
+		r.mu.Unlock()
+	}
+}
+
+// All returns a copy of every event so far.
+func (r *Recorder) All() []trace.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]trace.Event(nil), r.evs...)
+}
+
+// Of returns the events of one kind, in order.
+func (r *Recorder) Of(kind trace.Kind) []trace.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []trace.Event
+	for _, e := range r.evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Count is how many events of kind came from source, or are about object
+// source ("" counts them all).
+func (r *Recorder) Count(kind trace.Kind, source string) int {
+	n := 0
+	for _, e := range r.Of(kind) {
+		if source == "" || e.Source == source || e.Object == source {
+			n++
+		}
+	}
+	return n
+}
+
+// Wait returns the first event of kind about object ("" for any) that match
+// accepts (nil for any), waiting up to timeout for it.
+func (r *Recorder) Wait(t testing.TB, timeout time.Duration, kind trace.Kind, object string, match func(trace.Event) bool) trace.Event {
+	t.Helper()
+	var got trace.Event
+	Eventually(t, timeout, fmt.Sprintf("%s %s", kind, object), func(context.Context) (bool, error) {
+		evs := r.Of(kind)
+		for _, e := range evs {
+			if (object == "" || e.Object == object) && (match == nil || match(e)) {
+				got = e
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d %s events so far, none matches", len(evs), kind)
+	})
+	return got
+}
+
+// None fails t if any event of kind was recorded.
+func (r *Recorder) None(t testing.TB, kind trace.Kind) {
+	t.Helper()
+	if evs := r.Of(kind); len(evs) > 0 {
+		t.Errorf("want no %s events, got %v", kind, evs)
+	}
+}
+
+// Buffer is a bytes.Buffer safe for one writer goroutine and readers.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

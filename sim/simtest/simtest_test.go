@@ -1,0 +1,60 @@
+package simtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
+)
+
+func TestPoll(t *testing.T) {
+	tests := []struct {
+		name    string
+		cond    func(n int) (bool, error)
+		wantErr string
+	}{
+		{"true at once", func(int) (bool, error) { return true, nil }, ""},
+		{"true on the third call", func(n int) (bool, error) { return n >= 3, nil }, ""},
+		{"never", func(int) (bool, error) { return false, nil }, "not within 100ms"},
+		{"never, says why", func(int) (bool, error) { return false, errors.New("2 of 3 ready") }, "last error: 2 of 3 ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			err := Poll(t.Context(), 100*time.Millisecond, func(context.Context) (bool, error) { n++; return tt.cond(n) })
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want it to say %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRecorderFromBus(t *testing.T) {
+	b := bus.New()
+	var r Recorder
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go r.Run(ctx, b.Subscribe(16))
+	b.Publish(trace.Event{Kind: trace.Log, Object: "x"})
+	b.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Object: "Deployment/echo-hello", Fields: map[string]any{trace.FieldOwner: "Echo/hello"}})
+	got := r.Wait(t, 5*time.Second, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
+	if got.Source != "world" {
+		t.Fatalf("Wait returned %+v", got)
+	}
+	if n := r.Count(trace.Log, ""); n != 1 {
+		t.Fatalf("Count(log) = %d, want 1", n)
+	}
+	if n := r.Count(trace.GCCollected, "world"); n != 1 {
+		t.Fatalf("Count(gc, world) = %d, want 1", n)
+	}
+	if n := len(r.All()); n != 2 {
+		t.Fatalf("All: %d events, want 2", n)
+	}
+}
