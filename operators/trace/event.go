@@ -74,9 +74,13 @@ const (
 	Converged Kind = "echo.converged"
 
 	// ProcessStart/Exit: a replica process. Fields: pid, code, signal,
-	// restarts, backoff_ms.
-	ProcessStart Kind = "process.start"
-	ProcessExit  Kind = "process.exit"
+	// restarts, backoff_ms, and removed on the exit of a replica that is not
+	// restarted. ProcessPause/Resume: a replica frozen (SIGSTOP) and let go
+	// on (SIGCONT). Fields: pid.
+	ProcessStart  Kind = "process.start"
+	ProcessExit   Kind = "process.exit"
+	ProcessPause  Kind = "process.pause"
+	ProcessResume Kind = "process.resume"
 
 	// Malformed: a line from a child that is not an event. Fields: line, count.
 	Malformed Kind = "trace.malformed"

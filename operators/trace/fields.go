@@ -92,6 +92,8 @@ var Schema = map[Kind][]string{
 	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho},
 	ProcessStart:   {FieldPID, FieldRestarts},
 	ProcessExit:    {FieldPID, FieldRestarts, FieldBackoffMS, FieldCode, FieldSignal, FieldRemoved},
+	ProcessPause:   {FieldPID},
+	ProcessResume:  {FieldPID},
 	Malformed:      {FieldLine, FieldCount},
 	Dropped:        {FieldCount},
 	Log:            {FieldMsg},

@@ -97,13 +97,20 @@ func (e Event) Summary() string {
 	case ProcessStart:
 		return "started, pid " + e.Str("pid")
 	case ProcessExit:
-		s := "exited, pid " + e.Str("pid")
-		if sig := e.Str("signal"); sig != "" {
+		s := "exited, pid " + e.Str(FieldPID)
+		if sig := e.Str(FieldSignal); sig != "" {
 			s += ", " + sig
-		} else {
-			s += ", code " + e.Str("code")
+		} else if code := e.Str(FieldCode); code != "" {
+			s += ", code " + code
 		}
-		return s + ", restart in " + e.Str("backoff_ms") + "ms"
+		if e.Str(FieldRemoved) == "true" {
+			return s + ", removed for good"
+		}
+		return s + ", restart in " + e.Str(FieldBackoffMS) + "ms"
+	case ProcessPause:
+		return "frozen (SIGSTOP), pid " + e.Str(FieldPID)
+	case ProcessResume:
+		return "let go on (SIGCONT), pid " + e.Str(FieldPID)
 	case Malformed:
 		return fmt.Sprintf("malformed trace line #%s: %q", e.Str("count"), e.Str("line"))
 	case Dropped:

@@ -212,6 +212,9 @@ func (s *Supervisor) watch(r *replica) {
 		if r.removed { // removed while waiting to restart
 			delete(s.replicas, r.spec.Name())
 			s.mu.Unlock()
+			// Its exit said it would restart: say it will not.
+			s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(),
+				Fields: map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldRemoved: true}})
 			close(r.gone)
 			return
 		}
@@ -246,9 +249,24 @@ func (s *Supervisor) Signal(name string, sig syscall.Signal) error {
 	}
 	if r.paused && sig != syscall.SIGCONT {
 		_ = r.child.Signal(syscall.SIGCONT) // a stopped process cannot handle SIGTERM
-		r.paused = false
+		s.setPaused(r, false)
 	}
 	return r.child.Signal(sig)
+}
+
+// setPaused records whether r is frozen and says so on the trace, so the
+// screen and a replay know it from the events alone; s.mu is held.
+func (s *Supervisor) setPaused(r *replica, paused bool) {
+	if r.paused == paused {
+		return
+	}
+	r.paused = paused
+	kind := trace.ProcessResume
+	if paused {
+		kind = trace.ProcessPause
+	}
+	s.opts.Publish(trace.Event{Source: Source, Kind: kind, Object: r.spec.Name(),
+		Fields: map[string]any{trace.FieldPID: r.child.PID()}})
 }
 
 // Kill crashes a replica (SIGKILL): no chance to release its Lease.
@@ -263,8 +281,10 @@ func (s *Supervisor) Pause(name string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.replicas[name].paused = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if r, err := s.get(name); err == nil {
+		s.setPaused(r, true)
+	}
 	return nil
 }
 
@@ -274,8 +294,10 @@ func (s *Supervisor) Resume(name string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.replicas[name].paused = false
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if r, err := s.get(name); err == nil {
+		s.setPaused(r, false)
+	}
 	return nil
 }
 

@@ -102,6 +102,15 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 			if got := rec.count(trace.ProcessExit, "clientgo/a"); got != i+1 {
 				t.Fatalf("process.exit events = %d, want %d", got, i+1)
 			}
+			// Frozen, then let go on by the stop: both on the trace, so
+			// the screen knows it from the events alone.
+			paused := 0
+			if tc.name == "stop while paused" {
+				paused = 1
+			}
+			if p, r := rec.count(trace.ProcessPause, "clientgo/a"), rec.count(trace.ProcessResume, "clientgo/a"); p != paused || r != paused {
+				t.Fatalf("process.pause/resume events = %d/%d, want %d/%d", p, r, paused, paused)
+			}
 			eventually(t, "new process traced", func() bool { return rec.count(trace.ReconcileStart, "clientgo/a") == i+2 })
 		})
 	}
@@ -170,5 +179,20 @@ func TestSupervisorRemove(t *testing.T) {
 	}
 	if st := s.Statuses(); len(st) != 0 {
 		t.Fatalf("statuses = %+v, want none", st)
+	}
+	// Each removal is on the trace: shell/b as it exited, shell/a after
+	// its exit, once its restart was called off.
+	for _, r := range []string{"shell/a", "shell/b"} {
+		removed := 0
+		rec.mu.Lock()
+		for _, e := range rec.events {
+			if e.Kind == trace.ProcessExit && e.Object == r && e.Str(trace.FieldRemoved) == "true" {
+				removed++
+			}
+		}
+		rec.mu.Unlock()
+		if removed != 1 {
+			t.Errorf("%s: %d process.exit events with removed, want 1", r, removed)
+		}
 	}
 }
