@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"
@@ -32,7 +30,6 @@ const (
 	DefaultEcho    = "hello"
 	DefaultMessage = "hello from rlab"
 	DefaultTimeout = 15 * time.Second
-	slowPoll       = 250 * time.Millisecond // statuses and proxy counts
 	// SubSize is the screen's subscription ring. Sub.Drain copies it whole
 	// under its lock: a larger ring makes one frame's drain (and its garbage)
 	// long enough to hold a key press up in a burst; 16k events per frame
@@ -128,10 +125,6 @@ type Model struct {
 	hasSnap bool
 	podSeen map[string]time.Time // "ns/pod" → first seen
 
-	apiTotal map[string]int            // style → proxy-counted requests
-	verbs    map[string]map[string]int // style → by verb (while shown)
-	lastSlow time.Time
-
 	focus     int
 	full      bool
 	showVerbs bool
@@ -207,8 +200,6 @@ func New(opts Options) *Model {
 		stats:        stats.New(opts.Styles),
 		tl:           timeline.New(opts.TimelineSize, opts.Styles),
 		podSeen:      map[string]time.Time{},
-		apiTotal:     map[string]int{},
-		verbs:        map[string]map[string]int{},
 		input:        ti,
 		lastMessage:  DefaultMessage,
 		lastReplicas: 2,
@@ -284,10 +275,6 @@ func (m *Model) onFrame() tea.Cmd {
 		m.SetSnapshot(m.opts.Source.Snapshot())
 	}
 	m.pollGuide()
-	if now.Sub(m.lastSlow) >= slowPoll {
-		m.lastSlow = now
-		m.pollSlow()
-	}
 	// Things that move with time (countdowns, the marker, flashes) are
 	// redrawn ten times a second while something moves, else once a second.
 	flashing, moving := m.animating(now)
@@ -379,8 +366,6 @@ func (m *Model) Reset() {
 	m.backlog = nil
 	m.snap, m.hasSnap = world.Snapshot{}, false
 	m.podSeen = map[string]time.Time{}
-	m.apiTotal = map[string]int{}
-	m.verbs = map[string]map[string]int{}
 	m.dirty = true
 }
 
@@ -471,70 +456,6 @@ func deploymentsOf(v *world.NamespaceView) []*world.DeploymentView {
 		}
 	}
 	return append(out, v.Orphans...)
-}
-
-// pollSlow reads the replicas' processes and the proxies' counts.
-func (m *Model) pollSlow() {
-	src := m.opts.Source
-	if sts := src.Statuses(); sts != nil {
-		// A replica removed for good (the second shell loop) leaves the pane.
-		for style, st := range m.stats.Styles {
-			for name := range st.Replicas {
-				if !slices.ContainsFunc(sts, func(p supervisor.Status) bool { return p.Style == style && p.Replica == name }) {
-					delete(st.Replicas, name)
-					m.dirty = true
-				}
-			}
-		}
-		for _, p := range sts {
-			st := m.stats.Styles[p.Style]
-			if st == nil {
-				continue
-			}
-			r := st.Replicas[p.Replica]
-			if r == nil {
-				r = &stats.Replica{Name: p.Replica}
-				st.Replicas[p.Replica] = r
-			}
-			if r.Running != p.Running || r.PID != p.PID || r.Restarts != p.Restarts || r.Paused != p.Paused {
-				r.Running, r.PID, r.Restarts, r.Paused = p.Running, p.PID, p.Restarts, p.Paused
-				m.dirty = true
-			}
-		}
-	}
-	for _, style := range m.opts.Styles {
-		st := m.stats.Styles[style]
-		total, known := 0, false
-		var verbs map[string]int
-		if m.showVerbs || m.full {
-			verbs = map[string]int{}
-		}
-		for _, r := range st.ReplicaNames() {
-			c, ok := src.APICounts(style + "/" + r)
-			if !ok {
-				continue
-			}
-			known = true
-			for k, v := range c {
-				total += v
-				if verbs != nil {
-					verbs[k] += v
-				}
-			}
-		}
-		if !known {
-			delete(m.apiTotal, style)
-			delete(m.verbs, style)
-			continue
-		}
-		if m.apiTotal[style] != total {
-			m.apiTotal[style] = total
-			m.dirty = true
-		}
-		if verbs != nil {
-			m.verbs[style] = verbs
-		}
-	}
 }
 
 // echoView is the Echo shown, from the first style that has it.
@@ -722,10 +643,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Full):
 		m.full = !m.full
-		m.lastSlow = time.Time{}
 	case key.Matches(msg, k.Verbs):
 		m.showVerbs = !m.showVerbs
-		m.lastSlow = time.Time{} // fetch the counts on the next frame
 	case key.Matches(msg, k.Filter):
 		m.tl.CycleStyle()
 	case key.Matches(msg, k.Kinds):

@@ -1,7 +1,10 @@
 package tui_test
 
 import (
+	"bytes"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/tui"
+	"github.com/kkloud/rlab/tui/internal/fixture"
 	"github.com/kkloud/rlab/tui/replay"
 )
 
@@ -54,5 +61,89 @@ func TestReplayGolden(t *testing.T) {
 			out := ansi.Strip(m.View().Content)
 			golden.RequireEqual(t, out+"\n")
 		})
+	}
+}
+
+// TestReplaySameScreenAsLive: the screen derives process states and API
+// counts from the events, so a recording replayed shows the panes exactly
+// as the live screen showed them: a frozen replica, a dead one, a removed
+// second shell loop, and the proxies' counts, drops included.
+func TestReplaySameScreenAsLive(t *testing.T) {
+	at := fixture.At
+	evs := append(fixture.Events(),
+		trace.Event{Time: at(20 * time.Second), Source: supervisor.Source, Kind: trace.ProcessStart, Object: "shell/b",
+			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldRestarts: 0}},
+		trace.Event{Time: at(30 * time.Second), Source: supervisor.Source, Kind: trace.ProcessExit, Object: "shell/b",
+			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldCode: 0, trace.FieldRemoved: true}},
+		trace.Event{Time: at(39 * time.Second), Source: supervisor.Source, Kind: trace.ProcessPause, Object: "clientgo/b",
+			Fields: map[string]any{trace.FieldPID: 4126}},
+		trace.Event{Time: at(39500 * time.Millisecond), Source: supervisor.Source, Kind: trace.ProcessExit, Object: "runtime/a",
+			Fields: map[string]any{trace.FieldPID: 4129, trace.FieldRestarts: 0, trace.FieldSignal: "killed", trace.FieldBackoffMS: 500}},
+		trace.Event{Time: at(40 * time.Second), Source: "proxy/clientgo/a", Kind: trace.Dropped,
+			Fields: map[string]any{trace.FieldCount: 100}},
+	)
+	slices.SortStableFunc(evs, func(a, b trace.Event) int { return a.Time.Compare(b.Time) })
+	now := at(40 * time.Second) // the last event: where a replay ends
+	const w, h = 200, 60
+
+	// Live: the events on the bus, drained by frames.
+	src := fixture.NewSource(fixture.Snapshot())
+	live := tui.New(tui.Options{Source: src, Now: func() time.Time { return now }, Start: fixture.T0, Echo: "hello"})
+	live.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	for _, e := range evs {
+		src.Bus.Publish(e)
+	}
+	for live.Update(tui.FrameMsg{}); live.Pending() > 0; live.Update(tui.FrameMsg{}) {
+	}
+
+	// Replayed: the same events and world from a recording.
+	var buf bytes.Buffer
+	r, err := replay.NewRecorder(&buf, replay.Header{Start: fixture.T0, Echo: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if err := r.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.World(at(10*time.Second), fixture.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := replay.Load(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := replay.New(rec, replay.Options{Paused: true})
+	m.Inner.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m.SeekTo(now)
+
+	panes := func(out string) string {
+		lines := strings.Split(ansi.Strip(out), "\n")
+		for i, l := range lines {
+			if strings.Contains(l, "timeline ·") {
+				return strings.Join(lines[1:i], "\n") // below the header
+			}
+		}
+		t.Fatalf("no timeline on screen:\n%s", out)
+		return ""
+	}
+	got, want := panes(m.Inner.Render()), panes(live.Render())
+	if got != want {
+		t.Errorf("replayed panes differ from the live ones:\n%s\nlive:\n%s", got, want)
+	}
+	for _, fact := range []string{
+		"API 122 req",              // client-go: 22 requests seen, 100 dropped by its proxy
+		"b frozen",                 // client-go's b, paused
+		"a down (killed)",          // controller-runtime's a
+		"(1 replica, no election)", // the second shell loop removed
+		"replica a pid 4120 · restarts 0",
+	} {
+		if !strings.Contains(got, fact) {
+			t.Errorf("replayed panes do not say %q:\n%s", fact, got)
+		}
 	}
 }

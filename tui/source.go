@@ -8,12 +8,13 @@ import (
 	"context"
 
 	"github.com/kkloud/rlab/sim/bus"
-	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/lessonpanel"
 )
 
-// Source is what the screen reads.
+// Source is what the screen reads: one stream of events and the world
+// model. Everything on screen (process states and API counts included) is
+// derived from these two, so a replay shows what the live screen showed.
 type Source interface {
 	// Sub is the subscription the screen drains once per frame.
 	Sub() *bus.Sub
@@ -22,11 +23,6 @@ type Source interface {
 	// Version changes whenever Snapshot would return something new; the
 	// screen takes a snapshot only then.
 	Version() uint64
-	// Statuses are the replicas' processes; nil if not known (a replay).
-	Statuses() []supervisor.Status
-	// APICounts are a replica's ("clientgo/a") requests by "verb resource",
-	// counted by its proxy; ok is false if not known (a replay).
-	APICounts(replica string) (counts map[string]int, ok bool)
 }
 
 // Actions are what the keys do: the Sandbox's action methods.

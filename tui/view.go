@@ -130,23 +130,13 @@ func (m *Model) Render() string {
 
 func (m *Model) paneData(style string, now time.Time, single bool) pane.Data {
 	d := pane.Data{
-		Style:    style,
-		Stats:    m.stats.Styles[style],
-		NS:       m.snap.Namespaces["echo-"+style],
-		Echo:     m.opts.Echo,
-		Now:      now,
-		APITotal: -1,
-		Focused:  style == m.focused(),
-	}
-	if t, ok := m.apiTotal[style]; ok {
-		d.APITotal = t
-	}
-	if m.showVerbs || (m.full && single) {
-		if v := m.verbs[style]; v != nil {
-			d.Verbs = v
-		} else {
-			d.Verbs = d.Stats.Verbs
-		}
+		Style:   style,
+		Stats:   m.stats.Styles[style],
+		NS:      m.snap.Namespaces["echo-"+style],
+		Echo:    m.opts.Echo,
+		Now:     now,
+		Verbs:   m.showVerbs || (m.full && single),
+		Focused: style == m.focused(),
 	}
 	ns := "echo-" + style + "/"
 	d.Fresh = func(pod string) bool {

@@ -23,7 +23,6 @@ import (
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui"
 	"github.com/kkloud/rlab/tui/replay"
@@ -141,21 +140,6 @@ func (s *sandboxSource) Snapshot() world.Snapshot {
 		return w.Snapshot()
 	}
 	return world.Snapshot{}
-}
-
-func (s *sandboxSource) Statuses() []supervisor.Status {
-	if sup := s.sb.Supervisor(); sup != nil {
-		return sup.Statuses()
-	}
-	return nil
-}
-
-func (s *sandboxSource) APICounts(replica string) (map[string]int, bool) {
-	p := s.sb.Proxy(replica)
-	if p == nil {
-		return nil, false
-	}
-	return p.Counts(), true
 }
 
 func runUp(parent context.Context, f upFlags, stderr io.Writer) error {

@@ -23,10 +23,8 @@ type Data struct {
 	Now   time.Time
 	// Fresh says whether a pod appeared recently (it fades in).
 	Fresh func(pod string) bool
-	// APITotal is the proxy's own count, authoritative; -1 if unknown.
-	APITotal int
-	// Verbs, if not nil, are shown as the API requests by verb.
-	Verbs   map[string]int
+	// Verbs: the API requests are shown by verb too.
+	Verbs   bool
 	Focused bool
 }
 
@@ -88,18 +86,14 @@ func Body(d Data, w int, s *common.Styles) []string {
 	add(l)
 
 	// API requests.
-	total := st.APITotal
-	if d.APITotal >= 0 {
-		total = d.APITotal
-	}
 	l = &common.Line{}
-	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", total)).Plain(" req")
+	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
 	add(l)
-	if d.Verbs != nil {
-		for i, v := range stats.TopVerbs(d.Verbs) {
+	if d.Verbs {
+		for i, v := range stats.TopVerbs(st.Verbs) {
 			if i == 4 {
-				add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(d.Verbs)-4)))
+				add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(st.Verbs)-4)))
 				break
 			}
 			add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  %5d %s", v.Count, v.Key)))

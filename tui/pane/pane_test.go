@@ -55,10 +55,12 @@ func TestTUIPaneGolden(t *testing.T) {
 		{name: "dead-leader", style: "clientgo", w: 53, h: 18, ns: snap.Namespaces["echo-clientgo"], edit: deadLeader},
 		{name: "no-echo", style: "runtime", w: 53, h: 14, ns: noEcho.Namespaces["echo-runtime"]},
 		{name: "no-world-yet", style: "runtime", w: 53, h: 14},
-		{name: "fresh-pod-and-verbs", style: "clientgo", w: 60, h: 22, ns: scaling, data: func(d *Data) {
+		{name: "fresh-pod-and-verbs", style: "clientgo", w: 60, h: 22, ns: scaling, edit: func(s *stats.Stats) {
+			s.Styles["clientgo"].Verbs = map[string]int{"list echoes": 3, "watch echoes": 2, "update leases": 40, "create deployments": 2, "get leases": 1}
+			s.Styles["clientgo"].APITotal = 48
+		}, data: func(d *Data) {
 			d.Fresh = func(p string) bool { return strings.Contains(p, "-cmz") }
-			d.Verbs = map[string]int{"list echoes": 3, "watch echoes": 2, "update leases": 40, "create deployments": 2, "get leases": 1}
-			d.APITotal = 48
+			d.Verbs = true
 		}},
 		{name: "drift-open", style: "runtime", w: 53, h: 18, ns: snap.Namespaces["echo-runtime"], edit: func(s *stats.Stats) {
 			s.Styles["runtime"].Drift = &stats.Drift{Object: "Deployment/echo-hello", What: "replicas", Detected: fixture.At(39 * time.Second)}
@@ -70,7 +72,7 @@ func TestTUIPaneGolden(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(s)
 			}
-			d := Data{Style: tt.style, Stats: s.Styles[tt.style], NS: tt.ns, Echo: "hello", Now: now, APITotal: -1, Focused: true}
+			d := Data{Style: tt.style, Stats: s.Styles[tt.style], NS: tt.ns, Echo: "hello", Now: now, Focused: true}
 			if tt.data != nil {
 				tt.data(&d)
 			}

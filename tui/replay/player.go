@@ -5,7 +5,6 @@ import (
 
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
-	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui"
 )
@@ -122,9 +121,3 @@ func (p *Player) Snapshot() world.Snapshot { return p.snap }
 
 // Version changes with each world played.
 func (p *Player) Version() uint64 { return p.ver }
-
-// Statuses are not recorded: the screen follows the process events.
-func (p *Player) Statuses() []supervisor.Status { return nil }
-
-// APICounts are not recorded: the screen counts the api.request events.
-func (p *Player) APICounts(string) (map[string]int, bool) { return nil, false }

@@ -198,9 +198,7 @@ func (s *Stats) Apply(e trace.Event) {
 		s.Last = e.Time
 	}
 	if e.Kind == trace.Dropped {
-		if n, ok := e.Num("count"); ok {
-			s.Dropped += int(n)
-		}
+		s.Dropped += num(e, "count")
 	}
 	name := StyleOf(e)
 	st := s.Styles[name]
@@ -329,22 +327,13 @@ func (st *Style) apply(e trace.Event) {
 			}
 			st.LeaderAt = e.Time
 		}
-	case trace.ProcessStart, trace.ProcessExit:
-		name := replicaOf(e.Object)
-		r := st.Replicas[name]
-		if r == nil {
-			r = &Replica{Name: name}
-			st.Replicas[name] = r
-		}
-		r.PID = num(e, "pid")
-		r.Restarts = num(e, "restarts")
-		if e.Kind == trace.ProcessStart {
-			r.Running, r.Signal = true, ""
-		} else {
-			r.Running, r.Signal, r.ExitAt = false, e.Str("signal"), e.Time
-			if st.Leader == name {
-				st.Leader = "" // a dead replica leads no more, whatever the Lease says
-			}
+	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
+		st.process(e)
+	case trace.Dropped:
+		if fromProxy {
+			// A proxy drops only its own api.request events: the requests
+			// were made, and count.
+			st.APITotal += num(e, "count")
 		}
 	case trace.GCCollected:
 		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str("owner"), At: e.Time})
@@ -367,6 +356,39 @@ func (st *Style) apply(e trace.Event) {
 	case trace.Converged:
 		st.ConvergedMS, _ = e.Num("latency_ms")
 		st.ConvergedAt = e.Time
+	}
+}
+
+// process folds the supervisor's events about one replica process.
+func (st *Style) process(e trace.Event) {
+	name := replicaOf(e.Object)
+	if e.Kind == trace.ProcessExit && e.Str("removed") == "true" {
+		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
+		if st.Leader == name {
+			st.Leader = ""
+		}
+		return
+	}
+	r := st.Replicas[name]
+	if r == nil {
+		r = &Replica{Name: name}
+		st.Replicas[name] = r
+	}
+	r.PID = num(e, "pid")
+	switch e.Kind {
+	case trace.ProcessStart:
+		r.Running, r.Paused, r.Signal = true, false, ""
+		r.Restarts = num(e, "restarts")
+	case trace.ProcessExit:
+		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, e.Str("signal"), e.Time
+		r.Restarts = num(e, "restarts")
+		if st.Leader == name {
+			st.Leader = "" // a dead replica leads no more, whatever the Lease says
+		}
+	case trace.ProcessPause:
+		r.Running, r.Paused = true, true
+	case trace.ProcessResume:
+		r.Paused = false
 	}
 }
 
