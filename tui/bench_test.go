@@ -31,7 +31,7 @@ func BenchmarkTUIView200x60(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		m.dirty, m.urgent = true, true // a full redraw, as after a key
+		m.draw.now() // a full redraw, as after a key
 		_ = m.View()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
@@ -61,9 +61,9 @@ func BenchmarkTUIViewLesson200x60(b *testing.B) {
 			for b.Loop() {
 				if changing {
 					g.set(func(s *GuideState) { s.Detail = "still missing: shell" })
-					m.pollGuide()
+					m.lesson.poll()
 				}
-				m.dirty, m.urgent = true, true
+				m.draw.now()
 				_ = m.View()
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
@@ -97,8 +97,8 @@ func BenchmarkTUIIngest(b *testing.B) {
 // the Actions while 100,000 events are being published on the bus.
 func keyLatencies(t testing.TB, rounds int) []time.Duration {
 	a := &fixture.Actions{Called: make(chan fixture.Call, 1)}
-	m, src := newModel(t, a)
-	m.opts.Now = time.Now // real frames: the clock moves and redraws happen
+	// Real frames: the clock moves and redraws happen.
+	m, src := newScreen(t, func(o *Options) { o.Actions, o.Now = a, time.Now })
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
 	evs := burst(100_000)
 	var out []time.Duration

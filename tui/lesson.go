@@ -9,6 +9,7 @@ import (
 
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"
+	"github.com/kkloud/rlab/tui/timeline"
 )
 
 // Layout of the lesson panel.
@@ -25,50 +26,167 @@ const (
 	tlMin = 4
 )
 
+// lesson is the lesson followed on the screen (`rlab lesson start`): the
+// Guide's state, read once per frame, the lesson panel laid out from it,
+// and the lesson list. It owns the lesson keys and, while open, every key
+// of the list. With no Guide it does nothing.
+type lesson struct {
+	guide    Guide
+	st       GuideState
+	panels   map[int]*lessonpanel.Panel // by width, laid out for panelKey
+	panelKey panelKey
+	listOpen bool
+	list     lessonpanel.List
+}
+
 // panelKey is the state and colours the lesson panels were laid out for.
 type panelKey struct {
 	version uint64
 	dark    bool
 }
 
-// pollGuide reads the lesson's state; a new version is drawn at once
-// (a check passing is what the student waits for).
-func (m *Model) pollGuide() {
-	if m.opts.Guide == nil {
-		return
+func newLesson(g Guide) *lesson {
+	l := &lesson{guide: g}
+	if g != nil {
+		l.st = g.State()
 	}
-	if st := m.opts.Guide.State(); st.Version != m.guide.Version {
-		m.guide = st
-		m.dirty, m.urgent = true, true
+	return l
+}
+
+// on says whether a lesson is followed.
+func (l *lesson) on() bool { return l.guide != nil }
+
+// poll reads the lesson's state; it says whether a new version came (a
+// check passing is what the student waits for: draw it at once).
+func (l *lesson) poll() bool {
+	if l.guide == nil {
+		return false
+	}
+	st := l.guide.State()
+	if st.Version == l.st.Version {
+		return false
+	}
+	l.st = st
+	return true
+}
+
+// onKey handles the lesson keys; ok is false for any other key. The Guide
+// returns at once: what it changed already is drawn now, the rest on a
+// later frame.
+func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Styles) (ok bool) {
+	switch {
+	case l.guide == nil:
+		return false // the lesson keys are off too
+	case key.Matches(msg, k.LessonNext):
+		l.guide.Next()
+	case key.Matches(msg, k.LessonBack):
+		l.guide.Back()
+	case key.Matches(msg, k.LessonPlay):
+		l.guide.Play()
+	case key.Matches(msg, k.Lessons):
+		l.openList(k, s)
+		return true
+	default:
+		return false
+	}
+	l.poll()
+	return true
+}
+
+// openList opens the lesson list on the lesson followed.
+func (l *lesson) openList(k *common.KeyMap, s *common.Styles) {
+	v := lessonpanel.List{Current: l.st.Lesson}
+	for i, e := range l.guide.Lessons() {
+		v.Entries = append(v.Entries, e)
+		if e.Number == l.st.Lesson {
+			v.Cursor = i
+		}
+	}
+	h := &common.Line{}
+	h.Add(s.Key, "↑/↓").Add(s.Desc, " choose").Add(s.Dim, " · ").
+		Add(s.Key, "0-9").Add(s.Desc, " number").Add(s.Dim, " · ").
+		Add(s.Key, k.Open.Help().Key).Add(s.Desc, " "+k.Open.Help().Desc).Add(s.Dim, " · ").
+		Add(s.Key, k.Close.Help().Key).Add(s.Desc, " "+k.Close.Help().Desc)
+	v.Keys, v.KeysW = h.String(), h.Width()
+	l.list, l.listOpen = v, true
+}
+
+// onListKey: ↑/↓ or a number choose a lesson, enter opens it, esc (or l,
+// or q) closes the list. Other keys do nothing while the list is open.
+func (l *lesson) onListKey(msg tea.KeyPressMsg, k *common.KeyMap) {
+	v := &l.list
+	switch {
+	case key.Matches(msg, k.Close):
+		l.listOpen = false
+	case key.Matches(msg, k.Up):
+		v.Cursor, v.Typed = max(0, v.Cursor-1), ""
+	case key.Matches(msg, k.Down):
+		v.Cursor, v.Typed = max(0, min(len(v.Entries)-1, v.Cursor+1)), ""
+	case key.Matches(msg, k.Open):
+		l.openChosen()
+	case msg.String() == "backspace":
+		if v.Typed != "" {
+			v.Typed = v.Typed[:len(v.Typed)-1]
+		}
+	default:
+		if d := msg.String(); len(d) == 1 && d[0] >= '0' && d[0] <= '9' && len(v.Typed) < 3 {
+			v.Typed = strings.TrimLeft(v.Typed+d, "0")
+			n, _ := strconv.Atoi(v.Typed)
+			for i, e := range v.Entries {
+				if e.Number == n {
+					v.Cursor = i
+				}
+			}
+		}
 	}
 }
 
-// lessonPanel is the panel laid out for width w, kept until the state or
-// the colours change (a frame may ask for two widths: see lessonArea).
-func (m *Model) lessonPanel(w int) *lessonpanel.Panel {
-	if k := (panelKey{version: m.guide.Version, dark: m.styles.Dark}); m.panels == nil || m.panelKey != k || len(m.panels) > 4 {
-		m.panels, m.panelKey = map[int]*lessonpanel.Panel{}, k
+// openChosen opens the lesson typed, or else the one under the cursor.
+func (l *lesson) openChosen() {
+	v := &l.list
+	n := 0
+	switch {
+	case v.Typed != "":
+		n, _ = strconv.Atoi(v.Typed) // digits only
+	case v.Cursor < len(v.Entries):
+		n = v.Entries[v.Cursor].Number
+	default:
+		return
 	}
-	p := m.panels[w]
+	if err := l.guide.Open(n); err != nil {
+		// Shown as the Guide worded it, the number typed kept above it.
+		v.Err = err.Error()
+		return
+	}
+	l.listOpen = false
+	l.poll()
+}
+
+// panel is the panel laid out for width w, kept until the state or the
+// colours change (a frame may ask for two widths: see area).
+func (l *lesson) panel(w int, s *common.Styles) *lessonpanel.Panel {
+	if k := (panelKey{version: l.st.Version, dark: s.Dark}); l.panels == nil || l.panelKey != k || len(l.panels) > 4 {
+		l.panels, l.panelKey = map[int]*lessonpanel.Panel{}, k
+	}
+	p := l.panels[w]
 	if p == nil {
-		p = lessonpanel.New(m.guide, w, m.styles)
-		m.panels[w] = p
+		p = lessonpanel.New(l.st, w, s)
+		l.panels[w] = p
 	}
 	return p
 }
 
-// lessonArea is the room under the panes in a lesson, exactly w×h: the
-// lesson list if open, else the lesson panel and the timeline.
-func (m *Model) lessonArea(w, h int) []string {
-	s := m.styles
-	if m.listOpen {
-		return m.list.Render(w, h, s)
+// area is the room under the panes in a lesson, exactly w×h: the lesson
+// list if open, else the lesson panel and the timeline.
+func (l *lesson) area(w, h int, s *common.Styles, tl *timeline.Model) []string {
+	if l.listOpen {
+		return l.list.Render(w, h, s)
 	}
-	p := m.lessonPanel(w)
+	p := l.panel(w, s)
 	if w >= besideFrom && p.Want() > h*2/3 {
 		pw := w / 2
 		tw := w - pw
-		return common.JoinColumns([][]string{m.tl.Render(tw, h, s), m.lessonPanel(pw).Render(h)}, []int{tw, pw})
+		return common.JoinColumns([][]string{tl.Render(tw, h, s), l.panel(pw, s).Render(h)}, []int{tw, pw})
 	}
 	// The panel takes what it needs up to two thirds, the timeline the rest;
 	// rows short, the panel has its least and the timeline what is left.
@@ -77,89 +195,20 @@ func (m *Model) lessonArea(w, h int) []string {
 	if h-ph < tlMin {
 		ph = h
 	}
-	out := m.tl.Render(w, h-ph, s)
+	out := tl.Render(w, h-ph, s)
 	return append(out, p.Render(ph)...)
 }
 
-// lessonLine is the footer's lesson line: where the student is, and the
-// lesson keys.
-func (m *Model) lessonLine(w int) string {
-	s := m.styles
-	l := &common.Line{}
-	for i, b := range m.keys.LessonKeys() {
+// line is the footer's lesson line: where the student is, and the lesson
+// keys.
+func (l *lesson) line(w int, s *common.Styles, k *common.KeyMap) string {
+	keys := &common.Line{}
+	for i, b := range k.LessonKeys() {
 		if i > 0 {
-			l.Add(s.Dim, " · ")
+			keys.Add(s.Dim, " · ")
 		}
-		l.Add(s.Key, b.Help().Key).Add(s.Desc, " "+b.Help().Desc)
+		keys.Add(s.Key, b.Help().Key).Add(s.Desc, " "+b.Help().Desc)
 	}
-	l.Plain(" ")
-	return lessonpanel.Line(m.guide, l.String(), l.Width(), w, s)
-}
-
-// openList opens the lesson list on the lesson followed.
-func (m *Model) openList() {
-	l := lessonpanel.List{Current: m.guide.Lesson}
-	for i, e := range m.opts.Guide.Lessons() {
-		l.Entries = append(l.Entries, e)
-		if e.Number == m.guide.Lesson {
-			l.Cursor = i
-		}
-	}
-	k := m.keys
-	h := &common.Line{}
-	h.Add(m.styles.Key, "↑/↓").Add(m.styles.Desc, " choose").Add(m.styles.Dim, " · ").
-		Add(m.styles.Key, "0-9").Add(m.styles.Desc, " number").Add(m.styles.Dim, " · ").
-		Add(m.styles.Key, k.Open.Help().Key).Add(m.styles.Desc, " "+k.Open.Help().Desc).Add(m.styles.Dim, " · ").
-		Add(m.styles.Key, k.Close.Help().Key).Add(m.styles.Desc, " "+k.Close.Help().Desc)
-	l.Keys, l.KeysW = h.String(), h.Width()
-	m.list, m.listOpen = l, true
-}
-
-// onListKey: ↑/↓ or a number choose a lesson, enter opens it, esc (or l,
-// or q) closes the list; ctrl+c still quits. Other keys do nothing while
-// the list is open.
-func (m *Model) onListKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, l := m.keys, &m.list
-	switch {
-	case msg.String() == "ctrl+c":
-		return m.opts.Quit()
-	case key.Matches(msg, k.Close):
-		m.listOpen = false
-	case key.Matches(msg, k.Up):
-		l.Cursor, l.Typed = max(0, l.Cursor-1), ""
-	case key.Matches(msg, k.Down):
-		l.Cursor, l.Typed = max(0, min(len(l.Entries)-1, l.Cursor+1)), ""
-	case key.Matches(msg, k.Open):
-		n := 0
-		switch {
-		case l.Typed != "":
-			n, _ = strconv.Atoi(l.Typed) // digits only
-		case l.Cursor < len(l.Entries):
-			n = l.Entries[l.Cursor].Number
-		default:
-			return nil
-		}
-		if err := m.opts.Guide.Open(n); err != nil {
-			// Shown as the Guide worded it, the number typed kept above it.
-			l.Err = err.Error()
-			return nil
-		}
-		m.listOpen = false
-		m.pollGuide()
-	case msg.String() == "backspace":
-		if l.Typed != "" {
-			l.Typed = l.Typed[:len(l.Typed)-1]
-		}
-	default:
-		if d := msg.String(); len(d) == 1 && d[0] >= '0' && d[0] <= '9' && len(l.Typed) < 3 {
-			l.Typed = strings.TrimLeft(l.Typed+d, "0")
-			n, _ := strconv.Atoi(l.Typed)
-			for i, e := range l.Entries {
-				if e.Number == n {
-					l.Cursor = i
-				}
-			}
-		}
-	}
-	return nil
+	keys.Plain(" ")
+	return lessonpanel.Line(l.st, keys.String(), keys.Width(), w, s)
 }

@@ -104,17 +104,7 @@ done
 
 func newLessonModel(t testing.TB, g Guide, a Actions) *Model {
 	t.Helper()
-	src := fixture.NewSource(fixture.Snapshot())
-	m := New(Options{
-		Source: src, Actions: a, Guide: g,
-		Info:  Info{Backend: "envtest", Version: "v1.36.3"},
-		Now:   func() time.Time { return now40 },
-		Start: fixture.T0,
-		Frame: 10 * time.Millisecond,
-		Dark:  true,
-	})
-	m.Ingest(fixture.Events())
-	m.SetSnapshot(src.Snapshot())
+	m, _ := newScreen(t, func(o *Options) { o.Actions, o.Guide = a, g })
 	return m
 }
 
@@ -289,8 +279,8 @@ func TestTUILessonKeys(t *testing.T) {
 			if got := a.Calls(); !reflect.DeepEqual(got, tt.actions) {
 				t.Errorf("actions = %v, want %v", got, tt.actions)
 			}
-			if m.listOpen != tt.list {
-				t.Errorf("list open = %v, want %v", m.listOpen, tt.list)
+			if m.lesson.listOpen != tt.list {
+				t.Errorf("list open = %v, want %v", m.lesson.listOpen, tt.list)
 			}
 			if out := ansi.Strip(m.View().Content); !strings.Contains(out, tt.text) {
 				t.Errorf("screen does not say %q:\n%s", tt.text, out)
@@ -333,7 +323,7 @@ func TestTUILessonRedraw(t *testing.T) {
 	if got := m.View().Content; !strings.Contains(got, "still missing: shell") {
 		t.Fatalf("no detail on screen:\n%s", ansi.Strip(got))
 	}
-	m.cache = "cached" // a redraw would replace it
+	m.draw.cache = "cached" // a redraw would replace it
 	m.Update(FrameMsg{})
 	if got := m.View().Content; got != "cached" {
 		t.Fatal("a frame with the same lesson state redrew")
@@ -372,7 +362,8 @@ func TestTUILessonProgram(t *testing.T) {
 		}
 	}
 	g.set(func(s *GuideState) { s.Step, s.StepTitle = 2, "Now the shell loop alone" })
-	appWaitFor(t, tm, "step 3 of 6: Now the shell loop alone")
+	// The renderer rewrites only the cells that changed: "step " stays.
+	appWaitFor(t, tm, "3 of 6: Now the shell loop alone")
 	tm.Send(keyMsg("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
@@ -410,7 +401,7 @@ func TestTUILessonInputCursor(t *testing.T) {
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 		// The input draws its own cursor by default; the real one is what
 		// View places.
-		m.input.SetVirtualCursor(false)
+		m.ctl.input.SetVirtualCursor(false)
 		m.Update(keyMsg("e"))
 		v := m.View()
 		if v.Cursor == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
@@ -20,22 +21,33 @@ import (
 
 var now40 = fixture.At(40*time.Second + 300*time.Millisecond)
 
-// newModel is the main screen on the fixture: hello 2/2 everywhere, the
-// fixture's events folded, a fixed clock.
-func newModel(t testing.TB, a Actions) (*Model, *fixture.Source) {
+// newScreen is the main screen on the fixture: hello 2/2 everywhere, the
+// fixture's events folded, a fixed clock; edit, if not nil, changes the
+// options first.
+func newScreen(t testing.TB, edit func(*Options)) (*Model, *fixture.Source) {
 	t.Helper()
 	src := fixture.NewSource(fixture.Snapshot())
-	m := New(Options{
-		Source: src, Actions: a,
-		Info:  Info{Backend: "envtest", Version: "v1.36.3"},
-		Now:   func() time.Time { return now40 },
-		Start: fixture.T0,
-		Frame: 10 * time.Millisecond,
-		Dark:  true,
-	})
+	o := Options{
+		Source: src,
+		Info:   Info{Backend: "envtest", Version: "v1.36.3"},
+		Now:    func() time.Time { return now40 },
+		Start:  fixture.T0,
+		Frame:  10 * time.Millisecond,
+		Dark:   true,
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	m := New(o)
 	m.Ingest(fixture.Events())
 	m.SetSnapshot(src.Snapshot())
 	return m, src
+}
+
+// newModel is the main screen on the fixture, acting through a.
+func newModel(t testing.TB, a Actions) (*Model, *fixture.Source) {
+	t.Helper()
+	return newScreen(t, func(o *Options) { o.Actions = a })
 }
 
 func keyMsg(s string) tea.KeyPressMsg {
@@ -63,7 +75,7 @@ func press(m *Model, keys ...string) {
 		if cmd == nil {
 			continue
 		}
-		if k == "enter" || strings.ContainsAny(k, "+-dxnkgs") && m.mode == modeNormal {
+		if k == "enter" || strings.ContainsAny(k, "+-dxnkgs") && !m.ctl.inputOpen() {
 			if msg, ok := cmd().(actionMsg); ok {
 				m.Update(msg)
 			}
@@ -138,10 +150,10 @@ func TestTUIViewCached(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
 	m.Update(FrameMsg{}) // the first frame takes the world and the counts
 	first := m.View().Content
-	if m.dirty {
+	if m.draw.dirty {
 		t.Fatal("dirty after View")
 	}
-	m.cache = "cached" // a redraw would replace it
+	m.draw.cache = "cached" // a redraw would replace it
 	if got := m.View().Content; got != "cached" {
 		t.Fatal("View drew again with nothing changed")
 	}
@@ -158,22 +170,22 @@ func TestTUIViewCached(t *testing.T) {
 // TestTUIFrameDrains: one frame drains the bus, folds and takes the world.
 func TestTUIFrameDrains(t *testing.T) {
 	m, src := newModel(t, nil)
-	before := m.stats.Events
+	before := m.feed.stats.Events
 	for _, e := range fixture.Events()[:10] {
 		src.Bus.Publish(e)
 	}
 	w := fixture.Snapshot()
-	w.Namespaces["echo-shell"] = fixture.Namespace("shell", 3, 3, "")
+	w.Namespaces[style.Shell.Namespace()] = fixture.Namespace(style.Shell, 3, 3, "")
 	src.SetWorld(w)
 	m.Update(FrameMsg{})
-	if got := m.stats.Events - before; got != 10 {
+	if got := m.feed.stats.Events - before; got != 10 {
 		t.Fatalf("folded %d events, want 10", got)
 	}
-	if got := m.snap.Namespaces["echo-shell"].Echoes["hello"].Ready; got != "3/3" {
+	if got := m.feed.namespace(style.Shell).Echoes["hello"].Ready; got != "3/3" {
 		t.Fatalf("world not taken: ready %s", got)
 	}
 	// The third pod is new: it fades in.
-	fresh := m.paneData("shell", now40, false).Fresh
+	fresh := m.feed.fresh(style.Shell, now40)
 	if !fresh("echo-hello-7c9f5-cmz") || fresh("echo-hello-7c9f5-akx") {
 		t.Fatal("fresh pods wrong")
 	}
@@ -183,7 +195,7 @@ func TestTUIFrameDrains(t *testing.T) {
 // key press waits at most one budget.
 func TestTUIIngestBudget(t *testing.T) {
 	m, _ := newModel(t, nil)
-	m.opts.Budget = time.Millisecond
+	m.feed.budget = time.Millisecond
 	evs := burst(1 << 16) // a full subscription ring
 	start := time.Now()
 	m.Ingest(evs)
@@ -229,8 +241,8 @@ func TestTUIActions(t *testing.T) {
 		{"scale to 5", []string{"s", "ctrl+u", "5", "enter"}, []fixture.Call{fixture.C("ScaleDeployment", "", "hello", 5)}, "to 5 by hand"},
 		{"delete echo", []string{"x"}, []fixture.Call{fixture.C("DeleteEcho", "hello")}, "deleted Echo/hello"},
 		{"create echo", []string{"n"}, []fixture.Call{fixture.C("CreateEcho", "hello", "hello from rlab", 2)}, "created Echo/hello"},
-		{"kill leader of client-go", []string{"2", "k"}, []fixture.Call{fixture.C("KillLeader", "clientgo")}, "killed (SIGKILL) leader clientgo/a"},
-		{"stop leader of runtime", []string{"3", "g"}, []fixture.Call{fixture.C("StopLeader", "runtime")}, "stopped (SIGTERM) leader runtime/a"},
+		{"kill leader of client-go", []string{"2", "k"}, []fixture.Call{fixture.C("KillLeader", string(style.ClientGo))}, "killed (SIGKILL) leader clientgo/a"},
+		{"stop leader of runtime", []string{"3", "g"}, []fixture.Call{fixture.C("StopLeader", string(style.Runtime))}, "stopped (SIGTERM) leader runtime/a"},
 		{"shell has no leader", []string{"k"}, nil, "no leader"},
 	}
 	for _, tt := range tests {
@@ -282,10 +294,10 @@ func TestTUIEditRejected(t *testing.T) {
 	tm.Send(keyMsg("esc"))
 	tm.Send(keyMsg("q"))
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
-	if got := fm.snap.Namespaces["echo-shell"].Echoes["hello"].Message; got != "hello from rlab" {
+	if got := fm.feed.namespace(style.Shell).Echoes["hello"].Message; got != "hello from rlab" {
 		t.Fatalf("message changed to %q", got)
 	}
-	if fm.mode != modeNormal {
+	if fm.ctl.inputOpen() {
 		t.Fatal("esc did not close the input")
 	}
 }
@@ -318,9 +330,10 @@ func TestTUIQuitKey(t *testing.T) {
 // second. Those renewals (their API requests and the Lease's new renew
 // time) must not redraw the screen on their own; everything else must.
 func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
+	cg := style.ClientGo
 	lease := func(src string) trace.Event {
-		return trace.Event{Time: now40, Source: "proxy/" + src, Kind: trace.APIRequest, Namespace: "echo-clientgo",
-			Fields: map[string]any{"verb": "update", "resource": "leases", "code": 200}}
+		return trace.Event{Time: now40, Source: "proxy/" + src, Kind: trace.APIRequest, Namespace: cg.Namespace(),
+			Fields: map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases", trace.FieldCode: 200}}
 	}
 	renewed := func(s world.Snapshot) world.Snapshot {
 		out := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
@@ -341,20 +354,20 @@ func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
 		act    func(m *Model)
 		redraw bool
 	}{
-		{"lease renewals", 0, func(m *Model) { m.Ingest([]trace.Event{lease("clientgo/a"), lease("runtime/b")}) }, false},
-		{"lease renewals, timeline showing API requests", 1, func(m *Model) { m.Ingest([]trace.Event{lease("clientgo/a")}) }, true},
+		{"lease renewals", 0, func(m *Model) { m.Ingest([]trace.Event{lease(cg.Source("a")), lease(style.Runtime.Source("b"))}) }, false},
+		{"lease renewals, timeline showing API requests", 1, func(m *Model) { m.Ingest([]trace.Event{lease(cg.Source("a"))}) }, true},
 		{"a reconcile among them", 0, func(m *Model) {
-			m.Ingest([]trace.Event{lease("clientgo/a"), {Time: now40, Source: "clientgo/a", Kind: trace.ReconcileStart,
-				Namespace: "echo-clientgo", Object: "Echo/hello", Fields: map[string]any{"id": 9, "cause": "event"}}})
+			m.Ingest([]trace.Event{lease(cg.Source("a")), {Time: now40, Source: cg.Source("a"), Kind: trace.ReconcileStart,
+				Namespace: cg.Namespace(), Object: "Echo/hello", Fields: map[string]any{trace.FieldID: 9, trace.FieldCause: trace.CauseEvent}}})
 		}, true},
 		{"a status write", 0, func(m *Model) {
-			m.Ingest([]trace.Event{{Time: now40, Source: "proxy/clientgo/a", Kind: trace.APIRequest, Namespace: "echo-clientgo",
-				Fields: map[string]any{"verb": "update", "resource": "echoes/status", "code": 200}}})
+			m.Ingest([]trace.Event{{Time: now40, Source: "proxy/" + cg.Source("a"), Kind: trace.APIRequest, Namespace: cg.Namespace(),
+				Fields: map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}}})
 		}, true},
-		{"a Lease renewed in the world", 0, func(m *Model) { m.SetSnapshot(renewed(m.snap)) }, false},
+		{"a Lease renewed in the world", 0, func(m *Model) { m.SetSnapshot(renewed(m.feed.snap)) }, false},
 		{"a new Lease holder in the world", 0, func(m *Model) {
-			s := renewed(m.snap)
-			s.Namespaces["echo-clientgo"].Lease.Holder = "clientgo-b-1"
+			s := renewed(m.feed.snap)
+			s.Namespaces[cg.Namespace()].Lease.Holder = cg.Identity("b", 1)
 			m.SetSnapshot(s)
 		}, true},
 	}
@@ -366,10 +379,10 @@ func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
 				m.Update(keyMsg("T"))
 			}
 			m.View()
-			m.dirty = false
+			m.draw.dirty = false
 			tt.act(m)
-			if m.dirty != tt.redraw {
-				t.Errorf("dirty = %v, want %v", m.dirty, tt.redraw)
+			if m.draw.dirty != tt.redraw {
+				t.Errorf("dirty = %v, want %v", m.draw.dirty, tt.redraw)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/tui"
@@ -71,15 +72,15 @@ func TestReplayGolden(t *testing.T) {
 func TestReplaySameScreenAsLive(t *testing.T) {
 	at := fixture.At
 	evs := append(fixture.Events(),
-		trace.Event{Time: at(20 * time.Second), Source: supervisor.Source, Kind: trace.ProcessStart, Object: "shell/b",
+		trace.Event{Time: at(20 * time.Second), Source: supervisor.Source, Kind: trace.ProcessStart, Object: style.Shell.Source("b"),
 			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldRestarts: 0}},
-		trace.Event{Time: at(30 * time.Second), Source: supervisor.Source, Kind: trace.ProcessExit, Object: "shell/b",
+		trace.Event{Time: at(30 * time.Second), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Shell.Source("b"),
 			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldCode: 0, trace.FieldRemoved: true}},
-		trace.Event{Time: at(39 * time.Second), Source: supervisor.Source, Kind: trace.ProcessPause, Object: "clientgo/b",
+		trace.Event{Time: at(39 * time.Second), Source: supervisor.Source, Kind: trace.ProcessPause, Object: style.ClientGo.Source("b"),
 			Fields: map[string]any{trace.FieldPID: 4126}},
-		trace.Event{Time: at(39500 * time.Millisecond), Source: supervisor.Source, Kind: trace.ProcessExit, Object: "runtime/a",
+		trace.Event{Time: at(39500 * time.Millisecond), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Runtime.Source("a"),
 			Fields: map[string]any{trace.FieldPID: 4129, trace.FieldRestarts: 0, trace.FieldSignal: "killed", trace.FieldBackoffMS: 500}},
-		trace.Event{Time: at(40 * time.Second), Source: "proxy/clientgo/a", Kind: trace.Dropped,
+		trace.Event{Time: at(40 * time.Second), Source: "proxy/" + style.ClientGo.Source("a"), Kind: trace.Dropped,
 			Fields: map[string]any{trace.FieldCount: 100}},
 	)
 	slices.SortStableFunc(evs, func(a, b trace.Event) int { return a.Time.Compare(b.Time) })

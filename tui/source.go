@@ -7,9 +7,9 @@ package tui
 import (
 	"context"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
-	"github.com/kkloud/rlab/tui/lessonpanel"
 )
 
 // Source is what the screen reads: one stream of events and the world
@@ -60,9 +60,8 @@ type Guide interface {
 	Lessons() []GuideEntry
 }
 
-// GuideState is what the lesson panel shows (defined with the panel,
-// which cannot import this package).
-type GuideState = lessonpanel.Data
+// GuideState is what the lesson panel shows: the lesson engine's own state.
+type GuideState = lessons.SessionState
 
 // GuideEntry is one lesson in the lesson list.
-type GuideEntry = lessonpanel.Entry
+type GuideEntry = lessons.SessionEntry

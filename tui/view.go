@@ -6,7 +6,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"
@@ -23,34 +22,67 @@ const (
 	idleRedraw = time.Second
 )
 
+// redraw is when the screen is drawn again, and the last drawing.
+type redraw struct {
+	dirty   bool
+	moving  bool // the marker moves: draw events as they come (see feed.animating)
+	urgent  bool // a key, a resize or an action's result: draw at once
+	cache   string
+	timeKey int64
+	drawn   time.Time // when the cache was drawn (wall clock)
+
+	helpLine string // the short help, drawn for helpW and helpDark
+	helpW    int
+	helpDark bool
+}
+
+// now asks for a redraw at once.
+func (r *redraw) now() { r.dirty, r.urgent = true, true }
+
+// tick asks for a redraw when the clock crossed a step: the flash phase
+// while something flashes, the marker's cooling while it moves, else a
+// whole second (everything else on screen counts in seconds).
+func (r *redraw) tick(now time.Time, flashing, moving bool) {
+	r.moving = moving
+	step := time.Second
+	if flashing {
+		step = pane.FlashEvery
+	} else if moving {
+		step = pane.MarkerHot
+	}
+	if tk := now.UnixMilli() / step.Milliseconds(); tk != r.timeKey {
+		r.timeKey = tk
+		r.dirty = true
+	}
+}
+
 // View is the screen. It is drawn again only when something changed (an
 // event, the world, a key, the size, or the clock while something moves),
 // at most ten times a second unless a key asks; otherwise the last frame is
 // returned as is, and the renderer finds nothing to do.
 func (m *Model) View() tea.View {
+	r := &m.draw
 	gap := idleRedraw
-	if m.moving {
+	if r.moving {
 		gap = minRedraw
 	}
-	if m.cache == "" || m.dirty && (m.urgent || time.Since(m.drawn) >= gap) {
-		m.cache = m.Render()
-		m.dirty, m.urgent = false, false
-		m.drawn = time.Now()
+	if r.cache == "" || r.dirty && (r.urgent || time.Since(r.drawn) >= gap) {
+		r.cache = m.Render()
+		r.dirty, r.urgent = false, false
+		r.drawn = time.Now()
 	}
-	v := tea.NewView(m.cache)
+	v := tea.NewView(r.cache)
 	v.AltScreen = true
 	v.WindowTitle = "rlab · " + m.opts.Echo
-	if m.mode != modeNormal {
-		if c := m.input.Cursor(); c != nil {
-			// The input is the last status line, above the help line (and
-			// the lesson line).
-			c.Position.X++
-			c.Position.Y += m.h - 2
-			if m.opts.Guide != nil {
-				c.Position.Y--
-			}
-			v.Cursor = c
+	if c := m.ctl.cursor(); c != nil {
+		// The input is the last status line, above the help line (and the
+		// lesson line).
+		c.Position.X++
+		c.Position.Y += m.h - 2
+		if m.lesson.on() {
+			c.Position.Y--
 		}
+		v.Cursor = c
 	}
 	return v
 }
@@ -70,80 +102,31 @@ func (m *Model) Render() string {
 	lines = append(lines, m.header(now, w))
 
 	footer := m.footer(w)
-	three := !m.full && w >= threeFrom && len(m.opts.Styles) > 1
 	avail := h - 1 - len(footer)
-	if !three {
-		lines = append(lines, m.strip(w))
+	if !m.panes.three(w) {
+		lines = append(lines, m.panes.strip(m.feed, m.opts.Echo, w, s))
 		avail--
 	}
-
 	// Panes: as tall as the tallest body, leaving the timeline at least 5
 	// rows, or the lesson panel its least.
-	var shown []string
-	if three {
-		shown = m.opts.Styles
-	} else {
-		shown = []string{m.focused()}
-	}
-	widths := make([]int, len(shown))
-	for i := range shown {
-		widths[i] = w / len(shown)
-		if i < w%len(shown) {
-			widths[i]++
-		}
-	}
-	bodies := make([][]string, len(shown))
-	tallest := 0
-	for i, st := range shown {
-		bodies[i] = pane.Body(m.paneData(st, now, len(shown) == 1), common.BoxInner(widths[i]), s)
-		tallest = max(tallest, len(bodies[i]))
-	}
 	lowMin := 5
-	if m.opts.Guide != nil {
+	if m.lesson.on() {
 		lowMin = lessonpanel.MinHeight
 	}
-	paneH := min(tallest+2, avail-lowMin)
-	blocks := make([][]string, len(shown))
-	for i, st := range shown {
-		title := common.Title(st)
-		border := s.Border
-		if st == m.focused() && len(shown) > 1 {
-			title = "▶ " + title
-			border = s.OpPaint(st)
-		}
-		blocks[i] = common.BoxFitted(s.OpBold[st].S(title), common.Width(title), bodies[i], widths[i], paneH, border)
-	}
-	lines = append(lines, common.JoinColumns(blocks, widths)...)
+	top := m.panes.render(m.feed, m.opts.Echo, now, w, avail, lowMin, s)
+	lines = append(lines, top...)
 
-	lowH := avail - paneH
+	lowH := avail - len(top)
 	switch {
 	case m.showHelp:
 		lines = append(lines, m.helpBox(w, lowH)...)
-	case m.opts.Guide != nil:
-		lines = append(lines, m.lessonArea(w, lowH)...)
+	case m.lesson.on():
+		lines = append(lines, m.lesson.area(w, lowH, s, m.feed.tl)...)
 	default:
-		lines = append(lines, m.tl.Render(w, lowH, s)...)
+		lines = append(lines, m.feed.tl.Render(w, lowH, s)...)
 	}
 	lines = append(lines, footer...)
 	return strings.Join(lines, "\n")
-}
-
-func (m *Model) paneData(style string, now time.Time, single bool) pane.Data {
-	d := pane.Data{
-		Style:   style,
-		Stats:   m.stats.Styles[style],
-		NS:      m.snap.Namespaces["echo-"+style],
-		Echo:    m.opts.Echo,
-		Now:     now,
-		Verbs:   m.showVerbs || (m.full && single),
-		Focused: style == m.focused(),
-	}
-	ns := "echo-" + style + "/"
-	d.Fresh = func(pod string) bool {
-		t, ok := m.podSeen[ns+pod]
-		return ok && !t.IsZero() && now.Sub(t) < freshFor
-	}
-	return d
 }
 
 func (m *Model) enlarge() string {
@@ -174,7 +157,7 @@ func (m *Model) header(now time.Time, w int) string {
 		if ev.Deleting {
 			l.Add(s.Warn, "  deleting")
 		}
-	} else if m.hasSnap {
+	} else if m.feed.hasSnap {
 		l.Add(s.Warn, "  not found ("+m.keys.CreateEcho.Help().Key+" creates it)")
 	}
 	right := &common.Line{}
@@ -189,85 +172,25 @@ func (m *Model) header(now time.Time, w int) string {
 	return l.String() + strings.Repeat(" ", gap) + right.String()
 }
 
-// strip names the panes not shown on a narrow screen, with their status.
-func (m *Model) strip(w int) string {
-	s := m.styles
-	l := &common.Line{}
-	for i, st := range m.opts.Styles {
-		label := fmt.Sprintf(" %d %s ", i+1, common.Title(st))
-		if ns := m.snap.Namespaces["echo-"+st]; ns != nil {
-			if e := ns.Echoes[m.opts.Echo]; e != nil && e.Ready != "" {
-				label += e.Ready + " "
-			}
-		}
-		if i == m.focus {
-			l.Add(s.Reverse, label)
-		} else {
-			l.Add(s.OpPaint(st), label)
-		}
-		l.Plain(" ")
-	}
-	l.Add(s.Dim, "tab/1-3 switch · f full width")
-	return l.Fit(w)
-}
-
-// statusLines: the input (with its error), an action in flight, or the
-// last action's result, wrapped to at most 3 lines; none if nothing to say.
-func (m *Model) statusLines(w int) []string {
-	s := m.styles
-	wrap := func(p common.Paint, text string) []string {
-		var out []string
-		for _, l := range strings.Split(ansi.Hardwrap(text, w-1, true), "\n") {
-			out = append(out, p.S(common.Fit(" "+l, w)))
-			if len(out) == 3 {
-				break
-			}
-		}
-		return out
-	}
-	if m.mode != modeNormal {
-		out := []string{common.Fit(" "+m.input.View(), w)}
-		hint := "enter applies · esc cancels"
-		if m.busy != "" {
-			hint = m.busy
-		}
-		if m.inputEr != "" {
-			out = append(wrap(s.Err, "✗ "+m.inputEr), out...)
-			return out
-		}
-		return append([]string{s.Dim.S(common.Fit(" "+hint, w))}, out...)
-	}
-	switch {
-	case m.busy != "":
-		return wrap(s.Accent, m.busy)
-	case m.status.err:
-		return wrap(s.Err, "✗ "+m.status.text)
-	case m.status.text != "":
-		return wrap(s.OK, m.status.text)
-	case m.opts.Hint != "":
-		return wrap(s.Dim, m.opts.Hint)
-	}
-	return nil
-}
-
 // footer is the status line(s), the lesson line in a lesson, and the
 // short help.
 func (m *Model) footer(w int) []string {
-	out := m.statusLines(w)
+	out := m.ctl.lines(w, m.styles, m.opts.Hint)
 	switch {
-	case m.opts.Guide != nil:
+	case m.lesson.on():
 		// The lesson line takes the place of an empty status line.
-		out = append(out, m.lessonLine(w))
+		out = append(out, m.lesson.line(w, m.styles, &m.keys))
 	case len(out) == 0:
 		out = []string{strings.Repeat(" ", w)}
 	}
-	if m.helpLine == "" || m.helpW != w || m.helpDark != m.styles.Dark {
+	r := &m.draw
+	if r.helpLine == "" || r.helpW != w || r.helpDark != m.styles.Dark {
 		// The help line changes only with the width and the colours.
 		m.help.SetWidth(w - 1)
-		m.helpLine = common.Fit(" "+m.help.ShortHelpView(m.keys.ShortHelp()), w)
-		m.helpW, m.helpDark = w, m.styles.Dark
+		r.helpLine = common.Fit(" "+m.help.ShortHelpView(m.keys.ShortHelp()), w)
+		r.helpW, r.helpDark = w, m.styles.Dark
 	}
-	return append(out, m.helpLine)
+	return append(out, r.helpLine)
 }
 
 func (m *Model) helpBox(w, h int) []string {

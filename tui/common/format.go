@@ -62,18 +62,3 @@ func Plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
-
-// Titles are the pane titles of the operator styles.
-var Titles = map[string]string{
-	"shell":    "shell loop",
-	"clientgo": "client-go",
-	"runtime":  "controller-runtime",
-}
-
-// Title of a style's pane.
-func Title(style string) string {
-	if t, ok := Titles[style]; ok {
-		return t
-	}
-	return style
-}

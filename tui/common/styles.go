@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"charm.land/lipgloss/v2"
+
+	"github.com/kkloud/rlab/operators/style"
 )
 
 // Paint is a style reduced to the escape codes around its text. Rendering
@@ -39,20 +41,20 @@ func (p Paint) S(s string) string {
 type Styles struct {
 	Dark bool
 
-	// Op is the colour of each operator style: "shell", "clientgo", "runtime".
-	Op map[string]Paint
+	// Op is the colour of each operator style.
+	Op map[style.Style]Paint
 	// OpBold is the same, bold (pane titles, the active pipeline stage).
-	OpBold map[string]Paint
+	OpBold map[style.Style]Paint
 
 	Text, Dim, Bold, OK, Warn, Err, Accent, Crown, Flash, Fresh Paint
 	Border, Key, Desc, Reverse                                  Paint
 }
 
 // Colours of the three styles, light then dark variant.
-var opColors = map[string][2]string{
-	"shell":    {"#9A5B00", "#F2B84B"},
-	"clientgo": {"#005F87", "#5FD7FF"},
-	"runtime":  {"#8700AF", "#D787FF"},
+var opColors = map[style.Style][2]string{
+	style.Shell:    {"#9A5B00", "#F2B84B"},
+	style.ClientGo: {"#005F87", "#5FD7FF"},
+	style.Runtime:  {"#8700AF", "#D787FF"},
 }
 
 // NewStyles returns the styles for a dark or a light background.
@@ -62,8 +64,8 @@ func NewStyles(dark bool) *Styles {
 	fg := func(light, darkc string) lipgloss.Style { return lipgloss.NewStyle().Foreground(c(light, darkc)) }
 	s := &Styles{
 		Dark:    dark,
-		Op:      map[string]Paint{},
-		OpBold:  map[string]Paint{},
+		Op:      map[style.Style]Paint{},
+		OpBold:  map[style.Style]Paint{},
 		Text:    Paint{},
 		Dim:     NewPaint(fg("#6C6C6C", "#8A8A8A")),
 		Bold:    NewPaint(lipgloss.NewStyle().Bold(true)),
@@ -88,8 +90,8 @@ func NewStyles(dark bool) *Styles {
 }
 
 // OpPaint is the paint of an operator style, or Text for anything else.
-func (s *Styles) OpPaint(style string) Paint {
-	if p, ok := s.Op[style]; ok {
+func (s *Styles) OpPaint(st style.Style) Paint {
+	if p, ok := s.Op[st]; ok {
 		return p
 	}
 	return s.Text
@@ -97,6 +99,6 @@ func (s *Styles) OpPaint(style string) Paint {
 
 // PlainStyles paints nothing: for tests and golden files of plain text.
 func PlainStyles() *Styles {
-	s := &Styles{Op: map[string]Paint{}, OpBold: map[string]Paint{}}
+	s := &Styles{Op: map[style.Style]Paint{}, OpBold: map[style.Style]Paint{}}
 	return s
 }

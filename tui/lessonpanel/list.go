@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/tui/common"
 )
 
 // Line is the lesson line of the footer: the heading at the left, cut if
 // need be so that the keys (painted, keysW wide) keep their place at the
 // right.
-func Line(d Data, keys string, keysW, w int, s *common.Styles) string {
+func Line(d lessons.SessionState, keys string, keysW, w int, s *common.Styles) string {
 	l := &common.Line{}
 	l.Plain(" ").Add(s.Accent, fmt.Sprintf("lesson %d/%d", d.Lesson, d.Count)).Add(s.Dim, " · ").Add(s.Bold, d.Title)
 	switch {
@@ -31,7 +32,7 @@ func Line(d Data, keys string, keysW, w int, s *common.Styles) string {
 
 // List is the lesson list, opened over the lower part of the screen.
 type List struct {
-	Entries []Entry
+	Entries []lessons.SessionEntry
 	Cursor  int    // index into Entries
 	Current int    // the number of the lesson followed now
 	Typed   string // the lesson number typed so far

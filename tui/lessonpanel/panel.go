@@ -10,50 +10,13 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/tui/common"
 )
 
-// Data is what the panel shows; the screen calls it tui.GuideState.
-type Data struct {
-	// Version changes whenever anything below changes.
-	Version uint64
-	// Lesson is this lesson's number; Count how many lessons there are.
-	Lesson, Count int
-	Title         string
-	// Step is the step shown, from 0; Steps how many the lesson has.
-	Step, Steps int
-	StepTitle   string
-	Text        string // the step's prose, may span lines
-	// What the student is asked to do: the kubectl command to type in
-	// another terminal, the key to press here, or a note; any may be "".
-	Kubectl, Key, Note string
-	// Waiting says in words what the check waits for; "" for a step with
-	// nothing to check (n goes on).
-	Waiting string
-	// Passed: the check passed; Detail is its latest outcome in words
-	// (what is still missing, or what was seen).
-	Passed bool
-	Detail string
-	// Hint is set once the check has waited long enough for it.
-	Hint string
-	// Playing: autoplay is performing the action; PlayErr is its error.
-	Playing bool
-	PlayErr string
-	// Done: the last step passed (or was skipped); the lesson is over.
-	Done bool
-}
-
-// Entry is one lesson of the list (tui.GuideEntry).
-type Entry struct {
-	Number int
-	Title  string
-	Steps  int
-	Where  string // "", "at step 2 of 4", "done"
-}
-
 // Heading is "lesson 3/10 · Drift repair · step 2 of 4: delete …", the
 // panel's title and the start of the lesson line.
-func Heading(d Data) string {
+func Heading(d lessons.SessionState) string {
 	h := fmt.Sprintf("lesson %d/%d · %s", d.Lesson, d.Count, d.Title)
 	switch {
 	case d.Done:
@@ -74,7 +37,7 @@ const MinHeight = 8
 // Panel is the panel laid out for one width; its height is chosen after
 // (Want says what it would take).
 type Panel struct {
-	d      Data
+	d      lessons.SessionState
 	w      int
 	s      *common.Styles
 	blocks []block // in display order: prose, what to do, the check
@@ -89,7 +52,7 @@ type block struct {
 }
 
 // New lays the panel out for a box w wide.
-func New(d Data, w int, s *common.Styles) *Panel {
+func New(d lessons.SessionState, w int, s *common.Styles) *Panel {
 	iw := common.BoxInner(w)
 	p := &Panel{d: d, w: w, s: s}
 	if iw < 10 {
@@ -192,7 +155,7 @@ func fitted(p common.Paint, text string, w int) string {
 
 // doLines: what the student is asked to do. The kubectl command is shown
 // as written, line for line.
-func doLines(d Data, iw int, st *common.Styles) []string {
+func doLines(d lessons.SessionState, iw int, st *common.Styles) []string {
 	var out []string
 	const env = `in another terminal (after eval "$(rlab env)")`
 	switch {
@@ -224,7 +187,7 @@ func doLines(d Data, iw int, st *common.Styles) []string {
 
 // checkLines: the play under way or failed, the check (waiting, passed),
 // what it saw, and the hint; playing is how many lines the play takes.
-func checkLines(d Data, iw int, st *common.Styles) (out []string, playing int) {
+func checkLines(d lessons.SessionState, iw int, st *common.Styles) (out []string, playing int) {
 	switch {
 	case d.PlayErr != "":
 		out = append(out, marked("✗ ", st.Err, st.Err, d.PlayErr, iw)...) // worded by the Guide

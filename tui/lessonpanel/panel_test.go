@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/tui/common"
 )
 
@@ -86,8 +87,8 @@ func TestTUIReflow(t *testing.T) {
 	}
 }
 
-func bigStep() Data {
-	return Data{
+func bigStep() lessons.SessionState {
+	return lessons.SessionState{
 		Version: 3, Lesson: 6, Count: 9, Title: "The workqueue", Step: 2, Steps: 5, StepTitle: "Retries with backoff",
 		Text: "Take the create verb on Deployments away from the Go operators' Roles,\nthen create an Echo called retry-demo. Every reconcile fails with\nforbidden. The error goes back to the workqueue, which queues the key\nagain after a backoff that doubles each time.",
 		Kubectl: "for s in clientgo runtime; do\n  kubectl -n echo-$s patch role echo-operator --type=json -p '[{\"op\":\"remove\",\"path\":\"/rules/2\"}]'\n" +

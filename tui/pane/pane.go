@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/stats"
@@ -16,7 +18,7 @@ import (
 
 // Data is what one pane shows.
 type Data struct {
-	Style string
+	Style style.Style
 	Stats *stats.Style
 	NS    *world.NamespaceView // nil before the first snapshot
 	Echo  string               // the Echo shown
@@ -38,7 +40,7 @@ const (
 // Render draws the pane, frame included, exactly w×h.
 func Render(d Data, w, h int, s *common.Styles) []string {
 	body := Body(d, common.BoxInner(w), s)
-	title := common.Title(d.Style)
+	title := d.Style.Title()
 	tp := s.OpBold[d.Style]
 	border := s.Border
 	if d.Focused {
@@ -52,7 +54,7 @@ func Render(d Data, w, h int, s *common.Styles) []string {
 func Body(d Data, w int, s *common.Styles) []string {
 	st := d.Stats
 	if st == nil {
-		st = stats.New([]string{d.Style}).Styles[d.Style]
+		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
 	}
 	var out []string
 	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
@@ -62,7 +64,7 @@ func Body(d Data, w int, s *common.Styles) []string {
 
 	// Shell: the poll timer. Go: the workqueue.
 	l := &common.Line{}
-	if d.Style == "shell" {
+	if d.Style == style.Shell {
 		if next, ok := st.NextPoll(); ok {
 			// The sleep starts once the poll's last kubectl returned.
 			if left := next.Sub(d.Now); left > 0 && st.Running == nil {
@@ -111,12 +113,12 @@ func Body(d Data, w int, s *common.Styles) []string {
 	case st.Last != nil:
 		r := st.Last
 		l.Plain(" · " + common.MS(r.DurationMS) + " ")
-		if r.Result == "error" {
+		if r.Result == trace.ResultError {
 			l.Add(s.Err, r.Result)
 		} else {
 			l.Add(s.OK, r.Result)
 		}
-		if r.Changed != "" && r.Changed != "none" {
+		if r.Changed != "" && r.Changed != trace.ChangedNone {
 			l.Plain(", " + r.Changed)
 		}
 		l.Add(s.Dim, " · "+common.Ago(d.Now.Sub(r.End)))
@@ -124,7 +126,7 @@ func Body(d Data, w int, s *common.Styles) []string {
 	}
 	add(l)
 	l = &common.Line{}
-	if st.Last != nil && st.Last.Result == "error" && st.Running == nil {
+	if st.Last != nil && st.Last.Result == trace.ResultError && st.Running == nil {
 		l.Add(s.Err, "error: ").Plain(st.Last.Error)
 	} else if cause != "" {
 		l.Add(s.Dim, "cause: ").Plain(cause)
@@ -143,7 +145,7 @@ func causeOf(r *stats.Reconcile) string {
 	c := r.CauseEvent
 	if c == "" {
 		c = r.Cause
-	} else if r.Cause != "" && r.Cause != "event" && r.Cause != "poll" {
+	} else if r.Cause != "" && r.Cause != trace.CauseEvent && r.Cause != trace.CausePoll {
 		c = r.Cause + ": " + c
 	}
 	if r.Causes > 1 {
@@ -153,8 +155,8 @@ func causeOf(r *stats.Reconcile) string {
 }
 
 // Pipeline is the pipeline line and the marker line under it.
-func Pipeline(style string, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
-	names := stats.Stages(style)
+func Pipeline(op style.Style, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
+	names := stats.Stages(op)
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
 		n := (len(names) - 1) * common.Width(sep)
@@ -185,7 +187,7 @@ func Pipeline(style string, st *stats.Style, now time.Time, w int, s *common.Sty
 			if hot {
 				pipe.Add(s.Reverse, x)
 			} else {
-				pipe.Add(s.OpBold[style], x)
+				pipe.Add(s.OpBold[op], x)
 			}
 		} else {
 			pipe.Plain(x)
@@ -195,7 +197,7 @@ func Pipeline(style string, st *stats.Style, now time.Time, w int, s *common.Sty
 	if st.Stage >= 0 {
 		mark.Pad(pos)
 		if hot {
-			mark.Add(s.OpBold[style], "▲")
+			mark.Add(s.OpBold[op], "▲")
 		} else {
 			mark.Add(s.Dim, "△")
 		}
@@ -230,7 +232,7 @@ func Spark(v []int) string {
 func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
 	l1.Plain("leader: ")
-	if d.Style == "shell" {
+	if !d.Style.ElectsLeader() {
 		l1.Add(s.Dim, "none")
 		running := 0
 		for _, r := range st.Replicas {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/stats"
@@ -56,7 +57,7 @@ func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
 		}
 	}
 	for _, o := range orphans {
-		if o.Name != "echo-"+d.Echo {
+		if o.Name != echo.DeploymentName(d.Echo) {
 			continue
 		}
 		out = append(out, deployment(d, o, "", "", w, s)...)

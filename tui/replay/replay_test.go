@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
@@ -20,7 +21,7 @@ import (
 func record(t *testing.T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	r, err := NewRecorder(&buf, Header{Backend: "envtest", Version: "v1.36.3", Start: fixture.T0, Styles: fixture.Styles, Echo: "hello"})
+	r, err := NewRecorder(&buf, Header{Backend: "envtest", Version: "v1.36.3", Start: fixture.T0, Echo: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func record(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	w := fixture.Snapshot()
-	w.Namespaces["echo-shell"] = fixture.Namespace("shell", 3, 3, "")
+	w.Namespaces[style.Shell.Namespace()] = fixture.Namespace(style.Shell, 3, 3, "")
 	_ = r.World(fixture.At(30*time.Second), w)
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestReplayPlayer(t *testing.T) {
 	}
 	p := NewPlayer(rec)
 	ready := func() string {
-		ns := p.Snapshot().Namespaces["echo-shell"]
+		ns := p.Snapshot().Namespaces[style.Shell.Namespace()]
 		if ns == nil {
 			return ""
 		}

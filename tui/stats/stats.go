@@ -10,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // Pipeline stages of the Go styles and of the shell loop.
@@ -20,8 +23,8 @@ var (
 )
 
 // Stages of a style's pipeline.
-func Stages(style string) []string {
-	if style == "shell" {
+func Stages(s style.Style) []string {
+	if s == style.Shell {
 		return ShellStages
 	}
 	return GoStages
@@ -85,7 +88,7 @@ type Drift struct {
 
 // Style is everything known about one operator style.
 type Style struct {
-	Name string
+	Name style.Style
 
 	Stage   int // index into Stages(Name), -1 before any event
 	StageAt time.Time
@@ -137,38 +140,36 @@ const maxCollected = 8
 
 // Stats is the fold of the whole trace.
 type Stats struct {
-	Styles  map[string]*Style
+	Styles  map[style.Style]*Style
 	Events  int
 	Dropped int
 	Last    time.Time // time of the newest event
 }
 
 // New returns empty stats for the given styles.
-func New(styles []string) *Stats {
-	s := &Stats{Styles: map[string]*Style{}}
+func New(styles []style.Style) *Stats {
+	s := &Stats{Styles: map[style.Style]*Style{}}
 	for _, st := range styles {
 		s.Styles[st] = newStyle(st)
 	}
 	return s
 }
 
-func newStyle(name string) *Style {
+func newStyle(name style.Style) *Style {
 	return &Style{Name: name, Stage: -1, Verbs: map[string]int{}, Replicas: map[string]*Replica{}}
 }
 
 // StyleOf is the operator style an event is about: its source's style, or
-// that of its namespace (echo-<style>), or of a supervisor event's replica.
-func StyleOf(e trace.Event) string {
+// that of its namespace, or of a supervisor event's replica ("clientgo/a").
+func StyleOf(e trace.Event) style.Style {
 	if s := e.Style(); s != "" {
-		return string(s)
+		return s
 	}
-	if st, ok := strings.CutPrefix(e.Namespace, "echo-"); ok {
-		return st
+	if s := style.FromNamespace(e.Namespace); s != "" {
+		return s
 	}
-	if e.Source == "supervisor" {
-		if i := strings.IndexByte(e.Object, '/'); i > 0 {
-			return e.Object[:i]
-		}
+	if e.Source == supervisor.Source {
+		return style.FromSource(e.Object)
 	}
 	return ""
 }
@@ -181,14 +182,13 @@ func replicaOf(source string) string {
 	return ""
 }
 
-// ReplicaOfIdentity is "a" for a Lease holder "clientgo-a-4121".
+// ReplicaOfIdentity is "a" for a Lease holder "clientgo-a-4121", or the
+// identity itself if it is not one a replica makes.
 func ReplicaOfIdentity(id string) string {
-	i := strings.LastIndexByte(id, '-')
-	if i <= 0 {
-		return id
+	if _, replica, _, ok := style.ParseIdentity(id); ok {
+		return replica
 	}
-	j := strings.LastIndexByte(id[:i], '-')
-	return id[j+1 : i]
+	return id
 }
 
 // Apply folds one event in.
@@ -198,7 +198,7 @@ func (s *Stats) Apply(e trace.Event) {
 		s.Last = e.Time
 	}
 	if e.Kind == trace.Dropped {
-		s.Dropped += num(e, "count")
+		s.Dropped += num(e, trace.FieldCount)
 	}
 	name := StyleOf(e)
 	st := s.Styles[name]
@@ -222,12 +222,12 @@ func num(e trace.Event, k string) int {
 
 func (st *Style) apply(e trace.Event) {
 	st.Events++
-	shell := st.Name == "shell"
+	shell := st.Name == style.Shell
 	fromProxy := strings.HasPrefix(e.Source, "proxy/")
 	switch e.Kind {
 	case trace.PollTick:
 		st.PollAt, st.PollLast = e.Time, e.Time
-		if v, ok := e.Num("interval_s"); ok {
+		if v, ok := e.Num(trace.FieldIntervalS); ok {
 			st.PollInterval = time.Duration(v * float64(time.Second))
 		}
 		st.stage(stPoll, e.Time)
@@ -235,7 +235,7 @@ func (st *Style) apply(e trace.Event) {
 		if e.Time.After(st.PollLast) {
 			st.PollLast = e.Time
 		}
-		switch verb := e.Str("verb"); {
+		switch verb := e.Str(trace.FieldVerb); {
 		case strings.HasPrefix(verb, "get"):
 			st.stage(stGet, e.Time)
 		case strings.HasPrefix(verb, "apply"):
@@ -256,8 +256,8 @@ func (st *Style) apply(e trace.Event) {
 		st.depth(e)
 		st.stage(stReconcile, e.Time)
 	case trace.ReconcileStart:
-		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str("cause"),
-			CauseEvent: e.Str("cause_event"), Causes: num(e, "causes")}
+		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
+			CauseEvent: e.Str(trace.FieldCauseEvent), Causes: num(e, trace.FieldCauses)}
 		if !shell {
 			st.stage(stReconcile, e.Time)
 		} else if e.Time.After(st.PollLast) {
@@ -270,12 +270,12 @@ func (st *Style) apply(e trace.Event) {
 		}
 		st.Running = nil
 		r.End = e.Time
-		r.DurationMS, _ = e.Num("duration_ms")
-		r.Result, r.Changed = e.Str("result"), e.Str("changed")
-		r.Status, r.Error = e.Str("status"), e.Str("error")
+		r.DurationMS, _ = e.Num(trace.FieldDurationMS)
+		r.Result, r.Changed = e.Str(trace.FieldResult), e.Str(trace.FieldChanged)
+		r.Status, r.Error = e.Str(trace.FieldStatus), e.Str(trace.FieldError)
 		st.Last = r
 		st.Reconciles++
-		if r.Result == "error" {
+		if r.Result == trace.ResultError {
 			st.Errors++
 		}
 		if shell && e.Time.After(st.PollLast) {
@@ -285,7 +285,7 @@ func (st *Style) apply(e trace.Event) {
 		}
 	case trace.APIRequest:
 		st.APITotal++
-		key := e.Str("verb") + " " + e.Str("resource")
+		key := e.Str(trace.FieldVerb) + " " + e.Str(trace.FieldResource)
 		st.Verbs[key]++
 		sec := e.Time.Unix()
 		b := &st.apiSec[sec%int64(len(st.apiSec))]
@@ -296,11 +296,11 @@ func (st *Style) apply(e trace.Event) {
 		// Lease renewals and watches are background traffic: the marker
 		// follows the requests reconcile makes.
 		if fromProxy && !shell {
-			switch e.Str("verb") {
+			switch e.Str(trace.FieldVerb) {
 			case "watch":
 				st.stage(stWatch, e.Time)
 			default:
-				if r := e.Str("resource"); r != "leases" && r != "events" {
+				if r := e.Str(trace.FieldResource); r != "leases" && r != "events" {
 					st.stage(stAPI, e.Time)
 				}
 			}
@@ -315,12 +315,12 @@ func (st *Style) apply(e trace.Event) {
 		}
 		st.LeaderAt = e.Time
 		st.LeaderEvent = "lost by " + replicaOf(e.Source)
-		if why := e.Str("reason"); why != "" {
+		if why := e.Str(trace.FieldReason); why != "" {
 			st.LeaderEvent += " (" + why + ")"
 		}
 	case trace.LeaderObserved:
-		if e.Source == "world" {
-			if id := e.Str("identity"); id != "" {
+		if e.Source == world.Source {
+			if id := e.Str(trace.FieldIdentity); id != "" {
 				st.Leader = ReplicaOfIdentity(id)
 			} else {
 				st.Leader = ""
@@ -333,28 +333,28 @@ func (st *Style) apply(e trace.Event) {
 		if fromProxy {
 			// A proxy drops only its own api.request events: the requests
 			// were made, and count.
-			st.APITotal += num(e, "count")
+			st.APITotal += num(e, trace.FieldCount)
 		}
 	case trace.GCCollected:
-		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str("owner"), At: e.Time})
+		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str(trace.FieldOwner), At: e.Time})
 		if n := len(st.CollectedRecv); n > maxCollected {
 			st.CollectedRecv = append(st.CollectedRecv[:0], st.CollectedRecv[n-maxCollected:]...)
 		}
 	case trace.DriftDetected:
-		st.Drift = &Drift{Object: e.Object, What: e.Str("what"), Detected: e.Time}
+		st.Drift = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat), Detected: e.Time}
 	case trace.DriftRepaired:
 		d := st.Drift
 		if d == nil || d.Object != e.Object {
-			d = &Drift{Object: e.Object, What: e.Str("what")}
+			d = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat)}
 		}
 		d.Repaired = e.Time
-		d.LatencyMS, _ = e.Num("latency_ms")
+		d.LatencyMS, _ = e.Num(trace.FieldLatencyMS)
 		if d.Detected.IsZero() {
 			d.Detected = e.Time.Add(-time.Duration(d.LatencyMS * float64(time.Millisecond)))
 		}
 		st.Drift = d
 	case trace.Converged:
-		st.ConvergedMS, _ = e.Num("latency_ms")
+		st.ConvergedMS, _ = e.Num(trace.FieldLatencyMS)
 		st.ConvergedAt = e.Time
 	}
 }
@@ -362,7 +362,7 @@ func (st *Style) apply(e trace.Event) {
 // process folds the supervisor's events about one replica process.
 func (st *Style) process(e trace.Event) {
 	name := replicaOf(e.Object)
-	if e.Kind == trace.ProcessExit && e.Str("removed") == "true" {
+	if e.Kind == trace.ProcessExit && e.Str(trace.FieldRemoved) == "true" {
 		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
 		if st.Leader == name {
 			st.Leader = ""
@@ -374,14 +374,14 @@ func (st *Style) process(e trace.Event) {
 		r = &Replica{Name: name}
 		st.Replicas[name] = r
 	}
-	r.PID = num(e, "pid")
+	r.PID = num(e, trace.FieldPID)
 	switch e.Kind {
 	case trace.ProcessStart:
 		r.Running, r.Paused, r.Signal = true, false, ""
-		r.Restarts = num(e, "restarts")
+		r.Restarts = num(e, trace.FieldRestarts)
 	case trace.ProcessExit:
-		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, e.Str("signal"), e.Time
-		r.Restarts = num(e, "restarts")
+		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, e.Str(trace.FieldSignal), e.Time
+		r.Restarts = num(e, trace.FieldRestarts)
 		if st.Leader == name {
 			st.Leader = "" // a dead replica leads no more, whatever the Lease says
 		}
@@ -393,7 +393,7 @@ func (st *Style) process(e trace.Event) {
 }
 
 func (st *Style) depth(e trace.Event) {
-	v, ok := e.Num("depth")
+	v, ok := e.Num(trace.FieldDepth)
 	if !ok {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -19,26 +20,26 @@ func ev(ms int, source string, kind trace.Kind, ns, obj string, f map[string]any
 func TestTUIStatsStage(t *testing.T) {
 	tests := []struct {
 		name  string
-		style string
+		style style.Style
 		ev    trace.Event
 		stage string
 	}{
-		{"informer", "clientgo", ev(1, "clientgo/a", trace.InformerUpdate, "echo-clientgo", "Echo/hello", nil), "informer"},
-		{"queue add", "runtime", ev(1, "runtime/b", trace.QueueAdd, "echo-runtime", "Echo/hello", map[string]any{"depth": 1}), "queue"},
-		{"queue get", "runtime", ev(1, "runtime/b", trace.QueueGet, "echo-runtime", "Echo/hello", map[string]any{"depth": 0}), "reconcile"},
-		{"reconcile start", "clientgo", ev(1, "clientgo/a", trace.ReconcileStart, "echo-clientgo", "Echo/hello", nil), "reconcile"},
-		{"api create", "clientgo", ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "create", "resource": "deployments"}), "API"},
-		{"api watch", "clientgo", ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "watch", "resource": "echoes"}), "watch"},
-		{"lease renewal moves nothing", "clientgo", ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "update", "resource": "leases"}), ""},
-		{"poll tick", "shell", ev(1, "shell/a", trace.PollTick, "echo-shell", "", map[string]any{"interval_s": 5}), "poll"},
-		{"kubectl get", "shell", ev(1, "shell/a", trace.Kubectl, "echo-shell", "", map[string]any{"verb": "get echoes"}), "get"},
-		{"kubectl apply", "shell", ev(1, "shell/a", trace.Kubectl, "echo-shell", "", map[string]any{"verb": "apply deployments"}), "apply"},
-		{"kubectl patch", "shell", ev(1, "shell/a", trace.Kubectl, "echo-shell", "", map[string]any{"verb": "patch echoes/status"}), "patch"},
-		{"shell api is not a stage", "shell", ev(1, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{"verb": "get", "resource": "echoes"}), ""},
+		{"informer", style.ClientGo, ev(1, style.ClientGo.Source("a"), trace.InformerUpdate, style.ClientGo.Namespace(), "Echo/hello", nil), "informer"},
+		{"queue add", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueAdd, style.Runtime.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}), "queue"},
+		{"queue get", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueGet, style.Runtime.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 0}), "reconcile"},
+		{"reconcile start", style.ClientGo, ev(1, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", nil), "reconcile"},
+		{"api create", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "create", trace.FieldResource: "deployments"}), "API"},
+		{"api watch", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}), "watch"},
+		{"lease renewal moves nothing", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases"}), ""},
+		{"poll tick", style.Shell, ev(1, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", map[string]any{trace.FieldIntervalS: 5}), "poll"},
+		{"kubectl get", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get echoes"}), "get"},
+		{"kubectl apply", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "apply deployments"}), "apply"},
+		{"kubectl patch", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "patch echoes/status"}), "patch"},
+		{"shell api is not a stage", style.Shell, ev(1, "proxy/"+style.Shell.Source("a"), trace.APIRequest, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := New([]string{"shell", "clientgo", "runtime"})
+			s := New(style.All())
 			s.Apply(tt.ev)
 			st := s.Styles[tt.style]
 			got := ""
@@ -53,30 +54,30 @@ func TestTUIStatsStage(t *testing.T) {
 }
 
 func TestTUIStatsFold(t *testing.T) {
-	s := New([]string{"shell", "clientgo"})
+	s := New([]style.Style{style.Shell, style.ClientGo})
 	for _, e := range []trace.Event{
-		ev(0, "supervisor", trace.ProcessStart, "", "clientgo/a", map[string]any{"pid": 11, "restarts": 0}),
-		ev(0, "supervisor", trace.ProcessStart, "", "clientgo/b", map[string]any{"pid": 12, "restarts": 0}),
-		ev(10, "clientgo/a", trace.LeaderAcquired, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-a-11"}),
-		ev(100, "clientgo/a", trace.QueueAdd, "echo-clientgo", "Echo/hello", map[string]any{"depth": 1}),
-		ev(101, "clientgo/a", trace.QueueAdd, "echo-clientgo", "Echo/hello", map[string]any{"depth": 2}),
-		ev(102, "clientgo/a", trace.QueueGet, "echo-clientgo", "Echo/hello", map[string]any{"depth": 1}),
-		ev(103, "clientgo/a", trace.ReconcileStart, "echo-clientgo", "Echo/hello", map[string]any{"cause": "event", "cause_event": "UPDATE Echo/hello", "causes": 2}),
-		ev(110, "clientgo/a", trace.ReconcileEnd, "echo-clientgo", "Echo/hello", map[string]any{"result": "error", "duration_ms": 7.0, "error": "conflict"}),
-		ev(111, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/hello", map[string]any{"depth": 1, "reason": "error"}),
-		ev(120, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "list", "resource": "echoes"}),
-		ev(61_000, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "list", "resource": "echoes"}),
-		ev(61_500, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "", map[string]any{"verb": "get", "resource": "leases"}),
-		ev(62_000, "world", trace.DriftDetected, "echo-clientgo", "Deployment/echo-hello", map[string]any{"what": "replicas"}),
-		ev(62_021, "world", trace.DriftRepaired, "echo-clientgo", "Deployment/echo-hello", map[string]any{"what": "replicas", "latency_ms": 21.0}),
-		ev(62_100, "world", trace.GCCollected, "echo-clientgo", "Pod/echo-hello-x", map[string]any{"owner": "ReplicaSet/echo-hello-1"}),
-		ev(63_000, "supervisor", trace.ProcessExit, "", "clientgo/a", map[string]any{"pid": 11, "signal": "killed"}),
-		ev(64_000, "world", trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-b-12"}),
-		ev(64_000, "rlab", trace.Dropped, "", "", map[string]any{"count": 5}),
+		ev(0, "supervisor", trace.ProcessStart, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldRestarts: 0}),
+		ev(0, "supervisor", trace.ProcessStart, "", style.ClientGo.Source("b"), map[string]any{trace.FieldPID: 12, trace.FieldRestarts: 0}),
+		ev(10, style.ClientGo.Source("a"), trace.LeaderAcquired, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("a", 11)}),
+		ev(100, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
+		ev(101, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 2}),
+		ev(102, style.ClientGo.Source("a"), trace.QueueGet, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
+		ev(103, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: "event", trace.FieldCauseEvent: "UPDATE Echo/hello", trace.FieldCauses: 2}),
+		ev(110, style.ClientGo.Source("a"), trace.ReconcileEnd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldResult: "error", trace.FieldDurationMS: 7.0, trace.FieldError: "conflict"}),
+		ev(111, style.ClientGo.Source("a"), trace.QueueRequeue, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1, trace.FieldReason: "error"}),
+		ev(120, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
+		ev(61_000, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
+		ev(61_500, "proxy/"+style.ClientGo.Source("b"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}),
+		ev(62_000, "world", trace.DriftDetected, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: "replicas"}),
+		ev(62_021, "world", trace.DriftRepaired, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: "replicas", trace.FieldLatencyMS: 21.0}),
+		ev(62_100, "world", trace.GCCollected, style.ClientGo.Namespace(), "Pod/echo-hello-x", map[string]any{trace.FieldOwner: "ReplicaSet/echo-hello-1"}),
+		ev(63_000, "supervisor", trace.ProcessExit, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
+		ev(64_000, "world", trace.LeaderObserved, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("b", 12)}),
+		ev(64_000, "rlab", trace.Dropped, "", "", map[string]any{trace.FieldCount: 5}),
 	} {
 		s.Apply(e)
 	}
-	st := s.Styles["clientgo"]
+	st := s.Styles[style.ClientGo]
 	now := at(64_000)
 	checks := []struct {
 		name      string
@@ -111,16 +112,16 @@ func TestTUIStatsFold(t *testing.T) {
 }
 
 func TestTUIStatsSpark(t *testing.T) {
-	s := New([]string{"runtime"})
-	st := s.Styles["runtime"]
+	s := New([]style.Style{style.Runtime})
+	st := s.Styles[style.Runtime]
 	if got := st.Spark(at(0)); got[SparkLen-1] != 0 || len(got) != SparkLen {
 		t.Fatalf("empty spark = %v", got)
 	}
 	for _, e := range []trace.Event{
-		ev(1000, "runtime/a", trace.QueueAdd, "echo-runtime", "", map[string]any{"depth": 1}),
-		ev(1100, "runtime/a", trace.QueueAdd, "echo-runtime", "", map[string]any{"depth": 3}),
-		ev(1200, "runtime/a", trace.QueueGet, "echo-runtime", "", map[string]any{"depth": 2}),
-		ev(3000, "runtime/a", trace.QueueGet, "echo-runtime", "", map[string]any{"depth": 0}),
+		ev(1000, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 1}),
+		ev(1100, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 3}),
+		ev(1200, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 2}),
+		ev(3000, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 0}),
 	} {
 		s.Apply(e)
 	}
@@ -132,13 +133,13 @@ func TestTUIStatsSpark(t *testing.T) {
 }
 
 func TestTUIStatsNextPoll(t *testing.T) {
-	s := New([]string{"shell"})
-	st := s.Styles["shell"]
+	s := New([]style.Style{style.Shell})
+	st := s.Styles[style.Shell]
 	if _, ok := st.NextPoll(); ok {
 		t.Fatal("next poll known before any tick")
 	}
-	s.Apply(ev(0, "shell/a", trace.PollTick, "echo-shell", "", map[string]any{"interval_s": 5}))
-	s.Apply(ev(600, "shell/a", trace.Kubectl, "echo-shell", "", map[string]any{"verb": "get echoes"}))
+	s.Apply(ev(0, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", map[string]any{trace.FieldIntervalS: 5}))
+	s.Apply(ev(600, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get echoes"}))
 	next, ok := st.NextPoll()
 	if !ok || !next.Equal(at(5600)) {
 		t.Fatalf("next poll = %v %v, want %v", next, ok, at(5600))
@@ -146,7 +147,7 @@ func TestTUIStatsNextPoll(t *testing.T) {
 }
 
 func TestTUIReplicaOfIdentity(t *testing.T) {
-	for id, want := range map[string]string{"clientgo-a-4121": "a", "runtime-b-7": "b", "odd": "odd"} {
+	for id, want := range map[string]string{style.ClientGo.Identity("a", 4121): "a", style.Runtime.Identity("b", 7): "b", "odd": "odd"} {
 		if got := ReplicaOfIdentity(id); got != want {
 			t.Errorf("ReplicaOfIdentity(%q) = %q, want %q", id, got, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/stats"
@@ -41,7 +42,7 @@ func prefix(p string) func(trace.Kind) bool {
 
 type entry struct {
 	ev    trace.Event
-	style string
+	style style.Style
 	line  string // formatted and painted on first display, for width w
 	w     int
 	dark  bool
@@ -55,7 +56,7 @@ type Model struct {
 	seq  uint64 // events added in all; entry i (0 = oldest) has seq-n+i+1
 
 	// Styles cycled by `t` ("" = all).
-	Styles []string
+	Styles []style.Style
 	style  int // index into "" + Styles
 	kind   int // index into Kinds
 
@@ -65,7 +66,7 @@ type Model struct {
 }
 
 // New returns an empty timeline keeping size events.
-func New(size int, styles []string) *Model {
+func New(size int, styles []style.Style) *Model {
 	if size < 1 {
 		size = DefaultSize
 	}
@@ -94,7 +95,7 @@ func (m *Model) Clear() {
 func (m *Model) Len() int { return m.n }
 
 // StyleFilter is the style shown ("" for all).
-func (m *Model) StyleFilter() string {
+func (m *Model) StyleFilter() style.Style {
 	if m.style == 0 {
 		return ""
 	}
@@ -153,7 +154,7 @@ func (m *Model) match(e *entry) bool {
 func (m *Model) Title() string {
 	t := "timeline · "
 	if f := m.StyleFilter(); f != "" {
-		t += common.Title(f)
+		t += f.Title()
 	} else {
 		t += "all styles"
 	}
@@ -222,9 +223,9 @@ func (m *Model) Lines(w, h int, s *common.Styles) []string {
 func isError(e trace.Event) bool {
 	switch e.Kind {
 	case trace.ReconcileEnd:
-		return e.Str("result") == "error"
+		return e.Str(trace.FieldResult) == trace.ResultError
 	case trace.APIRequest:
-		c, _ := e.Num("code")
+		c, _ := e.Num(trace.FieldCode)
 		return c >= 400 && c != 404 && c != 409
 	case trace.ProcessExit, trace.Dropped, trace.Malformed:
 		return true

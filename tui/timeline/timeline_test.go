@@ -9,12 +9,13 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
-var styles = []string{"shell", "clientgo", "runtime"}
+var styles = style.All()
 
 func filled(size int) *Model {
 	m := New(size, styles)
@@ -40,8 +41,8 @@ func TestTUITimelineGolden(t *testing.T) {
 		{"paused-then-more", func(m *Model) {
 			m.TogglePause()
 			for i := range 5 {
-				m.Add(trace.Event{Time: fixture.At(time.Minute + time.Duration(i)*time.Millisecond), Source: "shell/a", Kind: trace.PollTick,
-					Namespace: "echo-shell", Fields: map[string]any{"interval_s": 5}})
+				m.Add(trace.Event{Time: fixture.At(time.Minute + time.Duration(i)*time.Millisecond), Source: style.Shell.Source("a"), Kind: trace.PollTick,
+					Namespace: style.Shell.Namespace(), Fields: map[string]any{trace.FieldIntervalS: 5}})
 			}
 		}},
 		{"scrolled-to-top", func(m *Model) { m.Top() }},
@@ -64,8 +65,8 @@ func TestTUITimelineGolden(t *testing.T) {
 func TestTUITimelineRing(t *testing.T) {
 	m := New(4, styles)
 	for i := range 10 {
-		m.Add(trace.Event{Time: fixture.At(time.Duration(i) * time.Second), Source: "clientgo/a", Kind: trace.Log,
-			Fields: map[string]any{"msg": fmt.Sprintf("event %d", i)}})
+		m.Add(trace.Event{Time: fixture.At(time.Duration(i) * time.Second), Source: style.ClientGo.Source("a"), Kind: trace.Log,
+			Fields: map[string]any{trace.FieldMsg: fmt.Sprintf("event %d", i)}})
 	}
 	if m.Len() != 4 {
 		t.Fatalf("Len = %d, want 4", m.Len())

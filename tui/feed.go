@@ -1,0 +1,266 @@
+package tui
+
+import (
+	"reflect"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/common"
+	"github.com/kkloud/rlab/tui/pane"
+	"github.com/kkloud/rlab/tui/stats"
+	"github.com/kkloud/rlab/tui/timeline"
+)
+
+// feed is the screen's one view of the sandbox: the events of the Source
+// folded into stats and the timeline, and the world model, taken when its
+// version changes. Everything the panes show comes from here. It owns the
+// timeline's keys.
+type feed struct {
+	src    Source
+	now    func() time.Time
+	budget time.Duration
+	styles []style.Style
+
+	stats   *stats.Stats
+	tl      *timeline.Model
+	backlog []trace.Event // drained, not folded yet
+
+	snap    world.Snapshot
+	ver     uint64
+	hasSnap bool
+	podSeen map[string]time.Time // "ns/pod" → first seen
+}
+
+func newFeed(o Options, styles []style.Style) *feed {
+	return &feed{src: o.Source, now: o.Now, budget: o.Budget, styles: styles,
+		stats: stats.New(styles), tl: timeline.New(o.TimelineSize, styles), podSeen: map[string]time.Time{}}
+}
+
+// pull drains the bus once and takes the world if it changed; it says
+// whether anything on screen changed.
+func (f *feed) pull() bool {
+	var evs []trace.Event
+	if sub := f.src.Sub(); sub != nil {
+		var dropped int
+		evs, dropped = sub.Drain()
+		if dropped > 0 {
+			f.backlog = append(f.backlog, dropEvent(f.now(), dropped))
+		}
+	}
+	dirty := f.ingest(evs)
+	if v := f.src.Version(); v != f.ver || !f.hasSnap {
+		f.ver = v
+		dirty = f.setSnapshot(f.src.Snapshot()) || dirty
+	}
+	return dirty
+}
+
+// dropEvent says that n events never reached the screen.
+func dropEvent(at time.Time, n int) trace.Event {
+	return trace.Event{Time: at, Source: "rlab", Kind: trace.Dropped, Fields: map[string]any{trace.FieldCount: n}}
+}
+
+// ingest folds evs, then the backlog, within the budget; what is left
+// waits for the next call. It says whether anything on screen changed.
+func (f *feed) ingest(evs []trace.Event) bool {
+	switch {
+	case len(evs) == 0:
+	case len(f.backlog) == 0:
+		f.backlog = evs // the caller hands them over: no copy
+	default:
+		f.backlog = append(f.backlog, evs...)
+	}
+	if n := len(f.backlog); n > maxBacklog {
+		// Producers outran the screen for far too long: keep the newest.
+		drop := n - maxBacklog
+		f.backlog = append(f.backlog[:0:0], f.backlog[drop:]...)
+		f.backlog = append(f.backlog, dropEvent(f.now(), drop))
+	}
+	dirty := false
+	start := time.Now()
+	i := 0
+	for i < len(f.backlog) {
+		e := f.backlog[i]
+		f.stats.Apply(e)
+		f.tl.Add(e)
+		if !background(e) || f.tl.Shows(e) {
+			dirty = true
+		}
+		i++
+		if i%256 == 0 && time.Since(start) > f.budget {
+			break
+		}
+	}
+	if i == len(f.backlog) {
+		f.backlog = nil // the drained slice is the Sub's copy: let it go
+	} else {
+		f.backlog = f.backlog[i:]
+	}
+	return dirty
+}
+
+// background says whether an event moves nothing on screen but a counter
+// that is redrawn once a second anyway: the Lease renewals and leader
+// events' API requests, which never leave the timeline's default filter.
+func background(e trace.Event) bool {
+	if e.Kind != trace.APIRequest {
+		return false
+	}
+	r := e.Str(trace.FieldResource)
+	return r == "leases" || r == "events"
+}
+
+// reset forgets every event and the world, keeping the timeline's filters.
+func (f *feed) reset() {
+	f.stats = stats.New(f.styles)
+	f.tl.Clear()
+	f.backlog = nil
+	f.snap, f.hasSnap = world.Snapshot{}, false
+	f.podSeen = map[string]time.Time{}
+}
+
+// setSnapshot takes a new world model and notes which pods are new; it
+// says whether anything on screen changed.
+func (f *feed) setSnapshot(s world.Snapshot) bool {
+	now := f.now()
+	seen := make(map[string]time.Time, len(f.podSeen))
+	for ns, v := range s.Namespaces {
+		for _, d := range deploymentsOf(v) {
+			for _, p := range d.Pods {
+				k := ns + "/" + p.Name
+				t, ok := f.podSeen[k]
+				switch {
+				case ok:
+				case !f.hasSnap:
+					t = time.Time{} // there from the start: not new
+				default:
+					t = now
+				}
+				seen[k] = t
+			}
+		}
+	}
+	f.podSeen = seen
+	// A Lease renewal (each Go style, every second) changes only the
+	// Lease's time left, which is redrawn once a second anyway.
+	renewalOnly := f.hasSnap && onlyRenewed(f.snap, s)
+	f.snap, f.hasSnap = s, true
+	return !renewalOnly
+}
+
+func deploymentsOf(v *world.NamespaceView) []*world.DeploymentView {
+	if v == nil {
+		return nil
+	}
+	var out []*world.DeploymentView
+	for _, e := range v.Echoes {
+		if e.Deployment != nil {
+			out = append(out, e.Deployment)
+		}
+	}
+	return append(out, v.Orphans...)
+}
+
+// onlyRenewed says whether b differs from a in Lease renewal times alone.
+func onlyRenewed(a, b world.Snapshot) bool {
+	if len(a.Namespaces) != len(b.Namespaces) {
+		return false
+	}
+	for ns, bv := range b.Namespaces {
+		av := a.Namespaces[ns]
+		if av == nil || bv == nil {
+			return av == bv
+		}
+		if (av.Lease == nil) != (bv.Lease == nil) {
+			return false
+		}
+		if av.Lease != nil {
+			al, bl := *av.Lease, *bv.Lease
+			al.Renewed, bl.Renewed = time.Time{}, time.Time{}
+			if al != bl {
+				return false
+			}
+		}
+		ac, bc := *av, *bv
+		ac.Lease, bc.Lease = nil, nil
+		if !reflect.DeepEqual(ac, bc) {
+			return false
+		}
+	}
+	return true
+}
+
+// animating says how the screen moves by itself now. flashing: a garbage
+// collection flashes (redrawn at the flash phase); moving: the pipeline
+// marker moved lately, so the events that move it are drawn as they come
+// (else they are coalesced). Everything else on screen counts in whole
+// seconds, and is redrawn once a second.
+func (f *feed) animating(now time.Time) (flashing, moving bool) {
+	for _, st := range f.stats.Styles {
+		if len(st.Collected(now, pane.FlashFor)) > 0 {
+			flashing = true
+		}
+		if st.Stage >= 0 && now.Sub(st.StageAt) < 2*pane.MarkerHot {
+			moving = true
+		}
+	}
+	return flashing, moving || flashing
+}
+
+// namespace is a style's namespace in the world, nil if not seen.
+func (f *feed) namespace(st style.Style) *world.NamespaceView {
+	return f.snap.Namespaces[st.Namespace()]
+}
+
+// echo is the Echo called name, from the first style (in order) that has it.
+func (f *feed) echo(name string, order ...style.Style) *world.EchoView {
+	for _, st := range order {
+		if ns := f.namespace(st); ns != nil {
+			if e := ns.Echoes[name]; e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// fresh says whether a pod of style st appeared recently (it fades in).
+func (f *feed) fresh(st style.Style, now time.Time) func(pod string) bool {
+	ns := st.Namespace() + "/"
+	return func(pod string) bool {
+		t, ok := f.podSeen[ns+pod]
+		return ok && !t.IsZero() && now.Sub(t) < freshFor
+	}
+}
+
+// onKey handles the timeline's keys; ok is false for any other key.
+func (f *feed) onKey(msg tea.KeyPressMsg, k *common.KeyMap) (ok bool) {
+	switch {
+	case key.Matches(msg, k.Filter):
+		f.tl.CycleStyle()
+	case key.Matches(msg, k.Kinds):
+		f.tl.CycleKind()
+	case key.Matches(msg, k.Pause):
+		f.tl.TogglePause()
+	case key.Matches(msg, k.Up):
+		f.tl.Scroll(1)
+	case key.Matches(msg, k.Down):
+		f.tl.Scroll(-1)
+	case key.Matches(msg, k.PageUp):
+		f.tl.Scroll(10)
+	case key.Matches(msg, k.PageDown):
+		f.tl.Scroll(-10)
+	case key.Matches(msg, k.Top):
+		f.tl.Top()
+	case key.Matches(msg, k.Bottom):
+		f.tl.Follow()
+	default:
+		return false
+	}
+	return true
+}
