@@ -176,7 +176,6 @@ func (a *App) stop() tea.Cmd {
 
 // Update handles one message.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	now := a.opts.Main.Now()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.w, a.h = msg.Width, msg.Height
@@ -190,46 +189,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case StopMsg:
 		return a, a.stop()
-	case PhaseMsg:
-		a.startup.AddPhase(startup.Phase(msg))
-		return a, nil
-	case BuildLineMsg:
-		a.startup.AddBuildLine(string(msg))
-		return a, nil
-	case NoteMsg:
-		a.startup.Notes = append(a.startup.Notes, string(msg))
-		return a, nil
-	case FailedMsg:
-		a.startErr = msg.Err
-		if a.state == stateStopping {
-			a.interrupted = true
-			return a, a.quit() // the user asked to quit: nothing more to show
-		}
-		a.state = stateFailed
-		a.startup.Fail(msg.Err, now)
-		return a, nil
+	case PhaseMsg, BuildLineMsg, NoteMsg, FailedMsg:
+		return a, a.onStartUp(msg)
 	case ReadyMsg:
-		if a.state == stateStopping {
-			// Quit was pressed as start-up ended: stop what started.
-			a.state = stateRunning
-			a.main = nil
-			return a, a.stop()
-		}
-		o := a.opts.Main
-		o.Source, o.Actions = msg.Source, msg.Actions
-		if msg.Guide != nil {
-			o.Guide = msg.Guide
-		}
-		o.Quit = func() tea.Cmd { return func() tea.Msg { return StopMsg{} } }
-		o.Dark = a.dark
-		a.main = New(o)
-		a.state = stateRunning
-		cmds := []tea.Cmd{a.main.Init()}
-		if a.w > 0 {
-			_, c := a.main.Update(tea.WindowSizeMsg{Width: a.w, Height: a.h})
-			cmds = append(cmds, c)
-		}
-		return a, tea.Batch(cmds...)
+		return a, a.onReady(msg)
 	case StoppedMsg:
 		a.stopErr, a.stopTook = msg.Err, msg.Took
 		return a, a.quit()
@@ -251,6 +214,52 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, cmd
 	}
 	return a, nil
+}
+
+// onStartUp shows how start-up goes.
+func (a *App) onStartUp(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case PhaseMsg:
+		a.startup.AddPhase(startup.Phase(msg))
+	case BuildLineMsg:
+		a.startup.AddBuildLine(string(msg))
+	case NoteMsg:
+		a.startup.Notes = append(a.startup.Notes, string(msg))
+	case FailedMsg:
+		a.startErr = msg.Err
+		if a.state == stateStopping {
+			a.interrupted = true
+			return a.quit() // the user asked to quit: nothing more to show
+		}
+		a.state = stateFailed
+		a.startup.Fail(msg.Err, a.opts.Main.Now())
+	}
+	return nil
+}
+
+// onReady starts the main screen on the sandbox that came up.
+func (a *App) onReady(msg ReadyMsg) tea.Cmd {
+	if a.state == stateStopping {
+		// Quit was pressed as start-up ended: stop what started.
+		a.state = stateRunning
+		a.main = nil
+		return a.stop()
+	}
+	o := a.opts.Main
+	o.Source, o.Actions = msg.Source, msg.Actions
+	if msg.Guide != nil {
+		o.Guide = msg.Guide
+	}
+	o.Quit = func() tea.Cmd { return func() tea.Msg { return StopMsg{} } }
+	o.Dark = a.dark
+	a.main = New(o)
+	a.state = stateRunning
+	cmds := []tea.Cmd{a.main.Init()}
+	if a.w > 0 {
+		_, c := a.main.Update(tea.WindowSizeMsg{Width: a.w, Height: a.h})
+		cmds = append(cmds, c)
+	}
+	return tea.Batch(cmds...)
 }
 
 // View is the start-up view, the main screen, or the shutdown.

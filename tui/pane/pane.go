@@ -56,27 +56,19 @@ func Body(d Data, w int, s *common.Styles) []string {
 	if st == nil {
 		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
 	}
-	var out []string
-	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
-
 	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
-	out = append(out, pipe, marker)
+	out := []string{pipe, marker, work(d, st, w, s)}
+	out = append(out, api(d, st, w, s)...)
+	out = append(out, reconciles(d, st, w, s)...)
+	out = append(out, leader(d, st, w, s)...)
+	out = append(out, Tree(d, st, w, s)...)
+	return append(out, drift(d, st, w, s))
+}
 
-	// Shell: the poll timer. Go: the workqueue.
+// work is the shell loop's poll timer, or a Go style's workqueue.
+func work(d Data, st *stats.Style, w int, s *common.Styles) string {
 	l := &common.Line{}
-	if d.Style == style.Shell {
-		if next, ok := st.NextPoll(); ok {
-			// The sleep starts once the poll's last kubectl returned.
-			if left := next.Sub(d.Now); left > 0 && st.Running == nil {
-				l.Plain("next poll in ").Add(s.Accent, fmt.Sprintf("%.1fs", left.Seconds()))
-			} else {
-				l.Add(s.Accent, "polling now")
-			}
-			l.Add(s.Dim, fmt.Sprintf(" · every %s", common.Dur(st.PollInterval)))
-		} else {
-			l.Add(s.Dim, "waiting for the first poll")
-		}
-	} else {
+	if d.Style != style.Shell {
 		depth := fmt.Sprintf(" depth %d", st.Depth)
 		counts := fmt.Sprintf(" · adds %d · retries %d", st.Adds, st.Retries)
 		v := st.Spark(d.Now)
@@ -84,26 +76,45 @@ func Body(d Data, w int, s *common.Styles) []string {
 		n := min(max(w-len("queue ")-len(depth)-common.Width(counts), 8), len(v))
 		l.Plain("queue ").Add(s.OpPaint(d.Style), Spark(v[len(v)-n:]))
 		l.Plain(depth).Add(s.Dim, counts)
+		return l.Fit(w)
 	}
-	add(l)
+	next, ok := st.NextPoll()
+	if !ok {
+		return l.Add(s.Dim, "waiting for the first poll").Fit(w)
+	}
+	// The sleep starts once the poll's last kubectl returned.
+	if left := next.Sub(d.Now); left > 0 && st.Running == nil {
+		l.Plain("next poll in ").Add(s.Accent, fmt.Sprintf("%.1fs", left.Seconds()))
+	} else {
+		l.Add(s.Accent, "polling now")
+	}
+	return l.Add(s.Dim, fmt.Sprintf(" · every %s", common.Dur(st.PollInterval))).Fit(w)
+}
 
-	// API requests.
-	l = &common.Line{}
+// api is the API requests: how many, how many a minute, and by verb if
+// asked.
+func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
+	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
-	add(l)
-	if d.Verbs {
-		for i, v := range stats.TopVerbs(st.Verbs) {
-			if i == 4 {
-				add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(st.Verbs)-4)))
-				break
-			}
-			add((&common.Line{}).Add(s.Dim, fmt.Sprintf("  %5d %s", v.Count, v.Key)))
-		}
+	out := []string{l.Fit(w)}
+	if !d.Verbs {
+		return out
 	}
+	for i, v := range stats.TopVerbs(st.Verbs) {
+		if i == 4 {
+			out = append(out, (&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(st.Verbs)-4)).Fit(w))
+			break
+		}
+		out = append(out, (&common.Line{}).Add(s.Dim, fmt.Sprintf("  %5d %s", v.Count, v.Key)).Fit(w))
+	}
+	return out
+}
 
-	// Reconciles and the cause of the last one.
-	l = &common.Line{}
+// reconciles is two lines: the count and the last (or running) call, then
+// its cause, or its error.
+func reconciles(d Data, st *stats.Style, w int, s *common.Styles) []string {
+	l := &common.Line{}
 	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
 	cause := ""
 	switch {
@@ -124,21 +135,16 @@ func Body(d Data, w int, s *common.Styles) []string {
 		l.Add(s.Dim, " · "+common.Ago(d.Now.Sub(r.End)))
 		cause = causeOf(r)
 	}
-	add(l)
-	l = &common.Line{}
-	if st.Last != nil && st.Last.Result == trace.ResultError && st.Running == nil {
-		l.Add(s.Err, "error: ").Plain(st.Last.Error)
-	} else if cause != "" {
-		l.Add(s.Dim, "cause: ").Plain(cause)
-	} else {
-		l.Add(s.Dim, "cause: —")
+	l2 := &common.Line{}
+	switch {
+	case st.Last != nil && st.Last.Result == trace.ResultError && st.Running == nil:
+		l2.Add(s.Err, "error: ").Plain(st.Last.Error)
+	case cause != "":
+		l2.Add(s.Dim, "cause: ").Plain(cause)
+	default:
+		l2.Add(s.Dim, "cause: —")
 	}
-	add(l)
-
-	out = append(out, leader(d, st, w, s)...)
-	out = append(out, Tree(d, st, w, s)...)
-	out = append(out, drift(d, st, w, s))
-	return out
+	return []string{l.Fit(w), l2.Fit(w)}
 }
 
 func causeOf(r *stats.Reconcile) string {
@@ -230,25 +236,8 @@ func Spark(v []int) string {
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
 func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
-	l1, l2 := &common.Line{}, &common.Line{}
-	l1.Plain("leader: ")
 	if !d.Style.ElectsLeader() {
-		l1.Add(s.Dim, "none")
-		running := 0
-		for _, r := range st.Replicas {
-			if r.Running {
-				running++
-			}
-		}
-		if running > 1 {
-			l1.Add(s.Warn, fmt.Sprintf(" (%d replicas, no election: all act)", running))
-		} else {
-			l1.Plain(" (1 replica, no election)")
-		}
-		if r := st.Replicas["a"]; r != nil {
-			replicaState(l2, r, s)
-		}
-		return []string{l1.Fit(w), l2.Fit(w)}
+		return noElection(st, w, s)
 	}
 	var lease *world.LeaseView
 	if d.NS != nil {
@@ -261,60 +250,94 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 			holder = stats.ReplicaOfIdentity(lease.Holder)
 		}
 	}
+	l1 := &common.Line{}
+	l1.Plain("leader: ")
+	if holder == "" {
+		l1.Add(s.Warn, "none ")
+	}
+	for i, n := range holderFirst(st, holder) {
+		if i > 0 || holder == "" {
+			l1.Plain("  ")
+		}
+		candidate(l1, n, st.Replicas[n], n == holder, s)
+	}
+	return []string{l1.Fit(w), leaseLine(lease, d.Now, s).Fit(w)}
+}
+
+// noElection is the shell loop's leader lines: none, and how many act.
+func noElection(st *stats.Style, w int, s *common.Styles) []string {
+	l1, l2 := &common.Line{}, &common.Line{}
+	l1.Plain("leader: ").Add(s.Dim, "none")
+	running := 0
+	for _, r := range st.Replicas {
+		if r.Running {
+			running++
+		}
+	}
+	if running > 1 {
+		l1.Add(s.Warn, fmt.Sprintf(" (%d replicas, no election: all act)", running))
+	} else {
+		l1.Plain(" (1 replica, no election)")
+	}
+	if r := st.Replicas["a"]; r != nil {
+		replicaState(l2, r, s)
+	}
+	return []string{l1.Fit(w), l2.Fit(w)}
+}
+
+// holderFirst are the replicas, the holder first, then the standby.
+func holderFirst(st *stats.Style, holder string) []string {
 	names := st.ReplicaNames()
 	if len(names) == 0 {
 		names = []string{"a", "b"}
 	}
-	if holder == "" {
-		l1.Add(s.Warn, "none ")
-	}
-	// The holder first, crowned; then the standby.
 	for i, n := range names {
 		if n == holder && i > 0 {
-			names = append([]string{n}, append(names[:i:i], names[i+1:]...)...)
-			break
+			return append([]string{n}, append(names[:i:i], names[i+1:]...)...)
 		}
 	}
-	for i, n := range names {
-		if i > 0 || holder == "" {
-			l1.Plain("  ")
+	return names
+}
+
+// candidate says how replica n (r, nil if never seen) stands.
+func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Styles) {
+	switch {
+	case r != nil && r.Running && r.Paused:
+		l.Add(s.Warn, n+" frozen")
+		if holds {
+			l.Add(s.Crown, " ♛")
 		}
-		r := st.Replicas[n]
-		switch {
-		case r != nil && r.Running && r.Paused:
-			l1.Add(s.Warn, n+" frozen")
-			if n == holder {
-				l1.Add(s.Crown, " ♛")
-			}
-		case n == holder && (r == nil || r.Running):
-			l1.Add(s.Crown, n+" ♛")
-		case n == holder:
-			l1.Add(s.Err, n+" ✝ holds a dead lease")
-		case r != nil && !r.Running:
-			l1.Add(s.Err, n+" down")
-			if r.Signal != "" {
-				l1.Add(s.Dim, " ("+r.Signal+")")
-			}
-		default:
-			l1.Add(s.Dim, n+" waiting")
+	case holds && (r == nil || r.Running):
+		l.Add(s.Crown, n+" ♛")
+	case holds:
+		l.Add(s.Err, n+" ✝ holds a dead lease")
+	case r != nil && !r.Running:
+		l.Add(s.Err, n+" down")
+		if r.Signal != "" {
+			l.Add(s.Dim, " ("+r.Signal+")")
 		}
+	default:
+		l.Add(s.Dim, n+" waiting")
 	}
-	if lease != nil {
-		left := lease.Renewed.Add(time.Duration(lease.DurationSeconds) * time.Second).Sub(d.Now)
-		l2.Plain("lease ")
-		switch {
-		case lease.Holder == "":
-			l2.Add(s.Warn, "released")
-		case left > 0:
-			l2.Plain(fmt.Sprintf("%.1fs left", left.Seconds()))
-		default:
-			l2.Add(s.Warn, "expired "+common.Dur(-left)+" ago")
-		}
-		l2.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
-	} else {
-		l2.Add(s.Dim, "no Lease yet")
+}
+
+// leaseLine is the Lease's time left and transitions.
+func leaseLine(lease *world.LeaseView, now time.Time, s *common.Styles) *common.Line {
+	l := &common.Line{}
+	if lease == nil {
+		return l.Add(s.Dim, "no Lease yet")
 	}
-	return []string{l1.Fit(w), l2.Fit(w)}
+	left := lease.Renewed.Add(time.Duration(lease.DurationSeconds) * time.Second).Sub(now)
+	l.Plain("lease ")
+	switch {
+	case lease.Holder == "":
+		l.Add(s.Warn, "released")
+	case left > 0:
+		l.Plain(fmt.Sprintf("%.1fs left", left.Seconds()))
+	default:
+		l.Add(s.Warn, "expired "+common.Dur(-left)+" ago")
+	}
+	return l.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
 }
 
 func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {

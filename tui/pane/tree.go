@@ -16,75 +16,78 @@ import (
 // the last few seconds, flashing, with "collected by GC".
 func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	var out []string
-	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
 	var ev *world.EchoView
 	var orphans []*world.DeploymentView
 	if d.NS != nil {
 		ev = d.NS.Echoes[d.Echo]
 		orphans = d.NS.Orphans
 	}
-	l := &common.Line{}
 	switch {
 	case d.NS == nil:
-		l.Add(s.Dim, "Echo/"+d.Echo+" …")
-		add(l)
+		out = append(out, (&common.Line{}).Add(s.Dim, "Echo/"+d.Echo+" …").Fit(w))
 	case ev == nil:
-		l.Add(s.Dim, "Echo/"+d.Echo+" not found")
-		add(l)
+		out = append(out, (&common.Line{}).Add(s.Dim, "Echo/"+d.Echo+" not found").Fit(w))
 	default:
-		l.Add(s.Bold, "Echo/"+ev.Name).Plain(" ")
-		ready := ev.Ready
-		if ready == "" {
-			ready = "-/" + strconv.Itoa(int(ev.Replicas))
-		}
-		if ready == fmt.Sprintf("%d/%d", ev.Replicas, ev.Replicas) {
-			l.Add(s.OK, ready)
-		} else {
-			l.Add(s.Warn, ready)
-		}
-		l.Add(s.Dim, fmt.Sprintf(" ×%d %q", ev.Replicas, ev.Message))
-		if ev.Deleting {
-			l.Add(s.Warn, " deleting")
-			if len(ev.Finalizers) > 0 { // what it waits for: someone must remove these
-				l.Add(s.Dim, " · waits for "+strings.Join(ev.Finalizers, ","))
-			}
-		}
-		add(l)
+		out = append(out, echoLine(ev, s).Fit(w))
 		if ev.Deployment != nil {
 			out = append(out, deployment(d, ev.Deployment, "└ ", "  ", w, s)...)
 		} else {
-			add((&common.Line{}).Add(s.Dim, "└ ").Add(s.Warn, "no Deployment"))
+			out = append(out, (&common.Line{}).Add(s.Dim, "└ ").Add(s.Warn, "no Deployment").Fit(w))
 		}
 	}
 	for _, o := range orphans {
-		if o.Name != echo.DeploymentName(d.Echo) {
-			continue
+		if o.Name == echo.DeploymentName(d.Echo) {
+			out = append(out, deployment(d, o, "", "", w, s)...)
 		}
-		out = append(out, deployment(d, o, "", "", w, s)...)
 	}
+	return append(out, collected(d, st, w, s)...)
+}
+
+// echoLine is the Echo: its readiness, its spec, and what holds its deletion.
+func echoLine(ev *world.EchoView, s *common.Styles) *common.Line {
+	l := &common.Line{}
+	l.Add(s.Bold, "Echo/"+ev.Name).Plain(" ")
+	ready := ev.Ready
+	if ready == "" {
+		ready = "-/" + strconv.Itoa(int(ev.Replicas))
+	}
+	if ready == fmt.Sprintf("%d/%d", ev.Replicas, ev.Replicas) {
+		l.Add(s.OK, ready)
+	} else {
+		l.Add(s.Warn, ready)
+	}
+	l.Add(s.Dim, fmt.Sprintf(" ×%d %q", ev.Replicas, ev.Message))
+	if ev.Deleting {
+		l.Add(s.Warn, " deleting")
+		if len(ev.Finalizers) > 0 { // what it waits for: someone must remove these
+			l.Add(s.Dim, " · waits for "+strings.Join(ev.Finalizers, ","))
+		}
+	}
+	return l
+}
+
+// collected are the objects garbage-collected lately: the newest few,
+// flashing; a cascade of Pods is summed up.
+func collected(d Data, st *stats.Style, w int, s *common.Styles) []string {
+	var out []string
 	gone := st.Collected(d.Now, FlashFor)
-	// The newest few, flashing; a cascade of Pods is summed up.
 	const shown = 3
 	if n := len(gone); n > shown {
-		add((&common.Line{}).Add(s.Err, fmt.Sprintf("✕ %d more collected by GC", n-shown)))
+		out = append(out, (&common.Line{}).Add(s.Err, fmt.Sprintf("✕ %d more collected by GC", n-shown)).Fit(w))
 		gone = gone[n-shown:]
 	}
 	for _, c := range gone {
-		l := &common.Line{}
-		text := "✕ " + c.Object + " collected by GC"
+		p := s.Err
 		if int(d.Now.Sub(c.At)/FlashEvery)%2 == 0 {
-			l.Add(s.Flash, text)
-		} else {
-			l.Add(s.Err, text)
+			p = s.Flash
 		}
-		add(l)
+		out = append(out, (&common.Line{}).Add(p, "✕ "+c.Object+" collected by GC").Fit(w))
 	}
 	return out
 }
 
+// deployment is a Deployment, its live ReplicaSets and its Pods.
 func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s *common.Styles) []string {
-	var out []string
-	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
 	l := &common.Line{}
 	l.Add(s.Dim, first).Plain("Deployment " + dv.Name + " ")
 	rd := fmt.Sprintf("%d/%d", dv.ReadyReplicas, dv.Replicas)
@@ -99,30 +102,38 @@ func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s
 	case dv.Owner == "":
 		l.Add(s.Warn, " orphan")
 	}
-	add(l)
+	out := []string{l.Fit(w)}
 	// Old ReplicaSets scaled to zero stay (revision history): count them.
-	var live []*world.ReplicaSetView
 	old := 0
 	for _, rs := range dv.ReplicaSets {
 		if rs.Replicas == 0 && rs.ReadyReplicas == 0 && !rs.Deleting {
 			old++
 			continue
 		}
-		live = append(live, rs)
-	}
-	for _, rs := range live {
 		l := &common.Line{}
 		l.Add(s.Dim, indent+"├ ").Plain("ReplicaSet " + shortRS(rs.Name, dv.Name) + " ")
 		l.Plain(fmt.Sprintf("%d/%d", rs.ReadyReplicas, rs.Replicas))
 		if rs.Deleting {
 			l.Add(s.Warn, " deleting")
 		}
-		add(l)
+		out = append(out, l.Fit(w))
 	}
-	l = &common.Line{}
+	l = pods(d, dv.Pods, indent, s)
+	if old > 0 {
+		l.Add(s.Dim, fmt.Sprintf(" · %d old RS", old))
+	}
+	return append(out, l.Fit(w))
+}
+
+// pods is one mark per Pod (ready, starting, new, terminating), counted.
+func pods(d Data, ps []*world.PodView, indent string, s *common.Styles) *common.Line {
+	l := &common.Line{}
 	l.Add(s.Dim, indent+"└ ").Plain("Pods ")
+	if len(ps) == 0 {
+		return l.Add(s.Dim, "none")
+	}
 	var ready, pending, term int
-	for _, p := range dv.Pods {
+	for _, p := range ps {
 		switch {
 		case p.Deleting:
 			term++
@@ -142,26 +153,16 @@ func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s
 			l.Add(s.Warn, "◌")
 		}
 	}
-	if len(dv.Pods) == 0 {
-		l.Add(s.Dim, "none")
-	} else {
-		var parts []string
-		if ready > 0 {
-			parts = append(parts, fmt.Sprintf("%d ready", ready))
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{ready, "ready"}, {pending, "starting"}, {term, "terminating"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 		}
-		if pending > 0 {
-			parts = append(parts, fmt.Sprintf("%d starting", pending))
-		}
-		if term > 0 {
-			parts = append(parts, fmt.Sprintf("%d terminating", term))
-		}
-		l.Add(s.Dim, " "+strings.Join(parts, ", "))
 	}
-	if old > 0 {
-		l.Add(s.Dim, fmt.Sprintf(" · %d old RS", old))
-	}
-	add(l)
-	return out
+	return l.Add(s.Dim, " "+strings.Join(parts, ", "))
 }
 
 // shortRS is "…-7c9f5" for a ReplicaSet named after its Deployment.

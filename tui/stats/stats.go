@@ -222,27 +222,51 @@ func num(e trace.Event, k string) int {
 
 func (st *Style) apply(e trace.Event) {
 	st.Events++
-	shell := st.Name == style.Shell
-	fromProxy := strings.HasPrefix(e.Source, "proxy/")
 	switch e.Kind {
-	case trace.PollTick:
+	case trace.PollTick, trace.Kubectl:
+		st.shellLoop(e)
+	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete,
+		trace.QueueAdd, trace.QueueRequeue, trace.QueueGet, trace.QueueDone:
+		st.queue(e)
+	case trace.ReconcileStart, trace.ReconcileEnd:
+		st.reconcile(e)
+	case trace.APIRequest, trace.Dropped:
+		st.api(e)
+	case trace.LeaderAcquired, trace.LeaderLost, trace.LeaderObserved:
+		st.leader(e)
+	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
+		st.process(e)
+	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged:
+		st.observed(e)
+	}
+}
+
+// shellLoop folds the shell loop's own events: its poll and its kubectl.
+func (st *Style) shellLoop(e trace.Event) {
+	if e.Kind == trace.PollTick {
 		st.PollAt, st.PollLast = e.Time, e.Time
 		if v, ok := e.Num(trace.FieldIntervalS); ok {
 			st.PollInterval = time.Duration(v * float64(time.Second))
 		}
 		st.stage(stPoll, e.Time)
-	case trace.Kubectl:
-		if e.Time.After(st.PollLast) {
-			st.PollLast = e.Time
-		}
-		switch verb := e.Str(trace.FieldVerb); {
-		case strings.HasPrefix(verb, "get"):
-			st.stage(stGet, e.Time)
-		case strings.HasPrefix(verb, "apply"):
-			st.stage(stApply, e.Time)
-		case strings.HasPrefix(verb, "patch"):
-			st.stage(stPatch, e.Time)
-		}
+		return
+	}
+	if e.Time.After(st.PollLast) {
+		st.PollLast = e.Time
+	}
+	switch verb := e.Str(trace.FieldVerb); {
+	case strings.HasPrefix(verb, "get"):
+		st.stage(stGet, e.Time)
+	case strings.HasPrefix(verb, "apply"):
+		st.stage(stApply, e.Time)
+	case strings.HasPrefix(verb, "patch"):
+		st.stage(stPatch, e.Time)
+	}
+}
+
+// queue folds the informers' deliveries and the workqueue.
+func (st *Style) queue(e trace.Event) {
+	switch e.Kind {
 	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete:
 		st.stage(stInformer, e.Time)
 	case trace.QueueAdd, trace.QueueRequeue:
@@ -255,15 +279,16 @@ func (st *Style) apply(e trace.Event) {
 	case trace.QueueGet, trace.QueueDone:
 		st.depth(e)
 		st.stage(stReconcile, e.Time)
-	case trace.ReconcileStart:
+	}
+}
+
+// reconcile folds the start and the end of a call of reconcile. The shell
+// loop reconciles within its poll: the poll lasts until it ends.
+func (st *Style) reconcile(e trace.Event) {
+	if e.Kind == trace.ReconcileStart {
 		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
 			CauseEvent: e.Str(trace.FieldCauseEvent), Causes: num(e, trace.FieldCauses)}
-		if !shell {
-			st.stage(stReconcile, e.Time)
-		} else if e.Time.After(st.PollLast) {
-			st.PollLast = e.Time
-		}
-	case trace.ReconcileEnd:
+	} else {
 		r := st.Running
 		if r == nil || r.Object != e.Object {
 			r = &Reconcile{Object: e.Object}
@@ -278,33 +303,54 @@ func (st *Style) apply(e trace.Event) {
 		if r.Result == trace.ResultError {
 			st.Errors++
 		}
-		if shell && e.Time.After(st.PollLast) {
-			st.PollLast = e.Time
-		} else if !shell {
-			st.stage(stReconcile, e.Time)
+	}
+	switch {
+	case st.Name != style.Shell:
+		st.stage(stReconcile, e.Time)
+	case e.Time.After(st.PollLast):
+		st.PollLast = e.Time
+	}
+}
+
+// api folds a request through a replica's proxy, or the requests it could
+// not report.
+func (st *Style) api(e trace.Event) {
+	fromProxy := strings.HasPrefix(e.Source, "proxy/")
+	if e.Kind == trace.Dropped {
+		if fromProxy {
+			// A proxy drops only its own api.request events: the requests
+			// were made, and count.
+			st.APITotal += num(e, trace.FieldCount)
 		}
-	case trace.APIRequest:
-		st.APITotal++
-		key := e.Str(trace.FieldVerb) + " " + e.Str(trace.FieldResource)
-		st.Verbs[key]++
-		sec := e.Time.Unix()
-		b := &st.apiSec[sec%int64(len(st.apiSec))]
-		if b.sec != sec {
-			b.sec, b.n = sec, 0
+		return
+	}
+	st.APITotal++
+	st.Verbs[e.Str(trace.FieldVerb)+" "+e.Str(trace.FieldResource)]++
+	sec := e.Time.Unix()
+	b := &st.apiSec[sec%int64(len(st.apiSec))]
+	if b.sec != sec {
+		b.sec, b.n = sec, 0
+	}
+	b.n++
+	// Lease renewals and watches are background traffic: the marker
+	// follows the requests reconcile makes.
+	if !fromProxy || st.Name == style.Shell {
+		return
+	}
+	switch e.Str(trace.FieldVerb) {
+	case "watch":
+		st.stage(stWatch, e.Time)
+	default:
+		if r := e.Str(trace.FieldResource); r != "leases" && r != "events" {
+			st.stage(stAPI, e.Time)
 		}
-		b.n++
-		// Lease renewals and watches are background traffic: the marker
-		// follows the requests reconcile makes.
-		if fromProxy && !shell {
-			switch e.Str(trace.FieldVerb) {
-			case "watch":
-				st.stage(stWatch, e.Time)
-			default:
-				if r := e.Str(trace.FieldResource); r != "leases" && r != "events" {
-					st.stage(stAPI, e.Time)
-				}
-			}
-		}
+	}
+}
+
+// leader folds what the replicas say of their Lease, and what the world
+// observer sees of it.
+func (st *Style) leader(e trace.Event) {
+	switch e.Kind {
 	case trace.LeaderAcquired:
 		st.Leader, st.LeaderAt = replicaOf(e.Source), e.Time
 		st.Acquired++
@@ -327,14 +373,13 @@ func (st *Style) apply(e trace.Event) {
 			}
 			st.LeaderAt = e.Time
 		}
-	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
-		st.process(e)
-	case trace.Dropped:
-		if fromProxy {
-			// A proxy drops only its own api.request events: the requests
-			// were made, and count.
-			st.APITotal += num(e, trace.FieldCount)
-		}
+	}
+}
+
+// observed folds what the world observer saw of the style's objects: garbage
+// collection, drift and its repair, convergence after an edit.
+func (st *Style) observed(e trace.Event) {
+	switch e.Kind {
 	case trace.GCCollected:
 		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str(trace.FieldOwner), At: e.Time})
 		if n := len(st.CollectedRecv); n > maxCollected {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -56,23 +58,23 @@ func TestTUIStatsStage(t *testing.T) {
 func TestTUIStatsFold(t *testing.T) {
 	s := New([]style.Style{style.Shell, style.ClientGo})
 	for _, e := range []trace.Event{
-		ev(0, "supervisor", trace.ProcessStart, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldRestarts: 0}),
-		ev(0, "supervisor", trace.ProcessStart, "", style.ClientGo.Source("b"), map[string]any{trace.FieldPID: 12, trace.FieldRestarts: 0}),
+		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldRestarts: 0}),
+		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("b"), map[string]any{trace.FieldPID: 12, trace.FieldRestarts: 0}),
 		ev(10, style.ClientGo.Source("a"), trace.LeaderAcquired, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("a", 11)}),
 		ev(100, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
 		ev(101, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 2}),
 		ev(102, style.ClientGo.Source("a"), trace.QueueGet, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
-		ev(103, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: "event", trace.FieldCauseEvent: "UPDATE Echo/hello", trace.FieldCauses: 2}),
-		ev(110, style.ClientGo.Source("a"), trace.ReconcileEnd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldResult: "error", trace.FieldDurationMS: 7.0, trace.FieldError: "conflict"}),
+		ev(103, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: trace.CauseEvent, trace.FieldCauseEvent: "UPDATE Echo/hello", trace.FieldCauses: 2}),
+		ev(110, style.ClientGo.Source("a"), trace.ReconcileEnd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldResult: trace.ResultError, trace.FieldDurationMS: 7.0, trace.FieldError: "conflict"}),
 		ev(111, style.ClientGo.Source("a"), trace.QueueRequeue, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1, trace.FieldReason: "error"}),
 		ev(120, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
 		ev(61_000, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
 		ev(61_500, "proxy/"+style.ClientGo.Source("b"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}),
-		ev(62_000, "world", trace.DriftDetected, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: "replicas"}),
-		ev(62_021, "world", trace.DriftRepaired, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: "replicas", trace.FieldLatencyMS: 21.0}),
-		ev(62_100, "world", trace.GCCollected, style.ClientGo.Namespace(), "Pod/echo-hello-x", map[string]any{trace.FieldOwner: "ReplicaSet/echo-hello-1"}),
-		ev(63_000, "supervisor", trace.ProcessExit, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
-		ev(64_000, "world", trace.LeaderObserved, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("b", 12)}),
+		ev(62_000, world.Source, trace.DriftDetected, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: trace.DriftReplicas}),
+		ev(62_021, world.Source, trace.DriftRepaired, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: trace.DriftReplicas, trace.FieldLatencyMS: 21.0}),
+		ev(62_100, world.Source, trace.GCCollected, style.ClientGo.Namespace(), "Pod/echo-hello-x", map[string]any{trace.FieldOwner: "ReplicaSet/echo-hello-1"}),
+		ev(63_000, supervisor.Source, trace.ProcessExit, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
+		ev(64_000, world.Source, trace.LeaderObserved, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("b", 12)}),
 		ev(64_000, "rlab", trace.Dropped, "", "", map[string]any{trace.FieldCount: 5}),
 	} {
 		s.Apply(e)
@@ -108,6 +110,73 @@ func TestTUIStatsFold(t *testing.T) {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestTUIStatsProcesses: a replica's process state comes from the
+// supervisor's events alone, and a proxy's dropped events still count as
+// requests (the screen and a replay need nothing else).
+func TestTUIStatsProcesses(t *testing.T) {
+	a, b := style.ClientGo.Source("a"), style.ClientGo.Source("b")
+	proc := func(ms int, kind trace.Kind, object string, f map[string]any) trace.Event {
+		return ev(ms, supervisor.Source, kind, "", object, f)
+	}
+	type want struct {
+		running, paused bool
+		signal          string
+	}
+	tests := []struct {
+		name string
+		evs  []trace.Event
+		a    *want // nil: a is not on the pane
+		api  int
+	}{
+		{"started", []trace.Event{proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11})}, &want{running: true}, 0},
+		{"frozen", []trace.Event{
+			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
+			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
+		}, &want{running: true, paused: true}, 0},
+		{"let go on", []trace.Event{
+			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
+			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
+			proc(2, trace.ProcessResume, a, map[string]any{trace.FieldPID: 11}),
+		}, &want{running: true}, 0},
+		{"killed while frozen", []trace.Event{
+			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
+			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
+			proc(2, trace.ProcessExit, a, map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
+		}, &want{signal: "killed"}, 0},
+		{"removed for good", []trace.Event{
+			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
+			proc(1, trace.ProcessExit, a, map[string]any{trace.FieldPID: 11, trace.FieldRemoved: true}),
+		}, nil, 0},
+		{"a proxy's drops are requests, the screen's are not", []trace.Event{
+			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
+			ev(1, "proxy/"+b, trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}),
+			ev(2, "proxy/"+b, trace.Dropped, "", "", map[string]any{trace.FieldCount: 7}),
+			ev(3, "rlab", trace.Dropped, "", "", map[string]any{trace.FieldCount: 5}),
+		}, &want{running: true}, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New([]style.Style{style.ClientGo})
+			for _, e := range tt.evs {
+				s.Apply(e)
+			}
+			st := s.Styles[style.ClientGo]
+			r := st.Replicas["a"]
+			switch {
+			case tt.a == nil && r != nil:
+				t.Fatalf("replica a still on the pane: %+v", r)
+			case tt.a != nil && r == nil:
+				t.Fatal("replica a not on the pane")
+			case tt.a != nil && (want{r.Running, r.Paused, r.Signal}) != *tt.a:
+				t.Errorf("replica a = %+v, want %+v", want{r.Running, r.Paused, r.Signal}, *tt.a)
+			}
+			if st.APITotal != tt.api {
+				t.Errorf("API total = %d, want %d", st.APITotal, tt.api)
+			}
+		})
 	}
 }
 
