@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
@@ -160,10 +160,8 @@ func TestReplayRecorderRun(t *testing.T) {
 	snapshot := func() world.Snapshot { snaps.Add(1); return fixture.Snapshot() }
 	waitSnaps := func(n int32) {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return snaps.Load() >= n, nil }); err != nil {
-			t.Fatalf("recorder took %d world snapshots, want %d", snaps.Load(), n)
-		}
+		simtest.Eventually(t, 10*time.Second, fmt.Sprintf("recorder took %d world snapshots", n),
+			simtest.True(func() bool { return snaps.Load() >= n }))
 	}
 	go func() {
 		done <- r.Run(ctx, Live{Sub: sub, Snapshot: snapshot, Version: version})
