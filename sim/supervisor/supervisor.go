@@ -276,27 +276,24 @@ func (s *Supervisor) Kill(name string) error { return s.Signal(name, syscall.SIG
 func (s *Supervisor) Stop(name string) error { return s.Signal(name, syscall.SIGTERM) }
 
 // Pause freezes a replica (SIGSTOP): alive but silent, like a hung process.
-func (s *Supervisor) Pause(name string) error {
-	if err := s.Signal(name, syscall.SIGSTOP); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, err := s.get(name); err == nil {
-		s.setPaused(r, true)
-	}
-	return nil
-}
+func (s *Supervisor) Pause(name string) error { return s.freeze(name, true) }
 
 // Resume continues a paused replica.
-func (s *Supervisor) Resume(name string) error {
-	if err := s.Signal(name, syscall.SIGCONT); err != nil {
+func (s *Supervisor) Resume(name string) error { return s.freeze(name, false) }
+
+// freeze stops (SIGSTOP) or continues (SIGCONT) a replica's process.
+func (s *Supervisor) freeze(name string, paused bool) error {
+	sig := syscall.SIGCONT
+	if paused {
+		sig = syscall.SIGSTOP
+	}
+	if err := s.Signal(name, sig); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, err := s.get(name); err == nil {
-		s.setPaused(r, false)
+		s.setPaused(r, paused)
 	}
 	return nil
 }

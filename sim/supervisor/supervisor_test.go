@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -193,6 +195,48 @@ func TestSupervisorRemove(t *testing.T) {
 		rec.mu.Unlock()
 		if removed != 1 {
 			t.Errorf("%s: %d process.exit events with removed, want 1", r, removed)
+		}
+	}
+}
+
+// Pause and Resume freeze and let go on a replica, and say so on the trace
+// with its pid: the screen knows a frozen replica from the events alone.
+func TestSupervisorPauseResume(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish})
+	defer s.Close(5 * time.Second)
+	if err := s.Add(Spec{Style: "runtime", Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+		LogFile: filepath.Join(dir, "a.log")}); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Statuses()[0].PID
+	steps := []struct {
+		name   string
+		act    func(string) error
+		kind   trace.Kind
+		paused bool
+	}{
+		{"pause", s.Pause, trace.ProcessPause, true},
+		{"resume", s.Resume, trace.ProcessResume, false},
+	}
+	for _, st := range steps {
+		if err := st.act("runtime/a"); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := s.Statuses()[0]; got.Paused != st.paused || !got.Running {
+			t.Fatalf("%s: status = %+v", st.name, got)
+		}
+		var said []string
+		rec.mu.Lock()
+		for _, e := range rec.events {
+			if e.Kind == st.kind && e.Object == "runtime/a" {
+				said = append(said, e.Str(trace.FieldPID))
+			}
+		}
+		rec.mu.Unlock()
+		if want := []string{fmt.Sprint(pid)}; !slices.Equal(said, want) {
+			t.Fatalf("%s: %s events with pids %q, want %q", st.name, st.kind, said, want)
 		}
 	}
 }
