@@ -201,7 +201,7 @@ func (m *Model) onFrame() tea.Cmd {
 	if m.feed.pull() {
 		m.draw.dirty = true
 	}
-	m.ctl.remember(m.echoView())
+	m.ctl.remember(m.echoView()) // its spec, to create it again after x
 	if m.lesson.poll() {
 		m.draw.now()
 	}
