@@ -14,6 +14,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 type recorder struct {
@@ -203,8 +204,8 @@ func TestSupervisorRemove(t *testing.T) {
 // with its pid: the screen knows a frozen replica from the events alone.
 func TestSupervisorPauseResume(t *testing.T) {
 	dir := t.TempDir()
-	rec := &recorder{}
-	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish})
+	var rec simtest.Recorder
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish})
 	defer s.Close(5 * time.Second)
 	if err := s.Add(Spec{Style: "runtime", Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
 		LogFile: filepath.Join(dir, "a.log")}); err != nil {
@@ -228,13 +229,11 @@ func TestSupervisorPauseResume(t *testing.T) {
 			t.Fatalf("%s: status = %+v", st.name, got)
 		}
 		var said []string
-		rec.mu.Lock()
-		for _, e := range rec.events {
-			if e.Kind == st.kind && e.Object == "runtime/a" {
+		for _, e := range rec.Of(st.kind) {
+			if e.Object == "runtime/a" {
 				said = append(said, e.Str(trace.FieldPID))
 			}
 		}
-		rec.mu.Unlock()
 		if want := []string{fmt.Sprint(pid)}; !slices.Equal(said, want) {
 			t.Fatalf("%s: %s events with pids %q, want %q", st.name, st.kind, said, want)
 		}
