@@ -28,14 +28,14 @@ func newOperatorCmd() *cobra.Command {
 		Short:     "Run one replica of a Go Echo operator (logs on stderr; trace on stdout with RLAB_TRACE=1)",
 		Hidden:    true,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{clientgo.Style, crstyle.Style},
+		ValidArgs: []string{string(clientgo.Style), string(crstyle.Style)},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Namespace == "" {
 				return fmt.Errorf("--namespace is required")
 			}
 			run := map[string]func(context.Context, echo.Options) error{
-				clientgo.Style: clientgo.Run,
-				crstyle.Style:  crstyle.Run,
+				string(clientgo.Style): clientgo.Run,
+				string(crstyle.Style):  crstyle.Run,
 			}[args[0]]
 			if run == nil {
 				return fmt.Errorf("unknown style %q: want clientgo or runtime", args[0])

@@ -255,6 +255,9 @@ func TestKubectlFailures(t *testing.T) {
 				if e.Source != "shell/b" || e.Namespace != "demo" {
 					t.Fatalf("event from %q in %q, want shell/b in demo: %+v", e.Source, e.Namespace, e)
 				}
+				if err := trace.CheckSchema(e); err != nil {
+					t.Errorf("bash event off the schema: %v", err)
+				}
 				if e.Kind == trace.Kubectl && e.Object != "" && e.Str("code") != "1" {
 					t.Errorf("kubectl event about an Echo with code %s, want 1: %+v", e.Str("code"), e)
 				}
@@ -417,6 +420,11 @@ func TestAgainstControlPlane(t *testing.T) {
 	for _, e := range evs {
 		if e.Source != "shell/a" || e.Namespace != ns || e.Time.IsZero() {
 			t.Fatalf("event not from shell/a in %s with a time: %+v", ns, e)
+		}
+		// The bash trace() writes its keys by hand: they must be the
+		// schema's, or stats and lessons read nothing.
+		if err := trace.CheckSchema(e); err != nil {
+			t.Errorf("bash event off the schema: %v", err)
 		}
 	}
 	for _, want := range []struct {

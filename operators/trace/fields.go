@@ -13,7 +13,7 @@ import (
 const (
 	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request)
 	FieldInitial     = "initial"     // informer.add of an object listed at start
-	FieldChange      = "change"      // informer.update of an Echo: "spec" or "status"
+	FieldChange      = "change"      // informer.update: "spec" (generation moved) or "status"
 	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
 	FieldKey         = "key"         // workqueue key "namespace/name"
 	FieldDepth       = "depth"       // workqueue depth after the operation
