@@ -94,11 +94,11 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if d.CreationTimestamp.IsZero() {
 			d.Labels = desired.Labels
 			d.Spec.Selector = desired.Spec.Selector
-			return controllerutil.SetControllerReference(e, d, r.Scheme)
-		}
-		// Never take over what someone else owns.
-		if !metav1.IsControlledBy(d, e) {
-			return errNotControlled
+			if err := controllerutil.SetControllerReference(e, d, r.Scheme); err != nil {
+				return err
+			}
+		} else if !metav1.IsControlledBy(d, e) {
+			return errNotControlled // never take over what someone else owns
 		}
 		// Only what we own: overwriting the whole template would also wipe
 		// the apiserver's defaults and cause an update every time.
