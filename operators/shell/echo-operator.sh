@@ -7,7 +7,7 @@
 # It elects no leader either: run two copies and they both write (a lesson).
 #
 # Logs go to stderr as logfmt. With RLAB_TRACE=1, trace events go to stdout
-# as JSON lines (the schema of sim/trace/event.go) and nothing else does.
+# as JSON lines (the schema of operators/trace: fields.go lists each kind's keys) and nothing else does.
 #
 # There is no $(...) in the loop: bash may run a signal trap while it parses
 # a $(...), and then fails to parse the trap ("trap: unexpected EOF") and
