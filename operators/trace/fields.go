@@ -43,6 +43,7 @@ const (
 	FieldWhat        = "what"        // drift.*: DriftReplicas, DriftMessage, DriftDeleted
 	FieldEcho        = "echo"        // drift.*, echo.converged: the Echo's name
 	FieldGeneration  = "generation"  // echo.converged
+	FieldCreated     = "created"     // echo.converged of a new Echo, not an edit: true
 	FieldAction      = "action"      // finalizer: "added", "removed"
 	FieldFinalizer   = "finalizer"   // finalizer: its name
 	FieldFinalizers  = "finalizers"  // echo.deleting: the finalizers that hold it, comma-separated
@@ -89,7 +90,7 @@ var Schema = map[Kind][]string{
 	Finalizer:      {FieldAction, FieldFinalizer},
 	EchoDeleting:   {FieldFinalizers},
 	EchoDeleted:    {FieldWaitedMS},
-	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho},
+	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho, FieldCreated},
 	ProcessStart:   {FieldPID, FieldRestarts},
 	ProcessExit:    {FieldPID, FieldRestarts, FieldBackoffMS, FieldCode, FieldSignal, FieldRemoved},
 	Malformed:      {FieldLine, FieldCount},

@@ -1,51 +1,19 @@
 package supervisor
 
 import (
-	"context"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
-type recorder struct {
-	mu     sync.Mutex
-	events []trace.Event
-}
-
-func (r *recorder) publish(e trace.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-func (r *recorder) count(kind trace.Kind, source string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if e.Kind == kind && (source == "" || e.Source == source || e.Object == source) {
-			n++
-		}
-	}
-	return n
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within 10s", what)
-	}
-}
+// timeout bounds every wait for a replica.
+const timeout = 10 * time.Second
 
 // fakeOperator emits one event and one malformed line, then waits; it exits
 // on SIGTERM like a real operator.
@@ -56,24 +24,36 @@ while :; do sleep 0.05; done`
 
 func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 	dir := t.TempDir()
-	rec := &recorder{}
-	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish, Backoff: 50 * time.Millisecond})
-	spec := Spec{Style: "clientgo", Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+	rec := &simtest.Recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 50 * time.Millisecond})
+	spec := Spec{Style: style.ClientGo, Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
 		LogFile: filepath.Join(dir, "a.log")}
 	if err := s.Add(spec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "trace read", func() bool { return rec.count(trace.ReconcileStart, "clientgo/a") == 1 })
-	eventually(t, "malformed line counted", func() bool {
+	simtest.Eventually(t, timeout, "trace read", simtest.True(func() bool { return rec.Count(trace.ReconcileStart, "clientgo/a") == 1 }))
+	simtest.Eventually(t, timeout, "malformed line counted", simtest.True(func() bool {
 		st := s.Statuses()
-		return rec.count(trace.Malformed, "clientgo/a") == 1 && st[0].Malformed == 1
-	})
+		return rec.Count(trace.Malformed, "clientgo/a") == 1 && st[0].Malformed == 1
+	}))
 	first := s.Statuses()[0]
 	if !first.Running || first.PID == 0 || first.Restarts != 0 {
 		t.Fatalf("status = %+v", first)
 	}
 	if name, ok := s.ByPID(first.PID); !ok || name != "clientgo/a" {
 		t.Fatalf("ByPID = %q, %v", name, ok)
+	}
+	// Paused, then resumed: the same process throughout.
+	for _, step := range []struct {
+		act    func(string) error
+		paused bool
+	}{{s.Pause, true}, {s.Resume, false}} {
+		if err := step.act("clientgo/a"); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Statuses()[0]; st.Paused != step.paused || !st.Running || st.PID != first.PID {
+			t.Fatalf("status = %+v, want paused %v, running as pid %d", st, step.paused, first.PID)
+		}
 	}
 
 	tests := []struct {
@@ -95,14 +75,14 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 			if err := tc.act(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "restarted with a new pid", func() bool {
+			simtest.Eventually(t, timeout, "restarted with a new pid", simtest.True(func() bool {
 				st := s.Statuses()[0]
 				return st.Running && st.PID != before.PID && st.Restarts == i+1
-			})
-			if got := rec.count(trace.ProcessExit, "clientgo/a"); got != i+1 {
+			}))
+			if got := rec.Count(trace.ProcessExit, "clientgo/a"); got != i+1 {
 				t.Fatalf("process.exit events = %d, want %d", got, i+1)
 			}
-			eventually(t, "new process traced", func() bool { return rec.count(trace.ReconcileStart, "clientgo/a") == i+2 })
+			simtest.Eventually(t, timeout, "new process traced", simtest.True(func() bool { return rec.Count(trace.ReconcileStart, "clientgo/a") == i+2 }))
 		})
 	}
 
@@ -119,24 +99,25 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 	if es, _ := proc.Entries(filepath.Join(dir, "pids")); len(es) != 0 {
 		t.Fatalf("pid entries left: %+v", es)
 	}
+	rec.CheckSchema(t) // process.start, process.exit with code and signal, trace.malformed
 }
 
 // Remove stops a replica for good: no restart, gone from the statuses, its
 // process dead; also when it is waiting for a restart.
 func TestSupervisorRemove(t *testing.T) {
 	dir := t.TempDir()
-	rec := &recorder{}
-	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.publish, Backoff: 10 * time.Second})
+	rec := &simtest.Recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 10 * time.Second})
 	defer s.Close(5 * time.Second)
 	for _, r := range []string{"a", "b"} {
-		if err := s.Add(Spec{Style: "shell", Replica: r, Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+		if err := s.Add(Spec{Style: style.Shell, Replica: r, Path: "/bin/sh", Args: []string{"-c", fakeOperator},
 			LogFile: filepath.Join(dir, r+".log")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "both traced", func() bool {
-		return rec.count(trace.ReconcileStart, "shell/a") == 1 && rec.count(trace.ReconcileStart, "shell/b") == 1
-	})
+	simtest.Eventually(t, timeout, "both traced", simtest.True(func() bool {
+		return rec.Count(trace.ReconcileStart, "shell/a") == 1 && rec.Count(trace.ReconcileStart, "shell/b") == 1
+	}))
 	var pid int
 	for _, st := range s.Statuses() {
 		if st.Name == "shell/b" {
@@ -160,7 +141,7 @@ func TestSupervisorRemove(t *testing.T) {
 	if err := s.Kill("shell/a"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "shell/a exited", func() bool { return rec.count(trace.ProcessExit, "shell/a") == 1 })
+	simtest.Eventually(t, timeout, "shell/a exited", simtest.True(func() bool { return rec.Count(trace.ProcessExit, "shell/a") == 1 }))
 	start := time.Now()
 	if err := s.Remove("shell/a", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -171,4 +152,5 @@ func TestSupervisorRemove(t *testing.T) {
 	if st := s.Statuses(); len(st) != 0 {
 		t.Fatalf("statuses = %+v, want none", st)
 	}
+	rec.CheckSchema(t) // process.exit of a removed replica
 }
