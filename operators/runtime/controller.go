@@ -50,14 +50,15 @@ type EchoReconciler struct {
 
 var _ reconcile.Reconciler = &EchoReconciler{}
 
-// The Role the sandbox grants each style in its namespace (sim/sandbox):
+// The Role the sandbox grants this style in its namespace (sim/sandbox
+// checks these markers against it):
 // +kubebuilder:rbac:groups=kkloud.io,resources=echoes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=kkloud.io,resources=echoes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=echo-registry,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
 // Reconcile makes the world match one Echo. It is level-triggered: it reads
 // the whole current state from the manager's cache and does not care which

@@ -434,6 +434,9 @@ func TestTraceFromEveryStyle(t *testing.T) {
 			t.Errorf("no %q event in the trace", want)
 		}
 	}
+	// Every producer (Go operators, bash, proxies, world, supervisor)
+	// writes the keys the schema lists for its kind.
+	events.CheckSchema(t)
 }
 
 func execCommand(name string, args ...string) ([]byte, error) {

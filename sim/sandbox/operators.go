@@ -73,12 +73,13 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 		// The registry ConfigMap that --finalizer keeps.
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{echo.RegistryName}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		// Events on Echoes (a Deployment it will not take over), and the
+		// Go styles' leader election events.
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
-	if st.ElectsLeader() { // leader election and its events
+	if st.ElectsLeader() {
 		r = append(r,
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		)
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}})
 	}
 	return r
 }
