@@ -6,20 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
-	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/sandbox"
-	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/tui"
 )
 
 func newLessonCmd() *cobra.Command {
@@ -79,15 +75,11 @@ func newLessonVerifyCmd() *cobra.Command {
 the chosen lessons as the student would, wait for each step's check, and
 print the time of each step and lesson. Exits non-zero if any check fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			all, err := lessons.Load()
+			_, chosen, err := chooseLessons(args, f.All)
 			if err != nil {
 				return err
 			}
-			chosen, err := chooseLessons(all, args, f.All)
-			if err != nil {
-				return err
-			}
-			return verifyLessons(cmd.Context(), chosen, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return f.verify(cmd.Context(), chosen, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&f.All, "all", false, "verify every lesson")
@@ -95,74 +87,64 @@ print the time of each step and lesson. Exits non-zero if any check fails.`,
 	return cmd
 }
 
-func chooseLessons(all []*lessons.Lesson, args []string, every bool) ([]*lessons.Lesson, error) {
+// chooseLessons loads the course and picks the lessons args number, or all
+// of them with every.
+func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, err error) {
 	switch {
 	case every && len(args) > 0:
-		return nil, errors.New("give lesson numbers or --all, not both")
-	case every:
-		return all, nil
-	case len(args) == 0:
-		return nil, errors.New("which lessons? give their numbers, or --all (see rlab lesson list)")
+		return nil, nil, errors.New("give lesson numbers or --all, not both")
+	case !every && len(args) == 0:
+		return nil, nil, errors.New("which lessons? give their numbers, or --all (see rlab lesson list)")
 	}
-	var out []*lessons.Lesson
+	if all, err = lessons.Load(); err != nil || every {
+		return all, all, err
+	}
 	for _, a := range args {
 		n, err := strconv.Atoi(a)
 		if err != nil {
-			return nil, fmt.Errorf("lesson %q: want a number (see rlab lesson list)", a)
+			return nil, nil, fmt.Errorf("lesson %q: want a number (see rlab lesson list)", a)
 		}
 		l, err := lessons.Find(all, n)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, l)
+		chosen = append(chosen, l)
 	}
-	return out, nil
+	return all, chosen, nil
 }
 
 // startLessonSandbox starts the sandbox every lesson expects: all styles and
-// the sample Echo, in the user's state dir. stop stops it.
-func startLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer) (sb *sandbox.Sandbox, d state.Dir, stop func(), err error) {
-	d, log, closeLog, err := claimState(stderr)
+// the sample Echo, in the user's state dir. stopLessonSandbox stops it.
+func startLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer) (*launch.Launcher, *sandbox.Sandbox, error) {
+	l, err := launch.New()
 	if err != nil {
-		return nil, d, nil, err
+		return nil, nil, err
 	}
-	dir, err := assets.Ensure(ctx, os.Getenv, stderr)
+	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), ShellInterval: shellInterval, Sample: true,
+		Report: launch.Print(stderr)})
 	if err != nil {
-		closeLog.Close()
-		return nil, d, nil, err
-	}
-	fmt.Fprintf(stderr, "starting sandbox (envtest %s, state in %s)\n", assets.KubeVersion, d.Root)
-	sb, err = sandbox.Start(ctx, sandbox.Options{
-		State: d, Assets: dir, Log: log,
-		Styles: sandbox.Styles, ShellInterval: shellInterval, Sample: true,
-	})
-	if err != nil {
-		closeLog.Close()
-		var busy *state.BusyError
-		if errors.As(err, &busy) {
-			fmt.Fprintln(stderr, "rlab:", err)
-			return nil, d, nil, exitCode(1)
-		}
-		return nil, d, nil, fmt.Errorf("start sandbox: %w (logs in %s)", err, d.Logs())
+		l.Close()
+		return nil, nil, startErr(ctx, err)
 	}
 	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
-	stop = func() {
-		if err := sb.Stop(); err != nil {
-			fmt.Fprintln(stderr, "rlab: stop sandbox:", err)
-		}
-		closeLog.Close()
-	}
-	return sb, d, stop, nil
+	return l, sb, nil
 }
 
-func verifyLessons(parent context.Context, chosen []*lessons.Lesson, f lessonFlags, stdout, stderr io.Writer) error {
-	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+func stopLessonSandbox(l *launch.Launcher, stderr io.Writer) {
+	if err := l.Close(); err != nil {
+		fmt.Fprintln(stderr, "rlab:", err)
+	}
+}
+
+// verify autoplays the chosen lessons on a new sandbox.
+func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
+	ctx, cancel := interruptible(ctx)
 	defer cancel()
-	sb, _, stop, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
+	l, sb, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer stopLessonSandbox(l, stderr)
 	p := lessons.NewPlayer(sb)
 	defer p.Close()
 	t0 := time.Now()
@@ -196,34 +178,18 @@ With --text the lesson runs on plain text instead of the screen: type n, b,
 a (play) or q, then Enter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			all, err := lessons.Load()
+			all, chosen, err := chooseLessons(args, false)
 			if err != nil {
 				return err
-			}
-			chosen, err := chooseLessons(all, args, false)
-			if err != nil {
-				return err
-			}
-			if f.Text {
-				return startLesson(cmd.Context(), chosen[0], f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			l := chosen[0]
+			if f.Text {
+				return f.startText(cmd.Context(), l, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			up.ShellInterval = f.ShellInterval
 			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
-			up.Guide = func(ctx context.Context, sb *sandbox.Sandbox, d state.Dir) (tui.Guide, func(), error) {
-				prog, err := lessons.LoadProgress(d)
-				if err != nil {
-					return nil, nil, err
-				}
-				from := prog.Resume(l)
-				if f.FromStart {
-					from = 0
-				}
-				p := lessons.NewPlayer(sb)
-				s := lessons.NewSession(ctx, p, all, l, from, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
-				return sessionGuide{s}, func() { s.Close(); p.Close() }, nil
-			}
-			return runUp(cmd.Context(), *up, cmd.ErrOrStderr())
+			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart}
+			return up.run(cmd.Context(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
@@ -233,55 +199,26 @@ a (play) or q, then Enter.`,
 	return cmd
 }
 
-// sessionGuide is a lessons.Session as the screen's Guide: the state types
-// have the same fields, so they convert.
-type sessionGuide struct{ *lessons.Session }
-
-func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
-
-func (g sessionGuide) Lessons() []tui.GuideEntry {
-	es := g.Session.Lessons()
-	out := make([]tui.GuideEntry, len(es))
-	for i, e := range es {
-		out[i] = tui.GuideEntry(e)
-	}
-	return out
-}
-
-func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+// startText follows lesson l on plain text: the student's lines on stdin
+// drive it, its steps and checks are written to stdout.
+func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, stdin io.Reader, stdout, stderr io.Writer) error {
+	ctx, cancel := interruptible(ctx)
 	defer cancel()
-	sb, d, stop, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
+	lz, sb, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	prog, err := lessons.LoadProgress(d)
+	defer stopLessonSandbox(lz, stderr)
+	prog, from, err := launch.Resume(lz.Dir, l, f.FromStart)
 	if err != nil {
 		return err
-	}
-	from := prog.Resume(l)
-	if f.FromStart {
-		from = 0
 	}
 	fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	p := lessons.NewPlayer(sb)
 	defer p.Close()
-	err = p.Guide(ctx, l, from, lines, stdout, func(next int) {
+	err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, func(next int) {
 		prog.Set(l, next, time.Now())
-		if err := prog.Save(d); err != nil {
+		if err := prog.Save(lz.Dir); err != nil {
 			fmt.Fprintln(stderr, "rlab:", err)
 		}
 	})
@@ -293,4 +230,21 @@ func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin
 		return nil // Ctrl-C: progress is saved
 	}
 	return err
+}
+
+// readLines sends the lines of r until it ends or ctx does.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
 }
