@@ -15,7 +15,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/state"
 )
 
 func newLessonCmd() *cobra.Command {
@@ -113,54 +113,51 @@ func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, er
 	return all, chosen, nil
 }
 
-// startLessonSandbox starts the sandbox every lesson expects: all styles and
-// the sample Echo, in the user's state dir. stopLessonSandbox stops it.
-func startLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer) (*launch.Launcher, *sandbox.Sandbox, error) {
+// withLessonSandbox starts the sandbox every lesson expects (all styles and
+// the sample Echo, in the user's state dir), runs fn with a lesson player on
+// it until fn returns or a signal comes, and stops it.
+func withLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer,
+	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
+	ctx, cancel := interruptible(ctx)
+	defer cancel()
 	l, err := launch.New()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			fmt.Fprintln(stderr, "rlab:", err)
+		}
+	}()
 	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), ShellInterval: shellInterval, Sample: true,
 		Report: launch.Print(stderr)})
 	if err != nil {
-		l.Close()
-		return nil, nil, startErr(ctx, err)
+		return startErr(ctx, err)
 	}
 	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
-	return l, sb, nil
-}
-
-func stopLessonSandbox(l *launch.Launcher, stderr io.Writer) {
-	if err := l.Close(); err != nil {
-		fmt.Fprintln(stderr, "rlab:", err)
-	}
+	p := lessons.NewPlayer(sb)
+	defer p.Close()
+	return fn(ctx, l.Dir, p)
 }
 
 // verify autoplays the chosen lessons on a new sandbox.
 func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
-	ctx, cancel := interruptible(ctx)
-	defer cancel()
-	l, sb, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopLessonSandbox(l, stderr)
-	p := lessons.NewPlayer(sb)
-	defer p.Close()
-	t0 := time.Now()
-	results := p.Verify(ctx, chosen, stdout)
-	failed := 0
-	for _, r := range results {
-		if r.Err != nil {
-			failed++
+	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+		t0 := time.Now()
+		results := p.Verify(ctx, chosen, stdout)
+		failed := 0
+		for _, r := range results {
+			if r.Err != nil {
+				failed++
+			}
 		}
-	}
-	fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
-		len(results)-failed, len(chosen), time.Since(t0).Seconds(), f.ShellInterval)
-	if failed > 0 || len(results) < len(chosen) {
-		return exitCode(1)
-	}
-	return nil
+		fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
+			len(results)-failed, len(chosen), time.Since(t0).Seconds(), f.ShellInterval)
+		if failed > 0 || len(results) < len(chosen) {
+			return exitCode(1)
+		}
+		return nil
+	})
 }
 
 func newLessonStartCmd() *cobra.Command {
@@ -202,34 +199,27 @@ a (play) or q, then Enter.`,
 // startText follows lesson l on plain text: the student's lines on stdin
 // drive it, its steps and checks are written to stdout.
 func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, stdin io.Reader, stdout, stderr io.Writer) error {
-	ctx, cancel := interruptible(ctx)
-	defer cancel()
-	lz, sb, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopLessonSandbox(lz, stderr)
-	prog, from, err := launch.Resume(lz.Dir, l, f.FromStart)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
-	p := lessons.NewPlayer(sb)
-	defer p.Close()
-	err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, func(next int) {
-		prog.Set(l, next, time.Now())
-		if err := prog.Save(lz.Dir); err != nil {
-			fmt.Fprintln(stderr, "rlab:", err)
+	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
+		prog, from, err := launch.Resume(d, l, f.FromStart)
+		if err != nil {
+			return err
 		}
+		fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
+		err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, func(next int) {
+			prog.Set(l, next, time.Now())
+			if err := prog.Save(d); err != nil {
+				fmt.Fprintln(stderr, "rlab:", err)
+			}
+		})
+		switch {
+		case errors.Is(err, lessons.ErrQuit):
+			fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)
+			return nil
+		case ctx.Err() != nil:
+			return nil // Ctrl-C: progress is saved
+		}
+		return err
 	})
-	switch {
-	case errors.Is(err, lessons.ErrQuit):
-		fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)
-		return nil
-	case ctx.Err() != nil:
-		return nil // Ctrl-C: progress is saved
-	}
-	return err
 }
 
 // readLines sends the lines of r until it ends or ctx does.

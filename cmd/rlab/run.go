@@ -15,6 +15,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 type runFlags struct {
@@ -67,11 +68,7 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return startErr(ctx, err)
 	}
-	fmt.Fprintf(stderr, "ready in %.2fs\n", sb.Ready.Seconds())
-	for _, p := range sb.Phases() {
-		fmt.Fprintf(stderr, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
-	}
-	fmt.Fprintf(stderr, "point your kubectl at it: eval \"$(rlab env)\"   (Ctrl-C stops the sandbox)\n")
+	printReady(stderr, sb)
 	if f.For > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.For)
@@ -85,6 +82,16 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "stopped in %.2fs\n", time.Since(began).Seconds())
 	return nil
+}
+
+// printReady says how long start-up took, phase by phase, and how to use
+// the sandbox.
+func printReady(w io.Writer, sb *sandbox.Sandbox) {
+	fmt.Fprintf(w, "ready in %.2fs\n", sb.Ready.Seconds())
+	for _, p := range sb.Phases() {
+		fmt.Fprintf(w, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
+	}
+	fmt.Fprintf(w, "point your kubectl at it: eval \"$(rlab env)\"   (Ctrl-C stops the sandbox)\n")
 }
 
 func parseStyles(s string) ([]style.Style, error) {

@@ -3,11 +3,15 @@
 // make the trace bus, start the sandbox, then the recorder and the lesson
 // guide; and the shutdown in the reverse order. The commands (up, run,
 // lesson) are flags over it, as kind's commands are flags over its cluster
-// provider.
+// provider:
+//
+//	l, err := launch.New() // *state.BusyError if a sandbox runs already
+//	...
+//	defer l.Close()
+//	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), Sample: true, Report: launch.Print(os.Stderr)})
 package launch
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -15,16 +19,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
@@ -32,7 +33,6 @@ import (
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/tui"
-	"github.com/kkloud/rlab/tui/replay"
 )
 
 // Backend is the kind of cluster a Launcher starts.
@@ -50,48 +50,6 @@ type Options struct {
 	Screen bool
 	// Follow, if set, is the lesson the screen follows: Start makes Guide.
 	Follow *Follow
-}
-
-// Follow is a lesson followed on the screen.
-type Follow struct {
-	Lesson    *lessons.Lesson
-	Course    []*lessons.Lesson // every lesson, for the screen's list
-	FromStart bool              // at step 1, not where the student got to
-}
-
-// Report is told how start-up goes; a nil field is not told. Print reports
-// on a terminal, Show on the screen.
-type Report struct {
-	// Build receives a control-plane build's output, when one is needed. If
-	// it has a Flush method, that is called once the build ends.
-	Build io.Writer
-	// Starting is told the state dir just before the sandbox starts.
-	Starting func(state.Dir)
-	// Phase is told each start-up phase as it ends, "control plane built"
-	// first if the binaries had to be built.
-	Phase func(cluster.Phase)
-	// Note is told what is worth saying: processes a previous run left.
-	Note func(string)
-}
-
-// Print reports start-up as the headless commands do: on w, line by line.
-func Print(w io.Writer) Report {
-	return Report{
-		Build: w,
-		Starting: func(d state.Dir) {
-			fmt.Fprintf(w, "starting sandbox (%s %s, state in %s)\n", Backend, assets.KubeVersion, d.Root)
-		},
-		Note: func(s string) { fmt.Fprintln(w, s) },
-	}
-}
-
-// Show reports start-up on the screen, through send (tea.Program.Send).
-func Show(send func(tea.Msg)) Report {
-	return Report{
-		Build: &lineWriter{send: func(s string) { send(tui.BuildLineMsg(s)) }},
-		Phase: func(ph cluster.Phase) { send(tui.PhaseMsg{Name: ph.Name, Took: ph.Took}) },
-		Note:  func(s string) { send(tui.NoteMsg(s)) },
-	}
 }
 
 // StartError is a sandbox that did not start; everything it had started was
@@ -165,23 +123,9 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 	if l.recTo != nil {
 		recSub = l.Bus.Subscribe(1 << 16)
 	}
-	if o.Report.Starting != nil {
-		o.Report.Starting(l.Dir)
-	}
-	sb, err := sandbox.Start(ctx, sandbox.Options{
-		State: l.Dir, Assets: dir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
-		Styles: Names(o.Styles), ShellInterval: o.ShellInterval, Sample: o.Sample,
-	})
+	sb, err := l.startSandbox(ctx, dir, o)
 	if err != nil {
-		if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
-			return nil, err
-		}
-		return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
-	}
-	for _, e := range sb.Reaped {
-		if o.Report.Note != nil {
-			o.Report.Note(fmt.Sprintf("cleaned up %s (pid %d) left by a previous run", e.Name, e.PID))
-		}
+		return nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,6 +138,30 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 	}
 	if o.Follow != nil {
 		return sb, l.follow(ctx, o.Follow)
+	}
+	return sb, nil
+}
+
+// startSandbox starts the sandbox proper: the control plane, the operators
+// and the sample Echo.
+func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options) (*sandbox.Sandbox, error) {
+	if o.Report.Starting != nil {
+		o.Report.Starting(l.Dir)
+	}
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
+		Styles: Names(o.Styles), ShellInterval: o.ShellInterval, Sample: o.Sample,
+	})
+	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
+	}
+	for _, e := range sb.Reaped {
+		if o.Report.Note != nil {
+			o.Report.Note(fmt.Sprintf("cleaned up %s (pid %d) left by a previous run", e.Name, e.PID))
+		}
 	}
 	return sb, nil
 }
@@ -211,78 +179,6 @@ func ensureAssets(ctx context.Context, r Report) (string, error) {
 		r.Phase(cluster.Phase{Name: "control plane built", Took: time.Since(t0)})
 	}
 	return dir, err
-}
-
-// RecordTo makes Start record the session to the file path (gzipped if
-// it ends in .gz), for rlab replay: every trace event from before the
-// sandbox starts, and the world's changes, until Close.
-func (l *Launcher) RecordTo(path string) error {
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	l.recTo, l.recClose = fh, fh.Close
-	if strings.HasSuffix(path, ".gz") {
-		zw := gzip.NewWriter(fh)
-		l.recTo, l.recClose = zw, func() error { return errors.Join(zw.Close(), fh.Close()) }
-	}
-	return nil
-}
-
-// record writes the session to RecordTo's file until Close.
-func (l *Launcher) record(sub *bus.Sub, styles []style.Style) {
-	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Backend, Version: assets.KubeVersion,
-		Start: l.Began, Styles: Names(styles), Echo: sandbox.SampleName})
-	if err != nil {
-		l.recErr = err
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background()) // until Close, past the caller's ctx
-	l.recCancel, l.recDone = cancel, make(chan struct{})
-	go func() {
-		defer close(l.recDone)
-		l.recErr = rec.Run(ctx, replay.Live{Sub: sub, Snapshot: l.source.Snapshot, Version: l.source.Version})
-	}()
-}
-
-// follow makes the Guide of a lesson, resuming where the student got to.
-func (l *Launcher) follow(ctx context.Context, f *Follow) error {
-	prog, from, err := Resume(l.Dir, f.Lesson, f.FromStart)
-	if err != nil {
-		return err
-	}
-	p := lessons.NewPlayer(l.sb)
-	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
-	l.guide, l.guideStop = sessionGuide{s}, func() { s.Close(); p.Close() }
-	return nil
-}
-
-// sessionGuide is a lessons.Session as the screen's Guide: the state types
-// have the same fields, so they convert.
-type sessionGuide struct{ *lessons.Session }
-
-func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
-
-func (g sessionGuide) Lessons() []tui.GuideEntry {
-	es := g.Session.Lessons()
-	out := make([]tui.GuideEntry, len(es))
-	for i, e := range es {
-		out[i] = tui.GuideEntry(e)
-	}
-	return out
-}
-
-// Resume loads the student's progress and the step lesson l resumes at:
-// where they got to, or the first with fromStart.
-func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, int, error) {
-	prog, err := lessons.LoadProgress(d)
-	if err != nil {
-		return nil, 0, err
-	}
-	if fromStart {
-		return prog, 0, nil
-	}
-	return prog, prog.Resume(l), nil
 }
 
 // Source is the screen's view of the sandbox (Options.Screen), once started.
@@ -365,18 +261,4 @@ func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {
 	klog.SetLogger(lr)
 	ctrllog.SetLogger(lr)
 	return slog.New(h), f, nil
-}
-
-// countWriter counts what is written through it to w (nil: discarded).
-type countWriter struct {
-	w io.Writer
-	n int
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	c.n += len(p)
-	if c.w == nil {
-		return len(p), nil
-	}
-	return c.w.Write(p)
 }
