@@ -10,16 +10,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
+	"github.com/kkloud/rlab/sim/state"
 )
 
 // These tests drive the real rlab binary against the real control plane, the
@@ -42,24 +42,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(tmp)
 	os.Exit(code)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a polling test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // sandboxEnv is an environment with its own state dir and temp dir.
@@ -89,14 +71,14 @@ func (e sandboxEnv) rlabState() string { return filepath.Join(e.state, "rlab") }
 // always stop exactly what it started.
 type run struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *simtest.Buffer
 	done           chan struct{}
 	err            error
 }
 
 func startRun(t *testing.T, e sandboxEnv, args ...string) *run {
 	t.Helper()
-	r := &run{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	r := &run{stdout: &simtest.Buffer{}, stderr: &simtest.Buffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(rlabBin, append([]string{"run"}, args...)...)
 	r.cmd.Env = e.env
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
@@ -118,23 +100,23 @@ func startRun(t *testing.T, e sandboxEnv, args ...string) *run {
 
 func (r *run) pid() int { return r.cmd.Process.Pid }
 
-// waitOutput waits until stderr contains s, failing early if rlab exits.
+// waitStderr waits until stderr contains s, failing early if rlab exits.
 func (r *run) waitStderr(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !strings.Contains(r.stderr.String(), s) {
+	exited := false
+	err := simtest.Poll(t.Context(), timeout, func(context.Context) (bool, error) {
 		select {
 		case <-r.done:
-			if strings.Contains(r.stderr.String(), s) {
-				return
-			}
-			t.Fatalf("rlab run exited (%v) before printing %q; stderr:\n%s", r.err, s, r.stderr)
-		case <-deadline:
-			t.Fatalf("no %q within %s; stderr:\n%s", s, timeout, r.stderr)
-		case <-tick.C:
+			exited = true // its output is complete: look once more, and stop
+		default:
 		}
+		return exited || strings.Contains(r.stderr.String(), s), nil
+	})
+	switch {
+	case err != nil:
+		t.Fatalf("no %q: %v; stderr:\n%s", s, err, r.stderr)
+	case !strings.Contains(r.stderr.String(), s):
+		t.Fatalf("rlab run exited (%v) before printing %q; stderr:\n%s", r.err, s, r.stderr)
 	}
 }
 
@@ -168,23 +150,30 @@ func directChildren(pid int) []proc.Entry {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + de.Name() + "/stat")
-		if err != nil {
-			continue
+		if e, ppid, ok := stat(p); ok && ppid == pid {
+			out = append(out, e)
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		f := strings.Fields(s[i+1:])
-		if len(f) < 20 || f[0] == "Z" {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != pid {
-			continue
-		}
-		st, _ := strconv.ParseUint(f[19], 10, 64)
-		out = append(out, proc.Entry{PID: p, Start: st, Name: strings.TrimPrefix(s[:i], de.Name()+" (")})
 	}
 	return out
+}
+
+// stat reads pid's entry (with its start time) and parent from /proc; ok is
+// false if it is gone or a zombie.
+func stat(pid int) (e proc.Entry, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return e, 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so cut at ")".
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || f[0] == "Z" {
+		return e, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return proc.Entry{PID: pid, Start: st, Name: strings.TrimPrefix(s[:i], strconv.Itoa(pid)+" (")}, ppid, true
 }
 
 func alive(es []proc.Entry) []proc.Entry {
@@ -351,12 +340,10 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.wait(t, 10*time.Second)
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return len(alive(kids)) == 0, nil
+	simtest.Eventually(t, 5*time.Second, "children gone after SIGKILL of rlab", func(context.Context) (bool, error) {
+		a := alive(kids)
+		return len(a) == 0, fmt.Errorf("still alive: %v", a)
 	})
-	if err != nil {
-		t.Fatalf("children still alive 5s after SIGKILL of rlab: %v", alive(kids))
-	}
 	if _, err := os.Stat(filepath.Join(e.rlabState(), "rlab.pid")); err != nil {
 		t.Fatalf("a killed run should leave its stale pid file behind for the next run to find: %v", err)
 	}
@@ -406,10 +393,35 @@ func TestRunOperatorsJSON(t *testing.T) {
 		}
 		sources[string(ev.Style())+" "+string(ev.Kind)] = true
 	}
-	for _, want := range []string{"shell reconcile.end", "clientgo reconcile.end", "runtime reconcile.end",
-		"shell api.request", "clientgo api.request", "runtime api.request"} {
-		if !sources[want] {
-			t.Errorf("no %q in %d lines of --output json", want, len(lines))
+	for _, st := range style.All() {
+		for _, kind := range []trace.Kind{trace.ReconcileEnd, trace.APIRequest} {
+			if want := string(st) + " " + string(kind); !sources[want] {
+				t.Errorf("no %q in %d lines of --output json", want, len(lines))
+			}
 		}
+	}
+}
+
+// TestRunFlagErrors: flags rlab run cannot use are refused, said once, before
+// anything starts.
+func TestRunFlagErrors(t *testing.T) {
+	e := newSandboxEnv(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--output", "yaml"}, `rlab: --output "yaml": want text or json` + "\n"},
+		{[]string{"run", "--operators", "shell,python"}, `rlab: --operators: unknown style "python" (want some of shell,clientgo,runtime, or none)` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, stderr, code := cli(t, e.env, rlabBin, tt.args...)
+			if code != 1 || out != "" || stderr != tt.want {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and stderr %q", code, out, stderr, tt.want)
+			}
+		})
+	}
+	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
+		t.Fatalf("a sandbox (pid %d) runs after refused flags", pid)
 	}
 }

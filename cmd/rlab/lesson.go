@@ -6,20 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
-	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/tui"
 )
 
 func newLessonCmd() *cobra.Command {
@@ -79,15 +75,11 @@ func newLessonVerifyCmd() *cobra.Command {
 the chosen lessons as the student would, wait for each step's check, and
 print the time of each step and lesson. Exits non-zero if any check fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			all, err := lessons.Load()
+			_, chosen, err := chooseLessons(args, f.All)
 			if err != nil {
 				return err
 			}
-			chosen, err := chooseLessons(all, args, f.All)
-			if err != nil {
-				return err
-			}
-			return verifyLessons(cmd.Context(), chosen, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return f.verify(cmd.Context(), chosen, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&f.All, "all", false, "verify every lesson")
@@ -95,90 +87,77 @@ print the time of each step and lesson. Exits non-zero if any check fails.`,
 	return cmd
 }
 
-func chooseLessons(all []*lessons.Lesson, args []string, every bool) ([]*lessons.Lesson, error) {
+// chooseLessons loads the course and picks the lessons args number, or all
+// of them with every.
+func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, err error) {
 	switch {
 	case every && len(args) > 0:
-		return nil, errors.New("give lesson numbers or --all, not both")
-	case every:
-		return all, nil
-	case len(args) == 0:
-		return nil, errors.New("which lessons? give their numbers, or --all (see rlab lesson list)")
+		return nil, nil, errors.New("give lesson numbers or --all, not both")
+	case !every && len(args) == 0:
+		return nil, nil, errors.New("which lessons? give their numbers, or --all (see rlab lesson list)")
 	}
-	var out []*lessons.Lesson
+	if all, err = lessons.Load(); err != nil || every {
+		return all, all, err
+	}
 	for _, a := range args {
 		n, err := strconv.Atoi(a)
 		if err != nil {
-			return nil, fmt.Errorf("lesson %q: want a number (see rlab lesson list)", a)
+			return nil, nil, fmt.Errorf("lesson %q: want a number (see rlab lesson list)", a)
 		}
 		l, err := lessons.Find(all, n)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, l)
+		chosen = append(chosen, l)
 	}
-	return out, nil
+	return all, chosen, nil
 }
 
-// startLessonSandbox starts the sandbox every lesson expects: all styles and
-// the sample Echo, in the user's state dir. stop stops it.
-func startLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer) (sb *sandbox.Sandbox, d state.Dir, stop func(), err error) {
-	d, log, closeLog, err := claimState(stderr)
-	if err != nil {
-		return nil, d, nil, err
-	}
-	dir, err := assets.Ensure(ctx, os.Getenv, stderr)
-	if err != nil {
-		closeLog.Close()
-		return nil, d, nil, err
-	}
-	fmt.Fprintf(stderr, "starting sandbox (envtest %s, state in %s)\n", assets.KubeVersion, d.Root)
-	sb, err = sandbox.Start(ctx, sandbox.Options{
-		State: d, Assets: dir, Log: log,
-		Styles: sandbox.Styles, ShellInterval: shellInterval, Sample: true,
-	})
-	if err != nil {
-		closeLog.Close()
-		var busy *state.BusyError
-		if errors.As(err, &busy) {
-			fmt.Fprintln(stderr, "rlab:", err)
-			return nil, d, nil, exitCode(1)
-		}
-		return nil, d, nil, fmt.Errorf("start sandbox: %w (logs in %s)", err, d.Logs())
-	}
-	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
-	stop = func() {
-		if err := sb.Stop(); err != nil {
-			fmt.Fprintln(stderr, "rlab: stop sandbox:", err)
-		}
-		closeLog.Close()
-	}
-	return sb, d, stop, nil
-}
-
-func verifyLessons(parent context.Context, chosen []*lessons.Lesson, f lessonFlags, stdout, stderr io.Writer) error {
-	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+// withLessonSandbox starts the sandbox every lesson expects (all styles and
+// the sample Echo, in the user's state dir), runs fn with a lesson player on
+// it until fn returns or a signal comes, and stops it.
+func withLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer,
+	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
+	ctx, cancel := interruptible(ctx)
 	defer cancel()
-	sb, _, stop, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
+	l, err := launch.New()
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer func() {
+		if err := l.Close(); err != nil {
+			fmt.Fprintln(stderr, "rlab:", err)
+		}
+	}()
+	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), ShellInterval: shellInterval, Sample: true,
+		Report: launch.Print(stderr)})
+	if err != nil {
+		return startErr(ctx, err)
+	}
+	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
 	p := lessons.NewPlayer(sb)
 	defer p.Close()
-	t0 := time.Now()
-	results := p.Verify(ctx, chosen, stdout)
-	failed := 0
-	for _, r := range results {
-		if r.Err != nil {
-			failed++
+	return fn(ctx, l.Dir, p)
+}
+
+// verify autoplays the chosen lessons on a new sandbox.
+func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
+	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+		t0 := time.Now()
+		results := p.Verify(ctx, chosen, stdout)
+		failed := 0
+		for _, r := range results {
+			if r.Err != nil {
+				failed++
+			}
 		}
-	}
-	fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
-		len(results)-failed, len(chosen), time.Since(t0).Seconds(), f.ShellInterval)
-	if failed > 0 || len(results) < len(chosen) {
-		return exitCode(1)
-	}
-	return nil
+		fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
+			len(results)-failed, len(chosen), time.Since(t0).Seconds(), f.ShellInterval)
+		if failed > 0 || len(results) < len(chosen) {
+			return exitCode(1)
+		}
+		return nil
+	})
 }
 
 func newLessonStartCmd() *cobra.Command {
@@ -196,34 +175,18 @@ With --text the lesson runs on plain text instead of the screen: type n, b,
 a (play) or q, then Enter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			all, err := lessons.Load()
+			all, chosen, err := chooseLessons(args, false)
 			if err != nil {
 				return err
-			}
-			chosen, err := chooseLessons(all, args, false)
-			if err != nil {
-				return err
-			}
-			if f.Text {
-				return startLesson(cmd.Context(), chosen[0], f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			l := chosen[0]
+			if f.Text {
+				return f.startText(cmd.Context(), l, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			up.ShellInterval = f.ShellInterval
 			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
-			up.Guide = func(ctx context.Context, sb *sandbox.Sandbox, d state.Dir) (tui.Guide, func(), error) {
-				prog, err := lessons.LoadProgress(d)
-				if err != nil {
-					return nil, nil, err
-				}
-				from := prog.Resume(l)
-				if f.FromStart {
-					from = 0
-				}
-				p := lessons.NewPlayer(sb)
-				s := lessons.NewSession(ctx, p, all, l, from, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
-				return sessionGuide{s}, func() { s.Close(); p.Close() }, nil
-			}
-			return runUp(cmd.Context(), *up, cmd.ErrOrStderr())
+			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart}
+			return up.run(cmd.Context(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
@@ -233,42 +196,38 @@ a (play) or q, then Enter.`,
 	return cmd
 }
 
-// sessionGuide is a lessons.Session as the screen's Guide: the state types
-// have the same fields, so they convert.
-type sessionGuide struct{ *lessons.Session }
-
-func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
-
-func (g sessionGuide) Lessons() []tui.GuideEntry {
-	es := g.Session.Lessons()
-	out := make([]tui.GuideEntry, len(es))
-	for i, e := range es {
-		out[i] = tui.GuideEntry(e)
-	}
-	return out
+// startText follows lesson l on plain text: the student's lines on stdin
+// drive it, its steps and checks are written to stdout.
+func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, stdin io.Reader, stdout, stderr io.Writer) error {
+	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
+		prog, from, err := launch.Resume(d, l, f.FromStart)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
+		err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, func(next int) {
+			prog.Set(l, next, time.Now())
+			if err := prog.Save(d); err != nil {
+				fmt.Fprintln(stderr, "rlab:", err)
+			}
+		})
+		switch {
+		case errors.Is(err, lessons.ErrQuit):
+			fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)
+			return nil
+		case ctx.Err() != nil:
+			return nil // Ctrl-C: progress is saved
+		}
+		return err
+	})
 }
 
-func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	sb, d, stop, err := startLessonSandbox(ctx, f.ShellInterval, stderr)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	prog, err := lessons.LoadProgress(d)
-	if err != nil {
-		return err
-	}
-	from := prog.Resume(l)
-	if f.FromStart {
-		from = 0
-	}
-	fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
+// readLines sends the lines of r until it ends or ctx does.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(stdin)
+		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			select {
 			case lines <- sc.Text():
@@ -277,20 +236,5 @@ func startLesson(parent context.Context, l *lessons.Lesson, f lessonFlags, stdin
 			}
 		}
 	}()
-	p := lessons.NewPlayer(sb)
-	defer p.Close()
-	err = p.Guide(ctx, l, from, lines, stdout, func(next int) {
-		prog.Set(l, next, time.Now())
-		if err := prog.Save(d); err != nil {
-			fmt.Fprintln(stderr, "rlab:", err)
-		}
-	})
-	switch {
-	case errors.Is(err, lessons.ErrQuit):
-		fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)
-		return nil
-	case ctx.Err() != nil:
-		return nil // Ctrl-C: progress is saved
-	}
-	return err
+	return lines
 }

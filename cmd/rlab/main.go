@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -11,12 +12,17 @@ import (
 
 func main() {
 	proc.MaybeRunWrapper() // never returns when rlab runs as the exec wrapper
-	if err := newRootCmd().Execute(); err != nil {
-		var ec exitCode
-		if asExit(err, &ec) {
-			os.Exit(int(ec))
-		}
+	err := newRootCmd().Execute()
+	var ec exitCode
+	switch {
+	case err == nil:
+		return
+	case errors.As(err, &ec): // already said
+		os.Exit(int(ec))
+	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(os.Stderr, "rlab:", err)
-		os.Exit(1)
+		os.Exit(130)
 	}
+	fmt.Fprintln(os.Stderr, "rlab:", err) // every other error is said here, once
+	os.Exit(1)
 }

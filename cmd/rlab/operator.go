@@ -16,6 +16,7 @@ import (
 	"github.com/kkloud/rlab/operators/clientgo"
 	"github.com/kkloud/rlab/operators/echo"
 	crstyle "github.com/kkloud/rlab/operators/runtime"
+	"github.com/kkloud/rlab/operators/style"
 )
 
 // newOperatorCmd is `rlab operator <style>`: one replica of a Go operator, as
@@ -28,15 +29,15 @@ func newOperatorCmd() *cobra.Command {
 		Short:     "Run one replica of a Go Echo operator (logs on stderr; trace on stdout with RLAB_TRACE=1)",
 		Hidden:    true,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{clientgo.Style, crstyle.Style},
+		ValidArgs: []string{style.ClientGo.String(), style.Runtime.String()},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Namespace == "" {
 				return fmt.Errorf("--namespace is required")
 			}
-			run := map[string]func(context.Context, echo.Options) error{
-				clientgo.Style: clientgo.Run,
-				crstyle.Style:  crstyle.Run,
-			}[args[0]]
+			run := map[style.Style]func(context.Context, echo.Options) error{
+				style.ClientGo: clientgo.Run,
+				style.Runtime:  crstyle.Run,
+			}[style.Style(args[0])]
 			if run == nil {
 				return fmt.Errorf("unknown style %q: want clientgo or runtime", args[0])
 			}

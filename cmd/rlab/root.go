@@ -1,17 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -25,7 +23,9 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func asExit(err error, ec *exitCode) bool { return errors.As(err, ec) }
+// errInterrupted is Ctrl-C during start-up: rlab exits 130, as a shell
+// does, once everything started has stopped.
+var errInterrupted = errors.New("interrupted during start-up; everything started was stopped")
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -40,7 +40,7 @@ runs the same Echo operator written three ways, and shows what happens inside ea
 	// `rlab` alone is `rlab up`.
 	up := &upFlags{}
 	up.register(root.Flags())
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return runUp(cmd.Context(), *up, cmd.ErrOrStderr()) }
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return up.run(cmd.Context(), cmd.ErrOrStderr()) }
 	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd(), newUpCmd(), newReplayCmd(), newLessonCmd())
 	return root
 }
@@ -48,35 +48,34 @@ runs the same Echo operator written three ways, and shows what happens inside ea
 // stateDir is the state dir of this user (XDG_STATE_HOME).
 func stateDir() (state.Dir, error) { return state.Default(os.Getenv) }
 
-// claimState finds the state dir and opens rlab's log in it, or says that a
-// sandbox is already running there (exit 1): the first steps of every
-// command that starts a sandbox.
-func claimState(stderr io.Writer) (state.Dir, *slog.Logger, io.Closer, error) {
-	d, err := stateDir()
-	if err != nil {
-		return d, nil, nil, err
-	}
-	if pid := d.Running(); pid != 0 {
-		fmt.Fprintln(stderr, "rlab:", (&state.BusyError{Root: d.Root, PID: pid}).Error())
-		return d, nil, nil, exitCode(1)
-	}
-	log, closeLog, err := openLog(d)
-	return d, log, closeLog, err
+// interruptible is ctx, ended by Ctrl-C or SIGTERM: the headless commands
+// stop their sandbox then.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
-// openLog sends rlab's own logs, and those of the libraries it uses (klog,
-// controller-runtime), to a file in the state dir: never to the terminal.
-func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {
-	if err := os.MkdirAll(d.Logs(), 0o700); err != nil {
-		return nil, nil, fmt.Errorf("log dir: %w", err)
+// startErr is what a headless command says when the sandbox did not start:
+// errInterrupted if a signal stopped the start-up, err otherwise.
+func startErr(ctx context.Context, err error) error {
+	var busy *state.BusyError
+	if ctx.Err() != nil && !errors.As(err, &busy) {
+		return errInterrupted
 	}
-	f, err := os.OpenFile(filepath.Join(d.Logs(), "rlab.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	return err
+}
+
+// startProfile writes rlab's CPU profile to path ("": none) until stop.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("log file: %w", err)
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	h := slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})
-	lr := logr.FromSlogHandler(h)
-	klog.SetLogger(lr)
-	ctrllog.SetLogger(lr)
-	return slog.New(h), f, nil
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
 }

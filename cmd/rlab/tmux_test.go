@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -50,22 +52,19 @@ func (m *tmuxTerm) send(keys ...string) {
 	}
 }
 
-// waitScreen polls the screen until cond holds or the deadline passes.
+// waitScreen polls the screen until cond holds or the deadline passes. It
+// polls every 100 ms, not simtest's 20: each look runs tmux.
 func (m *tmuxTerm) waitScreen(what string, timeout time.Duration, cond func(screen string) bool) string {
 	m.t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		s := m.capture()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("after %s: %s; the screen:\n%s", timeout, what, s)
-		}
-		<-tick.C
+	var s string
+	err := wait.PollUntilContextTimeout(m.t.Context(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		s = m.capture()
+		return cond(s), nil
+	})
+	if err != nil {
+		m.t.Fatalf("after %s: %s; the screen:\n%s", timeout, what, s)
 	}
+	return s
 }
 
 // panes cuts the screen into the three panes' columns, found by the "┌"
@@ -114,56 +113,6 @@ func everyPane(screen string, texts ...string) bool {
 	return true
 }
 
-// descendants are the pids under pid (children, theirs, ...), from /proc.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at ")".
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 {
-			pp, _ := strconv.Atoi(f[1])
-			parent[p] = pp
-		}
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for c, pp := range parent {
-			if pp == p {
-				out = append(out, c)
-				walk(c)
-			}
-		}
-	}
-	walk(pid)
-	return out
-}
-
-func pidAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	// A zombie is gone for our purpose: it runs nothing.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
 // tmuxRun is one rlab command running in a tmux terminal of its own, with
 // a state dir of its own.
 type tmuxRun struct {
@@ -171,8 +120,8 @@ type tmuxRun struct {
 	term *tmuxTerm
 	env  []string
 	sd   state.Dir
-	tree []int  // rlab and its descendants, once running
-	dir  string // the control-plane binaries
+	tree []proc.Entry // rlab and its descendants, once running
+	dir  string       // the control-plane binaries
 }
 
 // startTmux runs rlab with args in tmux at 160x45. The test's cleanup ends
@@ -205,10 +154,8 @@ func startTmux(t *testing.T, name string, args ...string) *tmuxRun {
 	}
 	t.Cleanup(func() {
 		_, _ = r.term.cmd("kill-server")
-		for _, p := range r.tree {
-			if pidAlive(p) {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
+		for _, p := range alive(r.tree) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	})
 	return r
@@ -225,7 +172,11 @@ func (r *tmuxRun) ready() {
 	if pid <= 0 {
 		r.t.Fatalf("no rlab pid in %s", r.sd.Root)
 	}
-	r.tree = append([]int{pid}, descendants(pid)...)
+	self, _, ok := stat(pid)
+	if !ok {
+		r.t.Fatalf("rlab (pid %d) is not running", pid)
+	}
+	r.tree = append([]proc.Entry{self}, children(pid)...)
 	if len(r.tree) < 8 { // apiserver, etcd, kcm, scheduler, kwok, 5 operators
 		r.t.Fatalf("rlab (pid %d) runs only %d processes", pid, len(r.tree)-1)
 	}
@@ -239,18 +190,10 @@ func (r *tmuxRun) quit() {
 	final := r.term.waitScreen("rlab did not exit", time.Minute, func(s string) bool {
 		return strings.Contains(s, "rlab exit status")
 	})
-	var left []int
-	if err := wait.PollUntilContextTimeout(r.t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		left = left[:0]
-		for _, p := range r.tree {
-			if pidAlive(p) {
-				left = append(left, p)
-			}
-		}
-		return len(left) == 0, nil
-	}); err != nil {
-		r.t.Fatalf("processes left after q: %v\n%s", left, final)
-	}
+	simtest.Eventually(r.t, 30*time.Second, "no process left after q; the screen:\n"+final, func(context.Context) (bool, error) {
+		left := alive(r.tree)
+		return len(left) == 0, fmt.Errorf("left: %v", left)
+	})
 	if p := r.sd.Running(); p != 0 {
 		r.t.Fatalf("state dir still held by pid %d", p)
 	}
@@ -281,13 +224,13 @@ func TestTmuxUp(t *testing.T) {
 		t.Fatalf("rlab env said %q", kcOut)
 	}
 	kubectl := filepath.Join(r.dir, "kubectl")
-	for _, st := range sandbox.Styles {
-		y, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "echo", "hello", "-n", sandbox.Namespace(st), "-o", "yaml").CombinedOutput()
+	for _, st := range style.All() {
+		y, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "echo", "hello", "-n", st.Namespace(), "-o", "yaml").CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl get echo in %s: %v: %s", st, err, y)
 		}
 		if !strings.Contains(string(y), "replicas: 3") {
-			t.Fatalf("Echo hello in %s is not replicas: 3:\n%s", sandbox.Namespace(st), y)
+			t.Fatalf("Echo hello in %s is not replicas: 3:\n%s", st.Namespace(), y)
 		}
 	}
 	r.quit()

@@ -12,10 +12,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,16 +29,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
-	"github.com/kkloud/rlab/operators/trace"
 )
-
-// ManagedBy labels what this style creates.
-const ManagedBy = "echo-clientgo"
 
 // Controller reconciles Echoes into Deployments in one namespace.
 type Controller struct {
@@ -55,14 +52,13 @@ type Controller struct {
 
 	// queue holds "namespace/name" keys of Echoes to reconcile. A key is in
 	// it at most once: five events before a worker gets to it are one
-	// reconcile, and causes remembers all five.
-	queue  workqueue.TypedRateLimitingInterface[string]
-	causes *echo.Causes
-	depth  *echo.Depth
+	// reconcile.
+	queue workqueue.TypedRateLimitingInterface[string]
+	// recorder writes Events about Echoes, where kubectl describe shows them.
+	recorder record.EventRecorder
 
-	trace *echo.Emitter
+	trace *echo.Tracer // what the screen sees; not part of the operator
 	log   *slog.Logger
-	ids   atomic.Int64
 }
 
 // NewController wires the informers' event handlers to the workqueue.
@@ -70,7 +66,7 @@ type Controller struct {
 // without that, a hand edit of a Deployment is never noticed.
 func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace string,
 	kubeInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
-	watchOwned, finalizer bool, em *echo.Emitter, log *slog.Logger) (*Controller, error) {
+	recorder record.EventRecorder, watchOwned, finalizer bool, tracer *echo.Tracer, log *slog.Logger) (*Controller, error) {
 	echoInformer := echoInformers.ForResource(echov1.Resource)
 	deployInformer := kubeInformers.Apps().V1().Deployments()
 	c := &Controller{
@@ -82,123 +78,39 @@ func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace s
 		echoSynced:   echoInformer.Informer().HasSynced,
 		deployLister: deployInformer.Lister().Deployments(namespace),
 		deploySynced: deployInformer.Informer().HasSynced,
-		causes:       echo.NewCauses(),
-		depth:        &echo.Depth{},
-		trace:        em,
+		queue:        echo.NewQueue(tracer, "echo", workqueue.DefaultTypedControllerRateLimiter[string](), func(k string) string { return k }),
+		recorder:     recorder,
+		trace:        tracer,
 		log:          log,
 	}
-	c.queue = echo.NewTracedQueue("echo", workqueue.DefaultTypedControllerRateLimiter[string](),
-		func(k string) string { return k }, c.causes, em, namespace, c.depth)
 
-	if _, err := echoInformer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { c.enqueueEcho(trace.InformerAdd, obj, initial) },
-		UpdateFunc: func(old, obj any) {
-			c.enqueueEcho(trace.InformerUpdate, obj, false, echoChange(old, obj))
-		},
-		DeleteFunc: func(obj any) { c.enqueueEcho(trace.InformerDelete, obj, false) },
-	}); err != nil {
+	log.Info("setting up event handlers")
+	// Any change to an Echo, its spec or its status, queues it.
+	if _, err := echoInformer.Informer().AddEventHandler(tracer.Handler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueEcho,
+		UpdateFunc: func(old, obj any) { c.enqueueEcho(obj) },
+		DeleteFunc: c.enqueueEcho,
+	})); err != nil {
 		return nil, fmt.Errorf("echo event handler: %w", err)
 	}
 	if !watchOwned {
 		return c, nil
 	}
-	if _, err := deployInformer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { c.handleDeployment(trace.InformerAdd, obj, initial) },
+	// A change to a Deployment queues the Echo that controls it, so that a
+	// hand edit or a deletion is repaired.
+	if _, err := deployInformer.Informer().AddEventHandler(tracer.Handler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.handleObject,
 		UpdateFunc: func(old, obj any) {
-			o, n := old.(*appsv1.Deployment), obj.(*appsv1.Deployment)
-			if o.ResourceVersion == n.ResourceVersion {
-				return // a periodic resync, not a change
+			if old.(*appsv1.Deployment).ResourceVersion == obj.(*appsv1.Deployment).ResourceVersion {
+				return // a periodic resync sends updates that change nothing
 			}
-			c.handleDeployment(trace.InformerUpdate, obj, false)
+			c.handleObject(obj)
 		},
-		DeleteFunc: func(obj any) { c.handleDeployment(trace.InformerDelete, obj, false) },
-	}); err != nil {
+		DeleteFunc: c.handleObject,
+	})); err != nil {
 		return nil, fmt.Errorf("deployment event handler: %w", err)
 	}
 	return c, nil
-}
-
-// echoChange says what an Echo update changed: the spec (generation bumped)
-// or only status/metadata, which still triggers a reconcile here.
-func echoChange(old, obj any) string {
-	o, okO := old.(*unstructured.Unstructured)
-	n, okN := obj.(*unstructured.Unstructured)
-	if !okO || !okN {
-		return ""
-	}
-	if o.GetGeneration() != n.GetGeneration() {
-		return "spec"
-	}
-	return "status"
-}
-
-func verb(kind trace.Kind) string {
-	switch kind {
-	case trace.InformerAdd:
-		return "ADD"
-	case trace.InformerUpdate:
-		return "UPDATE"
-	default:
-		return "DELETE"
-	}
-}
-
-// enqueueEcho puts an Echo's key on the queue, remembering which event did.
-func (c *Controller) enqueueEcho(kind trace.Kind, obj any, initial bool, change ...string) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	name := "Echo/" + objectName(key)
-	fields := map[string]any{"resource": echov1.Kind}
-	if kind == trace.InformerAdd {
-		fields["initial"] = initial
-	}
-	if len(change) > 0 && change[0] != "" {
-		fields["change"] = change[0]
-	}
-	c.trace.Emit(kind, c.namespace, name, fields)
-	cause := echo.Cause{Kind: trace.CauseEvent, Event: verb(kind) + " " + name}
-	if initial {
-		cause.Kind = trace.CauseInitial
-	}
-	c.add(key, cause)
-}
-
-// add records the cause and queues the key.
-func (c *Controller) add(key string, cause echo.Cause) {
-	c.causes.Add(key, cause)
-	c.queue.Add(key)
-}
-
-// handleDeployment maps a Deployment event to the Echo that controls it, if
-// any, and queues that Echo: the operator reconciles Echoes, not Deployments.
-func (c *Controller) handleDeployment(kind trace.Kind, obj any, initial bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return
-	}
-	owner := metav1.GetControllerOf(d)
-	fields := map[string]any{"resource": "Deployment"}
-	if kind == trace.InformerAdd {
-		fields["initial"] = initial
-	}
-	if owner == nil || owner.Kind != echov1.Kind || owner.APIVersion != echov1.GroupVersion.String() {
-		c.trace.Emit(kind, c.namespace, "Deployment/"+d.Name, fields)
-		return
-	}
-	echoName := "Echo/" + owner.Name
-	fields["mapped_to"] = echoName
-	c.trace.Emit(kind, c.namespace, "Deployment/"+d.Name, fields)
-	cause := echo.Cause{Kind: trace.CauseEvent, Event: verb(kind) + " Deployment/" + d.Name + " → " + echoName}
-	if initial {
-		cause.Kind = trace.CauseInitial
-	}
-	c.add(d.Namespace+"/"+owner.Name, cause)
 }
 
 // Run waits for the caches, then runs workers until ctx ends.
@@ -242,42 +154,54 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// for it only marks it dirty, so no two workers reconcile one Echo.
 	defer c.queue.Done(key)
 
-	id := c.ids.Add(1)
-	ns, name := c.namespace, "Echo/"+objectName(key)
-	c.trace.Emit(trace.QueueGet, ns, name, map[string]any{"key": key, "depth": c.depth.Value()})
-	start := time.Now()
-	c.trace.Emit(trace.ReconcileStart, ns, name, echo.StartFields(id, c.causes.Take(key)))
-
-	rctx, cancel := context.WithTimeout(ctx, echo.ReconcileTimeout)
-	changed, status, err := c.reconcile(rctx, key)
-	cancel()
-
-	end := map[string]any{"id": id, "duration_ms": float64(time.Since(start).Microseconds()) / 1000,
-		"changed": changed, "status": status, "result": "ok"}
-	log := c.log.With("echo", objectName(key), "ns", ns, "changed", changed, "ready", status,
-		"duration_ms", end["duration_ms"])
-	if err != nil {
-		end["result"], end["error"] = "error", err.Error()
-		c.trace.Emit(trace.ReconcileEnd, ns, name, end)
-		log.Error("reconcile failed", "error", err)
+	// A request that never answers must fail the reconcile (and be
+	// retried) rather than hold this worker, and the key, forever.
+	ctx, cancel := context.WithTimeout(ctx, echo.ReconcileTimeout)
+	defer cancel()
+	if err := c.trace.Reconcile(ctx, key, c.reconcile); err != nil {
 		c.queue.AddRateLimited(key)
-	} else {
-		c.trace.Emit(trace.ReconcileEnd, ns, name, end)
-		log.Info("reconcile done")
-		c.queue.Forget(key)
+		return true
 	}
-	c.trace.Emit(trace.QueueDone, ns, name, map[string]any{"key": key, "depth": c.depth.Value()})
+	c.queue.Forget(key)
 	return true
+}
+
+// enqueueEcho puts an Echo's namespace/name key on the queue.
+func (c *Controller) enqueueEcho(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handleObject queues the Echo that controls a Deployment, if any: the
+// operator reconciles Echoes, not Deployments. A Deployment nobody (or
+// someone else) controls is none of our business.
+func (c *Controller) handleObject(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj // deleted while the watch was down
+	}
+	d, ok := obj.(metav1.Object)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("not an object: %T", obj))
+		return
+	}
+	owner := metav1.GetControllerOf(d)
+	if owner == nil || owner.Kind != echov1.Kind || owner.APIVersion != echov1.GroupVersion.String() {
+		return
+	}
+	c.queue.Add(d.GetNamespace() + "/" + owner.Name)
 }
 
 // reconcile makes the world match one Echo. It is level-triggered: it reads
 // the whole current state from the caches and does not care which event
 // brought it here.
-func (c *Controller) reconcile(ctx context.Context, key string) (changed, status string, err error) {
-	changed = "none"
+func (c *Controller) reconcile(ctx context.Context, key string) error {
 	_, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return changed, "", fmt.Errorf("bad key %q: %w", key, err)
+		return fmt.Errorf("bad key %q: %w", key, err)
 	}
 
 	// Step 1: fetch the Echo.
@@ -285,14 +209,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 	if apierrors.IsNotFound(err) {
 		// Deleted: its Deployment carries an ownerReference, so the garbage
 		// collector removes it. Nothing for us to do.
-		return changed, "", nil
+		return nil
 	}
 	if err != nil {
-		return changed, "", fmt.Errorf("get echo: %w", err)
+		return fmt.Errorf("get echo: %w", err)
 	}
 	e := &echov1.Echo{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, e); err != nil {
-		return changed, "", fmt.Errorf("decode echo: %w", err)
+		return fmt.Errorf("decode echo: %w", err)
 	}
 
 	// Step 2: the finalizer. A deleted Echo is cleaned up and let go; the
@@ -300,11 +224,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 	if e.DeletionTimestamp != nil {
 		// Its Deployment carries an ownerReference: the garbage collector
 		// removes it once the Echo is gone. The registry entry is ours.
-		return changed, "", c.finalize(ctx, e)
+		return c.finalize(ctx, e)
 	}
 	if c.finalizer {
 		if err := c.addFinalizer(ctx, e); err != nil {
-			return changed, "", err
+			return err
 		}
 	}
 
@@ -317,14 +241,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 	case apierrors.IsNotFound(err):
 		d, err = c.kube.AppsV1().Deployments(c.namespace).Create(ctx, desired, metav1.CreateOptions{})
 		if err != nil {
-			return changed, "", fmt.Errorf("create deployment: %w", err)
+			return fmt.Errorf("create deployment: %w", err)
 		}
-		changed = "created"
+		echo.ReportChanged(ctx, "created")
 	case err != nil:
-		return changed, "", fmt.Errorf("get deployment: %w", err)
+		return fmt.Errorf("get deployment: %w", err)
 	case !metav1.IsControlledBy(d, e):
-		// Never take over what someone else owns.
-		return changed, "", fmt.Errorf("deployment %s exists and is not controlled by Echo %s", d.Name, e.Name)
+		// Never take over what someone else owns: say so on the Echo, and
+		// fail, so the key is retried with backoff until the owner changes.
+		msg := fmt.Sprintf(echo.MessageNotControlled, d.Name, e.Name)
+		c.recorder.Event(e, corev1.EventTypeWarning, echo.ReasonNotControlled, msg)
+		return errors.New(msg)
 	case echo.Drift(d, desired) != "":
 		// Never modify the cache's copy.
 		upd := d.DeepCopy()
@@ -332,14 +259,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (changed, status
 		upd.Spec.Template = desired.Spec.Template
 		d, err = c.kube.AppsV1().Deployments(c.namespace).Update(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
-			return changed, "", fmt.Errorf("update deployment: %w", err)
+			return fmt.Errorf("update deployment: %w", err)
 		}
-		changed = "updated"
+		echo.ReportChanged(ctx, "updated")
 	}
 
 	// Step 5: write status.
-	status, err = c.updateStatus(ctx, e, d)
-	return changed, status, err
+	return c.updateStatus(ctx, e, d)
 }
 
 // addFinalizer puts the finalizer on the Echo before anything is
@@ -351,7 +277,7 @@ func (c *Controller) addFinalizer(ctx context.Context, e *echov1.Echo) error {
 		if err := c.patchFinalizers(ctx, e, fins); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
-		c.trace.Emit(trace.Finalizer, c.namespace, "Echo/"+e.Name, map[string]any{"action": "added", "finalizer": echo.Finalizer})
+		echo.ReportFinalizer(ctx, "added")
 	}
 	// The registry stands for an external system: nothing caches it, so it
 	// is read from the apiserver.
@@ -378,7 +304,7 @@ func (c *Controller) finalize(ctx context.Context, e *echov1.Echo) error {
 	if err := c.patchFinalizers(ctx, e, echo.WithoutFinalizer(e.Finalizers)); err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	c.trace.Emit(trace.Finalizer, c.namespace, "Echo/"+e.Name, map[string]any{"action": "removed", "finalizer": echo.Finalizer})
+	echo.ReportFinalizer(ctx, "removed")
 	return nil
 }
 
@@ -407,16 +333,17 @@ func (c *Controller) patchFinalizers(ctx context.Context, e *echov1.Echo, fins [
 
 // desiredDeployment is the shared builder, labelled as this style's.
 func desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
-	return echo.DesiredDeployment(e, ManagedBy)
+	return echo.DesiredDeployment(e, Style.ManagedBy())
 }
 
 // updateStatus writes status.ready through the status subresource, only when
 // it changed. On a conflict (someone wrote the Echo since our cache saw it)
 // it re-reads from the apiserver and tries again.
-func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) (string, error) {
+func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) error {
 	ready := echo.Ready(d, e.Spec)
+	echo.ReportStatus(ctx, ready)
 	if e.Status.Ready == ready {
-		return ready, nil
+		return nil
 	}
 	echoes := c.dyn.Resource(echov1.Resource).Namespace(c.namespace)
 	attempt := 0
@@ -443,15 +370,7 @@ func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1
 		return err
 	})
 	if err != nil {
-		return ready, fmt.Errorf("update status: %w", err)
+		return fmt.Errorf("update status: %w", err)
 	}
-	return ready, nil
-}
-
-func objectName(key string) string {
-	_, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return key
-	}
-	return name
+	return nil
 }

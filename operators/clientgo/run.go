@@ -4,23 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Style is this operator's name in traces, identities and the screen.
-const Style = "clientgo"
+const Style = style.ClientGo
 
 // ErrLeaderLost ends Run when another replica took the Lease: the process
 // exits and is restarted as a standby, as in a real cluster.
@@ -29,12 +36,12 @@ var ErrLeaderLost = errors.New("leader election lost")
 // Run runs one replica of the operator until ctx ends or, with leader
 // election, until it loses the Lease.
 func Run(ctx context.Context, o echo.Options) error {
-	log := o.Log.With("style", Style, "replica", o.Replica)
+	log := o.Log.With("style", string(Style), "replica", o.Replica)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg.UserAgent = "echo-" + Style + "/" + o.Replica
+	cfg.UserAgent = Style.UserAgent(o.Replica)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -43,14 +50,24 @@ func Run(ctx context.Context, o echo.Options) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	em := echo.NewEmitter(o.Trace, Style+"/"+o.Replica)
+	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
+	// Events about Echoes go to their namespace, as kubectl describe shows.
+	scheme := runtime.NewScheme()
+	if err := echov1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events(o.Namespace)})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: Style.ManagedBy()})
 
 	run := func(ctx context.Context) error {
 		// No resync (0): every reconcile here has an event behind it.
 		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
 		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
-		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, o.WatchOwned, o.Finalizer, em, log)
+		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, recorder,
+			o.WatchOwned, o.Finalizer, echo.NewTracer(em, o.Namespace, log), log)
 		if err != nil {
 			return err
 		}
@@ -66,7 +83,7 @@ func Run(ctx context.Context, o echo.Options) error {
 
 	// Only the replica holding the Lease runs informers and workers; the
 	// others wait, retrying every RetryPeriod.
-	id := echo.Identity(Style, o.Replica)
+	id := Style.Identity(o.Replica, os.Getpid())
 	lease := "Lease/" + echo.LeaseName
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: echo.LeaseName, Namespace: o.Namespace},
@@ -85,7 +102,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				leading.Store(true)
-				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{"identity": id})
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{trace.FieldIdentity: id})
 				log.Info("became leader", "identity", id)
 				runErr <- run(ctx)
 			},
@@ -98,11 +115,11 @@ func Run(ctx context.Context, o echo.Options) error {
 				if ctx.Err() == nil {
 					reason = "lost"
 				}
-				em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{"identity": id, "reason": reason})
+				em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{trace.FieldIdentity: id, trace.FieldReason: reason})
 				log.Info("stopped leading", "identity", id, "reason", reason)
 			},
 			OnNewLeader: func(holder string) {
-				em.Emit(trace.LeaderObserved, o.Namespace, lease, map[string]any{"identity": holder})
+				em.Emit(trace.LeaderObserved, o.Namespace, lease, map[string]any{trace.FieldIdentity: holder})
 			},
 		},
 	})

@@ -57,13 +57,13 @@ func (c *Causes) Take(key string) []Cause {
 
 // StartFields are the reconcile.start fields for the causes a reconcile answers.
 func StartFields(id int64, cs []Cause) map[string]any {
-	f := map[string]any{"id": id, "causes": len(cs)}
+	f := map[string]any{trace.FieldID: id, trace.FieldCauses: len(cs)}
 	if len(cs) > 0 {
-		f["cause"], f["cause_event"] = cs[0].Kind, cs[0].Event
+		f[trace.FieldCause], f[trace.FieldCauseEvent] = cs[0].Kind, cs[0].Event
 	} else {
 		// Nothing recorded it: the informer's periodic resync, or an add the
 		// trace did not see.
-		f["cause"] = trace.CauseResync
+		f[trace.FieldCause] = trace.CauseResync
 	}
 	return f
 }

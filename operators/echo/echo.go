@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 const (
@@ -31,6 +32,13 @@ const (
 	// must fail the reconcile (and be retried) rather than hold the worker,
 	// and the key, forever.
 	ReconcileTimeout = 30 * time.Second
+
+	// ReasonNotControlled is the reason of the Warning Event an operator
+	// records when the Deployment it would create exists and another owner
+	// (or nobody) controls it. It never takes such a Deployment over.
+	ReasonNotControlled = "ErrResourceExists"
+	// MessageNotControlled is that Event's message: Deployment, then Echo.
+	MessageNotControlled = "Deployment %q already exists and is not controlled by Echo %q"
 )
 
 // DeploymentName is the name of the Deployment an Echo owns: echo-<name>.
@@ -105,14 +113,14 @@ func DesiredDeployment(e *echov1.Echo, managedBy string) *appsv1.Deployment {
 // in the fields an operator owns: "" when it does not.
 func Drift(have *appsv1.Deployment, want *appsv1.Deployment) string {
 	if have.Spec.Replicas == nil || *have.Spec.Replicas != *want.Spec.Replicas {
-		return "replicas"
+		return trace.DriftReplicas
 	}
 	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
 	if len(hc) != 1 || hc[0].Image != wc[0].Image || len(hc[0].Args) != 1 || hc[0].Args[0] != wc[0].Args[0] {
-		return "message"
+		return trace.DriftMessage
 	}
 	if !metav1.IsControlledBy(have, &metav1.ObjectMeta{UID: want.OwnerReferences[0].UID}) {
-		return "owner"
+		return trace.DriftOwner
 	}
 	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 func sample() *echov1.Echo {
@@ -92,22 +92,11 @@ func TestReady(t *testing.T) {
 	}
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 // TestTracedQueue: adds are coalesced and say so, a rate-limited retry is
 // recorded as the next reconcile's cause with its backoff, and depth follows
 // the queue.
 func TestTracedQueue(t *testing.T) {
-	out := &syncBuf{}
+	out := &simtest.Buffer{}
 	em := NewEmitter(out, "clientgo/a")
 	causes := NewCauses()
 	depth := &Depth{}
@@ -141,10 +130,10 @@ func TestTracedQueue(t *testing.T) {
 	em.Close()
 
 	var kinds []string
-	_ = trace.Decode(strings.NewReader(out.b.String()), func(e trace.Event) {
+	_ = trace.Decode(strings.NewReader(out.String()), func(e trace.Event) {
 		kinds = append(kinds, string(e.Kind)+":"+e.Str("coalesced")+e.Str("reason"))
 	}, func(l string) { t.Fatalf("malformed %q", l) })
-	if want := "queue.add:false queue.add:true queue.requeue:error"; strings.Join(kinds, " ") != want {
+	if want := "queue.add:false queue.add:true queue.get: queue.requeue:error queue.done: queue.get: queue.done:"; strings.Join(kinds, " ") != want {
 		t.Fatalf("trace kinds %q, want %q", strings.Join(kinds, " "), want)
 	}
 }

@@ -3,8 +3,6 @@ package echo
 import (
 	"io"
 	"log/slog"
-	"os"
-	"strconv"
 	"time"
 )
 
@@ -43,10 +41,4 @@ func DefaultOptions() Options {
 		RenewDeadline: 3 * time.Second,
 		RetryPeriod:   time.Second,
 	}
-}
-
-// Identity is the leader-election identity <style>-<replica>-<pid>, so a
-// student can find the leader's process with kubectl and kill it by hand.
-func Identity(style, replica string) string {
-	return style + "-" + replica + "-" + strconv.Itoa(os.Getpid())
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -41,9 +42,9 @@ func (q *tracedQueue[T]) requeued(item T, reason string, after time.Duration, re
 		ev = fmt.Sprintf("retry %d after error, backoff %s", retries, after)
 	}
 	q.causes.Add(k, Cause{Kind: kind, Event: ev})
-	q.em.Emit(trace.QueueRequeue, q.ns, "Echo/"+objectName(k), map[string]any{
-		"key": k, "reason": reason, "after_ms": float64(after.Microseconds()) / 1000, "retries": retries,
-		"depth": q.depth.Value(),
+	q.em.Emit(trace.QueueRequeue, q.ns, q.object(k), map[string]any{
+		trace.FieldKey: k, trace.FieldReason: reason, trace.FieldAfterMS: float64(after.Microseconds()) / 1000,
+		trace.FieldRetries: retries, trace.FieldDepth: q.depth.Value(),
 	})
 }
 
@@ -52,10 +53,31 @@ func (q *tracedQueue[T]) Add(item T) {
 	q.TypedRateLimitingInterface.Add(item)
 	k := q.key(item)
 	last, waiting := q.causes.Last(k)
-	q.em.Emit(trace.QueueAdd, q.ns, "Echo/"+objectName(k), map[string]any{
-		"key": k, "depth": q.depth.Value(), "coalesced": waiting > 1, "cause_event": last.Event,
+	q.em.Emit(trace.QueueAdd, q.ns, q.object(k), map[string]any{
+		trace.FieldKey: k, trace.FieldDepth: q.depth.Value(), trace.FieldCoalesced: waiting > 1, trace.FieldCauseEvent: last.Event,
 	})
 }
+
+// Get hands a key to a worker (client-go's processNextWorkItem, or
+// controller-runtime's own worker).
+func (q *tracedQueue[T]) Get() (T, bool) {
+	item, shutdown := q.TypedRateLimitingInterface.Get()
+	if !shutdown {
+		k := q.key(item)
+		q.em.Emit(trace.QueueGet, q.ns, q.object(k), map[string]any{trace.FieldKey: k, trace.FieldDepth: q.depth.Value()})
+	}
+	return item, shutdown
+}
+
+// Done lets the queue hand the key out again.
+func (q *tracedQueue[T]) Done(item T) {
+	q.TypedRateLimitingInterface.Done(item)
+	k := q.key(item)
+	q.em.Emit(trace.QueueDone, q.ns, q.object(k), map[string]any{trace.FieldKey: k, trace.FieldDepth: q.depth.Value()})
+}
+
+// object is what a key's events are about: "Echo/hello".
+func (q *tracedQueue[T]) object(k string) string { return echov1.Kind + "/" + objectName(k) }
 
 // AddAfter is a RequeueAfter (controller-runtime) or an explicit delay.
 func (q *tracedQueue[T]) AddAfter(item T, d time.Duration) {

@@ -40,7 +40,7 @@ func (e *Emitter) write(w io.Writer) {
 	defer close(e.done)
 	for ev := range e.ch {
 		if n := e.dropped.Swap(0); n > 0 {
-			_ = trace.Encode(w, trace.Event{Time: ev.Time, Source: e.source, Kind: trace.Dropped, Fields: map[string]any{"count": n}})
+			_ = trace.Encode(w, trace.Event{Time: ev.Time, Source: e.source, Kind: trace.Dropped, Fields: map[string]any{trace.FieldCount: n}})
 		}
 		_ = trace.Encode(w, ev)
 	}

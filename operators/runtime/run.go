@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -22,11 +23,12 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Style is this operator's name in traces, identities and the screen.
-const Style = "runtime"
+const Style = style.Runtime
 
 // ErrLeaderLost ends Run when another replica took the Lease: the manager
 // cannot be restarted, so the process exits and comes back as a standby.
@@ -35,13 +37,13 @@ var ErrLeaderLost = errors.New("leader election lost")
 // Run runs one replica of the operator until ctx ends or, with leader
 // election, until it loses the Lease.
 func Run(ctx context.Context, o echo.Options) error {
-	log := o.Log.With("style", Style, "replica", o.Replica)
+	log := o.Log.With("style", string(Style), "replica", o.Replica)
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg.UserAgent = "echo-" + Style + "/" + o.Replica
+	cfg.UserAgent = Style.UserAgent(o.Replica)
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -49,10 +51,10 @@ func Run(ctx context.Context, o echo.Options) error {
 	if err := echov1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	em := echo.NewEmitter(o.Trace, Style+"/"+o.Replica)
+	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
 
-	id := echo.Identity(Style, o.Replica)
+	id := Style.Identity(o.Replica, os.Getpid())
 	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"}, // no :8080 listener
@@ -85,17 +87,17 @@ func Run(ctx context.Context, o echo.Options) error {
 		return fmt.Errorf("manager: %w", err)
 	}
 	r := &EchoReconciler{
-		Client:    mgr.GetClient(),
-		apiReader: mgr.GetAPIReader(),
-		kube:      kube,
-		Namespace: o.Namespace,
-		finalizer: o.Finalizer,
-		causes:    echo.NewCauses(),
-		depth:     &echo.Depth{},
-		trace:     em,
-		log:       log,
+		Client:     mgr.GetClient(),
+		Scheme:     mgr.GetScheme(),
+		APIReader:  mgr.GetAPIReader(),
+		Kube:       kube,
+		Recorder:   mgr.GetEventRecorder(Style.ManagedBy()),
+		Namespace:  o.Namespace,
+		WatchOwned: o.WatchOwned,
+		Finalizer:  o.Finalizer,
+		Trace:      echo.NewTracer(em, o.Namespace, log),
 	}
-	if err := r.SetupWithManager(mgr, o.WatchOwned); err != nil {
+	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	lease := "Lease/" + echo.LeaseName
@@ -105,7 +107,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		case <-mgr.Elected():
 			if o.LeaderElect {
 				leading.Store(true)
-				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{"identity": id})
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{trace.FieldIdentity: id})
 				log.Info("became leader", "identity", id)
 			}
 		case <-ctx.Done():
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		if ctx.Err() == nil {
 			reason = "lost"
 		}
-		em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{"identity": id, "reason": reason})
+		em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{trace.FieldIdentity: id, trace.FieldReason: reason})
 		log.Info("stopped leading", "identity", id, "reason", reason)
 	}
 	if err != nil && ctx.Err() == nil {

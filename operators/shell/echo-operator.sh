@@ -7,7 +7,7 @@
 # It elects no leader either: run two copies and they both write (a lesson).
 #
 # Logs go to stderr as logfmt. With RLAB_TRACE=1, trace events go to stdout
-# as JSON lines (the schema of sim/trace/event.go) and nothing else does.
+# as JSON lines (the schema of operators/trace: fields.go lists each kind's keys) and nothing else does.
 #
 # There is no $(...) in the loop: bash may run a signal trap while it parses
 # a $(...), and then fails to parse the trap ("trap: unexpected EOF") and
@@ -178,6 +178,24 @@ desired_deployment() {
 JSON
 }
 
+# not_controlled_event records a Warning Event on the Echo saying $err, once:
+# it has a fixed name, so later polls find it there (AlreadyExists).
+not_controlled_event() {
+  local msg ev why=$err
+  quote msg "$err"
+  clock
+  IFS= read -r -d '' ev <<JSON || true
+{"apiVersion": "v1", "kind": "Event",
+ "metadata": {"name": "$name.not-controlled", "namespace": "$NS"},
+ "involvedObject": {"apiVersion": "kkloud.io/v1", "kind": "Echo", "name": "$name", "namespace": "$NS", "uid": "$uid"},
+ "type": "Warning", "reason": "ErrResourceExists", "message": $msg,
+ "source": {"component": "$MANAGER"}, "firstTimestamp": "$now_time", "lastTimestamp": "$now_time", "count": 1}
+JSON
+  kube "create events" create -f - -o name <<<"$ev" || [[ $err == *"(AlreadyExists)"* ]] ||
+    log ERROR "event not recorded" error "$err"
+  err=$why
+}
+
 # update_status NAME READY CURRENT patches status.ready, unless it already says READY.
 update_status() {
   [[ $2 != "$3" ]] || return 0
@@ -234,7 +252,7 @@ finalize() {
 # reconcile_echo NAME brings Deployment echo-NAME and status.ready in line
 # with Echo NAME. It returns non-zero on failure; the next poll retries.
 reconcile_echo() {
-  local name=$1 id start step changed=none ready="" uid replicas current message before uid_after rv_after rv deleting finalizers
+  local name=$1 id start step changed=none ready="" uid replicas current message uid_before rv_before owner uid_after rv_after rv deleting finalizers
   reconcile_id=$((reconcile_id + 1)) id=$reconcile_id
   OBJECT="Echo/$name"
   clock; start=$now_ms
@@ -280,14 +298,23 @@ reconcile_echo() {
   # before and after tell created, updated and unchanged apart.
   step=apply
   kube "get deployments" get deployment "echo-$name" --ignore-not-found \
-    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion}' || { reconcile_failed; return 1; }
-  before=$out
+    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} {.metadata.ownerReferences[?(@.controller==true)].uid}' ||
+    { reconcile_failed; return 1; }
+  read -r uid_before rv_before owner <<<"$out"
+  if [[ -n $uid_before && $owner != "$uid" ]]; then
+    # Never take over what someone else owns (apply would): say so on the
+    # Echo, and fail; the next poll looks again.
+    err="Deployment \"echo-$name\" already exists and is not controlled by Echo \"$name\""
+    not_controlled_event
+    reconcile_failed
+    return 1
+  fi
   kube "apply deployments" apply --server-side --field-manager="$MANAGER" --force-conflicts -f - \
     -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" ||
     { reconcile_failed; return 1; }
   read -r uid_after rv_after ready <<<"$out"
-  if [[ ${before% *} != "$uid_after" ]]; then changed=created # a new uid is a new object, even if one was there
-  elif [[ ${before#* } != "$rv_after" ]]; then changed=updated; fi
+  if [[ $uid_before != "$uid_after" ]]; then changed=created # a new uid is a new object, even if one was there
+  elif [[ $rv_before != "$rv_after" ]]; then changed=updated; fi
 
   # Step 5: write status
   # apply answered with the object as stored, status included: no extra GET.

@@ -1,7 +1,6 @@
 package shell_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +29,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 func TestMain(m *testing.M) {
@@ -38,39 +37,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lines collects what a process writes, safely for concurrent reads.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// All returns the complete lines written so far.
-func (l *lines) All() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.buf.String()
+// completeLines returns the complete lines of s: a process may be midway
+// through writing the last one.
+func completeLines(s string) []string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		return strings.Split(s[:i], "\n")
 	}
 	return nil
 }
 
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // script is one running copy of the embedded echo-operator.sh.
 type script struct {
 	cmd            *exec.Cmd
-	stdout, stderr lines
+	stdout, stderr simtest.Buffer
 	done           chan struct{} // closed once it exited
 	err            error         // Wait's result, once done
 }
@@ -139,7 +118,7 @@ func (s *script) terminate(t *testing.T, within time.Duration) {
 func (s *script) events(t *testing.T) []trace.Event {
 	t.Helper()
 	var evs []trace.Event
-	for _, l := range s.stdout.All() {
+	for _, l := range completeLines(s.stdout.String()) {
 		e, err := trace.ParseLine([]byte(l))
 		if err != nil {
 			t.Fatalf("stdout line is not a trace event: %q: %v", l, err)
@@ -160,22 +139,16 @@ func count(evs []trace.Event, k trace.Kind, key, value string) int {
 	return n
 }
 
-// eventually polls cond every 50 ms until it holds or timeout passes, and
-// fails at once if the script exited: it must never stop on its own.
+// eventually polls cond until it holds or timeout passes; a script that
+// exited never makes it hold: it must never stop on its own.
 func eventually(t *testing.T, s *script, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	simtest.Eventually(t, timeout, what, func(ctx context.Context) (bool, error) {
 		if s.exited() {
 			return false, fmt.Errorf("script exited: %v", s.err)
 		}
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
+		return cond(ctx)
 	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (%v; last error: %v)", what, timeout, err, last)
-	}
 }
 
 func TestSyntaxAndHelp(t *testing.T) {
@@ -255,6 +228,9 @@ func TestKubectlFailures(t *testing.T) {
 				if e.Source != "shell/b" || e.Namespace != "demo" {
 					t.Fatalf("event from %q in %q, want shell/b in demo: %+v", e.Source, e.Namespace, e)
 				}
+				if err := trace.CheckSchema(e); err != nil {
+					t.Errorf("bash event off the schema: %v", err)
+				}
 				if e.Kind == trace.Kubectl && e.Object != "" && e.Str("code") != "1" {
 					t.Errorf("kubectl event about an Echo with code %s, want 1: %+v", e.Str("code"), e)
 				}
@@ -307,7 +283,7 @@ esac
 	for k := 1; k <= 40; k++ {
 		s := startScript(t, []string{"RLAB_TRACE=1"}, "--namespace", "demo", "--interval", "0.01", "--kubectl", fake)
 		err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-			return len(s.stdout.All()) >= k || s.exited(), nil
+			return len(completeLines(s.stdout.String())) >= k || s.exited(), nil
 		})
 		if err != nil || s.exited() {
 			t.Fatalf("run %d: no %d trace lines (%v, exited: %v)", k, k, err, s.exited())
@@ -417,6 +393,11 @@ func TestAgainstControlPlane(t *testing.T) {
 	for _, e := range evs {
 		if e.Source != "shell/a" || e.Namespace != ns || e.Time.IsZero() {
 			t.Fatalf("event not from shell/a in %s with a time: %+v", ns, e)
+		}
+		// The bash trace() writes its keys by hand: they must be the
+		// schema's, or stats and lessons read nothing.
+		if err := trace.CheckSchema(e); err != nil {
+			t.Errorf("bash event off the schema: %v", err)
 		}
 	}
 	for _, want := range []struct {

@@ -13,7 +13,7 @@ import (
 const (
 	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request)
 	FieldInitial     = "initial"     // informer.add of an object listed at start
-	FieldChange      = "change"      // informer.update of an Echo: "spec" or "status"
+	FieldChange      = "change"      // informer.update: "spec" (generation moved) or "status"
 	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
 	FieldKey         = "key"         // workqueue key "namespace/name"
 	FieldDepth       = "depth"       // workqueue depth after the operation
@@ -43,6 +43,7 @@ const (
 	FieldWhat        = "what"        // drift.*: DriftReplicas, DriftMessage, DriftDeleted
 	FieldEcho        = "echo"        // drift.*, echo.converged: the Echo's name
 	FieldGeneration  = "generation"  // echo.converged
+	FieldCreated     = "created"     // echo.converged of a new Echo, not an edit: true
 	FieldAction      = "action"      // finalizer: "added", "removed"
 	FieldFinalizer   = "finalizer"   // finalizer: its name
 	FieldFinalizers  = "finalizers"  // echo.deleting: the finalizers that hold it, comma-separated
@@ -89,7 +90,7 @@ var Schema = map[Kind][]string{
 	Finalizer:      {FieldAction, FieldFinalizer},
 	EchoDeleting:   {FieldFinalizers},
 	EchoDeleted:    {FieldWaitedMS},
-	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho},
+	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho, FieldCreated},
 	ProcessStart:   {FieldPID, FieldRestarts},
 	ProcessExit:    {FieldPID, FieldRestarts, FieldBackoffMS, FieldCode, FieldSignal, FieldRemoved},
 	ProcessPause:   {FieldPID},

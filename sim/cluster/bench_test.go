@@ -68,7 +68,7 @@ func pollFast(b *testing.B, timeout time.Duration, cond func(context.Context) (b
 // and both Pods), through deployment and replicaset controllers, scheduler
 // and kwok. Then owner delete → Deployment, ReplicaSet and Pods gone.
 func BenchmarkDeploymentReadyAndGC(b *testing.B) {
-	ns := newNamespace(b, "bench")
+	ns := clustertest.Namespace(b, shared.cs, "bench")
 	var ready, gc []time.Duration
 	for b.Loop() {
 		ctx := b.Context()

@@ -14,6 +14,8 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/clustertest"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestReady checks what Start promised: a Ready, untainted node and the
@@ -43,7 +45,7 @@ func TestReady(t *testing.T) {
 // the garbage collector and kwok at work, which plain envtest lacks.
 func TestOwnerReferenceGC(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t, "gc")
+	ns := clustertest.Namespace(t, shared.cs, "gc")
 	owner, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
 	}, metav1.CreateOptions{})
@@ -57,7 +59,7 @@ func TestOwnerReferenceGC(t *testing.T) {
 	if _, err := shared.cs.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 2, &ref), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
+	simtest.Eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
 
 	rs, err := shared.cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil || len(rs.Items) != 1 {
@@ -70,7 +72,7 @@ func TestOwnerReferenceGC(t *testing.T) {
 	if err := shared.cs.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Deployment, ReplicaSet and Pods collected", gone(ns, "web"))
+	simtest.Eventually(t, 60*time.Second, "Deployment, ReplicaSet and Pods collected", gone(ns, "web"))
 }
 
 // TestNamespaceDeletion: a namespace holding a Deployment with Pods, a
@@ -78,7 +80,7 @@ func TestOwnerReferenceGC(t *testing.T) {
 // Terminating.
 func TestNamespaceDeletion(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t, "nsdel")
+	ns := clustertest.Namespace(t, shared.cs, "nsdel")
 	if _, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 	}, metav1.CreateOptions{}); err != nil {
@@ -90,12 +92,12 @@ func TestNamespaceDeletion(t *testing.T) {
 	if _, err := shared.dyn.Resource(echov1.Resource).Namespace(ns).Create(ctx, echo("hello", map[string]any{"message": "hi"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
+	simtest.Eventually(t, 60*time.Second, "Deployment web 2/2 Ready", deploymentReady(ns, "web", 2))
 
 	if err := shared.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, "namespace "+ns+" gone", func(ctx context.Context) (bool, error) {
+	simtest.Eventually(t, 90*time.Second, "namespace "+ns+" gone", func(ctx context.Context) (bool, error) {
 		_, err := shared.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -118,7 +120,7 @@ func echo(name string, spec map[string]any) *unstructured.Unstructured {
 // replicas to 1.
 func TestEchoValidation(t *testing.T) {
 	ctx := t.Context()
-	ns := newNamespace(t, "crd")
+	ns := clustertest.Namespace(t, shared.cs, "crd")
 	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
 	tests := []struct {
 		name string

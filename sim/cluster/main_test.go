@@ -2,23 +2,19 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
-	"github.com/kkloud/rlab/sim/proc"
 )
 
 // shared is the one real control plane the tests in this package use; each
@@ -31,57 +27,11 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	env, err := clustertest.Start(context.Background(), "cluster-test")
-	if err != nil {
-		// Never skip: these tests are the proof that the sandbox works.
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	shared.backend, shared.assets = env.Envtest, env.Assets
-	shared.cs = kubernetes.NewForConfigOrDie(env.Config())
-	shared.dyn = dynamic.NewForConfigOrDie(env.Config())
-	return m.Run()
-}
-
-// eventually polls cond every 20 ms until it holds or timeout passes. The
-// deadlines are generous so a loaded 2-core machine cannot flake; speed is
-// measured by the benchmarks, not asserted here.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
-}
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t testing.TB, prefix string) string {
-	t.Helper()
-	ns, err := shared.cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shared.cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
+	os.Exit(clustertest.Main(m, "cluster-test", func(env *clustertest.Env) {
+		shared.backend, shared.assets = env.Envtest, env.Assets
+		shared.cs = kubernetes.NewForConfigOrDie(env.Config())
+		shared.dyn = dynamic.NewForConfigOrDie(env.Config())
+	}))
 }
 
 // deployment is a plain Deployment of n pods labelled app=name.

@@ -2,7 +2,6 @@ package proc
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // helperEnv makes the test binary act as a parent that starts a wrapped child
@@ -52,16 +51,6 @@ func helper(dir string) int {
 	return 0
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
-	}
-}
-
 // TestWrapperChildDiesWithParent: a process started through the wrapper, in
 // its own process group as envtest starts kube-apiserver, dies when its parent
 // is SIGKILLed, and was recorded in the pid dir under its own pid.
@@ -94,7 +83,7 @@ func TestWrapperChildDiesWithParent(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 
 	var entry Entry
-	eventually(t, 10*time.Second, "wrapped child recorded and exec'd", func() bool {
+	simtest.Eventually(t, 10*time.Second, "wrapped child recorded and exec'd", simtest.True(func() bool {
 		es, _ := Entries(filepath.Join(dir, "pids"))
 		if len(es) != 1 {
 			return false
@@ -102,7 +91,7 @@ func TestWrapperChildDiesWithParent(t *testing.T) {
 		entry = es[0]
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/cmdline")
 		return strings.HasPrefix(string(b), "/bin/sleep\x00600")
-	})
+	}))
 	if entry.PID != child || entry.Name != "sleep" || entry.PGID != child || !entry.Alive() {
 		t.Fatalf("entry = %+v, want pid/pgid %d named sleep, alive", entry, child)
 	}
@@ -110,7 +99,7 @@ func TestWrapperChildDiesWithParent(t *testing.T) {
 	if err := syscall.Kill(parent.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "wrapped child dead after its parent's SIGKILL", func() bool { return !entry.Alive() })
+	simtest.Eventually(t, 5*time.Second, "wrapped child dead after its parent's SIGKILL", simtest.True(func() bool { return !entry.Alive() }))
 }
 
 // TestReapKillsLeftovers: a recorded child that is still alive (its rlab was
@@ -129,7 +118,7 @@ func TestReapKillsLeftovers(t *testing.T) {
 		t.Fatalf("entries = %+v, %v", es, err)
 	}
 	var grandchild []Entry
-	eventually(t, 5*time.Second, "grandchild started", func() bool {
+	simtest.Eventually(t, 5*time.Second, "grandchild started", simtest.True(func() bool {
 		grandchild = nil
 		des, _ := os.ReadDir("/proc")
 		for _, de := range des {
@@ -143,7 +132,7 @@ func TestReapKillsLeftovers(t *testing.T) {
 			}
 		}
 		return len(grandchild) == 1
-	})
+	}))
 
 	killed, err := Reap(dir, 5*time.Second)
 	if err != nil {
@@ -157,7 +146,7 @@ func TestReapKillsLeftovers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("reaped child did not exit")
 	}
-	eventually(t, 5*time.Second, "grandchild in the same group dead", func() bool { return !grandchild[0].Alive() })
+	simtest.Eventually(t, 5*time.Second, "grandchild in the same group dead", simtest.True(func() bool { return !grandchild[0].Alive() }))
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("pid dir still there: %v", err)
 	}

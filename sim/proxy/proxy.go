@@ -539,11 +539,11 @@ func (p *Proxy) publish(x *exchange, code int) {
 		Namespace: x.call.namespace,
 		Object:    x.call.object,
 		Fields: map[string]any{
-			"verb":       x.call.verb,
-			"resource":   x.call.resource,
-			"code":       code,
-			"latency_ms": latency,
-			"user_agent": x.userAgent,
+			trace.FieldVerb:      x.call.verb,
+			trace.FieldResource:  x.call.resource,
+			trace.FieldCode:      code,
+			trace.FieldLatencyMS: latency,
+			trace.FieldUserAgent: x.userAgent,
 		},
 	})
 }
@@ -572,7 +572,7 @@ func (p *Proxy) pump(publish func(trace.Event)) {
 		publish(e)
 		if n := p.dropped.Swap(0); n > 0 {
 			publish(trace.Event{Time: time.Now(), Source: p.source, Kind: trace.Dropped,
-				Fields: map[string]any{"count": int(n)}})
+				Fields: map[string]any{trace.FieldCount: int(n)}})
 		}
 	}
 }

@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 const (
@@ -196,23 +196,13 @@ func clientCert(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 
 // ---- fixture --------------------------------------------------------------
 
-// sink collects published events.
-type sink struct {
-	mu  sync.Mutex
-	evs []trace.Event
-}
+// sink records what a proxy publishes.
+type sink struct{ simtest.Recorder }
 
-func (s *sink) publish(e trace.Event) {
-	s.mu.Lock()
-	s.evs = append(s.evs, e)
-	s.mu.Unlock()
-}
-
+// matching returns the recorded events match accepts.
 func (s *sink) matching(match func(trace.Event) bool) []trace.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []trace.Event
-	for _, e := range s.evs {
+	for _, e := range s.All() {
 		if match(e) {
 			out = append(out, e)
 		}
@@ -220,16 +210,10 @@ func (s *sink) matching(match func(trace.Event) bool) []trace.Event {
 	return out
 }
 
-func (s *sink) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.evs)
-}
-
 // isCall matches the api.request events of one verb and resource.
 func isCall(verb, resource string) func(trace.Event) bool {
 	return func(e trace.Event) bool {
-		return e.Kind == trace.APIRequest && e.Str("verb") == verb && e.Str("resource") == resource
+		return e.Kind == trace.APIRequest && e.Str(trace.FieldVerb) == verb && e.Str(trace.FieldResource) == resource
 	}
 }
 
@@ -237,10 +221,10 @@ func isCall(verb, resource string) func(trace.Event) bool {
 func (s *sink) waitEvents(t *testing.T, n int, match func(trace.Event) bool) []trace.Event {
 	t.Helper()
 	var got []trace.Event
-	eventually(t, 10*time.Second, fmt.Sprintf("%d matching events", n), func() bool {
+	simtest.Eventually(t, 10*time.Second, fmt.Sprintf("%d matching events", n), simtest.True(func() bool {
 		got = s.matching(match)
 		return len(got) >= n
-	})
+	}))
 	return got
 }
 
@@ -256,7 +240,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	api, up := newFakeAPI(t)
 	fx := &fixture{api: api, events: &sink{}}
-	p, err := Start(Options{Name: "clientgo/a", Upstream: up, Publish: fx.events.publish, Log: testLogger(t)})
+	t.Cleanup(func() { fx.events.CheckSchema(t) }) // after Close: every event delivered
+	p, err := Start(Options{Name: "clientgo/a", Upstream: up, Publish: fx.events.Publish, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,16 +306,6 @@ func raw(t *testing.T, client *http.Client, method, url, auth string) *http.Resp
 	return res
 }
 
-// eventually polls cond every 10 ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
-	}
-}
-
 // startWatch opens a client-go watch on ConfigMaps through the proxy and
 // waits for the fake's first event, so the stream is known to be open.
 func (fx *fixture) startWatch(t *testing.T) watch.Interface {
@@ -340,15 +315,22 @@ func (fx *fixture) startWatch(t *testing.T) watch.Interface {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	nextEvent(t, w, watch.Added, "first")
+	return w
+}
+
+// nextEvent waits for the client's next watch event, which must be of type
+// want.
+func nextEvent(t *testing.T, w watch.Interface, want watch.EventType, which string) {
+	t.Helper()
 	select {
 	case ev, ok := <-w.ResultChan():
-		if !ok || ev.Type != watch.Added {
-			t.Fatalf("first watch event = %v (open %v), want ADDED", ev.Type, ok)
+		if !ok || ev.Type != want {
+			t.Fatalf("%s watch event = %v (open %v), want %s", which, ev.Type, ok, want)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no first watch event")
+		t.Fatalf("no %s watch event", which)
 	}
-	return w
 }
 
 // watchEnds waits for the client's watch channel to close.
@@ -525,7 +507,7 @@ func TestUnauthorizedIsNotForwarded(t *testing.T) {
 		t.Errorf("counts = %v, want only the authorized get", got)
 	}
 	evs := fx.events.waitEvents(t, 1, isCall("get", "configmaps"))
-	if n := fx.events.len(); n != 1 || len(evs) != 1 {
+	if n := len(fx.events.All()); n != 1 || len(evs) != 1 {
 		t.Errorf("%d events published, want 1 (401s are not events)", n)
 	}
 }
@@ -589,14 +571,14 @@ func TestCountsAndEvents(t *testing.T) {
 			if e.Source != "proxy/clientgo/a" || e.Kind != trace.APIRequest || e.Namespace != tt.ns || e.Object != tt.object {
 				t.Errorf("event = %+v, want source proxy/clientgo/a ns %q object %q", e, tt.ns, tt.object)
 			}
-			if code, ok := e.Fields["code"].(int); !ok || code != tt.wantCode {
-				t.Errorf("code = %#v, want int %d", e.Fields["code"], tt.wantCode)
+			if code, ok := e.Fields[trace.FieldCode].(int); !ok || code != tt.wantCode {
+				t.Errorf("code = %#v, want int %d", e.Fields[trace.FieldCode], tt.wantCode)
 			}
-			if ms, ok := e.Fields["latency_ms"].(float64); !ok || ms < 0 {
-				t.Errorf("latency_ms = %#v, want a float64 >= 0", e.Fields["latency_ms"])
+			if ms, ok := e.Fields[trace.FieldLatencyMS].(float64); !ok || ms < 0 {
+				t.Errorf("latency_ms = %#v, want a float64 >= 0", e.Fields[trace.FieldLatencyMS])
 			}
-			if e.Str("user_agent") != testUA {
-				t.Errorf("user_agent = %q", e.Str("user_agent"))
+			if e.Str(trace.FieldUserAgent) != testUA {
+				t.Errorf("user_agent = %q", e.Str(trace.FieldUserAgent))
 			}
 		})
 	}
@@ -622,19 +604,12 @@ func TestWatchStreams(t *testing.T) {
 	}
 	// Published at response-header time, while the watch is still open.
 	evs := fx.events.waitEvents(t, 1, isCall("watch", "configmaps"))
-	if code, _ := evs[0].Num("code"); code != 200 || evs[0].Namespace != testNS {
+	if code, _ := evs[0].Num(trace.FieldCode); code != 200 || evs[0].Namespace != testNS {
 		t.Errorf("watch event = %+v", evs[0])
 	}
 
 	fx.api.releaseWatches()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok || ev.Type != watch.Modified {
-			t.Fatalf("second event = %v (open %v), want MODIFIED", ev.Type, ok)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no second watch event")
-	}
+	nextEvent(t, w, watch.Modified, "second")
 	fx.api.upstreamWatchEnds(t, "released")
 	watchEnds(t, w, "the upstream ended it")
 
@@ -679,8 +654,8 @@ func TestRefuse(t *testing.T) {
 		t.Errorf("refused get counted %d times, want 1", got)
 	}
 	ev := fx.events.waitEvents(t, 1, isCall("get", "configmaps"))[0]
-	if code, _ := ev.Num("code"); code != 503 {
-		t.Errorf("refused event code = %v", ev.Fields["code"])
+	if code, _ := ev.Num(trace.FieldCode); code != 503 {
+		t.Errorf("refused event code = %v", ev.Fields[trace.FieldCode])
 	}
 
 	fx.p.SetMode(Normal)
@@ -699,7 +674,7 @@ func TestHang(t *testing.T) {
 
 	t.Run("held until Normal", func(t *testing.T) {
 		res := fx.getAsync(t.Context(), "held")
-		eventually(t, 10*time.Second, "held request counted", func() bool { return fx.p.Counts()["get configmaps"] == 1 })
+		simtest.Eventually(t, 10*time.Second, "held request counted", simtest.True(func() bool { return fx.p.Counts()["get configmaps"] == 1 }))
 		select {
 		case r := <-res:
 			t.Fatalf("hung request answered: %v", r.err)
@@ -716,8 +691,8 @@ func TestHang(t *testing.T) {
 			t.Fatalf("upstream saw the held request %d times, want 1", n)
 		}
 		ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/held" })[0]
-		if code, _ := ev.Num("code"); code != 200 {
-			t.Errorf("held event code = %v", ev.Fields["code"])
+		if code, _ := ev.Num(trace.FieldCode); code != 200 {
+			t.Errorf("held event code = %v", ev.Fields[trace.FieldCode])
 		}
 	})
 
@@ -725,14 +700,14 @@ func TestHang(t *testing.T) {
 		fx.p.SetMode(Hang)
 		ctx, cancel := context.WithCancel(t.Context())
 		res := fx.getAsync(ctx, "abandoned")
-		eventually(t, 10*time.Second, "abandoned request counted", func() bool { return fx.p.Counts()["get configmaps"] == 2 })
+		simtest.Eventually(t, 10*time.Second, "abandoned request counted", simtest.True(func() bool { return fx.p.Counts()["get configmaps"] == 2 }))
 		cancel()
 		if r := waitResult(t, res, "abandoned request"); r.err == nil {
 			t.Fatal("abandoned request succeeded")
 		}
 		ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/abandoned" })[0]
-		if code, ok := ev.Fields["code"].(int); !ok || code != 0 {
-			t.Errorf("abandoned event code = %#v, want 0", ev.Fields["code"])
+		if code, ok := ev.Fields[trace.FieldCode].(int); !ok || code != 0 {
+			t.Errorf("abandoned event code = %#v, want 0", ev.Fields[trace.FieldCode])
 		}
 		if n := fx.api.upstreamGets("abandoned"); n != 0 {
 			t.Errorf("abandoned request reached the upstream %d times", n)
@@ -742,7 +717,7 @@ func TestHang(t *testing.T) {
 	t.Run("hang then refuse", func(t *testing.T) {
 		fx.p.SetMode(Hang)
 		res := fx.getAsync(t.Context(), "refused")
-		eventually(t, 10*time.Second, "request counted", func() bool { return fx.p.Counts()["get configmaps"] == 3 })
+		simtest.Eventually(t, 10*time.Second, "request counted", simtest.True(func() bool { return fx.p.Counts()["get configmaps"] == 3 }))
 		fx.p.SetMode(Refuse)
 		if r := waitResult(t, res, "refused"); !apierrors.IsServiceUnavailable(r.err) {
 			t.Fatalf("hung then refused: %v, want 503", r.err)
@@ -765,7 +740,7 @@ func TestLatency(t *testing.T) {
 				t.Errorf("request took %s, want at least %s", r.took, d)
 			}
 			ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/"+name })[0]
-			if ms, _ := ev.Num("latency_ms"); ms < float64(d.Milliseconds()) {
+			if ms, _ := ev.Num(trace.FieldLatencyMS); ms < float64(d.Milliseconds()) {
 				t.Errorf("latency_ms = %v, want >= %d", ms, d.Milliseconds())
 			}
 		})
@@ -784,7 +759,7 @@ func TestClose(t *testing.T) {
 	w := fx.startWatch(t)
 	fx.p.SetLatency(time.Minute)
 	delayed := fx.getAsync(t.Context(), "delayed")
-	eventually(t, 10*time.Second, "delayed request counted", func() bool { return fx.p.Counts()["get configmaps"] == 1 })
+	simtest.Eventually(t, 10*time.Second, "delayed request counted", simtest.True(func() bool { return fx.p.Counts()["get configmaps"] == 1 }))
 
 	if err := fx.p.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -798,8 +773,8 @@ func TestClose(t *testing.T) {
 		t.Errorf("request open at Close reached the upstream %d times", n)
 	}
 	ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/delayed" })[0]
-	if code, _ := ev.Num("code"); code != 0 {
-		t.Errorf("delayed event code = %v, want 0", ev.Fields["code"])
+	if code, _ := ev.Num(trace.FieldCode); code != 0 {
+		t.Errorf("delayed event code = %v, want 0", ev.Fields[trace.FieldCode])
 	}
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fx.p.URL()+"/version", nil)
@@ -819,13 +794,10 @@ func TestPublishNeverBlocks(t *testing.T) {
 	unblock := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(unblock) }) }
-	var mu sync.Mutex
-	var got []trace.Event
+	rec := &simtest.Recorder{}
 	p, err := Start(Options{Name: "runtime/b", Upstream: up, Publish: func(e trace.Event) {
 		<-unblock
-		mu.Lock()
-		got = append(got, e)
-		mu.Unlock()
+		rec.Publish(e)
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -846,15 +818,13 @@ func TestPublishNeverBlocks(t *testing.T) {
 	if err := p.Close(); err != nil { // Close delivers what is queued
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	requests, dropped := 0, 0
-	for _, e := range got {
+	for _, e := range rec.All() {
 		switch e.Kind {
 		case trace.APIRequest:
 			requests++
 		case trace.Dropped:
-			c, _ := e.Num("count")
+			c, _ := e.Num(trace.FieldCount)
 			dropped += int(c)
 		}
 		if e.Source != "proxy/runtime/b" {
@@ -887,7 +857,7 @@ func TestEventJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if code, ok := back.Num("code"); !ok || code != 200 || back.Str("verb") != "get" || back.Object != "ConfigMap/x" {
+	if code, ok := back.Num(trace.FieldCode); !ok || code != 200 || back.Str(trace.FieldVerb) != "get" || back.Object != "ConfigMap/x" {
 		t.Errorf("round trip = %+v", back)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // real is the one control plane of this package. It starts in the
@@ -64,50 +65,43 @@ func TestRealControlPlane(t *testing.T) {
 		t.Fatal(real.err)
 	}
 	admin := kubernetes.NewForConfigOrDie(real.env.Config())
-	ns, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "proxy-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
+	ns := clustertest.Namespace(t, admin, "proxy")
 
 	// The replica's own least-privilege identity: it may read ConfigMaps in
 	// its namespace and nothing else.
-	user, err := real.env.AddUser("proxy-test-"+ns.Name, nil)
+	user, err := real.env.AddUser("proxy-test-"+ns, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.RbacV1().Roles(ns.Name).Create(t.Context(), &rbacv1.Role{
+	if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.RbacV1().RoleBindings(ns.Name).Create(t.Context(), &rbacv1.RoleBinding{
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "proxy-test-" + ns.Name}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "proxy-test-" + ns}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	events := &sink{}
-	p, err := Start(Options{Name: "clientgo/a", Upstream: user, Publish: events.publish, Log: testLogger(t)})
+	t.Cleanup(func() { events.CheckSchema(t) }) // after Close: every event delivered
+	p, err := Start(Options{Name: "clientgo/a", Upstream: user, Publish: events.Publish, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	cfg := clientConfig(t, p, ns.Name)
+	cfg := clientConfig(t, p, ns)
 	cfg.ContentType = "" // the real apiserver speaks every format
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
 	// An informer through the proxy sees objects created behind its back.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns.Name))
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	var mu sync.Mutex
 	added := map[string]bool{}
@@ -130,14 +124,14 @@ func TestRealControlPlane(t *testing.T) {
 	}
 	create := func(name string) {
 		t.Helper()
-		if _, err := admin.CoreV1().ConfigMaps(ns.Name).Create(t.Context(), &corev1.ConfigMap{
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	create("direct")
-	eventually(t, 20*time.Second, "informer sees ConfigMap/direct", seen("direct"))
+	simtest.Eventually(t, 20*time.Second, "informer sees ConfigMap/direct", simtest.True(seen("direct")))
 
 	counts := p.Counts()
 	t.Logf("counts after informer sync: %v", counts)
@@ -147,30 +141,30 @@ func TestRealControlPlane(t *testing.T) {
 	// client-go 0.37 has WatchListClient on: the informer streams its initial
 	// list over the watch when the server allows it, and LISTs otherwise.
 	// A plain List through the proxy is counted as a list either way.
-	if _, err := cs.CoreV1().ConfigMaps(ns.Name).List(t.Context(), metav1.ListOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Counts()["list configmaps"]; got < 1 {
 		t.Errorf("list configmaps = %d after a List", got)
 	}
 	wev := events.waitEvents(t, 1, isCall("watch", "configmaps"))[0]
-	if code, _ := wev.Num("code"); code != 200 || wev.Namespace != ns.Name || wev.Source != "proxy/clientgo/a" {
+	if code, _ := wev.Num(trace.FieldCode); code != 200 || wev.Namespace != ns || wev.Source != "proxy/clientgo/a" {
 		t.Errorf("watch event = %+v", wev)
 	}
 
 	// Upstream it is the replica's identity that speaks, not anyone else's:
 	// it may not write, and the refusal is counted like any request.
-	_, err = cs.CoreV1().ConfigMaps(ns.Name).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.CreateOptions{})
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("create through the proxy as a reader: %v, want Forbidden", err)
 	}
 	fev := events.waitEvents(t, 1, isCall("create", "configmaps"))[0]
-	if code, _ := fev.Num("code"); code != 403 || p.Counts()["create configmaps"] != 1 {
+	if code, _ := fev.Num(trace.FieldCode); code != 403 || p.Counts()["create configmaps"] != 1 {
 		t.Errorf("forbidden create: event %+v, counts %v", fev, p.Counts())
 	}
 
 	// kubectl works from the kubeconfig alone, namespace included.
-	kcBytes, err := p.Kubeconfig(ns.Name)
+	kcBytes, err := p.Kubeconfig(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +182,9 @@ func TestRealControlPlane(t *testing.T) {
 		t.Errorf("kubectl get configmaps = %q", out.String())
 	}
 	kev := events.waitEvents(t, 1, func(e trace.Event) bool {
-		return isCall("list", "configmaps")(e) && strings.HasPrefix(e.Str("user_agent"), "kubectl")
+		return isCall("list", "configmaps")(e) && strings.HasPrefix(e.Str(trace.FieldUserAgent), "kubectl")
 	})[0]
-	if kev.Namespace != ns.Name {
+	if kev.Namespace != ns {
 		t.Errorf("kubectl list event = %+v", kev)
 	}
 
@@ -198,25 +192,25 @@ func TestRealControlPlane(t *testing.T) {
 	// healed, it watches again and catches up.
 	watches := p.Counts()["watch configmaps"]
 	p.SetMode(Refuse)
-	if _, err := cs.CoreV1().ConfigMaps(ns.Name).Get(t.Context(), "direct", metav1.GetOptions{}); !apierrors.IsServiceUnavailable(err) {
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "direct", metav1.GetOptions{}); !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("get while refused: %v, want 503", err)
 	}
-	eventually(t, 30*time.Second, "informer retries and is refused", func() bool {
+	simtest.Eventually(t, 30*time.Second, "informer retries and is refused", simtest.True(func() bool {
 		for _, e := range events.matching(isCall("watch", "configmaps")) {
-			if c, _ := e.Num("code"); c == 503 {
+			if c, _ := e.Num(trace.FieldCode); c == 503 {
 				return true
 			}
 		}
 		for _, e := range events.matching(isCall("list", "configmaps")) {
-			if c, _ := e.Num("code"); c == 503 {
+			if c, _ := e.Num(trace.FieldCode); c == 503 {
 				return true
 			}
 		}
 		return false
-	})
+	}))
 	create("during-partition")
 	p.SetMode(Normal)
-	eventually(t, 30*time.Second, "informer sees ConfigMap/during-partition after the partition", seen("during-partition"))
+	simtest.Eventually(t, 30*time.Second, "informer sees ConfigMap/during-partition after the partition", simtest.True(seen("during-partition")))
 	if got := p.Counts()["watch configmaps"]; got <= watches {
 		t.Errorf("watch configmaps = %d, want more than %d after the partition", got, watches)
 	}
@@ -225,25 +219,11 @@ func TestRealControlPlane(t *testing.T) {
 // testLogger keeps the proxy's debug log and prints it if the test fails.
 func testLogger(t *testing.T) *slog.Logger {
 	t.Helper()
-	var mu sync.Mutex
-	var buf bytes.Buffer
+	var buf simtest.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
-			mu.Lock()
 			t.Logf("proxy log:\n%s", buf.String())
-			mu.Unlock()
 		}
 	})
-	return slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

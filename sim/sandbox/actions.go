@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +21,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proxy"
 )
 
@@ -53,14 +53,14 @@ func (s *Sandbox) Dynamic() dynamic.Interface { return s.admin.dyn }
 
 // everyStyle runs fn for each running style at the same instant, so the
 // styles race fairly, and returns the first error (the apiserver's own).
-func (s *Sandbox) everyStyle(fn func(style string) error) error {
+func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
 	start := make(chan struct{})
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		wg.Go(func() {
 			<-start
 			if err := fn(st); err != nil {
@@ -78,9 +78,14 @@ func (s *Sandbox) everyStyle(fn func(style string) error) error {
 	return nil
 }
 
+// echoes is the admin client of a style's Echoes.
+func (s *Sandbox) echoes(st style.Style) dynamic.ResourceInterface {
+	return s.admin.dyn.Resource(echov1.Resource).Namespace(st.Namespace())
+}
+
 func (s *Sandbox) patchEcho(ctx context.Context, name string, spec map[string]any) error {
-	return s.everyStyle(func(st string) error {
-		_, err := s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Patch(ctx, name, types.MergePatchType,
+	return s.everyStyle(func(st style.Style) error {
+		_, err := s.echoes(st).Patch(ctx, name, types.MergePatchType,
 			mustJSON(map[string]any{"spec": spec}), metav1.PatchOptions{FieldManager: "rlab"})
 		return err
 	})
@@ -99,13 +104,13 @@ func (s *Sandbox) SetReplicas(ctx context.Context, name string, replicas int) er
 
 // CreateEcho creates Echo name in every style's namespace.
 func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas int) error {
-	return s.everyStyle(func(st string) error {
+	return s.everyStyle(func(st style.Style) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
-			"metadata": map[string]any{"name": name, "namespace": Namespace(st)},
+			"metadata": map[string]any{"name": name, "namespace": st.Namespace()},
 			"spec":     map[string]any{"message": message, "replicas": int64(replicas)},
 		}}
-		_, err := s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+		_, err := s.echoes(st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
 		return err
 	})
 }
@@ -113,8 +118,8 @@ func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas
 // DeleteEcho deletes Echo name in every style's namespace; garbage
 // collection, not the operators, removes its Deployment.
 func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
-	return s.everyStyle(func(st string) error {
-		return s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{})
+	return s.everyStyle(func(st style.Style) error {
+		return s.echoes(st).Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 
@@ -123,20 +128,16 @@ func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
 // ownerReferences from its children and leaves them running.
 func (s *Sandbox) DeleteEchoOrphan(ctx context.Context, name string) error {
 	orphan := metav1.DeletePropagationOrphan
-	return s.everyStyle(func(st string) error {
-		return s.admin.dyn.Resource(echov1.Resource).Namespace(Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
+	return s.everyStyle(func(st style.Style) error {
+		return s.echoes(st).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
 	})
 }
 
 // SetRoleVerbs sets the verbs a style's Role grants on resource (e.g.
 // "deployments", "echoes/status"), as an admin editing the Role would;
 // style "" is every style. ResetRole undoes it.
-func (s *Sandbox) SetRoleVerbs(ctx context.Context, style, resource string, verbs []string) error {
-	return s.forStyles(style, func(st string) error {
-		role, err := s.admin.kube.RbacV1().Roles(Namespace(st)).Get(ctx, RoleName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("role of %s: %w", st, err)
-		}
+func (s *Sandbox) SetRoleVerbs(ctx context.Context, styleName, resource string, verbs []string) error {
+	return s.editRole(ctx, styleName, func(st style.Style, role *rbacv1.Role) error {
 		found := false
 		for i, r := range role.Rules {
 			if slices.Contains(r.Resources, resource) {
@@ -146,62 +147,73 @@ func (s *Sandbox) SetRoleVerbs(ctx context.Context, style, resource string, verb
 		if !found {
 			return fmt.Errorf("the Role of %s has no rule for %s", st, resource)
 		}
-		_, err = s.admin.kube.RbacV1().Roles(Namespace(st)).Update(ctx, role, metav1.UpdateOptions{})
-		return err
+		return nil
 	})
 }
 
 // ResetRole gives a style's Role back its least-privilege rules; style ""
 // is every style.
-func (s *Sandbox) ResetRole(ctx context.Context, style string) error {
-	return s.forStyles(style, func(st string) error {
-		role, err := s.admin.kube.RbacV1().Roles(Namespace(st)).Get(ctx, RoleName, metav1.GetOptions{})
+func (s *Sandbox) ResetRole(ctx context.Context, styleName string) error {
+	return s.editRole(ctx, styleName, func(st style.Style, role *rbacv1.Role) error {
+		role.Rules = rules(st)
+		return nil
+	})
+}
+
+// editRole reads the Role of one style, or of every style when styleName is
+// "", has edit change it, and writes it back.
+func (s *Sandbox) editRole(ctx context.Context, styleName string, edit func(style.Style, *rbacv1.Role) error) error {
+	return s.forStyles(styleName, func(st style.Style) error {
+		roles := s.admin.kube.RbacV1().Roles(st.Namespace())
+		role, err := roles.Get(ctx, RoleName, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("role of %s: %w", st, err)
 		}
-		role.Rules = rules(st)
-		_, err = s.admin.kube.RbacV1().Roles(Namespace(st)).Update(ctx, role, metav1.UpdateOptions{})
+		if err := edit(st, role); err != nil {
+			return err
+		}
+		_, err = roles.Update(ctx, role, metav1.UpdateOptions{})
 		return err
 	})
 }
 
-// forStyles runs fn for one style, or for every style when style is "".
-func (s *Sandbox) forStyles(style string, fn func(st string) error) error {
-	if style == "" {
+// forStyles runs fn for one style, or for every style when styleName is "".
+func (s *Sandbox) forStyles(styleName string, fn func(st style.Style) error) error {
+	if styleName == "" {
 		return s.everyStyle(fn)
 	}
-	return fn(style)
+	return fn(style.Style(styleName))
 }
 
 // DeleteDeployment deletes Echo name's Deployment by hand (drift).
-func (s *Sandbox) DeleteDeployment(ctx context.Context, style, name string) error {
-	return s.forStyles(style, func(st string) error {
-		return s.admin.kube.AppsV1().Deployments(Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+func (s *Sandbox) DeleteDeployment(ctx context.Context, styleName, name string) error {
+	return s.forStyles(styleName, func(st style.Style) error {
+		return s.admin.kube.AppsV1().Deployments(st.Namespace()).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 	})
 }
 
 // ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
-func (s *Sandbox) ScaleDeployment(ctx context.Context, style, name string, replicas int) error {
-	return s.forStyles(style, func(st string) error {
-		_, err := s.admin.kube.AppsV1().Deployments(Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
+func (s *Sandbox) ScaleDeployment(ctx context.Context, styleName, name string, replicas int) error {
+	return s.forStyles(styleName, func(st style.Style) error {
+		_, err := s.admin.kube.AppsV1().Deployments(st.Namespace()).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
 			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
 		return err
 	})
 }
 
 // Leader returns the replica ("clientgo/a") holding a style's Lease.
-func (s *Sandbox) Leader(ctx context.Context, style string) (string, *coordinationv1.Lease, error) {
-	l, err := s.admin.kube.CoordinationV1().Leases(Namespace(style)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
+func (s *Sandbox) Leader(ctx context.Context, styleName string) (string, *coordinationv1.Lease, error) {
+	st := style.Style(styleName)
+	l, err := s.admin.kube.CoordinationV1().Leases(st.Namespace()).Get(ctx, echo.LeaseName, metav1.GetOptions{})
 	if err != nil {
-		return "", nil, fmt.Errorf("lease of %s: %w", style, err)
+		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return "", l, errors.New("nobody holds the lease of " + style)
+		return "", l, fmt.Errorf("nobody holds the lease of %s", st)
 	}
-	id := *l.Spec.HolderIdentity // <style>-<replica>-<pid>
-	i := strings.LastIndexByte(id, '-')
-	pid, err := strconv.Atoi(id[i+1:])
-	if i < 0 || err != nil {
+	id := *l.Spec.HolderIdentity
+	_, _, pid, ok := style.ParseIdentity(id)
+	if !ok {
 		return "", l, fmt.Errorf("lease holder %q is not <style>-<replica>-<pid>", id)
 	}
 	name, ok := s.super.ByPID(pid)
@@ -213,8 +225,8 @@ func (s *Sandbox) Leader(ctx context.Context, style string) (string, *coordinati
 
 // KillLeader crashes the replica holding a style's Lease (SIGKILL): the
 // standby takes over once the Lease expires.
-func (s *Sandbox) KillLeader(ctx context.Context, style string) (string, error) {
-	name, _, err := s.Leader(ctx, style)
+func (s *Sandbox) KillLeader(ctx context.Context, styleName string) (string, error) {
+	name, _, err := s.Leader(ctx, styleName)
 	if err != nil {
 		return "", err
 	}
@@ -223,8 +235,8 @@ func (s *Sandbox) KillLeader(ctx context.Context, style string) (string, error) 
 
 // StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
 // and the standby takes over at once.
-func (s *Sandbox) StopLeader(ctx context.Context, style string) (string, error) {
-	name, _, err := s.Leader(ctx, style)
+func (s *Sandbox) StopLeader(ctx context.Context, styleName string) (string, error) {
+	name, _, err := s.Leader(ctx, styleName)
 	if err != nil {
 		return "", err
 	}
@@ -244,23 +256,24 @@ func (s *Sandbox) Partition(replica string, mode proxy.Mode) error {
 
 // SetWatchOwned restarts a Go style's replicas with or without
 // --watch-owned=false.
-func (s *Sandbox) SetWatchOwned(style string, watch bool) error {
-	if style == Shell {
+func (s *Sandbox) SetWatchOwned(styleName string, watch bool) error {
+	st := style.Style(styleName)
+	if st == style.Shell {
 		return errors.New("the shell loop polls everything; it has no watches to turn off")
 	}
-	return s.setFlag(style, "--watch-owned", "--watch-owned=false", !watch)
+	return s.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)
 }
 
 // SetFinalizer restarts a style's replicas with or without --finalizer.
-func (s *Sandbox) SetFinalizer(style string, on bool) error {
-	return s.setFlag(style, "--finalizer", "--finalizer", on)
+func (s *Sandbox) SetFinalizer(styleName string, on bool) error {
+	return s.setFlag(style.Style(styleName), "--finalizer", "--finalizer", on)
 }
 
-// setFlag restarts every replica of style with arg if on, and without any
+// setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
-func (s *Sandbox) setFlag(style, prefix, arg string, on bool) error {
-	for _, r := range Replicas(style) {
-		name := style + "/" + r
+func (s *Sandbox) setFlag(st style.Style, prefix, arg string, on bool) error {
+	for _, r := range replicas(st) {
+		name := st.Source(r)
 		sp, err := s.super.Spec(name)
 		if err != nil {
 			return err
@@ -281,8 +294,8 @@ func (s *Sandbox) setFlag(style, prefix, arg string, on bool) error {
 	return nil
 }
 
-// SecondShell is the extra shell replica of AddShellReplica.
-const SecondShell = Shell + "/b"
+// secondShell is the replica of the extra shell loop of AddShellReplica.
+const secondShell = "b"
 
 // AddShellReplica starts a second shell loop next to shell/a, as the same
 // user through the same proxy (two copies of one Deployment share their
@@ -290,16 +303,16 @@ const SecondShell = Shell + "/b"
 // a suffix it is a newer build that writes the message with suffix
 // appended, and the two undo each other's work at every poll.
 func (s *Sandbox) AddShellReplica(suffix string) error {
-	a, err := s.super.Spec(Shell + "/a")
+	a, err := s.super.Spec(style.Shell.Source("a"))
 	if err != nil {
 		return fmt.Errorf("no shell loop to copy: %w", err)
 	}
 	b := a
-	b.Replica = "b"
+	b.Replica = secondShell
 	b.Args = nil
 	for i := 0; i < len(a.Args); i++ {
 		if a.Args[i] == "--replica" && i+1 < len(a.Args) {
-			b.Args = append(b.Args, "--replica", "b")
+			b.Args = append(b.Args, "--replica", secondShell)
 			i++
 			continue
 		}
@@ -308,34 +321,36 @@ func (s *Sandbox) AddShellReplica(suffix string) error {
 	if suffix != "" {
 		b.Args = append(b.Args, "--message-suffix", suffix)
 	}
-	b.LogFile = filepath.Join(s.opts.State.Logs(), "shell-b.log")
+	b.LogFile = replicaFile(s.opts.State.Logs(), style.Shell, secondShell, ".log")
 	return s.super.Add(b)
 }
 
 // RemoveShellReplica stops the second shell loop for good, if it runs.
 func (s *Sandbox) RemoveShellReplica() error {
-	if _, err := s.super.Spec(SecondShell); err != nil {
+	name := style.Shell.Source(secondShell)
+	if _, err := s.super.Spec(name); err != nil {
 		return nil // not running
 	}
-	return s.super.Remove(SecondShell, 5*time.Second)
+	return s.super.Remove(name, 5*time.Second)
 }
 
-// PauseOperators freezes every replica of style (SIGSTOP), as if the
+// PauseOperators freezes every replica of a style (SIGSTOP), as if the
 // operator were uninstalled or hung; ResumeOperators lets them go on.
-func (s *Sandbox) PauseOperators(style string) error {
-	for _, r := range Replicas(style) {
-		if err := s.super.Pause(style + "/" + r); err != nil {
+func (s *Sandbox) PauseOperators(styleName string) error {
+	st := style.Style(styleName)
+	for _, r := range replicas(st) {
+		if err := s.super.Pause(st.Source(r)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ResumeOperators continues every paused replica of style (SIGCONT).
-func (s *Sandbox) ResumeOperators(style string) error {
+// ResumeOperators continues every paused replica of a style (SIGCONT).
+func (s *Sandbox) ResumeOperators(styleName string) error {
 	var errs []error
 	for _, st := range s.super.Statuses() {
-		if st.Style == style && st.Paused {
+		if st.Style == styleName && st.Paused {
 			errs = append(errs, s.super.Resume(st.Name))
 		}
 	}

@@ -11,8 +11,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -33,18 +35,18 @@ func percentile(ds []time.Duration, p float64) float64 {
 	return float64(s[i].Microseconds()) / 1000
 }
 
-func reportStyles(b *testing.B, what string, got map[string][]time.Duration) {
-	for _, st := range sandbox.Styles {
-		b.ReportMetric(percentile(got[st], 0.5), st+"-"+what+"-p50-ms")
-		b.ReportMetric(percentile(got[st], 0.95), st+"-"+what+"-p95-ms")
+func reportStyles(b *testing.B, what string, got map[style.Style][]time.Duration) {
+	for _, st := range style.All() {
+		b.ReportMetric(percentile(got[st], 0.5), st.String()+"-"+what+"-p50-ms")
+		b.ReportMetric(percentile(got[st], 0.95), st.String()+"-"+what+"-p95-ms")
 	}
 }
 
 // timeEach starts act at t0 and records, per style, when cond first holds.
-func timeEach(b *testing.B, act func() error, cond func(style string) func(world.Snapshot) bool) map[string]time.Duration {
+func timeEach(b *testing.B, act func() error, cond func(st style.Style) func(world.Snapshot) bool) map[style.Style]time.Duration {
 	var (
 		mu  sync.Mutex
-		out = map[string]time.Duration{}
+		out = map[style.Style]time.Duration{}
 		wg  sync.WaitGroup
 	)
 	ctx, cancel := context.WithTimeout(b.Context(), 2*time.Minute)
@@ -53,7 +55,7 @@ func timeEach(b *testing.B, act func() error, cond func(style string) func(world
 	if err := act(); err != nil {
 		b.Fatal(err)
 	}
-	for _, st := range sandbox.Styles {
+	for _, st := range style.All() {
 		wg.Go(func() {
 			if err := sb.World().WaitFor(ctx, cond(st)); err != nil {
 				b.Errorf("%s: %v", st, err)
@@ -68,11 +70,11 @@ func timeEach(b *testing.B, act func() error, cond func(style string) func(world
 	return out
 }
 
-func apiTotals() map[string]int {
-	out := map[string]int{}
-	for _, st := range sandbox.Styles {
-		for _, r := range sandbox.Replicas(st) {
-			out[st] += sb.Proxy(st + "/" + r).Total()
+func apiTotals() map[style.Style]int {
+	out := map[style.Style]int{}
+	for _, st := range style.All() {
+		for _, r := range sandbox.Replicas(st.String()) {
+			out[st] += sb.Proxy(st.Source(r)).Total()
 		}
 	}
 	return out
@@ -83,13 +85,13 @@ func apiTotals() map[string]int {
 // and the API requests each style spent per edit.
 func BenchmarkEditConverge(b *testing.B) {
 	ctx := b.Context()
-	got := map[string][]time.Duration{}
+	got := map[style.Style][]time.Duration{}
 	for b.Loop() {
 		before := apiTotals()
 		for i := range reps {
 			n := int32(3 - i%2)
 			res := timeEach(b, func() error { return sb.SetReplicas(ctx, sandbox.SampleName, int(n)) },
-				func(st string) func(world.Snapshot) bool {
+				func(st style.Style) func(world.Snapshot) bool {
 					return func(sn world.Snapshot) bool {
 						e := echoOf(sn, st, sandbox.SampleName)
 						return e != nil && e.Deployment != nil && e.Deployment.Replicas == n &&
@@ -101,8 +103,8 @@ func BenchmarkEditConverge(b *testing.B) {
 			}
 		}
 		after := apiTotals()
-		for _, st := range sandbox.Styles {
-			b.ReportMetric(float64(after[st]-before[st])/reps, st+"-api-req/edit")
+		for _, st := range style.All() {
+			b.ReportMetric(float64(after[st]-before[st])/reps, st.String()+"-api-req/edit")
 		}
 	}
 	reportStyles(b, "converge", got)
@@ -117,13 +119,13 @@ func BenchmarkEditConverge(b *testing.B) {
 // the event, not a snapshot, is the measure.
 func BenchmarkDriftRepair(b *testing.B) {
 	ctx := b.Context()
-	got := map[string][]time.Duration{}
+	got := map[style.Style][]time.Duration{}
 	want := int32(sandbox.SampleReplicas)
 	for b.Loop() {
 		for range reps {
 			// Start from the converged, settled state each time.
 			if err := sb.World().WaitFor(ctx, func(sn world.Snapshot) bool {
-				for _, st := range sandbox.Styles {
+				for _, st := range style.All() {
 					if e := echoOf(sn, st, sandbox.SampleName); e == nil || e.Deployment == nil || e.Deployment.Replicas != want {
 						return false
 					}
@@ -136,11 +138,11 @@ func BenchmarkDriftRepair(b *testing.B) {
 			if err := sb.ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
 				b.Fatal(err)
 			}
-			for _, st := range sandbox.Styles {
+			for _, st := range style.All() {
 				var d time.Duration
 				err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-					for _, e := range events.all() {
-						if e.Kind == trace.DriftRepaired && e.Namespace == sandbox.Namespace(st) && e.Time.After(t0) {
+					for _, e := range events.Of(trace.DriftRepaired) {
+						if e.Namespace == st.Namespace() && e.Time.After(t0) {
 							d = e.Time.Sub(t0)
 							return true, nil
 						}
@@ -169,8 +171,8 @@ func BenchmarkIdleAPI(b *testing.B) {
 			b.Fatal(b.Context().Err())
 		}
 		after := apiTotals()
-		for _, st := range sandbox.Styles {
-			b.ReportMetric(float64(after[st]-before[st])*float64(time.Minute)/float64(window), st+"-idle-req/min")
+		for _, st := range style.All() {
+			b.ReportMetric(float64(after[st]-before[st])*float64(time.Minute)/float64(window), st.String()+"-idle-req/min")
 		}
 	}
 }
@@ -181,7 +183,7 @@ func BenchmarkFailover(b *testing.B) {
 	ctx := b.Context()
 	const n = 5
 	for b.Loop() {
-		for _, st := range []string{sandbox.ClientGo, sandbox.Runtime} {
+		for _, st := range []style.Style{style.ClientGo, style.Runtime} {
 			for _, how := range []string{"kill", "stop"} {
 				var ds []time.Duration
 				for range n {
@@ -189,9 +191,9 @@ func BenchmarkFailover(b *testing.B) {
 					t0 := time.Now()
 					var err error
 					if how == "kill" {
-						_, err = sb.KillLeader(ctx, st)
+						_, err = sb.KillLeader(ctx, st.String())
 					} else {
-						_, err = sb.StopLeader(ctx, st)
+						_, err = sb.StopLeader(ctx, st.String())
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -201,8 +203,8 @@ func BenchmarkFailover(b *testing.B) {
 					// Let the restarted replica come back as the standby.
 					waitReplicas(b, st)
 				}
-				b.ReportMetric(percentile(ds, 0.5), st+"-failover-"+how+"-p50-ms")
-				b.ReportMetric(percentile(ds, 1), st+"-failover-"+how+"-max-ms")
+				b.ReportMetric(percentile(ds, 0.5), st.String()+"-failover-"+how+"-p50-ms")
+				b.ReportMetric(percentile(ds, 1), st.String()+"-failover-"+how+"-max-ms")
 			}
 		}
 	}
@@ -210,31 +212,31 @@ func BenchmarkFailover(b *testing.B) {
 
 // waitLeader polls every 10 ms (the resolution of the measurement) until a
 // running replica other than not holds the style's Lease, and returns it.
-func waitLeader(b *testing.B, style, not string) string {
+func waitLeader(b *testing.B, st style.Style, not string) string {
 	var got string
 	err := wait.PollUntilContextTimeout(b.Context(), 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, _, err := sb.Leader(ctx, style)
+		n, _, err := sb.Leader(ctx, st.String())
 		got = n
 		return err == nil && n != not, nil
 	})
 	if err != nil {
-		b.Fatalf("no new leader of %s within a minute", style)
+		b.Fatalf("no new leader of %s within a minute", st)
 	}
 	return got
 }
 
 // waitReplicas waits until every replica of a style runs.
-func waitReplicas(b *testing.B, style string) {
-	err := wait.PollUntilContextTimeout(b.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+func waitReplicas(b *testing.B, st style.Style) {
+	err := simtest.Poll(b.Context(), time.Minute, simtest.True(func() bool {
 		running := 0
 		for _, s := range sb.Supervisor().Statuses() {
-			if s.Style == style && s.Running {
+			if s.Style == st.String() && s.Running {
 				running++
 			}
 		}
-		return running == len(sandbox.Replicas(style)), nil
-	})
+		return running == len(sandbox.Replicas(st.String()))
+	}))
 	if err != nil {
-		b.Fatalf("%s replicas not back within a minute", style)
+		b.Fatalf("%s replicas not back: %v", st, err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,17 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -37,28 +37,8 @@ import (
 // second instead of five to keep the suite short.
 var (
 	sb     *sandbox.Sandbox
-	events = &recorder{}
+	events = &simtest.Recorder{}
 )
-
-type recorder struct {
-	mu sync.Mutex
-	ev []trace.Event
-}
-
-func (r *recorder) all() []trace.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]trace.Event(nil), r.ev...)
-}
-
-func (r *recorder) run(sub *bus.Sub) {
-	for range sub.Wait() {
-		evs, _ := sub.Drain()
-		r.mu.Lock()
-		r.ev = append(r.ev, evs...)
-		r.mu.Unlock()
-	}
-}
 
 func TestMain(m *testing.M) {
 	proc.MaybeRunWrapper()
@@ -82,7 +62,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	b := bus.New()
-	go events.run(b.Subscribe(1 << 18))
+	go events.Run(context.Background(), b.Subscribe(1<<18))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sb, err = sandbox.Start(ctx, sandbox.Options{
@@ -121,28 +101,24 @@ func buildRlab() (string, error) {
 	return bin, nil
 }
 
-// eventually polls cond over the world model every 20 ms up to timeout.
-// Deadlines are generous (a loaded 2-core machine); speed is benchmarked.
+// eventually polls cond over the world model up to timeout. Deadlines are
+// generous (a loaded 2-core machine); speed is benchmarked.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(world.Snapshot) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	if err := sb.World().WaitFor(ctx, cond); err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, err)
-	}
+	simtest.Eventually(t, timeout, what, simtest.True(func() bool { return cond(sb.World().Snapshot()) }))
 }
 
-func echoOf(sn world.Snapshot, style, name string) *world.EchoView {
-	ns := sn.Namespaces[sandbox.Namespace(style)]
+func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
+	ns := sn.Namespaces[st.Namespace()]
 	if ns == nil {
 		return nil
 	}
 	return ns.Echoes[name]
 }
 
-func converged(style, name string, replicas int32, message string) func(world.Snapshot) bool {
+func converged(st style.Style, name string, replicas int32, message string) func(world.Snapshot) bool {
 	return func(sn world.Snapshot) bool {
-		e := echoOf(sn, style, name)
+		e := echoOf(sn, st, name)
 		if e == nil || e.Deployment == nil {
 			return false
 		}
@@ -152,18 +128,18 @@ func converged(style, name string, replicas int32, message string) func(world.Sn
 	}
 }
 
-func deployment(t *testing.T, style, name string) *appsv1.Deployment {
+func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 	t.Helper()
-	d, err := sb.Kube().AppsV1().Deployments(sandbox.Namespace(style)).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
+	d, err := sb.Kube().AppsV1().Deployments(st.Namespace()).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func getEcho(t *testing.T, style, name string) *echov1.Echo {
+func getEcho(t *testing.T, st style.Style, name string) *echov1.Echo {
 	t.Helper()
-	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sandbox.Namespace(style)).Get(t.Context(), name, metav1.GetOptions{})
+	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,18 +159,18 @@ func TestConformance(t *testing.T) {
 	steps := []struct {
 		name  string
 		act   func() error
-		check func(t *testing.T, style string)
+		check func(t *testing.T, st style.Style)
 	}{
 		{"create: Deployment as specified, owned, 2/2", func() error { return sb.CreateEcho(ctx, name, "first", 2) },
-			func(t *testing.T, style string) {
-				eventually(t, time.Minute, "2/2", converged(style, name, 2, "first"))
-				e, d := getEcho(t, style, name), deployment(t, style, name)
-				want := echo.DesiredDeployment(e, "echo-"+style)
+			func(t *testing.T, st style.Style) {
+				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
+				e, d := getEcho(t, st, name), deployment(t, st, name)
+				want := echo.DesiredDeployment(e, st.ManagedBy())
 				if drift := echo.Drift(d, want); drift != "" {
 					t.Fatalf("deployment differs from the desired one in %s", drift)
 				}
 				ref := metav1.GetControllerOf(d)
-				if ref == nil || ref.Kind != "Echo" || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+				if ref == nil || ref.Kind != echov1.Kind || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 					t.Fatalf("controller ownerReference = %+v", ref)
 				}
 				if got := d.Spec.Template.Spec.Containers[0].Image; got != echo.Image {
@@ -202,32 +178,32 @@ func TestConformance(t *testing.T) {
 				}
 			}},
 		{"replicas 2→4: 4/4", func() error { return sb.SetReplicas(ctx, name, 4) },
-			func(t *testing.T, style string) {
-				eventually(t, time.Minute, "4/4", converged(style, name, 4, "first"))
+			func(t *testing.T, st style.Style) {
+				eventually(t, time.Minute, "4/4", converged(st, name, 4, "first"))
 			}},
 		{"message change: container argument changed", func() error { return sb.SetMessage(ctx, name, "xin chào, second") },
-			func(t *testing.T, style string) {
-				eventually(t, time.Minute, "new message", converged(style, name, 4, "xin chào, second"))
-				if args := deployment(t, style, name).Spec.Template.Spec.Containers[0].Args; len(args) != 1 || args[0] != "-text=xin chào, second" {
+			func(t *testing.T, st style.Style) {
+				eventually(t, time.Minute, "new message", converged(st, name, 4, "xin chào, second"))
+				if args := deployment(t, st, name).Spec.Template.Spec.Containers[0].Args; len(args) != 1 || args[0] != "-text=xin chào, second" {
 					t.Fatalf("args = %q", args)
 				}
 			}},
 		{"deployment deleted: recreated", func() error { return sb.DeleteDeployment(ctx, "", name) },
-			func(t *testing.T, style string) {
+			func(t *testing.T, st style.Style) {
 				// The world saw the delete (drift) and then the new Deployment.
 				waitEvent(t, "drift.repaired (deleted)", func(e trace.Event) bool {
-					return e.Kind == trace.DriftRepaired && e.Namespace == sandbox.Namespace(style) &&
-						e.Str("echo") == name && e.Str("what") == "deleted"
+					return e.Kind == trace.DriftRepaired && e.Namespace == st.Namespace() &&
+						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftDeleted
 				})
-				eventually(t, time.Minute, "recreated 4/4", converged(style, name, 4, "xin chào, second"))
+				eventually(t, time.Minute, "recreated 4/4", converged(st, name, 4, "xin chào, second"))
 			}},
 		{"deployment scaled by hand: restored", func() error { return sb.ScaleDeployment(ctx, "", name, 1) },
-			func(t *testing.T, style string) {
+			func(t *testing.T, st style.Style) {
 				waitEvent(t, "drift.repaired (replicas)", func(e trace.Event) bool {
-					return e.Kind == trace.DriftRepaired && e.Namespace == sandbox.Namespace(style) &&
-						e.Str("echo") == name && e.Str("what") == "replicas"
+					return e.Kind == trace.DriftRepaired && e.Namespace == st.Namespace() &&
+						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftReplicas
 				})
-				eventually(t, time.Minute, "scaled back to 4", converged(style, name, 4, "xin chào, second"))
+				eventually(t, time.Minute, "scaled back to 4", converged(st, name, 4, "xin chào, second"))
 			}},
 		{"invalid spec: rejected, nothing changed", func() error {
 			err := sb.SetReplicas(ctx, name, 9)
@@ -236,29 +212,26 @@ func TestConformance(t *testing.T) {
 				return fmt.Errorf("want the apiserver's Invalid error naming spec.replicas, got %v", err)
 			}
 			return nil
-		}, func(t *testing.T, style string) {
-			if e := getEcho(t, style, name); e.Spec.Replicas != 4 {
+		}, func(t *testing.T, st style.Style) {
+			if e := getEcho(t, st, name); e.Spec.Replicas != 4 {
 				t.Fatalf("spec.replicas = %d after a rejected edit", e.Spec.Replicas)
 			}
-			if d := deployment(t, style, name); *d.Spec.Replicas != 4 {
+			if d := deployment(t, st, name); *d.Spec.Replicas != 4 {
 				t.Fatalf("deployment replicas = %d after a rejected edit", *d.Spec.Replicas)
 			}
 		}},
 		{"echo deleted: children collected by GC", func() error { return sb.DeleteEcho(ctx, name) },
-			func(t *testing.T, style string) {
+			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "echo and deployment gone", func(sn world.Snapshot) bool {
-					ns := sn.Namespaces[sandbox.Namespace(style)]
-					return echoOf(sn, style, name) == nil && len(ns.Orphans) == 0
+					ns := sn.Namespaces[st.Namespace()]
+					return echoOf(sn, st, name) == nil && len(ns.Orphans) == 0
 				})
-				ns := sandbox.Namespace(style)
-				err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				ns := st.Namespace()
+				simtest.Eventually(t, time.Minute, "pods collected", func(ctx context.Context) (bool, error) {
 					pods, err := sb.Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
-					return err == nil && len(pods.Items) == 0, nil
+					return err == nil && len(pods.Items) == 0, err
 				})
-				if err != nil {
-					t.Fatal("pods not collected")
-				}
-				if !hasEvent(trace.GCCollected, style, "Deployment/"+echo.DeploymentName(name)) {
+				if !hasEvent(trace.GCCollected, st, "Deployment/"+echo.DeploymentName(name)) {
 					t.Fatalf("no gc.collected event for the Deployment in %s", ns)
 				}
 			}},
@@ -268,8 +241,8 @@ func TestConformance(t *testing.T) {
 			if err := step.act(); err != nil {
 				t.Fatal(err)
 			}
-			for _, style := range sandbox.Styles {
-				t.Run(style, func(t *testing.T) { step.check(t, style) })
+			for _, st := range style.All() {
+				t.Run(st.String(), func(t *testing.T) { step.check(t, st) })
 			}
 		})
 	}
@@ -278,94 +251,90 @@ func TestConformance(t *testing.T) {
 // TestSameDeploymentSpec: the three styles build the very same Deployment
 // for the same Echo, but for the label naming the style.
 func TestSameDeploymentSpec(t *testing.T) {
-	specs := map[string]appsv1.DeploymentSpec{}
-	for _, style := range sandbox.Styles {
-		spec := *deployment(t, style, sandbox.SampleName).Spec.DeepCopy()
+	specs := map[style.Style]appsv1.DeploymentSpec{}
+	for _, st := range style.All() {
+		spec := *deployment(t, st, sandbox.SampleName).Spec.DeepCopy()
 		delete(spec.Template.Labels, echo.ManagedByKey)
-		specs[style] = spec
+		specs[st] = spec
 	}
-	for _, style := range sandbox.Styles[1:] {
-		if !reflect.DeepEqual(specs[sandbox.Shell], specs[style]) {
-			t.Errorf("shell and %s build different Deployments:\n%+v\n%+v", style, specs[sandbox.Shell], specs[style])
+	for _, st := range style.All()[1:] {
+		if !reflect.DeepEqual(specs[style.Shell], specs[st]) {
+			t.Errorf("shell and %s build different Deployments:\n%+v\n%+v", st, specs[style.Shell], specs[st])
 		}
 	}
 }
 
-func eventsOf(kind trace.Kind, style, echoName string) []trace.Event {
+func eventsOf(kind trace.Kind, st style.Style, echoName string) []trace.Event {
 	var out []trace.Event
-	for _, e := range events.all() {
-		if e.Kind == kind && e.Namespace == sandbox.Namespace(style) && (e.Str("echo") == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
+	for _, e := range events.All() {
+		if e.Kind == kind && e.Namespace == st.Namespace() && (e.Str(trace.FieldEcho) == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-func hasEvent(kind trace.Kind, style, object string) bool {
-	for _, e := range events.all() {
-		if e.Kind == kind && e.Namespace == sandbox.Namespace(style) && e.Object == object {
+func hasEvent(kind trace.Kind, st style.Style, object string) bool {
+	for _, e := range events.All() {
+		if e.Kind == kind && e.Namespace == st.Namespace() && e.Object == object {
 			return true
 		}
 	}
 	return false
 }
 
-// waitEvent waits until the trace holds an event matching match.
+// waitEvent waits until the trace holds an event matching match; if none
+// comes, it says how many there were and shows the last ones.
 func waitEvent(t *testing.T, what string, match func(trace.Event) bool) trace.Event {
 	t.Helper()
 	var found trace.Event
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		for _, e := range events.all() {
+	simtest.Eventually(t, time.Minute, "no "+what+" event", func(context.Context) (bool, error) {
+		all := events.All()
+		for _, e := range all {
 			if match(e) {
 				found = e
 				return true, nil
 			}
 		}
-		return false, nil
-	})
-	if err != nil {
-		all := events.all()
+		var last strings.Builder
 		for _, e := range all[max(0, len(all)-15):] {
-			t.Log(e.Line())
+			last.WriteString("\n" + e.Line())
 		}
-		t.Fatalf("no %s event within a minute (%d events recorded)", what, len(all))
-	}
+		return false, fmt.Errorf("%d events recorded, the last:%s", len(all), last.String())
+	})
 	return found
+}
+
+// holder waits until a running replica other than not holds the Lease of
+// st, and returns it.
+func holder(t *testing.T, st style.Style, not string) string {
+	t.Helper()
+	var got string
+	simtest.Eventually(t, time.Minute, "a leader of "+st.String()+" other than "+not, func(ctx context.Context) (bool, error) {
+		n, _, err := sb.Leader(ctx, st.String())
+		got = n
+		return err == nil && n != not, err
+	})
+	return got
 }
 
 // TestFailover: kill -9 the Lease holder of each Go style; the other
 // replica takes the Lease and keeps reconciling.
 func TestFailover(t *testing.T) {
-	for _, style := range []string{sandbox.ClientGo, sandbox.Runtime} {
-		t.Run(style, func(t *testing.T) {
+	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
+		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
-			var old string
-			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				n, _, err := sb.Leader(ctx, style)
-				old = n
-				return err == nil, nil
-			})
-			if err != nil {
-				t.Fatal("no leader")
-			}
-			killed, err := sb.KillLeader(ctx, style)
+			old := holder(t, st, "")
+			killed, err := sb.KillLeader(ctx, st.String())
 			if err != nil || killed != old {
 				t.Fatalf("KillLeader = %q, %v (leader was %s)", killed, err, old)
 			}
-			var now string
-			err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				n, _, err := sb.Leader(ctx, style)
-				now = n
-				return err == nil && n != old, nil
-			})
-			if err != nil {
-				t.Fatalf("the standby did not take the Lease from %s (holder now %q)", old, now)
-			}
+			holder(t, st, old) // the standby takes the Lease
 			// The new leader reconciles: a hand scale of the sample is repaired.
-			if err := sb.ScaleDeployment(ctx, style, sandbox.SampleName, 1); err != nil {
+			if err := sb.ScaleDeployment(ctx, st.String(), sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, time.Minute, "repaired by the new leader", converged(style, sandbox.SampleName, 2, sandbox.SampleMessage))
+			eventually(t, time.Minute, "repaired by the new leader", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
 		})
 	}
 }
@@ -373,46 +342,38 @@ func TestFailover(t *testing.T) {
 // TestWatchOwnedOff reproduces the classic bug: without a Deployment watch a
 // hand scale is not repaired until something else triggers the Echo.
 func TestWatchOwnedOff(t *testing.T) {
-	for _, style := range []string{sandbox.ClientGo, sandbox.Runtime} {
-		t.Run(style, func(t *testing.T) {
+	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
+		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			since := time.Now()
-			if err := sb.SetWatchOwned(style, false); err != nil {
+			if err := sb.SetWatchOwned(st.String(), false); err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := sb.SetWatchOwned(style, true); err != nil {
+				if err := sb.SetWatchOwned(st.String(), true); err != nil {
 					t.Error(err)
 				}
 			}()
 			// Wait until both replicas run again without the watch, one of
 			// them leads, and it has done its first reconcile (of the initial
 			// list), which would otherwise repair the hand scale below.
-			for _, r := range sandbox.Replicas(style) {
-				waitEvent(t, "restart of "+style+"/"+r, func(e trace.Event) bool {
-					return e.Kind == trace.ProcessStart && e.Object == style+"/"+r && e.Time.After(since)
+			for _, r := range sandbox.Replicas(st.String()) {
+				waitEvent(t, "restart of "+st.Source(r), func(e trace.Event) bool {
+					return e.Kind == trace.ProcessStart && e.Object == st.Source(r) && e.Time.After(since)
 				})
 			}
-			var leader string
-			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				n, _, err := sb.Leader(ctx, style)
-				leader = n
-				return err == nil, nil
-			})
-			if err != nil {
-				t.Fatal("no leader running with --watch-owned=false")
-			}
+			leader := holder(t, st, "")
 			waitEvent(t, "first reconcile of the new leader", func(e trace.Event) bool {
 				return e.Source == leader && e.Kind == trace.ReconcileEnd && e.Time.After(since)
 			})
-			eventually(t, time.Minute, "2/2 before the edit", converged(style, sandbox.SampleName, 2, sandbox.SampleMessage))
-			if err := sb.ScaleDeployment(ctx, style, sandbox.SampleName, 1); err != nil {
+			eventually(t, time.Minute, "2/2 before the edit", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
+			if err := sb.ScaleDeployment(ctx, st.String(), sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
 			// The bug is that nothing happens: watch the Deployment for 3 s.
 			deadline := time.Now().Add(3 * time.Second)
 			for time.Now().Before(deadline) {
-				if d := deployment(t, style, sandbox.SampleName); *d.Spec.Replicas != 1 {
+				if d := deployment(t, st, sandbox.SampleName); *d.Spec.Replicas != 1 {
 					t.Fatalf("hand scale was repaired (replicas %d) although the operator does not watch Deployments", *d.Spec.Replicas)
 				}
 				select {
@@ -422,14 +383,14 @@ func TestWatchOwnedOff(t *testing.T) {
 				}
 			}
 			// Touch the Echo (only this style's): now the drift is repaired.
-			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sandbox.Namespace(style)).Patch(ctx, sandbox.SampleName,
+			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Patch(ctx, sandbox.SampleName,
 				types.MergePatchType, []byte(`{"metadata":{"annotations":{"rlab/touch":"`+time.Now().Format("150405.000")+`"}}}`), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// Only the spec: with no Deployment watch, the Pods becoming
 			// Ready trigger nothing, so status.ready stays stale too.
 			eventually(t, time.Minute, "repaired after the Echo was touched", func(sn world.Snapshot) bool {
-				e := echoOf(sn, style, sandbox.SampleName)
+				e := echoOf(sn, st, sandbox.SampleName)
 				return e != nil && e.Deployment != nil && e.Deployment.Replicas == 2
 			})
 		})
@@ -438,17 +399,17 @@ func TestWatchOwnedOff(t *testing.T) {
 
 // TestRBAC: each style's identity may act in its own namespace only.
 func TestRBAC(t *testing.T) {
-	for _, style := range sandbox.Styles {
-		for _, other := range sandbox.Styles {
-			t.Run(style+" in "+other, func(t *testing.T) {
+	for _, st := range style.All() {
+		for _, other := range style.All() {
+			t.Run(st.String()+" in "+other.String(), func(t *testing.T) {
 				cfg := rest.CopyConfig(sb.Backend().Config())
-				cfg.Impersonate = rest.ImpersonationConfig{UserName: sandbox.User(style)}
+				cfg.Impersonate = rest.ImpersonationConfig{UserName: st.Operator()}
 				cs := kubernetes.NewForConfigOrDie(cfg)
-				_, err := cs.AppsV1().Deployments(sandbox.Namespace(other)).List(t.Context(), metav1.ListOptions{})
-				if style == other && err != nil {
+				_, err := cs.AppsV1().Deployments(other.Namespace()).List(t.Context(), metav1.ListOptions{})
+				if st == other && err != nil {
 					t.Fatalf("own namespace: %v", err)
 				}
-				if style != other && !apierrors.IsForbidden(err) {
+				if st != other && !apierrors.IsForbidden(err) {
 					t.Fatalf("another style's namespace: got %v, want Forbidden", err)
 				}
 			})
@@ -460,7 +421,7 @@ func TestRBAC(t *testing.T) {
 // process, API requests from every proxy, and the world's derived events.
 func TestTraceFromEveryStyle(t *testing.T) {
 	seen := map[string]bool{}
-	for _, e := range events.all() {
+	for _, e := range events.All() {
 		seen[e.Source+" "+string(e.Kind)] = true
 	}
 	for _, want := range []string{
@@ -473,6 +434,9 @@ func TestTraceFromEveryStyle(t *testing.T) {
 			t.Errorf("no %q event in the trace", want)
 		}
 	}
+	// Every producer (Go operators, bash, proxies, world, supervisor)
+	// writes the keys the schema lists for its kind.
+	events.CheckSchema(t)
 }
 
 func execCommand(name string, args ...string) ([]byte, error) {

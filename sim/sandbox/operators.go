@@ -18,38 +18,53 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
-// The three operator styles, in screen order.
-const (
-	Shell    = "shell"
-	ClientGo = "clientgo"
-	Runtime  = "runtime"
-)
+// Styles are the names of all styles, in screen order.
+//
+// Deprecated: use style.All; kept while lessons and cmd name styles by string.
+var Styles = names(style.All())
 
-// Styles are all styles, in screen order.
-var Styles = []string{Shell, ClientGo, Runtime}
+// Shell is the shell loop's style name.
+//
+// Deprecated: use style.Shell; kept while lessons compare it with a string.
+const Shell = string(style.Shell)
 
-// Namespace is the namespace a style's operator owns: echo-<style>.
-func Namespace(style string) string { return "echo-" + style }
+// Namespace is the namespace a style's operator owns.
+//
+// Deprecated: use style.Style.Namespace; kept while lessons and cmd call it.
+func Namespace(name string) string { return style.Style(name).Namespace() }
 
-// Replicas are the replicas each style runs: the Go styles elect a leader
-// between two; the shell loop has no leader election and runs one.
-func Replicas(style string) []string {
-	if style == Shell {
-		return []string{"a"}
+// Replicas are the replicas a style runs: two that elect a leader, or the
+// shell loop's one (it has no leader election).
+func Replicas(name string) []string { return replicas(style.Style(name)) }
+
+func replicas(st style.Style) []string {
+	if st.ElectsLeader() {
+		return []string{"a", "b"}
 	}
-	return []string{"a", "b"}
+	return []string{"a"}
 }
 
-// User is the identity a style's operator runs as.
-func User(style string) string { return "echo-" + style + "-operator" }
+func names(sts []style.Style) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// replicaFile is the file of one replica in dir: <style>-<replica><ext>.
+func replicaFile(dir string, st style.Style, replica, ext string) string {
+	return filepath.Join(dir, string(st)+"-"+replica+ext)
+}
 
 // rules are all an operator may do in its own namespace, and no more.
-func rules(style string) []rbacv1.PolicyRule {
+func rules(st style.Style) []rbacv1.PolicyRule {
 	r := []rbacv1.PolicyRule{
 		// update and patch: finalizers live in the Echo's metadata.
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
@@ -58,12 +73,13 @@ func rules(style string) []rbacv1.PolicyRule {
 		// The registry ConfigMap that --finalizer keeps.
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{echo.RegistryName}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		// Events on Echoes (a Deployment it will not take over), and the
+		// Go styles' leader election events.
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
-	if style != Shell { // leader election and its events
+	if st.ElectsLeader() {
 		r = append(r,
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		)
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}})
 	}
 	return r
 }
@@ -72,20 +88,20 @@ func rules(style string) []rbacv1.PolicyRule {
 const RoleName = "echo-operator"
 
 // setupStyle creates a style's namespace, Role and RoleBinding.
-func setupStyle(ctx context.Context, cs kubernetes.Interface, style string) error {
-	ns := Namespace(style)
+func setupStyle(ctx context.Context, cs kubernetes.Interface, st style.Style) error {
+	ns := st.Namespace()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns}, Rules: rules(style)}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns}, Rules: rules(st)}
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("role in %s: %w", ns, err)
 	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RoleName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: User(style)}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: st.Operator()}},
 	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("rolebinding in %s: %w", ns, err)
@@ -94,15 +110,15 @@ func setupStyle(ctx context.Context, cs kubernetes.Interface, style string) erro
 }
 
 // replicaArgs is the command line of one replica.
-func (s *Sandbox) replicaArgs(style, replica, kubeconfig string) (string, []string) {
-	ns := Namespace(style)
-	if style == Shell {
+func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (string, []string) {
+	ns := st.Namespace()
+	if st == style.Shell {
 		return "bash", []string{s.shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
 			"--interval", strconv.Itoa(int(s.opts.ShellInterval / time.Second)),
 			"--kubectl", s.shellKubectl, "--replica", replica}
 	}
-	args := []string{"operator", style, "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica}
-	if slices.Contains(s.opts.Unwatched, style) {
+	args := []string{"operator", string(st), "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica}
+	if slices.Contains(s.opts.Unwatched, string(st)) {
 		args = append(args, "--watch-owned=false")
 	}
 	return s.opts.Self, args
@@ -132,31 +148,31 @@ func (s *Sandbox) startOperators() error {
 		// before the crashed replica is back, which then waits as standby.
 		Backoff: 5 * time.Second,
 	})
-	for _, style := range s.opts.Styles {
-		user, err := s.backend.AddUser(User(style), []string{"rlab:operators"})
+	for _, st := range s.styles {
+		user, err := s.backend.AddUser(st.Operator(), []string{"rlab:operators"})
 		if err != nil {
 			return err
 		}
-		for _, r := range Replicas(style) {
-			name := style + "/" + r
+		for _, r := range replicas(st) {
+			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: user, Publish: s.bus.Publish, Log: s.opts.Log})
 			if err != nil {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}
 			s.proxies[name] = p
-			kc, err := p.Kubeconfig(Namespace(style))
+			kc, err := p.Kubeconfig(st.Namespace())
 			if err != nil {
 				return err
 			}
-			kcPath := filepath.Join(dir, style+"-"+r+".kubeconfig")
+			kcPath := replicaFile(dir, st, r, ".kubeconfig")
 			if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 				return fmt.Errorf("kubeconfig for %s: %w", name, err)
 			}
-			path, args := s.replicaArgs(style, r, kcPath)
+			path, args := s.replicaArgs(st, r, kcPath)
 			if err := s.super.Add(supervisor.Spec{
-				Style: style, Replica: r, Path: path, Args: args,
+				Style: st, Replica: r, Path: path, Args: args,
 				Env:     []string{"RLAB_TRACE=1"},
-				LogFile: filepath.Join(s.opts.State.Logs(), style+"-"+r+".log"),
+				LogFile: replicaFile(s.opts.State.Logs(), st, r, ".log"),
 			}); err != nil {
 				return err
 			}

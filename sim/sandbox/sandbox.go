@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
@@ -30,7 +31,8 @@ type Options struct {
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(cluster.Phase)
 
-	// Styles are the operator styles to run (none: only the cluster).
+	// Styles are the names of the operator styles to run (none: only the
+	// cluster).
 	Styles []string
 	// Unwatched styles run with --watch-owned=false (the never-repaired bug).
 	Unwatched []string
@@ -53,6 +55,7 @@ const (
 // Sandbox is a running sandbox.
 type Sandbox struct {
 	opts    Options
+	styles  []style.Style // opts.Styles
 	lock    *state.Lock
 	backend cluster.Backend
 	bus     *bus.Bus
@@ -95,11 +98,19 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 		opts.Self = self
 	}
+	var styles []style.Style
+	for _, name := range opts.Styles {
+		st, err := style.Parse(name)
+		if err != nil {
+			return nil, err
+		}
+		styles = append(styles, st)
+	}
 	lock, err := opts.State.Acquire()
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
+	s := &Sandbox{opts: opts, styles: styles, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -156,12 +167,12 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return err
 	}
 	s.admin = admin
-	if len(s.opts.Styles) == 0 {
+	if len(s.styles) == 0 {
 		return nil
 	}
 	var nss []string
-	for _, st := range s.opts.Styles {
-		nss = append(nss, Namespace(st))
+	for _, st := range s.styles {
+		nss = append(nss, st.Namespace())
 		if err := setupStyle(ctx, admin.kube, st); err != nil {
 			return err
 		}
@@ -200,8 +211,8 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 
 // allReady is true when every style's Echo name reports status want.
 func (s *Sandbox) allReady(sn world.Snapshot, name, want string) bool {
-	for _, st := range s.opts.Styles {
-		ns := sn.Namespaces[Namespace(st)]
+	for _, st := range s.styles {
+		ns := sn.Namespaces[st.Namespace()]
 		if ns == nil || ns.Echoes[name] == nil || ns.Echoes[name].Ready != want {
 			return false
 		}

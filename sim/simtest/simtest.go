@@ -142,6 +142,17 @@ func (r *Recorder) None(t testing.TB, kind trace.Kind) {
 	}
 }
 
+// CheckSchema fails t once for each recorded event that carries a field its
+// kind does not (trace.Schema): its producer wrote a key by hand.
+func (r *Recorder) CheckSchema(t testing.TB) {
+	t.Helper()
+	for _, e := range r.All() {
+		if err := trace.CheckSchema(e); err != nil {
+			t.Errorf("event from %s: %v", e.Source, err)
+		}
+	}
+}
+
 // Buffer is a bytes.Buffer safe for one writer goroutine and readers.
 type Buffer struct {
 	mu sync.Mutex

@@ -3,6 +3,7 @@ package simtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,29 @@ func TestRecorderFromBus(t *testing.T) {
 	}
 	if n := len(r.All()); n != 2 {
 		t.Fatalf("All: %d events, want 2", n)
+	}
+}
+
+// errorsTB counts the errors a helper reports instead of failing the test.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorsTB) Helper() {}
+
+func (e *errorsTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestCheckSchema(t *testing.T) {
+	var r Recorder
+	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{trace.FieldOwner: "Echo/hello"}})
+	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{"ownr": "Echo/hello"}})
+	r.Publish(trace.Event{Kind: "no.such.kind", Source: "proxy/clientgo/a"})
+	tb := &errorsTB{TB: t}
+	r.CheckSchema(tb)
+	if len(tb.errs) != 2 || !strings.Contains(tb.errs[0], `"ownr"`) || !strings.Contains(tb.errs[1], "no.such.kind") {
+		t.Fatalf("CheckSchema reported %q, want the misspelt field and the unknown kind", tb.errs)
 	}
 }

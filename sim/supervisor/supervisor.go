@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proc"
 )
@@ -24,7 +25,7 @@ const Source = "supervisor"
 
 // Spec is one replica to run.
 type Spec struct {
-	Style   string // "shell", "clientgo", "runtime"
+	Style   style.Style
 	Replica string // "a", "b"
 	Path    string
 	Args    []string
@@ -33,7 +34,7 @@ type Spec struct {
 }
 
 // Name is "<style>/<replica>", the replica's trace source.
-func (s Spec) Name() string { return s.Style + "/" + s.Replica }
+func (s Spec) Name() string { return s.Style.Source(s.Replica) }
 
 // Options configures a supervisor.
 type Options struct {
@@ -45,7 +46,8 @@ type Options struct {
 	Backoff, MaxBackoff, StableAfter time.Duration
 }
 
-// Status is a replica's state for the screen and the lessons.
+// Status is a replica's state for the screen and the lessons. Style is the
+// style's name: the screen and the lessons compare it with strings.
 type Status struct {
 	Name, Style, Replica string
 	PID                  int // 0 while not running
@@ -145,7 +147,7 @@ func (s *Supervisor) start(r *replica) error {
 			r.malformed++
 			n := r.malformed
 			s.mu.Unlock()
-			s.opts.Publish(trace.Event{Source: name, Kind: trace.Malformed, Fields: map[string]any{"line": line, "count": n}})
+			s.opts.Publish(trace.Event{Source: name, Kind: trace.Malformed, Fields: map[string]any{trace.FieldLine: line, trace.FieldCount: n}})
 		})
 	}()
 	go func() {
@@ -154,7 +156,7 @@ func (s *Supervisor) start(r *replica) error {
 		logf.Close()
 	}()
 	s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessStart, Object: name,
-		Fields: map[string]any{"pid": c.PID(), "restarts": r.restarts}})
+		Fields: map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts}})
 	s.opts.Log.Info("replica started", "replica", name, "pid", c.PID(), "restarts", r.restarts)
 	return nil
 }
@@ -178,17 +180,17 @@ func (s *Supervisor) watch(r *replica) {
 		if time.Since(started) > s.opts.StableAfter {
 			backoff = s.opts.Backoff
 		}
-		fields := map[string]any{"pid": c.PID(), "restarts": r.restarts, "backoff_ms": backoff.Milliseconds()}
+		fields := map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldBackoffMS: backoff.Milliseconds()}
 		if ps := c.ProcessState(); ps != nil {
-			fields["code"] = ps.ExitCode()
+			fields[trace.FieldCode] = ps.ExitCode()
 			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				fields["signal"] = ws.Signal().String()
+				fields[trace.FieldSignal] = ws.Signal().String()
 			}
 		}
 		removed := r.removed
 		if removed {
 			delete(s.replicas, r.spec.Name())
-			fields["removed"] = true
+			fields[trace.FieldRemoved] = true
 		}
 		s.mu.Unlock()
 		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(), Fields: fields})
@@ -224,7 +226,7 @@ func (s *Supervisor) watch(r *replica) {
 		if err != nil {
 			s.opts.Log.Error("restart failed", "replica", r.spec.Name(), "error", err)
 			s.opts.Publish(trace.Event{Source: Source, Kind: trace.Log, Object: r.spec.Name(),
-				Fields: map[string]any{"msg": "restart failed: " + err.Error()}})
+				Fields: map[string]any{trace.FieldMsg: "restart failed: " + err.Error()}})
 			return
 		}
 	}
@@ -381,7 +383,7 @@ func (s *Supervisor) Statuses() []Status {
 	defer s.mu.Unlock()
 	out := make([]Status, 0, len(s.replicas))
 	for name, r := range s.replicas {
-		st := Status{Name: name, Style: r.spec.Style, Replica: r.spec.Replica, Paused: r.paused,
+		st := Status{Name: name, Style: string(r.spec.Style), Replica: r.spec.Replica, Paused: r.paused,
 			Restarts: r.restarts, Malformed: r.malformed}
 		select {
 		case <-r.child.Done():

@@ -43,7 +43,7 @@ type echoTrack struct {
 // once the Echo has stayed unchanged for the settle time; a repair within that
 // time is published with it.
 type drift struct {
-	what      string // "replicas", "message", "owner", "deleted"
+	what      string // trace.DriftReplicas, DriftMessage, DriftOwner, DriftDeleted
 	since     time.Time
 	gen       int64 // the Echo's generation when it was seen
 	confirmed bool
@@ -77,7 +77,7 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		if tr.deleting.IsZero() {
 			tr.deleting = now
 			evs = append(evs, m.event(now, trace.EchoDeleting, echov1.Kind+"/"+e.Name,
-				map[string]any{"finalizers": strings.Join(e.Finalizers, ",")}))
+				map[string]any{trace.FieldFinalizers: strings.Join(e.Finalizers, ",")}))
 		}
 	case fresh && !initial:
 		tr.converge = &converge{since: now, created: true}
@@ -105,7 +105,7 @@ func (m *nsModel) deleteEcho(e *echov1.Echo, now time.Time) []trace.Event {
 	}
 	delete(m.echoes, e.Name)
 	delete(m.tracks, e.Name)
-	return []trace.Event{m.event(now, trace.EchoDeleted, echov1.Kind+"/"+e.Name, map[string]any{"waited_ms": ms(waited)})}
+	return []trace.Event{m.event(now, trace.EchoDeleted, echov1.Kind+"/"+e.Name, map[string]any{trace.FieldWaitedMS: ms(waited)})}
 }
 
 // setRegistry records the registry ConfigMap (nil: deleted).
@@ -131,29 +131,41 @@ func (m *nsModel) upsertDeployment(d *appsv1.Deployment, now time.Time) []trace.
 
 func (m *nsModel) deleteDeployment(d *appsv1.Deployment, now time.Time) []trace.Event {
 	evs := m.collected(d, "Deployment", now)
-	if cur := m.deployments[d.Name]; cur != nil && cur.UID == d.UID {
-		delete(m.deployments, d.Name)
-	}
+	forget(m.deployments, d)
 	if name, ok := echoFor(d.Name); ok {
 		evs = append(evs, m.evaluate(name, true, now)...)
 	}
 	return evs
 }
 
+func (m *nsModel) upsertReplicaSet(rs *appsv1.ReplicaSet, _ time.Time) []trace.Event {
+	m.replicaSets[rs.Name] = rs
+	return nil
+}
+
 func (m *nsModel) deleteReplicaSet(rs *appsv1.ReplicaSet, now time.Time) []trace.Event {
 	evs := m.collected(rs, "ReplicaSet", now)
-	if cur := m.replicaSets[rs.Name]; cur != nil && cur.UID == rs.UID {
-		delete(m.replicaSets, rs.Name)
-	}
+	forget(m.replicaSets, rs)
 	return evs
+}
+
+func (m *nsModel) upsertPod(p *corev1.Pod, _ time.Time) []trace.Event {
+	m.pods[p.Name] = p
+	return nil
 }
 
 func (m *nsModel) deletePod(p *corev1.Pod, now time.Time) []trace.Event {
 	evs := m.collected(p, "Pod", now)
-	if cur := m.pods[p.Name]; cur != nil && cur.UID == p.UID {
-		delete(m.pods, p.Name)
-	}
+	forget(m.pods, p)
 	return evs
+}
+
+// forget removes deleted object o from objs, unless a newer object of the
+// same name has replaced it there already.
+func forget[T metav1.Object](objs map[string]T, o T) {
+	if cur, ok := objs[o.GetName()]; ok && cur.GetUID() == o.GetUID() {
+		delete(objs, o.GetName())
+	}
 }
 
 // collected derives gc.collected for o, just deleted, if its controller
@@ -168,7 +180,7 @@ func (m *nsModel) collected(o metav1.Object, kind string, now time.Time) []trace
 	}
 	owner := ref.Kind + "/" + ref.Name
 	object := kind + "/" + o.GetName()
-	fields := map[string]any{"owner": owner}
+	fields := map[string]any{trace.FieldOwner: owner}
 	alive, known := m.ownerAlive(ref.Kind, ref.UID)
 	switch {
 	case !known:
@@ -221,7 +233,7 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 		return nil
 	}
 	d := m.deployments[echo.DeploymentName(name)]
-	what := "deleted"
+	what := trace.DriftDeleted
 	if d != nil {
 		what = echo.Drift(d, echo.DesiredDeployment(e, ""))
 	}
@@ -246,9 +258,9 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 	}
 	if c := tr.converge; c != nil && statusCaughtUp(e, c.created) {
 		tr.converge = nil
-		fields := map[string]any{"latency_ms": ms(now.Sub(c.since)), "generation": e.Generation, "echo": name}
+		fields := map[string]any{trace.FieldLatencyMS: ms(now.Sub(c.since)), trace.FieldGeneration: e.Generation, trace.FieldEcho: name}
 		if c.created {
-			fields["created"] = true
+			fields[trace.FieldCreated] = true
 		}
 		evs = append(evs, m.event(now, trace.Converged, echov1.Kind+"/"+name, fields))
 	}
@@ -267,7 +279,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 		return nil
 	}
 	evs := []trace.Event{m.event(dr.since, trace.DriftDetected, "Deployment/"+echo.DeploymentName(name),
-		map[string]any{"what": dr.what, "echo": name})}
+		map[string]any{trace.FieldWhat: dr.what, trace.FieldEcho: name})}
 	if dr.repaired.IsZero() {
 		dr.confirmed = true
 		return evs
@@ -278,7 +290,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 
 func (m *nsModel) repaired(name string, dr *drift, at time.Time) trace.Event {
 	return m.event(at, trace.DriftRepaired, "Deployment/"+echo.DeploymentName(name),
-		map[string]any{"what": dr.what, "latency_ms": ms(at.Sub(dr.since)), "echo": name})
+		map[string]any{trace.FieldWhat: dr.what, trace.FieldLatencyMS: ms(at.Sub(dr.since)), trace.FieldEcho: name})
 }
 
 // statusCaughtUp: after an edit, status.ready is written for the new replica
@@ -308,6 +320,6 @@ func (m *nsModel) setLease(name string, l *coordinationv1.Lease, now time.Time) 
 		transitions = *l.Spec.LeaseTransitions
 	}
 	return []trace.Event{m.event(now, trace.LeaderObserved, "Lease/"+name, map[string]any{
-		"identity": cur, "previous": prev, "transitions": transitions, "lease": name,
+		trace.FieldIdentity: cur, trace.FieldPrevious: prev, trace.FieldTransitions: transitions, trace.FieldLease: name,
 	})}
 }

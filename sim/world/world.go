@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -373,21 +372,11 @@ func (w *World) deploymentHandler(ns string) cache.ResourceEventHandler {
 }
 
 func (w *World) replicaSetHandler(ns string) cache.ResourceEventHandler {
-	return typedHandler(w, ns,
-		func(m *nsModel, rs *appsv1.ReplicaSet, _ time.Time) []trace.Event {
-			m.replicaSets[rs.Name] = rs
-			return nil
-		},
-		(*nsModel).deleteReplicaSet)
+	return typedHandler(w, ns, (*nsModel).upsertReplicaSet, (*nsModel).deleteReplicaSet)
 }
 
 func (w *World) podHandler(ns string) cache.ResourceEventHandler {
-	return typedHandler(w, ns,
-		func(m *nsModel, p *corev1.Pod, _ time.Time) []trace.Event {
-			m.pods[p.Name] = p
-			return nil
-		},
-		(*nsModel).deletePod)
+	return typedHandler(w, ns, (*nsModel).upsertPod, (*nsModel).deletePod)
 }
 
 func (w *World) configMapHandler(ns string) cache.ResourceEventHandler {

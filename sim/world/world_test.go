@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,7 +27,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
-	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -46,122 +44,44 @@ var shared struct {
 const timeout = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	env, err := clustertest.Start(context.Background(), "world-test")
-	if err != nil {
-		// Never skip: the world model is only worth what it sees of a real cluster.
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	shared.cfg = env.Config()
-	shared.cs = kubernetes.NewForConfigOrDie(env.Config())
-	shared.dyn = dynamic.NewForConfigOrDie(env.Config())
-	return m.Run()
-}
-
-// eventually polls cond every 20 ms until it holds or timeout passes.
-func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
-}
-
-// recorder collects what a World publishes.
-type recorder struct {
-	mu  sync.Mutex
-	evs []trace.Event
-}
-
-func (r *recorder) publish(e trace.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, e)
-	r.mu.Unlock()
-}
-
-// of returns the events of one kind, in order.
-func (r *recorder) of(kind trace.Kind) []trace.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []trace.Event
-	for _, e := range r.evs {
-		if e.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// wait returns the first event of kind on object that match accepts.
-func (r *recorder) wait(t testing.TB, kind trace.Kind, object string, match func(trace.Event) bool) trace.Event {
-	t.Helper()
-	var got trace.Event
-	eventually(t, fmt.Sprintf("%s %s", kind, object), func(context.Context) (bool, error) {
-		for _, e := range r.of(kind) {
-			if e.Object == object && (match == nil || match(e)) {
-				got = e
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("events so far: %v", r.of(kind))
-	})
-	return got
-}
-
-// none fails if any event of kind was published. Call judged first.
-func (r *recorder) none(t testing.TB, kind trace.Kind) {
-	t.Helper()
-	if evs := r.of(kind); len(evs) > 0 {
-		t.Errorf("want no %s events, got %v", kind, evs)
-	}
+	os.Exit(clustertest.Main(m, "world-test", func(env *clustertest.Env) {
+		shared.cfg = env.Config()
+		shared.cs = kubernetes.NewForConfigOrDie(env.Config())
+		shared.dyn = dynamic.NewForConfigOrDie(env.Config())
+	}))
 }
 
 // judged waits until w has made and published every judgment pending on the
 // model it has seen, so that "no such event" means none will come.
 func judged(t testing.TB, w *world.World) {
 	t.Helper()
-	eventually(t, "pending judgments made", func(context.Context) (bool, error) {
-		return w.Settling() == 0, nil
-	})
+	simtest.Eventually(t, timeout, "pending judgments made", simtest.True(func() bool { return w.Settling() == 0 }))
 }
 
 // fixture is one test's namespace, World and recorded events.
 type fixture struct {
 	ns  string
 	w   *world.World
-	rec *recorder
+	rec *simtest.Recorder
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ns := newNamespace(t)
-	rec := &recorder{}
+	ns := clustertest.Namespace(t, shared.cs, "world")
+	rec := &simtest.Recorder{}
 	return &fixture{ns: ns, w: startWorld(t, []string{ns}, rec), rec: rec}
 }
 
 // startWorld starts a World that stops when the test ends.
-func startWorld(t *testing.T, namespaces []string, rec *recorder) *world.World {
+// What it publishes must follow the trace schema.
+func startWorld(t *testing.T, namespaces []string, rec *simtest.Recorder) *world.World {
 	t.Helper()
+	t.Cleanup(func() { rec.CheckSchema(t) }) // after the World stopped
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := world.Start(ctx, world.Options{
 		Config:     shared.cfg,
 		Namespaces: namespaces,
-		Publish:    rec.publish,
+		Publish:    rec.Publish,
 		Log:        slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -173,21 +93,6 @@ func startWorld(t *testing.T, namespaces []string, rec *recorder) *world.World {
 		<-w.Done()
 	})
 	return w
-}
-
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns, err := shared.cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "world-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shared.cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
 }
 
 func echoes(ns string) dynamic.ResourceInterface {
@@ -281,7 +186,7 @@ func reconcile(t *testing.T, ns, name string) {
 		t.Fatalf("get Echo: %v", err)
 	}
 	want := echo.DesiredDeployment(e, "rlab-test")
-	eventually(t, "create or update "+want.Name, func(ctx context.Context) (bool, error) {
+	simtest.Eventually(t, timeout, "create or update "+want.Name, func(ctx context.Context) (bool, error) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			have, err := deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -301,7 +206,7 @@ func reconcile(t *testing.T, ns, name string) {
 		return err == nil, err
 	})
 	var d *appsv1.Deployment
-	eventually(t, want.Name+" ready", func(ctx context.Context) (bool, error) {
+	simtest.Eventually(t, timeout, want.Name+" ready", func(ctx context.Context) (bool, error) {
 		d, err = deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -399,7 +304,7 @@ func (f *fixture) helloReady(t *testing.T) world.Snapshot {
 	t.Helper()
 	createEcho(t, f.ns, "hello", "hello from rlab", 2)
 	reconcile(t, f.ns, "hello")
-	f.rec.wait(t, trace.Converged, "Echo/hello", nil)
+	f.rec.Wait(t, timeout, trace.Converged, "Echo/hello", nil)
 	return waitFor(t, f.w, "hello 2/2 in the model", func(s world.Snapshot) bool {
 		e := s.Namespaces[f.ns].Echoes["hello"]
 		return e != nil && e.Ready == "2/2" && settled(e.Deployment, 2)
@@ -408,8 +313,8 @@ func (f *fixture) helloReady(t *testing.T) world.Snapshot {
 
 func TestTree(t *testing.T) {
 	t.Parallel()
-	ns, other := newNamespace(t), newNamespace(t)
-	rec := &recorder{}
+	ns, other := clustertest.Namespace(t, shared.cs, "world"), clustertest.Namespace(t, shared.cs, "world")
+	rec := &simtest.Recorder{}
 	w := startWorld(t, []string{ns, other}, rec)
 
 	s := w.Snapshot()
@@ -472,16 +377,16 @@ func TestTree(t *testing.T) {
 	}
 
 	// created → ready is a convergence too.
-	c := rec.wait(t, trace.Converged, "Echo/hello", nil)
-	if c.Source != world.Source || c.Namespace != ns || c.Fields["created"] != true || c.Fields["generation"] != int64(1) || c.Str("echo") != "hello" {
+	c := rec.Wait(t, timeout, trace.Converged, "Echo/hello", nil)
+	if c.Source != world.Source || c.Namespace != ns || c.Fields[trace.FieldCreated] != true || c.Fields[trace.FieldGeneration] != int64(1) || c.Str(trace.FieldEcho) != "hello" {
 		t.Errorf("created convergence: %+v", c)
 	}
-	if ms, ok := c.Num("latency_ms"); !ok || ms <= 0 {
-		t.Errorf("created convergence latency_ms = %v", c.Fields["latency_ms"])
+	if ms, ok := c.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
+		t.Errorf("created convergence latency_ms = %v", c.Fields[trace.FieldLatencyMS])
 	}
 	judged(t, w)
-	rec.none(t, trace.DriftDetected)
-	rec.none(t, trace.GCCollected)
+	rec.None(t, trace.DriftDetected)
+	rec.None(t, trace.GCCollected)
 }
 
 func TestWaitFor(t *testing.T) {
@@ -536,18 +441,18 @@ func TestDrift(t *testing.T) {
 		what    string
 		breakIt func(t *testing.T, ns string)
 	}{
-		{"replicas", func(t *testing.T, ns string) {
+		{trace.DriftReplicas, func(t *testing.T, ns string) {
 			changeDeployment(t, ns, "echo-hello", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) })
 		}},
-		{"message", func(t *testing.T, ns string) {
+		{trace.DriftMessage, func(t *testing.T, ns string) {
 			changeDeployment(t, ns, "echo-hello", func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Containers[0].Args = []string{echo.Arg("tampered")}
 			})
 		}},
-		{"owner", func(t *testing.T, ns string) {
+		{trace.DriftOwner, func(t *testing.T, ns string) {
 			changeDeployment(t, ns, "echo-hello", func(d *appsv1.Deployment) { d.OwnerReferences = nil })
 		}},
-		{"deleted", func(t *testing.T, ns string) {
+		{trace.DriftDeleted, func(t *testing.T, ns string) {
 			if err := deployments(ns).Delete(t.Context(), "echo-hello", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -560,18 +465,18 @@ func TestDrift(t *testing.T) {
 			oldRS := before.Namespaces[f.ns].Echoes["hello"].Deployment.ReplicaSets[0].Name
 
 			tc.breakIt(t, f.ns)
-			det := f.rec.wait(t, trace.DriftDetected, "Deployment/echo-hello", nil)
-			if det.Str("what") != tc.what || det.Str("echo") != "hello" || det.Namespace != f.ns || det.Source != world.Source {
+			det := f.rec.Wait(t, timeout, trace.DriftDetected, "Deployment/echo-hello", nil)
+			if det.Str(trace.FieldWhat) != tc.what || det.Str(trace.FieldEcho) != "hello" || det.Namespace != f.ns || det.Source != world.Source {
 				t.Errorf("drift.detected: %+v, want what=%s", det, tc.what)
 			}
 
 			reconcile(t, f.ns, "hello") // the operator repairs it
-			rep := f.rec.wait(t, trace.DriftRepaired, "Deployment/echo-hello", nil)
-			if rep.Str("what") != tc.what || rep.Str("echo") != "hello" {
+			rep := f.rec.Wait(t, timeout, trace.DriftRepaired, "Deployment/echo-hello", nil)
+			if rep.Str(trace.FieldWhat) != tc.what || rep.Str(trace.FieldEcho) != "hello" {
 				t.Errorf("drift.repaired: %+v, want what=%s", rep, tc.what)
 			}
-			if ms, ok := rep.Num("latency_ms"); !ok || ms <= 0 {
-				t.Errorf("drift.repaired latency_ms = %v, want > 0", rep.Fields["latency_ms"])
+			if ms, ok := rep.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
+				t.Errorf("drift.repaired latency_ms = %v, want > 0", rep.Fields[trace.FieldLatencyMS])
 			}
 
 			// Wait until scale-downs and rollouts have finished, so every Pod
@@ -581,31 +486,31 @@ func TestDrift(t *testing.T) {
 				return e != nil && settled(e.Deployment, 2) && len(e.Deployment.ReplicaSets) <= 2
 			})
 			judged(t, f.w)
-			if n := len(f.rec.of(trace.DriftDetected)); n != 1 {
-				t.Errorf("want one drift.detected, got %v", f.rec.of(trace.DriftDetected))
+			if n := len(f.rec.Of(trace.DriftDetected)); n != 1 {
+				t.Errorf("want one drift.detected, got %v", f.rec.Of(trace.DriftDetected))
 			}
-			if n := len(f.rec.of(trace.DriftRepaired)); n != 1 {
-				t.Errorf("want one drift.repaired, got %v", f.rec.of(trace.DriftRepaired))
+			if n := len(f.rec.Of(trace.DriftRepaired)); n != 1 {
+				t.Errorf("want one drift.repaired, got %v", f.rec.Of(trace.DriftRepaired))
 			}
-			if n := len(f.rec.of(trace.Converged)); n != 1 {
-				t.Errorf("a repair is not a convergence: want only the created one, got %v", f.rec.of(trace.Converged))
+			if n := len(f.rec.Of(trace.Converged)); n != 1 {
+				t.Errorf("a repair is not a convergence: want only the created one, got %v", f.rec.Of(trace.Converged))
 			}
 
-			if tc.what != "deleted" {
+			if tc.what != trace.DriftDeleted {
 				// A ReplicaSet scaling its Pods down is not garbage collection.
-				f.rec.none(t, trace.GCCollected)
+				f.rec.None(t, trace.GCCollected)
 				return
 			}
 			// The hand-deleted Deployment's ReplicaSet and Pods are collected.
-			f.rec.wait(t, trace.GCCollected, "ReplicaSet/"+oldRS, func(e trace.Event) bool {
-				return e.Str("owner") == "Deployment/echo-hello"
+			f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+oldRS, func(e trace.Event) bool {
+				return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
 			})
 			for _, p := range before.Namespaces[f.ns].Echoes["hello"].Deployment.Pods {
-				f.rec.wait(t, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-					return e.Str("owner") == "ReplicaSet/"+oldRS
+				f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
+					return e.Str(trace.FieldOwner) == "ReplicaSet/"+oldRS
 				})
 			}
-			for _, e := range f.rec.of(trace.GCCollected) {
+			for _, e := range f.rec.Of(trace.GCCollected) {
 				if e.Object == "Deployment/echo-hello" {
 					t.Errorf("a Deployment deleted by hand while its Echo lives is not gc: %+v", e)
 				}
@@ -633,12 +538,12 @@ func TestConverge(t *testing.T) {
 			editEcho(t, f.ns, "hello", tc.edit)
 			reconcile(t, f.ns, "hello")
 
-			c := f.rec.wait(t, trace.Converged, "Echo/hello", func(e trace.Event) bool { return e.Fields["created"] == nil })
-			if c.Fields["generation"] != int64(2) || c.Str("echo") != "hello" || c.Namespace != f.ns {
+			c := f.rec.Wait(t, timeout, trace.Converged, "Echo/hello", func(e trace.Event) bool { return e.Fields[trace.FieldCreated] == nil })
+			if c.Fields[trace.FieldGeneration] != int64(2) || c.Str(trace.FieldEcho) != "hello" || c.Namespace != f.ns {
 				t.Errorf("echo.converged: %+v, want generation 2", c)
 			}
-			if ms, ok := c.Num("latency_ms"); !ok || ms <= 0 {
-				t.Errorf("echo.converged latency_ms = %v, want > 0", c.Fields["latency_ms"])
+			if ms, ok := c.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
+				t.Errorf("echo.converged latency_ms = %v, want > 0", c.Fields[trace.FieldLatencyMS])
 			}
 			s := waitFor(t, f.w, "hello converged in the model", func(s world.Snapshot) bool {
 				e := s.Namespaces[f.ns].Echoes["hello"]
@@ -650,10 +555,10 @@ func TestConverge(t *testing.T) {
 			}
 			// An edit of the Echo is a convergence, never drift.
 			judged(t, f.w)
-			f.rec.none(t, trace.DriftDetected)
-			f.rec.none(t, trace.DriftRepaired)
-			if n := len(f.rec.of(trace.Converged)); n != 2 {
-				t.Errorf("want 2 echo.converged (created, edited), got %v", f.rec.of(trace.Converged))
+			f.rec.None(t, trace.DriftDetected)
+			f.rec.None(t, trace.DriftRepaired)
+			if n := len(f.rec.Of(trace.Converged)); n != 2 {
+				t.Errorf("want 2 echo.converged (created, edited), got %v", f.rec.Of(trace.Converged))
 			}
 		})
 	}
@@ -668,28 +573,28 @@ func TestGarbageCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rec.wait(t, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str("owner") == "Echo/hello" })
+	f.rec.Wait(t, timeout, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
 	for _, rs := range before.ReplicaSets {
-		f.rec.wait(t, trace.GCCollected, "ReplicaSet/"+rs.Name, func(e trace.Event) bool {
-			return e.Str("owner") == "Deployment/echo-hello"
+		f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+rs.Name, func(e trace.Event) bool {
+			return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
 		})
 	}
 	for _, p := range before.Pods {
-		f.rec.wait(t, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-			return e.Str("owner") == "ReplicaSet/"+before.ReplicaSets[0].Name
+		f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
+			return e.Str(trace.FieldOwner) == "ReplicaSet/"+before.ReplicaSets[0].Name
 		})
 	}
 	waitFor(t, f.w, "everything gone from the model", func(s world.Snapshot) bool {
 		v := s.Namespaces[f.ns]
 		return len(v.Echoes) == 0 && len(v.Orphans) == 0
 	})
-	for _, e := range f.rec.of(trace.GCCollected) {
+	for _, e := range f.rec.Of(trace.GCCollected) {
 		if e.Namespace != f.ns || e.Source != world.Source {
 			t.Errorf("gc.collected: %+v", e)
 		}
 	}
 	judged(t, f.w)
-	f.rec.none(t, trace.DriftDetected)
+	f.rec.None(t, trace.DriftDetected)
 }
 
 func TestOrphan(t *testing.T) {
@@ -710,8 +615,8 @@ func TestOrphan(t *testing.T) {
 		t.Errorf("orphan: %s", dump(s))
 	}
 	judged(t, f.w)
-	f.rec.none(t, trace.GCCollected)
-	f.rec.none(t, trace.DriftDetected)
+	f.rec.None(t, trace.GCCollected)
+	f.rec.None(t, trace.DriftDetected)
 }
 
 func TestLeader(t *testing.T) {
@@ -788,8 +693,8 @@ func TestLeader(t *testing.T) {
 			}
 			// Events are published just after the model changes.
 			var got []trace.Event
-			eventually(t, fmt.Sprintf("%d leader.observed", wantEvents), func(context.Context) (bool, error) {
-				got = f.rec.of(trace.LeaderObserved)
+			simtest.Eventually(t, timeout, fmt.Sprintf("%d leader.observed", wantEvents), func(context.Context) (bool, error) {
+				got = f.rec.Of(trace.LeaderObserved)
 				return len(got) >= wantEvents, nil
 			})
 			if len(got) != wantEvents {
@@ -799,8 +704,8 @@ func TestLeader(t *testing.T) {
 				return
 			}
 			e := got[len(got)-1]
-			if e.Object != "Lease/"+echo.LeaseName || e.Namespace != f.ns || e.Str("identity") != st.identity ||
-				e.Str("previous") != st.previous || e.Fields["transitions"] != st.transitions {
+			if e.Object != "Lease/"+echo.LeaseName || e.Namespace != f.ns || e.Str(trace.FieldIdentity) != st.identity ||
+				e.Str(trace.FieldPrevious) != st.previous || e.Fields[trace.FieldTransitions] != st.transitions {
 				t.Errorf("leader.observed: %+v, want identity=%q previous=%q transitions=%d",
 					e, st.identity, st.previous, st.transitions)
 			}
@@ -837,14 +742,14 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	if err := echoes(f.ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deleting := f.rec.wait(t, trace.EchoDeleting, "Echo/held", nil)
-	if got := deleting.Str("finalizers"); got != echo.Finalizer {
+	deleting := f.rec.Wait(t, timeout, trace.EchoDeleting, "Echo/held", nil)
+	if got := deleting.Str(trace.FieldFinalizers); got != echo.Finalizer {
 		t.Errorf("echo.deleting finalizers = %q, want %q", got, echo.Finalizer)
 	}
 	if v := f.w.Snapshot().Namespaces[f.ns].Echoes["held"]; v == nil || !v.Deleting {
 		t.Fatalf("held while its finalizer holds it: %+v, want present and deleting", v)
 	}
-	f.rec.none(t, trace.EchoDeleted)
+	f.rec.None(t, trace.EchoDeleted)
 
 	// The cleanup, as the operators do it: unlist, then drop the finalizer.
 	if err := echo.Unregister(ctx, shared.cs, f.ns, "held"); err != nil {
@@ -861,8 +766,8 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	if _, err := echoes(f.ns).Patch(ctx, "held", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deleted := f.rec.wait(t, trace.EchoDeleted, "Echo/held", nil)
-	if waited, _ := deleted.Num("waited_ms"); waited <= 0 || deleted.Time.Before(deleting.Time) {
+	deleted := f.rec.Wait(t, timeout, trace.EchoDeleted, "Echo/held", nil)
+	if waited, _ := deleted.Num(trace.FieldWaitedMS); waited <= 0 || deleted.Time.Before(deleting.Time) {
 		t.Errorf("echo.deleted waited_ms = %v at %v, want > 0 and after echo.deleting at %v", waited, deleted.Time, deleting.Time)
 	}
 	s := waitFor(t, f.w, "held gone and unlisted", func(s world.Snapshot) bool {

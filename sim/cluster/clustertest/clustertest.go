@@ -1,7 +1,7 @@
 // Package clustertest starts a real envtest backend for the tests of other
-// packages, the same way everywhere. The calling test binary must call
-// proc.MaybeRunWrapper first thing in TestMain: it serves as envtest's exec
-// wrapper.
+// packages, the same way everywhere. A test binary that calls Start itself
+// must call proc.MaybeRunWrapper first thing in TestMain (it serves as
+// envtest's exec wrapper); Main does.
 package clustertest
 
 import (
@@ -9,10 +9,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/proc"
 )
 
 // Env is a started backend and the temporary directory holding its state.
@@ -61,4 +67,43 @@ func (e *Env) Stop() error {
 		return fmt.Errorf("stop envtest backend: %w (logs in %s)", err, filepath.Join(e.Root, "logs"))
 	}
 	return os.RemoveAll(e.Root)
+}
+
+// Main is the body of TestMain for a package whose tests share one backend:
+//
+//	func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, "world-test", setup)) }
+//
+// It serves as envtest's exec wrapper, starts the backend, gives it to use,
+// runs the tests and stops the backend. Without the control plane the tests
+// fail: they are the proof that the sandbox works, never skipped.
+func Main(m *testing.M, prefix string, use func(*Env)) int {
+	proc.MaybeRunWrapper()
+	env, err := Start(context.Background(), prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	use(env)
+	return m.Run()
+}
+
+// Namespace creates a namespace "<prefix>-<random>" for one test and
+// deletes it when the test ends.
+func Namespace(t testing.TB, cs kubernetes.Interface, prefix string) string {
+	t.Helper()
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
 }

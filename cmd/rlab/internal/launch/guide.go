@@ -1,0 +1,56 @@
+package launch
+
+import (
+	"context"
+
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/tui"
+)
+
+// Follow is a lesson followed on the screen.
+type Follow struct {
+	Lesson    *lessons.Lesson
+	Course    []*lessons.Lesson // every lesson, for the screen's list
+	FromStart bool              // at step 1, not where the student got to
+}
+
+// follow makes the Guide of a lesson, resuming where the student got to.
+func (l *Launcher) follow(ctx context.Context, f *Follow) error {
+	prog, from, err := Resume(l.Dir, f.Lesson, f.FromStart)
+	if err != nil {
+		return err
+	}
+	p := lessons.NewPlayer(l.sb)
+	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
+	l.guide, l.guideStop = sessionGuide{s}, func() { s.Close(); p.Close() }
+	return nil
+}
+
+// sessionGuide is a lessons.Session as the screen's Guide: the state types
+// have the same fields, so they convert.
+type sessionGuide struct{ *lessons.Session }
+
+func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
+
+func (g sessionGuide) Lessons() []tui.GuideEntry {
+	es := g.Session.Lessons()
+	out := make([]tui.GuideEntry, len(es))
+	for i, e := range es {
+		out[i] = tui.GuideEntry(e)
+	}
+	return out
+}
+
+// Resume loads the student's progress and the step lesson l resumes at:
+// where they got to, or the first with fromStart.
+func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, int, error) {
+	prog, err := lessons.LoadProgress(d)
+	if err != nil {
+		return nil, 0, err
+	}
+	if fromStart {
+		return prog, 0, nil
+	}
+	return prog, prog.Resume(l), nil
+}

@@ -1,0 +1,264 @@
+// Package launch is the start-up sequence every rlab command that runs a
+// sandbox shares: claim the state dir, find (or build) the control plane,
+// make the trace bus, start the sandbox, then the recorder and the lesson
+// guide; and the shutdown in the reverse order. The commands (up, run,
+// lesson) are flags over it, as kind's commands are flags over its cluster
+// provider:
+//
+//	l, err := launch.New() // *state.BusyError if a sandbox runs already
+//	...
+//	defer l.Close()
+//	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), Sample: true, Report: launch.Print(os.Stderr)})
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/tui"
+)
+
+// Backend is the kind of cluster a Launcher starts.
+const Backend = "envtest"
+
+// Options say what to start and who is told how it goes.
+type Options struct {
+	// Styles are the operator styles to run (none: only the cluster).
+	Styles        []style.Style
+	ShellInterval time.Duration
+	// Sample creates Echo "hello" in every style and waits until it is ready.
+	Sample bool
+	Report Report
+	// Screen makes Source, the screen's view of the sandbox.
+	Screen bool
+	// Follow, if set, is the lesson the screen follows: Start makes Guide.
+	Follow *Follow
+}
+
+// StartError is a sandbox that did not start; everything it had started was
+// stopped.
+type StartError struct {
+	Err  error
+	Logs string // where the sandbox's logs are
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("start sandbox: %v (logs in %s)", e.Err, e.Logs)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Launcher starts one sandbox in the user's state dir and stops it.
+type Launcher struct {
+	Dir   state.Dir
+	Bus   *bus.Bus  // subscribe before Start to miss nothing
+	Began time.Time // when New was called: the session's start
+	log   *slog.Logger
+	logs  io.Closer
+
+	mu        sync.Mutex
+	sb        *sandbox.Sandbox
+	stopped   bool
+	source    *sandboxSource
+	guide     tui.Guide
+	guideStop func()
+
+	recTo     io.Writer    // RecordTo's file
+	recClose  func() error // finishes it
+	recCancel context.CancelFunc
+	recDone   chan struct{}
+	recErr    error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New claims the user's state dir ($XDG_STATE_HOME/rlab) and sends rlab's
+// logs there. It returns *state.BusyError if a sandbox runs there already.
+func New() (*Launcher, error) {
+	d, err := state.Default(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if pid := d.Running(); pid != 0 {
+		return nil, &state.BusyError{Root: d.Root, PID: pid}
+	}
+	log, logs, err := openLog(d)
+	if err != nil {
+		return nil, err
+	}
+	return &Launcher{Dir: d, Bus: bus.New(), Began: time.Now(), log: log, logs: logs}, nil
+}
+
+// Start finds (or builds) the control plane, starts the sandbox, the
+// recorder and the guide, and returns the sandbox. An error from the
+// sandbox itself is a *StartError, or a *state.BusyError if another rlab
+// claimed the state dir first. Close stops whatever was started.
+func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, error) {
+	dir, err := ensureAssets(ctx, o.Report)
+	if err != nil {
+		return nil, err
+	}
+	var screen, recSub *bus.Sub
+	if o.Screen {
+		screen = l.Bus.Subscribe(tui.SubSize)
+	}
+	if l.recTo != nil {
+		recSub = l.Bus.Subscribe(1 << 16)
+	}
+	sb, err := l.startSandbox(ctx, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sb = sb
+	if o.Screen || l.recTo != nil {
+		l.source = newSandboxSource(ctx, sb, screen)
+	}
+	if l.recTo != nil {
+		l.record(recSub, o.Styles)
+	}
+	if o.Follow != nil {
+		return sb, l.follow(ctx, o.Follow)
+	}
+	return sb, nil
+}
+
+// startSandbox starts the sandbox proper: the control plane, the operators
+// and the sample Echo.
+func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options) (*sandbox.Sandbox, error) {
+	if o.Report.Starting != nil {
+		o.Report.Starting(l.Dir)
+	}
+	sb, err := sandbox.Start(ctx, sandbox.Options{
+		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
+		Styles: Names(o.Styles), ShellInterval: o.ShellInterval, Sample: o.Sample,
+	})
+	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
+	}
+	for _, e := range sb.Reaped {
+		if o.Report.Note != nil {
+			o.Report.Note(fmt.Sprintf("cleaned up %s (pid %d) left by a previous run", e.Name, e.PID))
+		}
+	}
+	return sb, nil
+}
+
+// ensureAssets finds the control plane, building it if it is missing, and
+// reports the build as a phase.
+func ensureAssets(ctx context.Context, r Report) (string, error) {
+	t0 := time.Now()
+	w := &countWriter{w: r.Build}
+	dir, err := assets.Ensure(ctx, os.Getenv, w)
+	if f, ok := r.Build.(interface{ Flush() error }); ok {
+		_ = f.Flush()
+	}
+	if err == nil && w.n > 0 && r.Phase != nil { // Ensure had to build: it said so
+		r.Phase(cluster.Phase{Name: "control plane built", Took: time.Since(t0)})
+	}
+	return dir, err
+}
+
+// Source is the screen's view of the sandbox (Options.Screen), once started.
+func (l *Launcher) Source() tui.Source {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.source == nil {
+		return nil
+	}
+	return l.source
+}
+
+// Guide is the lesson the screen follows (Options.Follow), or nil.
+func (l *Launcher) Guide() tui.Guide {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.guide
+}
+
+// Stop stops the guide, then the sandbox. It is safe to call at any time and
+// more than once; only the call that stops the sandbox returns its error.
+func (l *Launcher) Stop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.guideStop != nil {
+		l.guideStop()
+		l.guideStop = nil
+	}
+	if l.sb == nil || l.stopped {
+		return nil
+	}
+	l.stopped = true
+	if err := l.sb.Stop(); err != nil {
+		return fmt.Errorf("stop sandbox: %w", err)
+	}
+	return nil
+}
+
+// Close stops what Stop has not, ends the recording and closes the log. It
+// returns what went wrong stopping or recording; later calls return the same.
+func (l *Launcher) Close() error {
+	l.closeOnce.Do(func() {
+		err := l.Stop()
+		if l.recCancel != nil {
+			l.recCancel()
+			<-l.recDone
+		}
+		if l.recClose != nil {
+			if cerr := l.recClose(); l.recErr == nil && cerr != nil {
+				l.recErr = fmt.Errorf("record: %w", cerr)
+			}
+		}
+		_ = l.logs.Close()
+		l.closeErr = errors.Join(err, l.recErr)
+	})
+	return l.closeErr
+}
+
+// Names are the styles' names, for the packages that take strings.
+func Names(ss []style.Style) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.String()
+	}
+	return out
+}
+
+// openLog sends rlab's own logs, and those of the libraries it uses (klog,
+// controller-runtime), to a file in the state dir: never to the terminal.
+func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {
+	if err := os.MkdirAll(d.Logs(), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("log dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(d.Logs(), "rlab.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log file: %w", err)
+	}
+	h := slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})
+	lr := logr.FromSlogHandler(h)
+	klog.SetLogger(lr)
+	ctrllog.SetLogger(lr)
+	return slog.New(h), f, nil
+}

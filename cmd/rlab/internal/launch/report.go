@@ -1,0 +1,101 @@
+package launch
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/tui"
+)
+
+// Report is told how start-up goes; a nil field is not told. Print reports
+// on a terminal, Show on the screen.
+type Report struct {
+	// Build receives a control-plane build's output, when one is needed. If
+	// it has a Flush method, that is called once the build ends.
+	Build io.Writer
+	// Starting is told the state dir just before the sandbox starts.
+	Starting func(state.Dir)
+	// Phase is told each start-up phase as it ends, "control plane built"
+	// first if the binaries had to be built.
+	Phase func(cluster.Phase)
+	// Note is told what is worth saying: processes a previous run left.
+	Note func(string)
+}
+
+// Print reports start-up as the headless commands do: on w, line by line.
+func Print(w io.Writer) Report {
+	return Report{
+		Build: w,
+		Starting: func(d state.Dir) {
+			fmt.Fprintf(w, "starting sandbox (%s %s, state in %s)\n", Backend, assets.KubeVersion, d.Root)
+		},
+		Note: func(s string) { fmt.Fprintln(w, s) },
+	}
+}
+
+// Show reports start-up on the screen, through send (tea.Program.Send).
+func Show(send func(tea.Msg)) Report {
+	return Report{
+		Build: &lineWriter{send: func(s string) { send(tui.BuildLineMsg(s)) }},
+		Phase: func(ph cluster.Phase) { send(tui.PhaseMsg{Name: ph.Name, Took: ph.Took}) },
+		Note:  func(s string) { send(tui.NoteMsg(s)) },
+	}
+}
+
+// lineWriter sends each line written to it (split at \n or \r, so a
+// redrawn progress line is sent each time); Flush sends a last, unfinished
+// one. The screen shows a control-plane build this way.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	send func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexAny(w.buf, "\r\n")
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			w.send(string(w.buf[:i]))
+		}
+		w.buf = w.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+// Flush sends what is left of an unfinished line.
+func (w *lineWriter) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.send(string(w.buf))
+		w.buf = nil
+	}
+	return nil
+}
+
+// countWriter counts what is written through it to w (nil: discarded).
+type countWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += len(p)
+	if c.w == nil {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}

@@ -1,0 +1,50 @@
+package launch
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// sandboxSource is the screen's view of a running sandbox.
+type sandboxSource struct {
+	sb  *sandbox.Sandbox
+	sub *bus.Sub
+	ver atomic.Uint64
+}
+
+// newSandboxSource counts the world's changes until ctx ends or the world
+// stops: World.Changed has room for one consumer, and the screen and the
+// recorder both want to know.
+func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *sandboxSource {
+	s := &sandboxSource{sb: sb, sub: sub}
+	s.ver.Store(1)
+	if w := sb.World(); w != nil {
+		go func() {
+			for {
+				select {
+				case <-w.Changed():
+					s.ver.Add(1)
+				case <-w.Done():
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return s
+}
+
+func (s *sandboxSource) Sub() *bus.Sub   { return s.sub }
+func (s *sandboxSource) Version() uint64 { return s.ver.Load() }
+
+func (s *sandboxSource) Snapshot() world.Snapshot {
+	if w := s.sb.World(); w != nil {
+		return w.Snapshot()
+	}
+	return world.Snapshot{}
+}

@@ -1,0 +1,262 @@
+package echo
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/trace"
+)
+
+// Tracer is what the screen sees of one Go operator replica, kept out of
+// the operator's own code: it watches the informer events from the outside
+// (an event handler wrapper for client-go, a predicate for
+// controller-runtime), remembers each one as the cause of the reconcile it
+// will trigger, makes the workqueue visible, and wraps each reconcile with
+// its start and end. The reconcile code tells it only what it changed,
+// through Report* on its context.
+type Tracer struct {
+	em     *Emitter
+	ns     string
+	causes *Causes
+	depth  *Depth
+	log    *slog.Logger
+	ids    atomic.Int64
+}
+
+// NewTracer traces a replica that works in namespace ns.
+func NewTracer(em *Emitter, ns string, log *slog.Logger) *Tracer {
+	return &Tracer{em: em, ns: ns, causes: NewCauses(), depth: &Depth{}, log: log}
+}
+
+// Emit records one event about object in the tracer's namespace.
+func (t *Tracer) Emit(kind trace.Kind, object string, fields map[string]any) {
+	t.em.Emit(kind, t.ns, object, fields)
+}
+
+// NewQueue is the rate-limiting workqueue of the operator, traced: see
+// NewTracedQueue. keyOf turns an item into its "namespace/name" key.
+func NewQueue[T comparable](t *Tracer, name string, rl workqueue.TypedRateLimiter[T], keyOf func(T) string) workqueue.TypedRateLimitingInterface[T] {
+	return NewTracedQueue(name, rl, keyOf, t.causes, t.em, t.ns, t.depth)
+}
+
+// Handler wraps client-go event handlers: each event is traced and
+// remembered as a cause of the reconcile of the Echo it maps to, then the
+// operator's own handler runs. Updates that change nothing (a resync) are
+// passed on untraced.
+func (t *Tracer) Handler(h cache.ResourceEventHandlerFuncs) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			t.observe(trace.InformerAdd, obj, initial, "")
+			if h.AddFunc != nil {
+				h.AddFunc(obj)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if o, n, ok := metas(old, obj); ok && o.GetResourceVersion() != n.GetResourceVersion() {
+				t.observe(trace.InformerUpdate, obj, false, change(o, n))
+			}
+			if h.UpdateFunc != nil {
+				h.UpdateFunc(old, obj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			t.observe(trace.InformerDelete, obj, false, "")
+			if h.DeleteFunc != nil {
+				h.DeleteFunc(obj)
+			}
+		},
+	}
+}
+
+// Predicate is Handler for controller-runtime: a predicate that lets every
+// event through and only traces it. controller-runtime runs predicates just
+// before its handler queues the request.
+func (t *Tracer) Predicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			t.observe(trace.InformerAdd, e.Object, e.IsInInitialList, "")
+			return true
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			t.observe(trace.InformerUpdate, e.ObjectNew, false, change(e.ObjectOld, e.ObjectNew))
+			return true
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			t.observe(trace.InformerDelete, e.Object, false, "")
+			return true
+		},
+		GenericFunc: func(event.GenericEvent) bool { return true },
+	}
+}
+
+// Traced wraps a controller-runtime Reconciler with Reconcile's trace.
+func (t *Tracer) Traced(r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		var res reconcile.Result
+		err := t.Reconcile(ctx, req.String(), func(ctx context.Context, _ string) error {
+			var err error
+			res, err = r.Reconcile(ctx, req)
+			return err
+		})
+		return res, err
+	})
+}
+
+// Reconcile runs reconcile(ctx, key) between reconcile.start (with the
+// causes waiting for key) and reconcile.end (with what it reported through
+// Report*), and logs the outcome.
+func (t *Tracer) Reconcile(ctx context.Context, key string, reconcile func(ctx context.Context, key string) error) error {
+	id := t.ids.Add(1)
+	name := objectName(key)
+	object := echov1.Kind + "/" + name
+	t.Emit(trace.ReconcileStart, object, StartFields(id, t.causes.Take(key)))
+	start := time.Now()
+
+	out := &outcome{tracer: t, object: object, changed: trace.ChangedNone}
+	err := reconcile(context.WithValue(ctx, outcomeKey{}, out), key)
+
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	end := map[string]any{trace.FieldID: id, trace.FieldDurationMS: ms, trace.FieldChanged: out.changed,
+		trace.FieldStatus: out.status, trace.FieldResult: trace.ResultOK}
+	log := t.log.With("echo", name, "ns", t.ns, "changed", out.changed, "ready", out.status, "duration_ms", ms)
+	if err != nil {
+		end[trace.FieldResult], end[trace.FieldError] = trace.ResultError, err.Error()
+		log.Error("reconcile failed", "error", err)
+	} else {
+		log.Info("reconcile done")
+	}
+	t.Emit(trace.ReconcileEnd, object, end)
+	return err
+}
+
+// ReportChanged tells the trace what a reconcile did to its Deployment:
+// "created", "updated" (or trace.ChangedNone, the default).
+func ReportChanged(ctx context.Context, changed string) {
+	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
+		out.changed = changed
+	}
+}
+
+// ReportStatus tells the trace the status.ready a reconcile reconciled to.
+func ReportStatus(ctx context.Context, ready string) {
+	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
+		out.status = ready
+	}
+}
+
+// ReportFinalizer tells the trace a reconcile "added" or "removed" the
+// finalizer of its Echo.
+func ReportFinalizer(ctx context.Context, action string) {
+	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
+		out.tracer.Emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: Finalizer})
+	}
+}
+
+type outcomeKey struct{}
+
+// outcome is what one reconcile reports; only its own goroutine writes it.
+type outcome struct {
+	tracer          *Tracer
+	object          string
+	changed, status string
+}
+
+// observe traces one informer event and, when it concerns an Echo (the Echo
+// itself, or a child it controls), records it as a cause of that Echo's next
+// reconcile. The key is found as the operator finds it: the object's own for
+// an Echo, its controller's for anything else.
+func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	resource := "Deployment"
+	if isEcho(obj) {
+		resource = echov1.Kind
+	}
+	name := resource + "/" + o.GetName()
+	fields := map[string]any{trace.FieldResource: resource}
+	if kind == trace.InformerAdd {
+		fields[trace.FieldInitial] = initial
+	}
+	if change != "" {
+		fields[trace.FieldChange] = change
+	}
+	cause := Cause{Kind: trace.CauseEvent, Event: verb(kind) + " " + name}
+	if initial {
+		cause.Kind = trace.CauseInitial
+	}
+	echoName := o.GetName()
+	if resource != echov1.Kind {
+		owner := metav1.GetControllerOf(o)
+		if owner == nil || owner.Kind != echov1.Kind || owner.APIVersion != echov1.GroupVersion.String() {
+			t.Emit(kind, name, fields) // no Echo controls it: nothing is queued
+			return
+		}
+		echoName = owner.Name
+		fields[trace.FieldMappedTo] = echov1.Kind + "/" + owner.Name
+		cause.Event += " → " + echov1.Kind + "/" + owner.Name
+	}
+	t.Emit(kind, name, fields)
+	t.causes.Add(o.GetNamespace()+"/"+echoName, cause)
+}
+
+// verb is how an informer event is written in a cause: "UPDATE Echo/hello".
+func verb(kind trace.Kind) string {
+	switch kind {
+	case trace.InformerAdd:
+		return "ADD"
+	case trace.InformerUpdate:
+		return "UPDATE"
+	}
+	return "DELETE"
+}
+
+// isEcho tells an Echo (typed, or unstructured from a dynamic informer)
+// from its children.
+func isEcho(obj any) bool {
+	switch o := obj.(type) {
+	case *echov1.Echo:
+		return true
+	case interface{ GetKind() string }:
+		return o.GetKind() == echov1.Kind
+	}
+	return false
+}
+
+// change says what an update changed: the spec (the generation moved) or
+// only status and metadata.
+func change(old, obj any) string {
+	o, n, ok := metas(old, obj)
+	if !ok {
+		return ""
+	}
+	if o.GetGeneration() != n.GetGeneration() {
+		return "spec"
+	}
+	return "status"
+}
+
+func metas(old, obj any) (metav1.Object, metav1.Object, bool) {
+	o, okO := old.(metav1.Object)
+	n, okN := obj.(metav1.Object)
+	return o, n, okO && okN
+}
+
+// RequestQueue is NewQueue for controller-runtime's controller.Options.
+func (t *Tracer) RequestQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return NewQueue(t, name, rl, func(req reconcile.Request) string { return req.String() })
+}
