@@ -23,23 +23,8 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	}
 	p := lessons.NewPlayer(l.sb)
 	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
-	l.guide, l.guideStop = sessionGuide{s}, func() { s.Close(); p.Close() }
+	l.guide, l.guideStop = s, func() { s.Close(); p.Close() }
 	return nil
-}
-
-// sessionGuide is a lessons.Session as the screen's Guide: the state types
-// have the same fields, so they convert.
-type sessionGuide struct{ *lessons.Session }
-
-func (g sessionGuide) State() tui.GuideState { return tui.GuideState(g.Session.State()) }
-
-func (g sessionGuide) Lessons() []tui.GuideEntry {
-	es := g.Session.Lessons()
-	out := make([]tui.GuideEntry, len(es))
-	for i, e := range es {
-		out[i] = tui.GuideEntry(e)
-	}
-	return out
 }
 
 // Resume loads the student's progress and the step lesson l resumes at:
@@ -54,3 +39,6 @@ func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, 
 	}
 	return prog, prog.Resume(l), nil
 }
+
+// A lesson session is what the screen follows.
+var _ tui.Guide = (*lessons.Session)(nil)
