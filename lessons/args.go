@@ -9,6 +9,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kkloud/rlab/operators/style"
 )
 
 // argType is the type of one argument of an action or a check.
@@ -20,8 +22,8 @@ const (
 	tInt              // a small non-negative integer
 	tDuration         // 30s, 250ms
 	tBool
-	tStyle   // shell, clientgo, runtime; go (both Go styles); all
-	tGoStyle // clientgo, runtime, or go: styles with a Lease and watches
+	tStyle   // one style; go (the Go styles); all
+	tGoStyle // one style with a Lease and watches, or go
 	tStrings // a list of words
 	tErrKind // an apiserver error reason: invalid, conflict, forbidden
 	tMode    // a partition: refuse or hang
@@ -29,106 +31,15 @@ const (
 
 // spec is what arguments an action or a check takes.
 type spec struct {
-	required map[string]argType
-	optional map[string]argType
+	required argTypes
+	optional argTypes
 }
 
-// expect is accepted by every action: the apiserver must refuse it so.
-var expectArg = map[string]argType{"expect_error": tErrKind}
+// argTypes are arguments by name.
+type argTypes map[string]argType
 
-// opSpecs is the closed set of actions autoplay performs, each a sandbox
-// action the student can also do by hand.
-var opSpecs = map[string]spec{
-	"create_echo":          {required: map[string]argType{"name": tName, "message": tString, "replicas": tInt}},
-	"delete_echo":          {required: map[string]argType{"name": tName}, optional: map[string]argType{"cascade": tString}},
-	"set_replicas":         {required: map[string]argType{"name": tName, "replicas": tInt}},
-	"set_message":          {required: map[string]argType{"name": tName, "message": tString}},
-	"burst_messages":       {required: map[string]argType{"name": tName, "count": tInt}},
-	"annotate":             {required: map[string]argType{"name": tName}, optional: map[string]argType{"for": tDuration, "every": tDuration}},
-	"stale_update":         {required: map[string]argType{"name": tName}},
-	"delete_deployment":    {required: map[string]argType{"style": tStyle, "name": tName}},
-	"scale_deployment":     {required: map[string]argType{"style": tStyle, "name": tName, "replicas": tInt}},
-	"watch_owned":          {required: map[string]argType{"style": tGoStyle, "watch": tBool}},
-	"kill_leader":          {required: map[string]argType{"style": tGoStyle}},
-	"stop_leader":          {required: map[string]argType{"style": tGoStyle}},
-	"partition_leader":     {required: map[string]argType{"style": tGoStyle, "mode": tMode}},
-	"heal":                 {required: map[string]argType{"style": tGoStyle}},
-	"set_latency":          {required: map[string]argType{"style": tStyle, "latency": tString}},
-	"role_verbs":           {required: map[string]argType{"style": tStyle, "resource": tString, "verbs": tStrings}},
-	"role_reset":           {required: map[string]argType{"style": tStyle}},
-	"finalizer":            {required: map[string]argType{"style": tStyle, "on": tBool}},
-	"pause_operators":      {required: map[string]argType{"style": tStyle}},
-	"add_shell_replica":    {optional: map[string]argType{"suffix": tString}},
-	"remove_shell_replica": {},
-	"resume_operators":     {required: map[string]argType{"style": tStyle}},
-}
-
-// condSpecs is the closed set of checks, over the world model and the trace
-// events since the step began.
-var condSpecs = map[string]spec{
-	// The Echo's status.ready reads ready.
-	"echo_status": {required: map[string]argType{"style": tStyle, "name": tName, "ready": tString}},
-	// The Echo is gone.
-	"echo_absent": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// Its Deployment asks for replicas (and, with ready, has them ready).
-	"deployment_replicas": {required: map[string]argType{"style": tStyle, "name": tName, "replicas": tInt},
-		optional: map[string]argType{"ready": tBool}},
-	// Its Deployment is gone.
-	"deployment_absent": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// Its Deployment is controlled by Echo name.
-	"owned": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// Its Deployment is still there with no controller owner.
-	"orphaned": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The world saw the Echo converge after the action (latency in the detail).
-	"converged": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The first reconcile of Echo name after the action, per style: who
-	// noticed the change first, and through what.
-	"noticed": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The world saw a drift of the Deployment repaired.
-	"drift_repaired": {required: map[string]argType{"style": tStyle, "name": tName}, optional: map[string]argType{"what": tString}},
-	// The garbage collector removed the Echo's Deployment.
-	"gc_collected": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// Someone other than the holder at the step's start holds the Lease,
-	// taken over after at least min and at most max.
-	"new_leader": {required: map[string]argType{"style": tGoStyle}, optional: map[string]argType{"min": tDuration, "max": tDuration}},
-	// A replica lost the Lease (not released it).
-	"leader_lost": {required: map[string]argType{"style": tGoStyle}},
-	// Every replica runs.
-	"replicas_running": {required: map[string]argType{"style": tStyle}},
-	// Every replica is frozen (SIGSTOP).
-	"replicas_paused": {required: map[string]argType{"style": tStyle}},
-	// Every replica was restarted since the step began and the leader (any
-	// replica, for the shell loop) has reconciled since.
-	"restarted": {required: map[string]argType{"style": tStyle}},
-	// API requests through the style's proxies, counted since the step
-	// began (or over the first `over` of it).
-	"api_requests": {required: map[string]argType{"style": tStyle},
-		optional: map[string]argType{"verbs": tStrings, "resource": tString, "code": tInt, "min": tInt, "max": tInt, "over": tDuration}},
-	// Reconciles of Echo name since the step began.
-	"reconciles_after_edit": {required: map[string]argType{"style": tStyle, "name": tName},
-		optional: map[string]argType{"min": tInt, "max": tInt}},
-	// Some reconcile answered several queued events at once.
-	"coalesced": {required: map[string]argType{"style": tGoStyle, "name": tName}},
-	// The world saw the Deployment's message drift from the Echo's and be
-	// put back at least min times: two writers undoing each other.
-	"flapping": {required: map[string]argType{"style": tStyle, "name": tName, "min": tInt}},
-	// The Deployment carries the Echo's message.
-	"deployment_message": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The Echo carries the operators' finalizer.
-	"has_finalizer": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The registry ConfigMap lists the Echo under its current uid.
-	"registered": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The registry ConfigMap does not list the Echo.
-	"unregistered": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// The Echo is being deleted and a finalizer still holds it.
-	"echo_deleting": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// An operator cleaned up after the deleted Echo, removed its finalizer,
-	// and the Echo is gone.
-	"finalized": {required: map[string]argType{"style": tStyle, "name": tName}},
-	// Failed reconciles were retried at least min times, each after a
-	// longer backoff.
-	"retries": {required: map[string]argType{"style": tGoStyle, "name": tName, "min": tInt}},
-}
+// expectArg is accepted by every action: the apiserver must refuse it so.
+var expectArg = argTypes{"expect_error": tErrKind}
 
 // Args are validated arguments.
 type Args map[string]any
@@ -153,31 +64,40 @@ var (
 	wordRE = regexp.MustCompile(`^[a-z][a-z0-9./_-]*$`)
 )
 
-// Styles by group.
+// Style arguments that name a group of styles.
 const (
 	StyleAll = "all"
-	StyleGo  = "go"
-)
-
-var (
-	allStyles = []string{"shell", "clientgo", "runtime"}
-	goStyles  = []string{"clientgo", "runtime"}
+	StyleGo  = "go" // the styles with a Lease and watches
 )
 
 // ExpandStyle is the styles a style argument means.
-func ExpandStyle(s string) []string {
-	switch s {
+func ExpandStyle(arg string) []style.Style {
+	switch arg {
 	case StyleAll:
-		return allStyles
+		return style.All()
 	case StyleGo:
-		return goStyles
+		return goStyles()
 	}
-	return []string{s}
+	return []style.Style{style.Style(arg)}
+}
+
+// goStyles are the styles that elect a leader and watch.
+func goStyles() []style.Style {
+	return slices.DeleteFunc(style.All(), func(s style.Style) bool { return !s.ElectsLeader() })
+}
+
+// names lists styles for an error message: "clientgo, runtime".
+func names(ss []style.Style) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // args validates the arguments mapping of one action or check.
 func (p *parser) args(n *yaml.Node, what string, sp spec, isOp bool) Args {
-	opt := map[string]argType{}
+	opt := argTypes{}
 	for k, t := range sp.optional {
 		opt[k] = t
 	}
@@ -279,13 +199,13 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		}
 		return v == "true", true
 	case tStyle:
-		if v != StyleAll && v != StyleGo && !slices.Contains(allStyles, v) {
-			return bad("a style: shell, clientgo, runtime, go or all")
+		if v != StyleAll && v != StyleGo && !slices.Contains(style.All(), style.Style(v)) {
+			return bad("a style: " + names(style.All()) + ", go or all")
 		}
 		return v, true
 	case tGoStyle:
-		if v != StyleGo && !slices.Contains(goStyles, v) {
-			return bad("a Go style, with a Lease and watches: clientgo, runtime or go")
+		if v != StyleGo && !slices.Contains(goStyles(), style.Style(v)) {
+			return bad("a Go style, with a Lease and watches: " + names(goStyles()) + " or go")
 		}
 		return v, true
 	case tErrKind:
