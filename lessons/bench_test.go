@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -15,10 +16,10 @@ import (
 func BenchmarkCheckEval(b *testing.B) {
 	evs := make([]trace.Event, 0, 10000)
 	for i := range 10000 {
-		st := allStyles[i%3]
-		e := ev(i*60, "proxy/"+st+"/a", trace.APIRequest, Namespace(st), "", map[string]any{"verb": "update", "resource": "leases", "code": 200})
+		st := style.All()[i%3]
+		e := ev(i*60, "proxy/"+st.Source("a"), trace.APIRequest, st.Namespace(), "", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases", trace.FieldCode: 200})
 		if i%50 == 0 {
-			e = ev(i*60, st+"/a", trace.ReconcileStart, Namespace(st), "Echo/hello", map[string]any{"cause": "event", "id": i})
+			e = ev(i*60, st.Source("a"), trace.ReconcileStart, st.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: "event", trace.FieldID: i})
 		}
 		evs = append(evs, e)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -23,13 +24,30 @@ func ev(ms int, src string, kind trace.Kind, ns, obj string, fields map[string]a
 
 func snapshot(ready string, replicas int32, owner string) world.Snapshot {
 	sn := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
-	for _, st := range allStyles {
-		sn.Namespaces[Namespace(st)] = &world.NamespaceView{Echoes: map[string]*world.EchoView{
+	for _, st := range style.All() {
+		sn.Namespaces[st.Namespace()] = &world.NamespaceView{Echoes: map[string]*world.EchoView{
 			"hello": {Name: "hello", Ready: ready, Replicas: replicas,
 				Deployment: &world.DeploymentView{Name: "echo-hello", Replicas: replicas, ReadyReplicas: replicas, Owner: owner}},
 		}}
 	}
 	return sn
+}
+
+// restartedView: every replica of clientgo and shell, and runtime/a, restarted
+// at 100ms (all frozen but runtime/b), clientgo's Lease held by holder, and
+// reconciler ended a reconcile at 200ms.
+func restartedView(holder, reconciler string) View {
+	v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Began: t0, Acted: t0, Now: at(1000)}
+	v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: holder}
+	for _, r := range []string{"shell/a", "clientgo/a", "clientgo/b", "runtime/a", "runtime/b"} {
+		st := style.FromSource(r)
+		v.Replicas = append(v.Replicas, supervisor.Status{Name: r, Style: string(st), Running: true, Paused: r != "runtime/b"})
+		if r != "runtime/b" {
+			v.Events = append(v.Events, ev(100, r, trace.ProcessStart, "", r, nil))
+		}
+	}
+	v.Events = append(v.Events, ev(200, reconciler, trace.ReconcileEnd, "", "Echo/hello", nil))
+	return v
 }
 
 // withEcho is v with a fresh snapshot whose Echo hello (and namespace) fn
@@ -44,7 +62,7 @@ func withEcho(v View, fn func(e *world.EchoView, ns *world.NamespaceView)) View 
 
 func TestCondEval(t *testing.T) {
 	base := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Began: t0, Acted: t0, Now: at(10000),
-		Holders: map[string]string{"clientgo": "clientgo-a-1", "runtime": "runtime-a-2"}}
+		Holders: map[style.Style]string{style.ClientGo: "clientgo-a-1", style.Runtime: "runtime-a-2"}}
 	with := func(evs ...trace.Event) View { v := base; v.Events = evs; return v }
 	tests := []struct {
 		name   string
@@ -61,42 +79,42 @@ func TestCondEval(t *testing.T) {
 		{"owned", Cond{"owned", Args{"style": "all", "name": "hello"}, 0}, base, true, false, `controller "Echo/hello"`},
 		{"not orphaned while owned", Cond{"orphaned", Args{"style": "shell", "name": "hello"}, 0}, base, false, false, "still controlled by Echo/hello"},
 		{"new leader in time", Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0},
-			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-b-3"})),
+			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
 			true, false, "clientgo-b-3 took over from clientgo-a-1 after 4.50s"},
 		{"new leader too soon is final", Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0},
-			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{"identity": "clientgo-b-3"})),
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
 			false, true, "sooner than 2s"},
 		{"same holder is no new leader", Cond{"new_leader", Args{"style": "runtime"}, 0},
-			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{"identity": "runtime-a-2"})),
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "runtime-a-2"})),
 			false, false, "still runtime-a-2"},
 		{"retries growing", Cond{"retries", Args{"style": "clientgo", "name": "x", "min": 3}, 0}, with(
-			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 5.0}),
-			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 10.0}),
-			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "after", "after_ms": 1.0}),
-			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 20.0}),
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
+			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonAfter, trace.FieldAfterMS: 1.0}),
+			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 20.0}),
 		), true, false, "3 retries, backoff 5ms 10ms 20ms"},
 		{"retries not growing", Cond{"retries", Args{"style": "clientgo", "name": "x", "min": 2}, 0}, with(
-			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 10.0}),
-			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{"reason": "error", "after_ms": 5.0}),
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
 		), false, false, "2 retries"},
 		{"api requests counted by verb, resource, code", Cond{"api_requests", Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, 0}, with(
-			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": 409}),
-			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": 200}),
-			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{"verb": "update", "resource": "echoes/status", "code": float64(409)}),
+			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 409}),
+			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
+			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
 		{"api requests over a window not yet elapsed", Cond{"api_requests", Args{"style": "shell", "over": 20 * time.Second}, 0}, base, false, false, "measuring"},
 		{"api requests over a window", Cond{"api_requests", Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, 0}, with(
-			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{"verb": "get", "resource": "echoes"}),
-			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{"verb": "get", "resource": "echoes"}),
+			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
+			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
 		), true, false, "1 get in 5.00s"},
 		{"coalesced", Cond{"coalesced", Args{"style": "runtime", "name": "hello"}, 0}, with(
 			ev(1, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
 			ev(2, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
-			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", map[string]any{"causes": 2}),
+			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", map[string]any{trace.FieldCauses: 2}),
 		), true, false, "2 Echo updates → 1 reconciles, one answered 2 at once"},
 		{"noticed only after the action", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0}, func() View {
-			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll", "cause_event": "poll tick"}),
-				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll", "cause_event": "poll tick"}))
+			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}),
+				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}))
 			v.Acted = at(500)
 			return v
 		}(), true, false, "after 0.40s (poll: poll tick)"},
@@ -119,20 +137,32 @@ func TestCondEval(t *testing.T) {
 		}), true, false, "held by [kkloud.io/echo-registry]"},
 		{"not deleting", Cond{"echo_deleting", Args{"style": "runtime", "name": "hello"}, 0}, base, false, false, "not being deleted"},
 		{"cleaned up, not gone", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
-			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{"action": "removed"}),
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
 		), false, false, "clientgo/b cleaned up; the Echo is not gone yet"},
 		{"finalized", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
-			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{"action": "removed"}),
-			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{"waited_ms": 5040.0}),
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
+			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
 		), true, false, "gone after waiting 5.04s"},
 		{"a poll before the student's edit noticed nothing", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0}, func() View {
 			v := withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Edited = at(3000) })
-			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"}),
-				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"})}
+			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"}),
+				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})}
 			return v
 		}(), true, false, "after 1.70s (poll)"},
 		{"no edit yet", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0},
-			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{"cause": "poll"})), false, false, "no edit yet"},
+			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})), false, false, "no edit yet"},
+		{"restarted, the new leader reconciled", Cond{"restarted", Args{"style": "clientgo"}, 0}, restartedView("clientgo-b-7", "clientgo/b"),
+			true, false, "restarted; clientgo/b leads and has reconciled"},
+		{"restarted, only the standby reconciled", Cond{"restarted", Args{"style": "clientgo"}, 0}, restartedView("clientgo-b-7", "clientgo/a"),
+			false, false, "clientgo/b leads, no reconcile yet"},
+		{"restarted, nobody leads", Cond{"restarted", Args{"style": "clientgo"}, 0}, restartedView("", "clientgo/a"),
+			false, false, `no restarted replica leads yet (holder "")`},
+		{"restarted shell loop needs no leader", Cond{"restarted", Args{"style": "shell"}, 0}, restartedView("", "shell/a"),
+			true, false, "shell restarted and has reconciled"},
+		{"not every replica restarted", Cond{"restarted", Args{"style": "runtime"}, 0}, restartedView("runtime-a-9", "runtime/a"),
+			false, false, "runtime 1 of 2 replicas restarted"},
+		{"replicas paused", Cond{"replicas_paused", Args{"style": "go"}, 0}, restartedView("", ""),
+			false, false, "clientgo 2 of 2 frozen, runtime 1 of 2 frozen"},
 		{"replicas running", Cond{"replicas_running", Args{"style": "clientgo"}, 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}
@@ -199,13 +229,8 @@ func TestProgress(t *testing.T) {
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
-// Every condition has words for the panel, and they name what is checked.
-func TestCondWords(t *testing.T) {
-	for kind := range condSpecs {
-		if condWords[kind] == nil {
-			t.Errorf("condition %s has no words (condWords)", kind)
-		}
-	}
+// A check's words name what is checked, for the panel.
+func TestDescribe(t *testing.T) {
 	c := &Check{Hold: 6 * time.Second, Conds: []Cond{
 		{"deployment_replicas", Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, 0},
 		{"new_leader", Args{"style": "go", "max": 4 * time.Second}, 0},

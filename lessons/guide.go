@@ -139,16 +139,3 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		}
 	}
 }
-
-// Describe says in words what a check waits for, one condition a line.
-func (c *Check) Describe() string {
-	var parts []string
-	for _, cond := range c.Conds {
-		parts = append(parts, condWords[cond.Kind](cond.Args))
-	}
-	s := strings.Join(parts, "\n")
-	if c.Hold > 0 {
-		s += fmt.Sprintf("\nall of it holding for %s", c.Hold)
-	}
-	return s
-}

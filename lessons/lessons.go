@@ -62,7 +62,7 @@ type Action struct {
 	Play []Op // what autoplay performs, in order; none for a command that only shows something
 }
 
-// Op is one sandbox action with its arguments, validated against opSpecs.
+// Op is one sandbox action with its arguments, validated against actions.
 type Op struct {
 	Name string
 	Args Args
@@ -79,7 +79,7 @@ type Check struct {
 	Line  int
 }
 
-// Cond is one condition with its arguments, validated against condSpecs.
+// Cond is one condition with its arguments, validated against checks.
 type Cond struct {
 	Kind string
 	Args Args
@@ -408,12 +408,12 @@ func (p *parser) op(n *yaml.Node, what string) (Op, bool) {
 	if !ok {
 		return Op{}, false
 	}
-	sp, ok := opSpecs[name]
+	act, ok := actions[name]
 	if !ok {
-		p.errorf(n, "%s: unknown action %q (want one of %s)", what, name, strings.Join(sortedKeys(opSpecs), ", "))
+		p.errorf(n, "%s: unknown action %q (want one of %s)", what, name, strings.Join(sortedKeys(actions), ", "))
 		return Op{}, false
 	}
-	args := p.args(argsN, what+": "+name, sp, true)
+	args := p.args(argsN, what+": "+name, act.args, true)
 	return Op{Name: name, Args: args, Line: n.Line}, args != nil
 }
 
@@ -437,9 +437,9 @@ func (p *parser) check(n *yaml.Node, what string) *Check {
 		case "hold":
 			c.Hold = p.duration(v, what+": hold")
 		default:
-			sp, ok := condSpecs[k.Value]
+			kind, ok := checks[k.Value]
 			if !ok {
-				p.errorf(k, "%s: unknown check %q (want within, hold, or one of %s)", what, k.Value, strings.Join(sortedKeys(condSpecs), ", "))
+				p.errorf(k, "%s: unknown check %q (want within, hold, or one of %s)", what, k.Value, strings.Join(sortedKeys(checks), ", "))
 				continue
 			}
 			// A list gives the same check several times, e.g. API requests
@@ -452,7 +452,7 @@ func (p *parser) check(n *yaml.Node, what string) *Check {
 				}
 			}
 			for _, item := range items {
-				if args := p.args(item, what+": "+k.Value, sp, false); args != nil {
+				if args := p.args(item, what+": "+k.Value, kind.args, false); args != nil {
 					c.Conds = append(c.Conds, Cond{Kind: k.Value, Args: args, Line: item.Line})
 				}
 			}

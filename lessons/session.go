@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/kkloud/rlab/operators/style"
 )
 
 // Session is a lesson followed on the screen: it shows one step at a
@@ -26,7 +28,7 @@ type Session struct {
 	cancel context.CancelFunc // the current step's watcher
 	gen    int                // bumped on every step change: stale watchers keep quiet
 	began  time.Time
-	hold   map[string]string
+	hold   map[style.Style]string
 }
 
 // SessionState is what the lesson panel shows; the same fields, in the

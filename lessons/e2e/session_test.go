@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -17,12 +17,10 @@ import (
 func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.SessionState) bool) lessons.SessionState {
 	t.Helper()
 	var st lessons.SessionState
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+	simtest.Eventually(t, 2*time.Minute, what, func(context.Context) (bool, error) {
 		st = s.State()
-		return cond(st), nil
-	}); err != nil {
-		t.Fatalf("%s: %v; state %+v", what, err, st)
-	}
+		return cond(st), fmt.Errorf("state %+v", st)
+	})
 	return st
 }
 

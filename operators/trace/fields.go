@@ -127,3 +127,18 @@ const (
 	DriftOwner    = "owner"
 	DriftDeleted  = "deleted"
 )
+
+// Values of FieldReason: why a key was requeued (queue.requeue) or a Lease
+// given up (leader.lost).
+const (
+	ReasonError    = "error"    // the reconcile failed: retried after a backoff
+	ReasonAfter    = "after"    // the reconcile asked for it (RequeueAfter)
+	ReasonLost     = "lost"     // the Lease was taken while the leader still ran
+	ReasonReleased = "released" // the leader gave it up on a graceful stop
+)
+
+// Values of FieldAction of a finalizer event.
+const (
+	FinalizerAdded   = "added"
+	FinalizerRemoved = "removed"
+)

@@ -1,0 +1,464 @@
+package lessons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// actionKind is one sandbox action autoplay can perform, each one the
+// student can also do by hand: the arguments it takes, what it does, and
+// the sentence that says so. Adding an action is adding an entry to actions
+// (and a line to README.md).
+type actionKind struct {
+	args spec
+	// do performs it once. An action with a style argument has each
+	// instead: it is performed for each style the argument names, in turn.
+	do   func(ctx context.Context, p *Player, a Args) error
+	each func(ctx context.Context, p *Player, a Args, st style.Style) error
+	// words says what it does, after "every style: " if it has a style.
+	words func(a Args) string
+}
+
+// actions is the closed set of actions autoplay performs.
+var actions = map[string]actionKind{
+	// A new Echo in every style's namespace.
+	"create_echo": {
+		args: spec{required: argTypes{"name": tName, "message": tString, "replicas": tInt}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			n, _ := a.Int("replicas")
+			return p.sb.CreateEcho(ctx, a.Str("name"), a.Str("message"), n)
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			return fmt.Sprintf("create Echo %s with %d replicas saying %q", a.Str("name"), n, a.Str("message"))
+		},
+	},
+
+	// Delete the Echo in every style; with cascade: orphan, its Deployment
+	// stays behind.
+	"delete_echo": {
+		args: spec{required: argTypes{"name": tName}, optional: argTypes{"cascade": tString}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			if a.Str("cascade") == "orphan" {
+				return p.sb.DeleteEchoOrphan(ctx, a.Str("name"))
+			}
+			return p.sb.DeleteEcho(ctx, a.Str("name"))
+		},
+		words: func(a Args) string {
+			if c := a.Str("cascade"); c != "" {
+				return fmt.Sprintf("delete Echo %s with --cascade=%s", a.Str("name"), c)
+			}
+			return "delete Echo " + a.Str("name")
+		},
+	},
+
+	// Change spec.replicas in every style.
+	"set_replicas": {
+		args: spec{required: argTypes{"name": tName, "replicas": tInt}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			n, _ := a.Int("replicas")
+			return p.sb.SetReplicas(ctx, a.Str("name"), n)
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			return fmt.Sprintf("set the replicas of Echo %s to %d", a.Str("name"), n)
+		},
+	},
+
+	// Change spec.message in every style.
+	"set_message": {
+		args: spec{required: argTypes{"name": tName, "message": tString}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.sb.SetMessage(ctx, a.Str("name"), a.Str("message"))
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("set the message of Echo %s to %q", a.Str("name"), a.Str("message"))
+		},
+	},
+
+	// Change spec.message count times, as fast as the apiserver takes it.
+	"burst_messages": {
+		args: spec{required: argTypes{"name": tName, "count": tInt}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			count, _ := a.Int("count")
+			for i := 1; i <= count; i++ {
+				if err := p.sb.SetMessage(ctx, a.Str("name"), fmt.Sprintf("burst %d of %d", i, count)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("count")
+			return fmt.Sprintf("change the message of Echo %s %d times in a row", a.Str("name"), n)
+		},
+	},
+
+	// Touch the Echo without changing its spec (every `every`, for `for`).
+	"annotate": {
+		args: spec{required: argTypes{"name": tName}, optional: argTypes{"for": tDuration, "every": tDuration}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			end := time.Now().Add(a.Dur("for"))
+			every := a.Dur("every")
+			if every == 0 {
+				every = 50 * time.Millisecond
+			}
+			for {
+				if err := p.annotate(ctx, a.Str("name")); err != nil {
+					return err
+				}
+				if time.Now().Add(every).After(end) {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(every):
+				}
+			}
+		},
+		words: func(a Args) string {
+			s := "annotate Echo " + a.Str("name")
+			if d := a.Dur("for"); d > 0 {
+				s += fmt.Sprintf(" again and again for %s", d)
+			}
+			return s
+		},
+	},
+
+	// `kubectl replace` with a copy someone changed meanwhile: the
+	// apiserver must refuse it with 409 Conflict.
+	"stale_update": {
+		args: spec{required: argTypes{"name": tName}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.forEach(StyleAll, func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("replace Echo %s with a copy whose resourceVersion is no longer current", a.Str("name"))
+		},
+	},
+
+	// Delete the Echo's Deployment by hand (drift).
+	"delete_deployment": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.DeleteDeployment(ctx, string(st), a.Str("name"))
+		},
+		words: func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
+	},
+
+	// Scale the Echo's Deployment by hand (drift).
+	"scale_deployment": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			n, _ := a.Int("replicas")
+			return p.sb.ScaleDeployment(ctx, string(st), a.Str("name"), n)
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			return fmt.Sprintf("scale Deployment %s to %d replicas", echo.DeploymentName(a.Str("name")), n)
+		},
+	},
+
+	// Restart the replicas watching their Deployments, or not
+	// (--watch-owned=false).
+	"watch_owned": {
+		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.SetWatchOwned(string(st), a.Bool("watch"))
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("restart the replicas with --watch-owned=%t", a.Bool("watch"))
+		},
+	},
+
+	// Crash the leader (SIGKILL): the standby waits for the Lease to expire.
+	"kill_leader": {
+		args: spec{required: argTypes{"style": tGoStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.onLeader(ctx, st, p.sb.KillLeader)
+		},
+		words: func(Args) string { return "kill the leader (SIGKILL)" },
+	},
+
+	// Stop the leader gracefully (SIGTERM): it releases the Lease.
+	"stop_leader": {
+		args: spec{required: argTypes{"style": tGoStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.onLeader(ctx, st, p.sb.StopLeader)
+		},
+		words: func(Args) string { return "stop the leader gracefully (SIGTERM)" },
+	},
+
+	// Cut the leader off the apiserver: its requests are refused, or hang.
+	"partition_leader": {
+		args: spec{required: argTypes{"style": tGoStyle, "mode": tMode}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			mode := proxy.Refuse
+			if a.Str("mode") == "hang" {
+				mode = proxy.Hang
+			}
+			who, err := p.leader(ctx, st)
+			if err != nil {
+				return err
+			}
+			return p.sb.Partition(who, mode)
+		},
+		words: func(a Args) string {
+			if a.Str("mode") == "hang" {
+				return "cut the leader off the apiserver: its requests hang"
+			}
+			return "cut the leader off the apiserver: its requests are refused"
+		},
+	},
+
+	// Reconnect every replica to the apiserver.
+	"heal": {
+		args: spec{required: argTypes{"style": tGoStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			for _, r := range sandbox.Replicas(string(st)) {
+				if err := p.sb.Partition(st.Source(r), proxy.Normal); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		words: func(Args) string { return "reconnect every replica to the apiserver" },
+	},
+
+	// Delay every API request of the style's replicas.
+	"set_latency": {
+		args: spec{required: argTypes{"style": tStyle, "latency": tString}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			d, err := time.ParseDuration(a.Str("latency"))
+			if err != nil {
+				return err
+			}
+			for _, r := range sandbox.Replicas(string(st)) {
+				px := p.sb.Proxy(st.Source(r))
+				if px == nil {
+					return fmt.Errorf("no proxy for %s", st.Source(r))
+				}
+				px.SetLatency(d)
+			}
+			return nil
+		},
+		words: func(a Args) string { return "delay every API request by " + a.Str("latency") },
+	},
+
+	// Grant only verbs on resource in the style's Role.
+	"role_verbs": {
+		args: spec{required: argTypes{"style": tStyle, "resource": tString, "verbs": tStrings}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.SetRoleVerbs(ctx, string(st), a.Str("resource"), a.List("verbs"))
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("let the Role grant only %s on %s", strings.Join(a.List("verbs"), ", "), a.Str("resource"))
+		},
+	},
+
+	// Give the style's Role back its least-privilege rules.
+	"role_reset": {
+		args: spec{required: argTypes{"style": tStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.ResetRole(ctx, string(st))
+		},
+		words: func(Args) string { return "give the Role back its rules" },
+	},
+
+	// Restart the replicas with or without --finalizer.
+	"finalizer": {
+		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.SetFinalizer(string(st), a.Bool("on"))
+		},
+		words: func(a Args) string {
+			if a.Bool("on") {
+				return "restart the replicas with --finalizer"
+			}
+			return "restart the replicas without --finalizer"
+		},
+	},
+
+	// Freeze every replica (SIGSTOP), as if the operator hung.
+	"pause_operators": {
+		args: spec{required: argTypes{"style": tStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.PauseOperators(string(st))
+		},
+		words: func(Args) string { return "freeze every replica (SIGSTOP)" },
+	},
+
+	// Let every frozen replica go on (SIGCONT).
+	"resume_operators": {
+		args: spec{required: argTypes{"style": tStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.ResumeOperators(string(st))
+		},
+		words: func(Args) string { return "let every frozen replica go on (SIGCONT)" },
+	},
+
+	// A second shell loop, with no election; with suffix, a newer build
+	// that appends it to the message.
+	"add_shell_replica": {
+		args: spec{optional: argTypes{"suffix": tString}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.sb.AddShellReplica(a.Str("suffix"))
+		},
+		words: func(a Args) string {
+			if s := a.Str("suffix"); s != "" {
+				return fmt.Sprintf("start a second shell loop that appends %q to the message", s)
+			}
+			return "start a second shell loop"
+		},
+	},
+
+	// Stop the second shell loop for good.
+	"remove_shell_replica": {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.sb.RemoveShellReplica()
+		},
+		words: func(Args) string { return "stop the second shell loop" },
+	},
+}
+
+// Describe says in a sentence what the action does.
+func (op Op) Describe() string {
+	s := actions[op.Name].words(op.Args)
+	if op.Args.Str("style") != "" {
+		s = who(op.Args) + ": " + s
+	}
+	if e := op.Args.Str("expect_error"); e != "" {
+		s += ", which the apiserver must refuse (" + e + ")"
+	}
+	return s
+}
+
+// Do performs one action, and checks the apiserver's refusal if the lesson
+// expects one.
+func (p *Player) Do(ctx context.Context, op Op) error {
+	err := p.do(ctx, op)
+	want := op.Args.Str("expect_error")
+	if want == "" {
+		return err
+	}
+	got := map[string]func(error) bool{"invalid": apierrors.IsInvalid, "conflict": apierrors.IsConflict, "forbidden": apierrors.IsForbidden}[want]
+	if err == nil {
+		return fmt.Errorf("want the apiserver to refuse it (%s), and it did not", want)
+	}
+	if !got(err) {
+		return fmt.Errorf("want a %s error, got: %w", want, err)
+	}
+	return nil
+}
+
+func (p *Player) do(ctx context.Context, op Op) error {
+	act, ok := actions[op.Name]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown action %q", op.Name) // the loader lets none through
+	case act.each != nil:
+		return p.forEach(op.Args.Str("style"), func(st style.Style) error { return act.each(ctx, p, op.Args, st) })
+	}
+	return act.do(ctx, p, op.Args)
+}
+
+// forEach runs fn in turn for each style the style argument names that the
+// sandbox runs.
+func (p *Player) forEach(arg string, fn func(st style.Style) error) error {
+	for _, st := range ExpandStyle(arg) {
+		if !slices.Contains(p.sb.Styles(), string(st)) {
+			continue
+		}
+		if err := fn(st); err != nil {
+			return fmt.Errorf("%s: %w", st, err)
+		}
+	}
+	return nil
+}
+
+// leader waits (a bounded while) until someone holds st's Lease.
+func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		name, _, err := p.sb.Leader(ctx, string(st))
+		if err == nil {
+			return name, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no leader: %w", err)
+		case <-time.After(p.Poll):
+		}
+	}
+}
+
+// onLeader waits for st's leader, then does fn (kill, stop) to it.
+func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(ctx context.Context, style string) (string, error)) error {
+	if _, err := p.leader(ctx, st); err != nil {
+		return err
+	}
+	_, err := fn(ctx, string(st))
+	return err
+}
+
+// Annotation is what the lessons write to touch an Echo without changing
+// its spec.
+const Annotation = "lessons.rlab.kkloud.io/touch"
+
+func (p *Player) annotate(ctx context.Context, name string) error {
+	p.mu.Lock()
+	p.seq++
+	v := strconv.Itoa(p.seq)
+	p.mu.Unlock()
+	patch := []byte(`{"metadata":{"annotations":{"` + Annotation + `":"` + v + `"}}}`)
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.sb.Styles()))
+	for i, st := range p.sb.Styles() {
+		wg.Go(func() {
+			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(style.Style(st).Namespace()).
+				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// staleUpdate is `kubectl get -o yaml > f; (someone edits); kubectl replace -f f`:
+// an update carrying a resourceVersion that is no longer current must be
+// refused with 409 Conflict.
+func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) error {
+	echoes := p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace())
+	old, err := echoes.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := p.annotate(ctx, name); err != nil {
+		return err
+	}
+	_, err = echoes.Update(ctx, old, metav1.UpdateOptions{FieldManager: "kubectl-replace"})
+	if err == nil {
+		return errors.New("an update with a stale resourceVersion was accepted")
+	}
+	if !apierrors.IsConflict(err) {
+		return fmt.Errorf("want 409 Conflict, got: %w", err)
+	}
+	return nil
+}

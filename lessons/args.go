@@ -1,0 +1,223 @@
+package lessons
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kkloud/rlab/operators/style"
+)
+
+// argType is the type of one argument of an action or a check.
+type argType int
+
+const (
+	tString   argType = iota
+	tName             // a DNS label: an Echo name
+	tInt              // a small non-negative integer
+	tDuration         // 30s, 250ms
+	tBool
+	tStyle   // one style; go (the Go styles); all
+	tGoStyle // one style with a Lease and watches, or go
+	tStrings // a list of words
+	tErrKind // an apiserver error reason: invalid, conflict, forbidden
+	tMode    // a partition: refuse or hang
+)
+
+// spec is what arguments an action or a check takes.
+type spec struct {
+	required argTypes
+	optional argTypes
+}
+
+// argTypes are arguments by name.
+type argTypes map[string]argType
+
+// expectArg is accepted by every action: the apiserver must refuse it so.
+var expectArg = argTypes{"expect_error": tErrKind}
+
+// Args are validated arguments.
+type Args map[string]any
+
+// Str is a string argument, "" if absent.
+func (a Args) Str(k string) string { s, _ := a[k].(string); return s }
+
+// Int is an integer argument and whether it was given.
+func (a Args) Int(k string) (int, bool) { n, ok := a[k].(int); return n, ok }
+
+// Dur is a duration argument, 0 if absent.
+func (a Args) Dur(k string) time.Duration { d, _ := a[k].(time.Duration); return d }
+
+// Bool is a boolean argument, false if absent.
+func (a Args) Bool(k string) bool { b, _ := a[k].(bool); return b }
+
+// List is a list argument.
+func (a Args) List(k string) []string { l, _ := a[k].([]string); return l }
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+	wordRE = regexp.MustCompile(`^[a-z][a-z0-9./_-]*$`)
+)
+
+// Style arguments that name a group of styles.
+const (
+	StyleAll = "all"
+	StyleGo  = "go" // the styles with a Lease and watches
+)
+
+// ExpandStyle is the styles a style argument means.
+func ExpandStyle(arg string) []style.Style {
+	switch arg {
+	case StyleAll:
+		return style.All()
+	case StyleGo:
+		return goStyles()
+	}
+	return []style.Style{style.Style(arg)}
+}
+
+// goStyles are the styles that elect a leader and watch.
+func goStyles() []style.Style {
+	return slices.DeleteFunc(style.All(), func(s style.Style) bool { return !s.ElectsLeader() })
+}
+
+// names lists styles for an error message: "clientgo, runtime".
+func names(ss []style.Style) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// args validates the arguments mapping of one action or check.
+func (p *parser) args(n *yaml.Node, what string, sp spec, isOp bool) Args {
+	opt := argTypes{}
+	for k, t := range sp.optional {
+		opt[k] = t
+	}
+	if isOp {
+		for k, t := range expectArg {
+			opt[k] = t
+		}
+	}
+	req := sortedKeys(sp.required)
+	f := p.fields(n, what, req, sortedKeys(opt))
+	if f == nil {
+		return nil
+	}
+	out := Args{}
+	before := len(p.errs)
+	for k, v := range f {
+		t, ok := sp.required[k]
+		if !ok {
+			t = opt[k]
+		}
+		if val, ok := p.value(v, what+": "+k, t); ok {
+			out[k] = val
+		}
+	}
+	if mn, ok := out.Int("min"); ok {
+		if mx, ok := out.Int("max"); ok && mx < mn {
+			p.errorf(n, "%s: max (%d) is less than min (%d)", what, mx, mn)
+		}
+	}
+	if mn, mx := out.Dur("min"), out.Dur("max"); mn > 0 && mx > 0 && mx < mn {
+		p.errorf(n, "%s: max (%s) is less than min (%s)", what, mx, mn)
+	}
+	if l := out.Str("latency"); l != "" {
+		if d, err := time.ParseDuration(l); err != nil || d < 0 || d > 5*time.Second {
+			p.errorf(f["latency"], "%s: latency: want 0s to 5s, got %q", what, l)
+		}
+	}
+	if c := out.Str("cascade"); c != "" && c != "background" && c != "orphan" {
+		p.errorf(f["cascade"], "%s: cascade: want background or orphan, got %q", what, c)
+	}
+	if len(p.errs) > before {
+		return nil
+	}
+	return out
+}
+
+// value reads one scalar (or list) of type t.
+func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
+	if t == tStrings {
+		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+			p.errorf(n, "%s: want a list of words, got %s", what, kindName(n))
+			return nil, false
+		}
+		var out []string
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode || !wordRE.MatchString(c.Value) {
+				p.errorf(c, "%s: want a word, got %s", what, kindName(c))
+				return nil, false
+			}
+			out = append(out, c.Value)
+		}
+		return out, true
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, "%s: want a value, got %s", what, kindName(n))
+		return nil, false
+	}
+	v := n.Value
+	bad := func(want string) (any, bool) {
+		p.errorf(n, "%s: want %s, got %q", what, want, v)
+		return nil, false
+	}
+	switch t {
+	case tString:
+		if strings.TrimSpace(v) == "" {
+			return bad("text")
+		}
+		return v, true
+	case tName:
+		if !nameRE.MatchString(v) {
+			return bad("an Echo name (lower-case letters, digits and -, at most 40)")
+		}
+		return v, true
+	case tInt:
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i > 1000 || n.Tag != "!!int" {
+			return bad("a whole number from 0 to 1000")
+		}
+		return i, true
+	case tDuration:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxDuration {
+			return bad(fmt.Sprintf("a duration between 1ms and %s like 3s", maxDuration))
+		}
+		return d, true
+	case tBool:
+		if n.Tag != "!!bool" {
+			return bad("true or false")
+		}
+		return v == "true", true
+	case tStyle:
+		if v != StyleAll && v != StyleGo && !slices.Contains(style.All(), style.Style(v)) {
+			return bad("a style: " + names(style.All()) + ", go or all")
+		}
+		return v, true
+	case tGoStyle:
+		if v != StyleGo && !slices.Contains(goStyles(), style.Style(v)) {
+			return bad("a Go style, with a Lease and watches: " + names(goStyles()) + " or go")
+		}
+		return v, true
+	case tErrKind:
+		if v != "invalid" && v != "conflict" && v != "forbidden" {
+			return bad("invalid, conflict or forbidden")
+		}
+		return v, true
+	case tMode:
+		if v != "refuse" && v != "hang" {
+			return bad("refuse or hang")
+		}
+		return v, true
+	}
+	return bad("a known type")
+}

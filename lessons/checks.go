@@ -1,0 +1,588 @@
+package lessons
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// checkKind is one check a lesson can name: the arguments it takes, how it
+// is evaluated, and the sentence the student reads. Adding a check is
+// adding an entry to checks (and a line to README.md).
+type checkKind struct {
+	args spec
+	// eval looks at v for one style of the style argument.
+	eval func(a Args, v View, st style.Style) styleResult
+	// words says what it waits for, after "every style: " (see Cond.Describe).
+	words func(a Args) string
+}
+
+// checks is the closed set of checks, over the world model and the trace
+// events since the step began.
+var checks = map[string]checkKind{
+	// The Echo's status.ready reads ready.
+	"echo_status": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "ready": tString}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			return styleResult{ok: e.Ready == a.Str("ready"), detail: fmt.Sprintf("ready %q", e.Ready)}
+		},
+		words: func(a Args) string { return fmt.Sprintf("Echo %s reports ready %s", a.Str("name"), a.Str("ready")) },
+	},
+
+	// The Echo is gone.
+	"echo_absent": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e := nsView(v, st).Echoes[a.Str("name")]
+			if e == nil {
+				return styleResult{ok: true, detail: "gone"}
+			}
+			if e.Deleting {
+				return styleResult{detail: fmt.Sprintf("being deleted (finalizers %v)", e.Finalizers)}
+			}
+			return styleResult{detail: "still there"}
+		},
+		words: func(a Args) string { return fmt.Sprintf("Echo %s is gone", a.Str("name")) },
+	},
+
+	// Its Deployment asks for replicas (and, with ready, has them ready).
+	"deployment_replicas": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}, optional: argTypes{"ready": tBool}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			d := deploymentOf(v, st, a.Str("name"))
+			if d == nil {
+				return styleResult{detail: "no Deployment " + echo.DeploymentName(a.Str("name"))}
+			}
+			n, _ := a.Int("replicas")
+			ok := int(d.Replicas) == n && (!a.Bool("ready") || int(d.ReadyReplicas) == n)
+			return styleResult{ok: ok, detail: fmt.Sprintf("replicas %d, %d ready", d.Replicas, d.ReadyReplicas)}
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			s := fmt.Sprintf("Deployment %s asks for %d replicas", echo.DeploymentName(a.Str("name")), n)
+			if a.Bool("ready") {
+				s += ", all ready"
+			}
+			return s
+		},
+	},
+
+	// Its Deployment is gone.
+	"deployment_absent": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			if d := deploymentOf(v, st, a.Str("name")); d != nil {
+				return styleResult{detail: d.Name + " still there"}
+			}
+			return styleResult{ok: true, detail: "gone"}
+		},
+		words: func(a Args) string { return fmt.Sprintf("Deployment %s is gone", echo.DeploymentName(a.Str("name"))) },
+	},
+
+	// Its Deployment is controlled by Echo name.
+	"owned": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			d := deploymentOf(v, st, a.Str("name"))
+			if d == nil {
+				return styleResult{detail: "no Deployment"}
+			}
+			return styleResult{ok: d.Owner == "Echo/"+a.Str("name"), detail: fmt.Sprintf("controller %q", d.Owner)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Deployment %s is controlled by Echo %s", echo.DeploymentName(a.Str("name")), a.Str("name"))
+		},
+	},
+
+	// Its Deployment is still there with no controller owner.
+	"orphaned": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			d := deploymentOf(v, st, a.Str("name"))
+			switch {
+			case d == nil:
+				return styleResult{detail: "no Deployment"}
+			case d.Owner != "":
+				return styleResult{detail: "still controlled by " + d.Owner}
+			case nsView(v, st).Echoes[a.Str("name")] != nil:
+				return styleResult{detail: "the Echo is still there"}
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s left with %d pods, no owner", d.Name, len(d.Pods))}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Deployment %s is left running with no owner", echo.DeploymentName(a.Str("name")))
+		},
+	},
+
+	// The world saw the Echo converge after the action (latency in the detail).
+	"converged": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			// Only the Echo as it is now: an earlier edit may converge late.
+			evs := eventsOf(v, st, trace.Converged, func(ev trace.Event) bool {
+				g, _ := ev.Num(trace.FieldGeneration)
+				return ev.Str(trace.FieldEcho) == a.Str("name") && int64(g) == e.Generation
+			})
+			if len(evs) == 0 {
+				return styleResult{detail: "not yet"}
+			}
+			return styleResult{ok: true, detail: "in " + msField(evs[0], trace.FieldLatencyMS)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("the Deployment and status of Echo %s catch up with its spec", a.Str("name"))
+		},
+	},
+
+	// The first reconcile of Echo name after the action, per style: who
+	// noticed the change first, and through what.
+	"noticed": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			// From the edit as the world saw it: a student types the command
+			// in another terminal, long after the step began, and a poll
+			// before that noticed nothing.
+			from := v.Acted
+			if !v.Acted.After(v.Began) { // nothing autoplayed: measure from the edit
+				e := nsView(v, st).Echoes[a.Str("name")]
+				if e == nil || !e.Edited.After(v.Began) {
+					return styleResult{detail: "no edit yet"}
+				}
+				// The world's watch may see the edit a little after an
+				// operator's does.
+				from = e.Edited.Add(-worldLag)
+			}
+			for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == "Echo/"+a.Str("name") }) {
+				if e.Time.After(from) {
+					why := e.Str(trace.FieldCause)
+					if ev := e.Str(trace.FieldCauseEvent); ev != "" {
+						why += ": " + ev
+					}
+					return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", secs(e.Time.Sub(from)), why)}
+				}
+			}
+			return styleResult{detail: "not yet"}
+		},
+		words: func(a Args) string { return fmt.Sprintf("a reconcile of Echo %s after the edit", a.Str("name")) },
+	},
+
+	// The world saw a drift of the Deployment repaired.
+	"drift_repaired": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"what": tString}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			evs := eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
+				return e.Str(trace.FieldEcho) == a.Str("name") && (a.Str("what") == "" || e.Str(trace.FieldWhat) == a.Str("what"))
+			})
+			if len(evs) == 0 {
+				return styleResult{detail: "not repaired"}
+			}
+			return styleResult{ok: true, detail: evs[0].Str(trace.FieldWhat) + " repaired in " + msField(evs[0], trace.FieldLatencyMS)}
+		},
+		words: func(a Args) string {
+			what := a.Str("what")
+			if what == "" {
+				what = "drift"
+			}
+			return fmt.Sprintf("the operator repairs the %s of Deployment %s", what, echo.DeploymentName(a.Str("name")))
+		},
+	},
+
+	// The garbage collector removed the Echo's Deployment.
+	"gc_collected": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := "Deployment/" + echo.DeploymentName(a.Str("name"))
+			evs := eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return e.Object == obj })
+			if len(evs) == 0 {
+				return styleResult{detail: "not collected"}
+			}
+			pods := len(eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return strings.HasPrefix(e.Object, "Pod/") }))
+			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(v.Acted)), pods)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
+		},
+	},
+
+	// Someone other than the holder at the step's start holds the Lease,
+	// taken over after at least min and at most max.
+	"new_leader": {
+		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"min": tDuration, "max": tDuration}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			old := v.Holders[st]
+			evs := eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
+				return e.Source == world.Source && e.Str(trace.FieldIdentity) != "" && e.Str(trace.FieldIdentity) != old
+			})
+			if len(evs) == 0 {
+				return styleResult{detail: "still " + old}
+			}
+			took := evs[0].Time.Sub(v.Acted)
+			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", evs[0].Str(trace.FieldIdentity), old, secs(took))}
+			if mn := a.Dur("min"); mn > 0 && took < mn {
+				r.ok, r.final = false, true
+				r.detail += fmt.Sprintf(", sooner than %s", mn)
+			}
+			if mx := a.Dur("max"); mx > 0 && took > mx {
+				r.ok, r.final = false, true
+				r.detail += fmt.Sprintf(", later than %s", mx)
+			}
+			return r
+		},
+		words: func(a Args) string {
+			s := "another replica takes the Lease"
+			if d := a.Dur("min"); d > 0 {
+				s += fmt.Sprintf(", not before %s", d)
+			}
+			if d := a.Dur("max"); d > 0 {
+				s += fmt.Sprintf(", within %s", d)
+			}
+			return s
+		},
+	},
+
+	// A replica lost the Lease (not released it).
+	"leader_lost": {
+		args: spec{required: argTypes{"style": tGoStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			evs := eventsOf(v, st, trace.LeaderLost, func(e trace.Event) bool { return e.Str(trace.FieldReason) == trace.ReasonLost })
+			if len(evs) == 0 {
+				return styleResult{detail: "nobody lost the Lease"}
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, secs(evs[0].Time.Sub(v.Acted)))}
+		},
+		words: func(Args) string { return "the leader loses the Lease" },
+	},
+
+	// Every replica runs.
+	"replicas_running": {
+		args: spec{required: argTypes{"style": tStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n, running := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running })
+			return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d running", running, n)}
+		},
+		words: func(Args) string { return "every replica runs" },
+	},
+
+	// Every replica is frozen (SIGSTOP).
+	"replicas_paused": {
+		args: spec{required: argTypes{"style": tStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n, paused := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running && r.Paused })
+			return styleResult{ok: n > 0 && paused == n, detail: fmt.Sprintf("%d of %d frozen", paused, n)}
+		},
+		words: func(Args) string { return "every replica is frozen" },
+	},
+
+	// Every replica was restarted since the step began and the leader (any
+	// replica, for the shell loop) has reconciled since.
+	"restarted": {
+		args: spec{required: argTypes{"style": tStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			started := map[string]time.Time{}
+			for _, e := range v.kind(trace.ProcessStart) {
+				if style.FromSource(e.Object) == st {
+					started[e.Object] = e.Time
+				}
+			}
+			if n, _ := replicasOf(v, st, func(supervisor.Status) bool { return true }); len(started) < n {
+				return styleResult{detail: fmt.Sprintf("%d of %d replicas restarted", len(started), n)}
+			}
+			holder := ""
+			if l := nsView(v, st).Lease; l != nil {
+				holder = l.Holder
+			}
+			// The Lease holder's identity names the leading replica, and it
+			// must have reconciled since its restart.
+			leads := func(name string) bool {
+				s, replica, _, ok := style.ParseIdentity(holder)
+				return ok && s.Source(replica) == name
+			}
+			for name, at := range started {
+				if st.ElectsLeader() && !leads(name) {
+					continue
+				}
+				for _, e := range v.kind(trace.ReconcileEnd) {
+					if e.Source == name && e.Time.After(at) {
+						if !st.ElectsLeader() {
+							return styleResult{ok: true, detail: "restarted and has reconciled"}
+						}
+						return styleResult{ok: true, detail: "restarted; " + name + " leads and has reconciled"}
+					}
+				}
+				return styleResult{detail: name + " leads, no reconcile yet"}
+			}
+			return styleResult{detail: fmt.Sprintf("restarted; no restarted replica leads yet (holder %q)", holder)}
+		},
+		words: func(Args) string { return "every replica restarted and the leader reconciled" },
+	},
+
+	// API requests through the style's proxies, counted since the step
+	// began (or over the first `over` of it).
+	"api_requests": {
+		args: spec{required: argTypes{"style": tStyle},
+			optional: argTypes{"verbs": tStrings, "resource": tString, "code": tInt, "min": tInt, "max": tInt, "over": tDuration}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			over := a.Dur("over")
+			if over > 0 && v.Now.Sub(v.Acted) < over {
+				return styleResult{detail: "measuring for " + secs(over)}
+			}
+			code, hasCode := a.Int("code")
+			n := 0
+			for _, e := range v.kind(trace.APIRequest) { // only proxies make them
+				if e.Style() != st {
+					continue
+				}
+				if over > 0 && (e.Time.Before(v.Acted) || e.Time.After(v.Acted.Add(over))) {
+					continue
+				}
+				if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Str(trace.FieldVerb)) {
+					continue
+				}
+				if r := a.Str("resource"); r != "" && e.Str(trace.FieldResource) != r {
+					continue
+				}
+				if c, _ := e.Num(trace.FieldCode); hasCode && int(c) != code {
+					continue
+				}
+				n++
+			}
+			ok, want := bounds(a, n)
+			what := strings.Join(a.List("verbs"), "/")
+			if r := a.Str("resource"); r != "" {
+				what = strings.TrimSpace(what + " " + r)
+			}
+			if hasCode {
+				what += fmt.Sprintf(" → %d", code)
+			}
+			if what == "" {
+				what = "requests"
+			}
+			in := ""
+			if over > 0 {
+				in = " in " + secs(over)
+			}
+			return styleResult{ok: ok, detail: fmt.Sprintf("%d %s%s%s", n, what, in, want)}
+		},
+		words: func(a Args) string {
+			what := "API requests"
+			if v := a.List("verbs"); len(v) > 0 {
+				what = strings.Join(v, "/") + " requests"
+			}
+			if r := a.Str("resource"); r != "" {
+				what += " on " + r
+			}
+			if c, ok := a.Int("code"); ok {
+				what += fmt.Sprintf(" answered %d", c)
+			}
+			_, want := bounds(a, 0)
+			if d := a.Dur("over"); d > 0 {
+				what += fmt.Sprintf(" over %s", d)
+			}
+			return what + want
+		},
+	},
+
+	// Reconciles of Echo name since the step began.
+	"reconciles_after_edit": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == "Echo/"+a.Str("name") })
+			ok, want := bounds(a, len(evs))
+			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
+		},
+		words: func(a Args) string {
+			_, want := bounds(a, 0)
+			return fmt.Sprintf("reconciles of Echo %s%s", a.Str("name"), want)
+		},
+	},
+
+	// Some reconcile answered several queued events at once.
+	"coalesced": {
+		args: spec{required: argTypes{"style": tGoStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := "Echo/" + a.Str("name")
+			informed := len(eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool { return e.Object == obj }))
+			starts := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == obj })
+			most := 0
+			for _, e := range starts {
+				if n, ok := e.Num(trace.FieldCauses); ok && int(n) > most {
+					most = int(n)
+				}
+			}
+			return styleResult{ok: most >= 2, detail: fmt.Sprintf("%d Echo updates → %d reconciles, one answered %d at once", informed, len(starts), most)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("one reconcile answers several queued events for Echo %s", a.Str("name"))
+		},
+	},
+
+	// Failed reconciles were retried at least min times, each after a
+	// longer backoff.
+	"retries": {
+		args: spec{required: argTypes{"style": tGoStyle, "name": tName, "min": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := "Echo/" + a.Str("name")
+			evs := eventsOf(v, st, trace.QueueRequeue, func(e trace.Event) bool {
+				return e.Object == obj && e.Str(trace.FieldReason) == trace.ReasonError
+			})
+			var backoffs []string
+			growing := true
+			prev := -1.0
+			for _, e := range evs {
+				ms, _ := e.Num(trace.FieldAfterMS)
+				if ms < prev {
+					growing = false
+				}
+				prev = ms
+				backoffs = append(backoffs, fmt.Sprintf("%gms", ms))
+			}
+			mn, _ := a.Int("min")
+			if len(backoffs) > 8 { // the screen is narrow: first and last few
+				backoffs = append(append(backoffs[:4:4], "…"), backoffs[len(backoffs)-3:]...)
+			}
+			return styleResult{ok: len(evs) >= mn && growing, detail: fmt.Sprintf("%d retries, backoff %s", len(evs), strings.Join(backoffs, " "))}
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("min")
+			return fmt.Sprintf("at least %d retries of Echo %s, each after a longer backoff", n, a.Str("name"))
+		},
+	},
+
+	// The world saw the Deployment's message drift from the Echo's and be
+	// put back at least min times: two writers undoing each other.
+	"flapping": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "min": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n := len(eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
+				return e.Str(trace.FieldEcho) == a.Str("name") && e.Str(trace.FieldWhat) == trace.DriftMessage
+			}))
+			mn, _ := a.Int("min")
+			return styleResult{ok: n >= mn, detail: fmt.Sprintf("message changed and put back %d times (want ≥%d)", n, mn)}
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("min")
+			return fmt.Sprintf("the message of Deployment %s changed and put back at least %d times", echo.DeploymentName(a.Str("name")), n)
+		},
+	},
+
+	// The Deployment carries the Echo's message.
+	"deployment_message": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e := nsView(v, st).Echoes[a.Str("name")]
+			d := deploymentOf(v, st, a.Str("name"))
+			if e == nil || d == nil {
+				return styleResult{detail: "no Echo or no Deployment"}
+			}
+			return styleResult{ok: d.Message == e.Message, detail: fmt.Sprintf("Deployment says %q, Echo %q", d.Message, e.Message)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Deployment %s carries Echo %s's message", echo.DeploymentName(a.Str("name")), a.Str("name"))
+		},
+	},
+
+	// The Echo carries the operators' finalizer.
+	"has_finalizer": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			return styleResult{ok: echo.HasFinalizer(e.Finalizers), detail: fmt.Sprintf("finalizers %v", e.Finalizers)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Echo %s carries the finalizer %s", a.Str("name"), echo.Finalizer)
+		},
+	},
+
+	// The registry ConfigMap lists the Echo under its current uid.
+	"registered": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			ns := nsView(v, st)
+			e := ns.Echoes[a.Str("name")]
+			switch {
+			case e == nil:
+				return styleResult{detail: "no Echo " + a.Str("name")}
+			case ns.Registry == nil:
+				return styleResult{detail: "no ConfigMap " + echo.RegistryName}
+			case ns.Registry[e.Name] != e.UID:
+				return styleResult{detail: fmt.Sprintf("%s not listed (entries %d)", e.Name, len(ns.Registry))}
+			}
+			return styleResult{ok: true, detail: echo.RegistryName + " lists " + e.Name}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("ConfigMap %s lists Echo %s", echo.RegistryName, a.Str("name"))
+		},
+	},
+
+	// The registry ConfigMap does not list the Echo.
+	"unregistered": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			if uid, ok := nsView(v, st).Registry[a.Str("name")]; ok {
+				return styleResult{detail: fmt.Sprintf("%s still lists %s (uid %s)", echo.RegistryName, a.Str("name"), uid)}
+			}
+			return styleResult{ok: true, detail: "not listed"}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("ConfigMap %s no longer lists Echo %s", echo.RegistryName, a.Str("name"))
+		},
+	},
+
+	// The Echo is being deleted and a finalizer still holds it.
+	"echo_deleting": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e := nsView(v, st).Echoes[a.Str("name")]
+			switch {
+			case e == nil:
+				return styleResult{detail: "gone"}
+			case !e.Deleting:
+				return styleResult{detail: "not being deleted"}
+			}
+			return styleResult{ok: len(e.Finalizers) > 0, detail: fmt.Sprintf("being deleted, held by %v", e.Finalizers)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Echo %s is being deleted, held by a finalizer", a.Str("name"))
+		},
+	},
+
+	// An operator cleaned up after the deleted Echo, removed its finalizer,
+	// and the Echo is gone.
+	"finalized": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := "Echo/" + a.Str("name")
+			removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool {
+				return e.Object == obj && e.Str(trace.FieldAction) == trace.FinalizerRemoved
+			})
+			gone := eventsOf(v, st, trace.EchoDeleted, func(e trace.Event) bool { return e.Object == obj })
+			switch {
+			case len(removed) == 0:
+				return styleResult{detail: "no cleanup yet"}
+			case len(gone) == 0:
+				return styleResult{detail: removed[0].Source + " cleaned up; the Echo is not gone yet"}
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", removed[0].Source, msField(gone[0], trace.FieldWaitedMS))}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("the operator cleans up after Echo %s and it goes", a.Str("name"))
+		},
+	},
+}

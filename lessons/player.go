@@ -1,0 +1,200 @@
+package lessons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// Player plays lessons against a running sandbox: it performs the steps'
+// actions (autoplay) and evaluates their checks over the world model and
+// the trace events seen since each step began.
+type Player struct {
+	sb   *sandbox.Sandbox
+	sub  *bus.Sub
+	stop chan struct{}
+	done chan struct{}
+	// Poll is how often a check is evaluated while it waits.
+	Poll time.Duration
+
+	mu     sync.Mutex
+	events []trace.Event                // since the current step began
+	byKind map[trace.Kind][]trace.Event // the same, by kind
+	began  time.Time
+	seq    int // annotation values, so every write changes the Echo
+}
+
+// NewPlayer subscribes to the sandbox's trace. Close it when done.
+func NewPlayer(sb *sandbox.Sandbox) *Player {
+	p := &Player{sb: sb, sub: sb.Bus().Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{}),
+		Poll: 100 * time.Millisecond}
+	go p.record()
+	return p
+}
+
+// Close stops recording.
+func (p *Player) Close() {
+	close(p.stop)
+	<-p.done
+	p.sub.Close()
+}
+
+func (p *Player) record() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.sub.Wait():
+			evs, _ := p.sub.Drain()
+			p.mu.Lock()
+			p.keep(evs)
+			p.mu.Unlock()
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// Begin starts a step: events from now on are the step's, and the Lease
+// holders of now are the ones a new leader is compared with.
+func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
+	// Whatever is pending was published before the step began.
+	_, _ = p.sub.Drain()
+	now := time.Now()
+	p.mu.Lock()
+	p.events, p.byKind, p.began = nil, map[trace.Kind][]trace.Event{}, now
+	p.mu.Unlock()
+	holders = map[style.Style]string{}
+	sn := p.sb.World().Snapshot()
+	for _, name := range p.sb.Styles() {
+		st := style.Style(name)
+		if ns := sn.Namespaces[st.Namespace()]; ns != nil && ns.Lease != nil {
+			holders[st] = ns.Lease.Holder
+		}
+	}
+	return now, holders
+}
+
+// View is what the checks see now.
+func (p *Player) View(began, acted time.Time, holders map[style.Style]string) View {
+	// Take what the bus holds first, so nothing published before now is missed.
+	evs, _ := p.sub.Drain()
+	p.mu.Lock()
+	p.keep(evs)
+	// No copies: keep only appends, so the first len elements never change
+	// (an append past cap moves to a new array; Begin starts new ones).
+	events := p.events[:len(p.events):len(p.events)]
+	byKind := make(map[trace.Kind][]trace.Event, len(p.byKind))
+	for k, l := range p.byKind {
+		byKind[k] = l[:len(l):len(l)]
+	}
+	p.mu.Unlock()
+	return View{
+		Snapshot: p.sb.World().Snapshot(),
+		Events:   events,
+		Began:    began, Acted: acted, Now: time.Now(),
+		Holders:  holders,
+		Replicas: p.sb.Supervisor().Statuses(),
+		ByKind:   byKind,
+	}
+}
+
+// keep records the events of the current step. p.mu is held.
+func (p *Player) keep(evs []trace.Event) {
+	if p.byKind == nil {
+		p.byKind = map[trace.Kind][]trace.Event{}
+	}
+	for _, e := range evs {
+		if !e.Time.Before(p.began) {
+			p.events = append(p.events, e)
+			p.byKind[e.Kind] = append(p.byKind[e.Kind], e)
+		}
+	}
+}
+
+// Await evaluates c until it holds (for c.Hold if set), ctx ends, or it can
+// never pass. tick, if not nil, gets every outcome.
+func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, holders map[style.Style]string, tick func(Outcome)) (Outcome, error) {
+	t := time.NewTicker(p.Poll)
+	defer t.Stop()
+	var holding time.Time
+	var last Outcome
+	for {
+		last = c.Eval(p.View(began, acted, holders))
+		if tick != nil {
+			tick(last)
+		}
+		switch {
+		case last.Final:
+			return last, errors.New("can no longer pass: " + last.Detail)
+		case !last.OK:
+			holding = time.Time{}
+		case c.Hold == 0:
+			return last, nil
+		case holding.IsZero():
+			holding = time.Now()
+		case time.Since(holding) >= c.Hold:
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// StepResult is how one autoplayed step went.
+type StepResult struct {
+	Took   time.Duration
+	Detail string
+}
+
+// PlayStep autoplays one step: its action, then its check within its deadline.
+func (p *Player) PlayStep(ctx context.Context, s *Step) (StepResult, error) {
+	began, holders := p.Begin()
+	if s.Action != nil {
+		for _, op := range s.Action.Play {
+			if err := p.Do(ctx, op); err != nil {
+				return StepResult{Took: time.Since(began)}, fmt.Errorf("%s (line %d): %w", op.Name, op.Line, err)
+			}
+		}
+	}
+	acted := time.Now()
+	if s.Check == nil {
+		return StepResult{Took: time.Since(began)}, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.Check.Within)
+	defer cancel()
+	out, err := p.Await(cctx, s.Check, began, acted, holders, nil)
+	res := StepResult{Took: time.Since(began), Detail: out.Detail}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("check not passed within %s: %s", s.Check.Within, out.Detail)
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+// tail is the step's last n events, but for the Lease renewals that fill
+// any quiet moment.
+func (p *Player) tail(n int) []trace.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []trace.Event
+	for i := len(p.events) - 1; i >= 0 && len(out) < n; i-- {
+		if e := p.events[i]; !(e.Kind == trace.APIRequest && e.Str(trace.FieldResource) == "leases") {
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}

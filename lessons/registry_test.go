@@ -1,0 +1,161 @@
+package lessons
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// sample is a valid value of an argument, as a lesson would write it.
+func sample(name string, t argType) string {
+	switch name { // strings the loader checks further
+	case "latency":
+		return "1s"
+	case "cascade":
+		return "orphan"
+	}
+	return map[argType]string{
+		tString: "x", tName: "hello", tInt: "1", tDuration: "1s", tBool: "true",
+		tStyle: StyleAll, tGoStyle: StyleGo, tStrings: "[get]", tErrKind: "conflict", tMode: "refuse",
+	}[t]
+}
+
+// flow is sp's required arguments (and extra, "k: v"), as a YAML flow mapping.
+func flow(sp spec, extra ...string) string {
+	var kv []string
+	for _, k := range sortedKeys(sp.required) {
+		kv = append(kv, k+": "+sample(k, sp.required[k]))
+	}
+	return "{" + strings.Join(append(kv, extra...), ", ") + "}"
+}
+
+// checkStep is a step checking only name (its line is 7 in lesson()).
+func checkStep(name string, sp spec, extra ...string) string {
+	return fmt.Sprintf("  - title: a\n    text: b\n    check:\n      %s: %s\n    hint: h\n", name, flow(sp, extra...))
+}
+
+// actionStep is a step playing only name (its line is 9 in lesson()).
+func actionStep(name string, sp spec, extra ...string) string {
+	return fmt.Sprintf("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - %s: %s\n", name, flow(sp, extra...))
+}
+
+// Every entry of the registries is whole: a check has its style argument,
+// an evaluator and words; an action is done once or per style (exactly when
+// it takes a style) and has words.
+func TestRegistry(t *testing.T) {
+	for name, c := range checks {
+		if _, ok := c.args.required["style"]; !ok || c.eval == nil || c.words == nil {
+			t.Errorf("check %s: want a style argument, eval and words", name)
+		}
+		for k := range c.args.optional {
+			if _, dup := c.args.required[k]; dup {
+				t.Errorf("check %s: %s is both required and optional", name, k)
+			}
+		}
+	}
+	for name, a := range actions {
+		_, styled := a.args.required["style"]
+		if (a.do == nil) == (a.each == nil) || styled != (a.each != nil) || a.words == nil {
+			t.Errorf("action %s: want do, or each when it takes a style (styled %v), and words", name, styled)
+		}
+		if _, ok := a.args.required["expect_error"]; ok {
+			t.Errorf("action %s: expect_error is every action's already", name)
+		}
+	}
+}
+
+// Each check and action, given its required arguments, loads, evaluates on
+// an empty world and says what it does; the loader names the line of an
+// unknown argument and of a missing one.
+func TestRegistryLoads(t *testing.T) {
+	type entry struct {
+		name, what string
+		sp         spec
+		step       func(name string, sp spec, extra ...string) string
+		line       int
+	}
+	var entries []entry
+	for _, name := range sortedKeys(checks) {
+		entries = append(entries, entry{name, "check", checks[name].args, checkStep, 7})
+	}
+	for _, name := range sortedKeys(actions) {
+		entries = append(entries, entry{name, "action", actions[name].args, actionStep, 9})
+	}
+	for _, e := range entries {
+		t.Run(e.what+" "+e.name, func(t *testing.T) {
+			l, err := Parse("l.yaml", []byte(lesson(e.step(e.name, e.sp))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var words string
+			if s := l.Steps[0]; s.Check != nil {
+				c := s.Check.Conds[0]
+				if c.Kind != e.name || c.Line != e.line {
+					t.Errorf("cond = %+v, want %s at line %d", c, e.name, e.line)
+				}
+				if o := c.Eval(View{}); !strings.Contains(o.Detail, "runtime ") {
+					t.Errorf("on an empty world: %+v, want a detail per style", o)
+				}
+				words = s.Check.Describe()
+			} else {
+				op := s.Action.Play[0]
+				if op.Name != e.name || op.Line != e.line {
+					t.Errorf("op = %+v, want %s at line %d", op, e.name, e.line)
+				}
+				words = op.Describe()
+			}
+			if st, styled := e.sp.required["style"]; styled && !strings.HasPrefix(words, who(Args{"style": sample("style", st)})+": ") || len(words) < 15 {
+				t.Errorf("words %q: want a sentence, after the styles it is about", words)
+			}
+
+			_, err = Parse("l.yaml", []byte(lesson(e.step(e.name, e.sp, "bogus: 1"))))
+			if want := fmt.Sprintf(`l.yaml:%d: `, e.line); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `unknown field "bogus"`) {
+				t.Errorf("unknown argument: error %v, want %q and the field", err, want)
+			}
+			for k := range e.sp.required {
+				sp := spec{required: argTypes{}}
+				for k2, t2 := range e.sp.required {
+					if k2 != k {
+						sp.required[k2] = t2
+					}
+				}
+				_, err := Parse("l.yaml", []byte(lesson(e.step(e.name, sp))))
+				if want := fmt.Sprintf(`l.yaml:%d: `, e.line); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("%q is required", k)) {
+					t.Errorf("without %s: error %v, want %q and the argument", k, err, want)
+				}
+			}
+		})
+	}
+}
+
+// The course's README lists every check and action a lesson may use.
+func TestRegistryDocumented(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(sortedKeys(checks), sortedKeys(actions)...) {
+		if !strings.Contains(string(b), "`"+name+"`") {
+			t.Errorf("README.md does not list `%s`", name)
+		}
+	}
+}
+
+func TestOpDescribe(t *testing.T) {
+	tests := []struct {
+		op   Op
+		want string
+	}{
+		{Op{Name: "set_replicas", Args: Args{"name": "hello", "replicas": 4}}, "set the replicas of Echo hello to 4"},
+		{Op{Name: "scale_deployment", Args: Args{"style": "go", "name": "hello", "replicas": 1}}, "both Go styles: scale Deployment echo-hello to 1 replicas"},
+		{Op{Name: "kill_leader", Args: Args{"style": "runtime"}}, "runtime: kill the leader (SIGKILL)"},
+		{Op{Name: "set_message", Args: Args{"name": "hello", "message": "", "expect_error": "invalid"}},
+			`set the message of Echo hello to "", which the apiserver must refuse (invalid)`},
+	}
+	for _, tt := range tests {
+		if got := tt.op.Describe(); got != tt.want {
+			t.Errorf("%s: Describe = %q, want %q", tt.op.Name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package lessons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// Baseline says whether the sandbox is as a lesson must find and leave it:
+// in every style only the sample Echo, 2/2 with its message, its
+// Deployment 2 ready and nothing orphaned; every replica running and the
+// Go styles led.
+func Baseline(sn world.Snapshot, running []string, styles []string) (bool, string) {
+	var problems []string
+	for _, name := range styles {
+		st := style.Style(name)
+		ns := sn.Namespaces[st.Namespace()]
+		if ns == nil {
+			problems = append(problems, name+": not watched")
+			continue
+		}
+		for echoName := range ns.Echoes {
+			if echoName != sandbox.SampleName {
+				problems = append(problems, name+": extra Echo "+echoName)
+			}
+		}
+		want := fmt.Sprintf("%d/%d", sandbox.SampleReplicas, sandbox.SampleReplicas)
+		e := ns.Echoes[sandbox.SampleName]
+		switch {
+		case e == nil:
+			problems = append(problems, name+": no Echo "+sandbox.SampleName)
+		case e.Ready != want || e.Message != sandbox.SampleMessage || e.Replicas != sandbox.SampleReplicas:
+			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
+		case e.Deployment == nil || e.Deployment.Replicas != sandbox.SampleReplicas || e.Deployment.ReadyReplicas != sandbox.SampleReplicas:
+			problems = append(problems, name+": Deployment not 2/2")
+		}
+		for _, d := range ns.Orphans {
+			problems = append(problems, name+": orphaned Deployment "+d.Name)
+		}
+		if st.ElectsLeader() && (ns.Lease == nil || ns.Lease.Holder == "") {
+			problems = append(problems, name+": no leader")
+		}
+		var replicas []string
+		for _, r := range sandbox.Replicas(name) {
+			replicas = append(replicas, st.Source(r))
+		}
+		for _, r := range replicas {
+			if !slices.Contains(running, r) {
+				problems = append(problems, r+" not running")
+			}
+		}
+		for _, r := range running {
+			if style.FromSource(r) == st && !slices.Contains(replicas, r) {
+				problems = append(problems, "extra replica "+r)
+			}
+		}
+	}
+	return len(problems) == 0, strings.Join(problems, "; ")
+}
+
+// AwaitBaseline waits until Baseline holds.
+func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
+	var last string
+	for {
+		var running []string
+		for _, r := range p.sb.Supervisor().Statuses() {
+			if r.Running && !r.Paused {
+				running = append(running, r.Name)
+			}
+		}
+		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles())
+		if ok {
+			return "", nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(p.Poll):
+		}
+	}
+}
+
+// Restore brings the sandbox back to its baseline after a lesson that
+// failed half-way: every change a lesson can make is undone.
+func (p *Player) Restore(ctx context.Context) error {
+	var errs []error
+	for _, name := range p.sb.Styles() {
+		st := style.Style(name)
+		for _, r := range sandbox.Replicas(name) {
+			if px := p.sb.Proxy(st.Source(r)); px != nil {
+				px.SetMode(proxy.Normal)
+				px.SetLatency(0)
+			}
+		}
+		errs = append(errs, p.sb.ResetRole(ctx, name), p.sb.ResumeOperators(name))
+		if st == style.Shell { // resumed first: a frozen loop does not stop
+			errs = append(errs, p.sb.RemoveShellReplica())
+		}
+		// Restarted with a flag a lesson set: restarted without it.
+		if spec, err := p.sb.Supervisor().Spec(st.Source("a")); err == nil {
+			if slices.Contains(spec.Args, "--finalizer") {
+				errs = append(errs, p.sb.SetFinalizer(name, false))
+			}
+			if st.ElectsLeader() && slices.Contains(spec.Args, "--watch-owned=false") {
+				errs = append(errs, p.sb.SetWatchOwned(name, true))
+			}
+		}
+	}
+	sn := p.sb.World().Snapshot()
+	for _, name := range p.sb.Styles() {
+		st := style.Style(name)
+		ns := sn.Namespaces[st.Namespace()]
+		if ns == nil {
+			continue
+		}
+		for echoName := range ns.Echoes {
+			if echoName != sandbox.SampleName {
+				err := p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Delete(ctx, echoName, metav1.DeleteOptions{})
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		for _, d := range ns.Orphans {
+			err := p.sb.Kube().AppsV1().Deployments(st.Namespace()).Delete(ctx, d.Name, metav1.DeleteOptions{})
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	errs = append(errs,
+		p.sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas),
+		p.sb.SetMessage(ctx, sandbox.SampleName, sandbox.SampleMessage))
+	return errors.Join(errs...)
+}
+
+// LessonResult is how one autoplayed lesson went.
+type LessonResult struct {
+	Lesson *Lesson
+	Took   time.Duration
+	Err    error
+}
+
+// Verify autoplays each lesson in turn, every step's check must pass, and
+// each must leave the sandbox at its baseline. It writes a line per step
+// and per lesson to out.
+func (p *Player) Verify(ctx context.Context, ls []*Lesson, out io.Writer) []LessonResult {
+	var results []LessonResult
+	for _, l := range ls {
+		t0 := time.Now()
+		fmt.Fprintf(out, "lesson %d: %s\n", l.Number, l.Title)
+		err := p.verifyOne(ctx, l, out)
+		r := LessonResult{Lesson: l, Took: time.Since(t0), Err: err}
+		if err != nil {
+			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, secs(r.Took), err)
+			// What the operators did last, to see why.
+			for _, e := range p.tail(30) {
+				fmt.Fprintf(out, "  | %s\n", e.Line())
+			}
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			if err := p.Restore(rctx); err != nil {
+				fmt.Fprintf(out, "  restore: %v\n", err)
+			}
+			if why, err := p.AwaitBaseline(rctx); err != nil {
+				fmt.Fprintf(out, "  sandbox not restored: %s\n", why)
+			}
+			cancel()
+		} else {
+			fmt.Fprintf(out, "ok   lesson %d %s in %s\n", l.Number, l.Slug, secs(r.Took))
+		}
+		results = append(results, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return results
+}
+
+func (p *Player) verifyOne(ctx context.Context, l *Lesson, out io.Writer) error {
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if why, err := p.AwaitBaseline(bctx); err != nil {
+		return fmt.Errorf("the sandbox is not at its baseline before the lesson: %s", why)
+	}
+	for i := range l.Steps {
+		s := &l.Steps[i]
+		r, err := p.PlayStep(ctx, s)
+		if err != nil {
+			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
+		}
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, secs(r.Took), r.Detail)
+	}
+	if why, err := p.AwaitBaseline(bctx); err != nil {
+		return fmt.Errorf("the lesson left the sandbox changed: %s", why)
+	}
+	return nil
+}
