@@ -35,6 +35,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Controller reconciles Echoes into Deployments in one namespace.
@@ -277,7 +278,7 @@ func (c *Controller) addFinalizer(ctx context.Context, e *echov1.Echo) error {
 		if err := c.patchFinalizers(ctx, e, fins); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
-		echo.ReportFinalizer(ctx, "added")
+		echo.ReportFinalizer(ctx, trace.FinalizerAdded)
 	}
 	// The registry stands for an external system: nothing caches it, so it
 	// is read from the apiserver.
@@ -304,7 +305,7 @@ func (c *Controller) finalize(ctx context.Context, e *echov1.Echo) error {
 	if err := c.patchFinalizers(ctx, e, echo.WithoutFinalizer(e.Finalizers)); err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	echo.ReportFinalizer(ctx, "removed")
+	echo.ReportFinalizer(ctx, trace.FinalizerRemoved)
 	return nil
 }
 

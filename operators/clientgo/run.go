@@ -111,9 +111,9 @@ func Run(ctx context.Context, o echo.Options) error {
 				if !leading.Load() {
 					return
 				}
-				reason := "released" // ReleaseOnCancel gives it up on a graceful stop
+				reason := trace.ReasonReleased // ReleaseOnCancel gives it up on a graceful stop
 				if ctx.Err() == nil {
-					reason = "lost"
+					reason = trace.ReasonLost
 				}
 				em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{trace.FieldIdentity: id, trace.FieldReason: reason})
 				log.Info("stopped leading", "identity", id, "reason", reason)

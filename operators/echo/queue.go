@@ -37,7 +37,7 @@ func (q *tracedQueue[T]) requeued(item T, reason string, after time.Duration, re
 	k := q.key(item)
 	ev := fmt.Sprintf("requeue after %s", after)
 	kind := trace.CauseAfter
-	if reason == "error" {
+	if reason == trace.ReasonError {
 		kind = trace.CauseRequeue
 		ev = fmt.Sprintf("retry %d after error, backoff %s", retries, after)
 	}
@@ -81,7 +81,7 @@ func (q *tracedQueue[T]) object(k string) string { return echov1.Kind + "/" + ob
 
 // AddAfter is a RequeueAfter (controller-runtime) or an explicit delay.
 func (q *tracedQueue[T]) AddAfter(item T, d time.Duration) {
-	q.requeued(item, "after", d, 0)
+	q.requeued(item, trace.ReasonAfter, d, 0)
 	q.TypedRateLimitingInterface.AddAfter(item, d)
 }
 
@@ -94,7 +94,7 @@ type tracedLimiter[T comparable] struct {
 
 func (l *tracedLimiter[T]) When(item T) time.Duration {
 	d := l.TypedRateLimiter.When(item)
-	l.q.requeued(item, "error", d, l.TypedRateLimiter.NumRequeues(item))
+	l.q.requeued(item, trace.ReasonError, d, l.TypedRateLimiter.NumRequeues(item))
 	return d
 }
 

@@ -154,8 +154,8 @@ func ReportStatus(ctx context.Context, ready string) {
 	}
 }
 
-// ReportFinalizer tells the trace a reconcile "added" or "removed" the
-// finalizer of its Echo.
+// ReportFinalizer tells the trace a reconcile added or removed the finalizer
+// of its Echo (trace.FinalizerAdded, trace.FinalizerRemoved).
 func ReportFinalizer(ctx context.Context, action string) {
 	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
 		out.tracer.Emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: Finalizer})

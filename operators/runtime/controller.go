@@ -25,6 +25,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
 // EchoReconciler reconciles Echoes into Deployments.
@@ -164,7 +165,7 @@ func (r *EchoReconciler) addFinalizer(ctx context.Context, e *echov1.Echo) error
 		if err := r.Update(ctx, e); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
-		echo.ReportFinalizer(ctx, "added")
+		echo.ReportFinalizer(ctx, trace.FinalizerAdded)
 	}
 	// The registry stands for an external system: nothing caches it, so it
 	// is read from the apiserver.
@@ -193,7 +194,7 @@ func (r *EchoReconciler) finalize(ctx context.Context, e *echov1.Echo) error {
 	if err := r.Update(ctx, e); err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	echo.ReportFinalizer(ctx, "removed")
+	echo.ReportFinalizer(ctx, trace.FinalizerRemoved)
 	return nil
 }
 

@@ -71,7 +71,19 @@ func (c *Child) Err() error { return c.err }
 func (c *Child) ProcessState() *os.ProcessState { return c.cmd.ProcessState }
 
 // Signal sends sig to the child's whole process group.
-func (c *Child) Signal(sig syscall.Signal) error { return syscall.Kill(-c.PID(), sig) }
+func (c *Child) Signal(sig syscall.Signal) error {
+	err := syscall.Kill(-c.PID(), sig)
+	if errors.Is(err, syscall.ESRCH) {
+		// No process is left in its group: the child has exited (and
+		// been reaped; until then its id is not reused).
+		return fmt.Errorf("%w: %w", ErrExited, err)
+	}
+	return err
+}
+
+// ErrExited is Signal's answer for a child that has already exited, with
+// nothing left in its process group: nothing was signalled.
+var ErrExited = errors.New("process has already exited")
 
 // Stop sends SIGTERM to the child's process group, then SIGKILL after grace.
 // It returns once the child has been reaped.

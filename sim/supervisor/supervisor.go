@@ -249,6 +249,11 @@ func (s *Supervisor) Signal(name string, sig syscall.Signal) error {
 	if err != nil {
 		return err
 	}
+	return s.signal(r, sig)
+}
+
+// signal sends sig to r's process; s.mu is held.
+func (s *Supervisor) signal(r *replica, sig syscall.Signal) error {
 	if r.paused && sig != syscall.SIGCONT {
 		_ = r.child.Signal(syscall.SIGCONT) // a stopped process cannot handle SIGTERM
 		s.setPaused(r, false)
@@ -334,19 +339,29 @@ func (s *Supervisor) Remove(name string, grace time.Duration) error {
 // SetArgs changes a replica's arguments and restarts it gracefully now.
 func (s *Supervisor) SetArgs(name string, args []string) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	r, err := s.get(name)
-	if err == nil {
-		r.spec.Args = args
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
-	}
-	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return s.Stop(name)
+	r.spec.Args = args
+	// The wake makes the restart skip its backoff: at once if the replica
+	// has exited and waits out its backoff, or as soon as the SIGTERM
+	// below has stopped it. s.mu keeps the restart from happening before
+	// the signal, so the new process is never the one stopped.
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.child.Done():
+		return nil
+	default:
+	}
+	if err := s.signal(r, syscall.SIGTERM); err != nil && !errors.Is(err, proc.ErrExited) {
+		return err
+	}
+	return nil
 }
 
 // Spec returns a replica's current spec.

@@ -187,3 +187,33 @@ func TestSupervisorRemove(t *testing.T) {
 	}
 	rec.CheckSchema(t) // process.exit of a removed replica
 }
+
+// SetArgs on a replica that has exited and waits out its restart backoff
+// (a Go leader that let go of its Lease) restarts it at once with the new
+// arguments; there is no process to stop, and that is not an error. Lesson
+// 9 once failed on "no such process" here.
+func TestSupervisorSetArgsWhileWaiting(t *testing.T) {
+	dir := t.TempDir()
+	rec := &simtest.Recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 10 * time.Second})
+	defer s.Close(5 * time.Second)
+	if err := s.Add(Spec{Style: style.Runtime, Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
+		LogFile: filepath.Join(dir, "a.log")}); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, timeout, "traced", simtest.True(func() bool { return rec.Count(trace.ReconcileStart, "runtime/a") == 1 }))
+	if err := s.Kill("runtime/a"); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, timeout, "exited", simtest.True(func() bool { return rec.Count(trace.ProcessExit, "runtime/a") == 1 }))
+
+	start := time.Now()
+	v2 := `echo '{"kind":"log","fields":{"msg":"v2"}}'` + "\n" + fakeOperator
+	if err := s.SetArgs("runtime/a", []string{"-c", v2}); err != nil {
+		t.Fatalf("SetArgs while waiting to restart: %v", err)
+	}
+	rec.Wait(t, timeout, trace.Log, "", func(e trace.Event) bool { return e.Str(trace.FieldMsg) == "v2" })
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("restarted with the new arguments after %s: it waited out the 10 s backoff", took)
+	}
+}
