@@ -158,7 +158,7 @@ var actions = map[string]actionKind{
 	"delete_deployment": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.DeleteDeployment(ctx, string(st), a.Str("name"))
+			return p.sb.DeleteDeployment(ctx, st, a.Str("name"))
 		},
 		words: func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
 	},
@@ -168,7 +168,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			n, _ := a.Int("replicas")
-			return p.sb.ScaleDeployment(ctx, string(st), a.Str("name"), n)
+			return p.sb.ScaleDeployment(ctx, st, a.Str("name"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -181,7 +181,7 @@ var actions = map[string]actionKind{
 	"watch_owned": {
 		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetWatchOwned(string(st), a.Bool("watch"))
+			return p.sb.SetWatchOwned(st, a.Bool("watch"))
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("restart the replicas with --watch-owned=%t", a.Bool("watch"))
@@ -232,7 +232,7 @@ var actions = map[string]actionKind{
 	"heal": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			for _, r := range sandbox.Replicas(string(st)) {
+			for _, r := range sandbox.Replicas(st) {
 				if err := p.sb.Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
 				}
@@ -250,7 +250,7 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			for _, r := range sandbox.Replicas(string(st)) {
+			for _, r := range sandbox.Replicas(st) {
 				px := p.sb.Proxy(st.Source(r))
 				if px == nil {
 					return fmt.Errorf("no proxy for %s", st.Source(r))
@@ -266,7 +266,7 @@ var actions = map[string]actionKind{
 	"role_verbs": {
 		args: spec{required: argTypes{"style": tStyle, "resource": tString, "verbs": tStrings}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetRoleVerbs(ctx, string(st), a.Str("resource"), a.List("verbs"))
+			return p.sb.SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("let the Role grant only %s on %s", strings.Join(a.List("verbs"), ", "), a.Str("resource"))
@@ -277,7 +277,7 @@ var actions = map[string]actionKind{
 	"role_reset": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.ResetRole(ctx, string(st))
+			return p.sb.ResetRole(ctx, st)
 		},
 		words: func(Args) string { return "give the Role back its rules" },
 	},
@@ -286,7 +286,7 @@ var actions = map[string]actionKind{
 	"finalizer": {
 		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetFinalizer(string(st), a.Bool("on"))
+			return p.sb.SetFinalizer(st, a.Bool("on"))
 		},
 		words: func(a Args) string {
 			if a.Bool("on") {
@@ -300,7 +300,7 @@ var actions = map[string]actionKind{
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.PauseOperators(string(st))
+			return p.sb.PauseOperators(st)
 		},
 		words: func(Args) string { return "freeze every replica (SIGSTOP)" },
 	},
@@ -309,7 +309,7 @@ var actions = map[string]actionKind{
 	"resume_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.ResumeOperators(string(st))
+			return p.sb.ResumeOperators(st)
 		},
 		words: func(Args) string { return "let every frozen replica go on (SIGCONT)" },
 	},
@@ -383,7 +383,7 @@ func (p *Player) do(ctx context.Context, op Op) error {
 // sandbox runs.
 func (p *Player) forEach(arg string, fn func(st style.Style) error) error {
 	for _, st := range ExpandStyle(arg) {
-		if !slices.Contains(p.sb.Styles(), string(st)) {
+		if !slices.Contains(p.sb.Styles(), st) {
 			continue
 		}
 		if err := fn(st); err != nil {
@@ -398,7 +398,7 @@ func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
-		name, _, err := p.sb.Leader(ctx, string(st))
+		name, _, err := p.sb.Leader(ctx, st)
 		if err == nil {
 			return name, nil
 		}
@@ -411,11 +411,11 @@ func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
 }
 
 // onLeader waits for st's leader, then does fn (kill, stop) to it.
-func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(ctx context.Context, style string) (string, error)) error {
+func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.Context, style.Style) (string, error)) error {
 	if _, err := p.leader(ctx, st); err != nil {
 		return err
 	}
-	_, err := fn(ctx, string(st))
+	_, err := fn(ctx, st)
 	return err
 }
 

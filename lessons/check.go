@@ -155,7 +155,7 @@ func eventsOf(v View, st style.Style, kind trace.Kind, match func(trace.Event) b
 // replicasOf counts st's replicas, and those for which is holds.
 func replicasOf(v View, st style.Style, is func(supervisor.Status) bool) (n, yes int) {
 	for _, r := range v.Replicas {
-		if r.Style == string(st) {
+		if r.Style == st {
 			n++
 			if is(r) {
 				yes++

@@ -41,7 +41,7 @@ func restartedView(holder, reconciler string) View {
 	v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: holder}
 	for _, r := range []string{"shell/a", "clientgo/a", "clientgo/b", "runtime/a", "runtime/b"} {
 		st := style.FromSource(r)
-		v.Replicas = append(v.Replicas, supervisor.Status{Name: r, Style: string(st), Running: true, Paused: r != "runtime/b"})
+		v.Replicas = append(v.Replicas, supervisor.Status{Name: r, Style: st, Running: true, Paused: r != "runtime/b"})
 		if r != "runtime/b" {
 			v.Events = append(v.Events, ev(100, r, trace.ProcessStart, "", r, nil))
 		}

@@ -23,10 +23,10 @@ import (
 // in every style only the sample Echo, 2/2 with its message, its
 // Deployment 2 ready and nothing orphaned; every replica running and the
 // Go styles led.
-func Baseline(sn world.Snapshot, running []string, styles []string) (bool, string) {
+func Baseline(sn world.Snapshot, running []string, styles []style.Style) (bool, string) {
 	var problems []string
-	for _, name := range styles {
-		st := style.Style(name)
+	for _, st := range styles {
+		name := st.String()
 		ns := sn.Namespaces[st.Namespace()]
 		if ns == nil {
 			problems = append(problems, name+": not watched")
@@ -54,7 +54,7 @@ func Baseline(sn world.Snapshot, running []string, styles []string) (bool, strin
 			problems = append(problems, name+": no leader")
 		}
 		var replicas []string
-		for _, r := range sandbox.Replicas(name) {
+		for _, r := range sandbox.Replicas(st) {
 			replicas = append(replicas, st.Source(r))
 		}
 		for _, r := range replicas {
@@ -98,31 +98,29 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 // failed half-way: every change a lesson can make is undone.
 func (p *Player) Restore(ctx context.Context) error {
 	var errs []error
-	for _, name := range p.sb.Styles() {
-		st := style.Style(name)
-		for _, r := range sandbox.Replicas(name) {
+	for _, st := range p.sb.Styles() {
+		for _, r := range sandbox.Replicas(st) {
 			if px := p.sb.Proxy(st.Source(r)); px != nil {
 				px.SetMode(proxy.Normal)
 				px.SetLatency(0)
 			}
 		}
-		errs = append(errs, p.sb.ResetRole(ctx, name), p.sb.ResumeOperators(name))
+		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.ResumeOperators(st))
 		if st == style.Shell { // resumed first: a frozen loop does not stop
 			errs = append(errs, p.sb.RemoveShellReplica())
 		}
 		// Restarted with a flag a lesson set: restarted without it.
 		if spec, err := p.sb.Supervisor().Spec(st.Source("a")); err == nil {
 			if slices.Contains(spec.Args, "--finalizer") {
-				errs = append(errs, p.sb.SetFinalizer(name, false))
+				errs = append(errs, p.sb.SetFinalizer(st, false))
 			}
 			if st.ElectsLeader() && slices.Contains(spec.Args, "--watch-owned=false") {
-				errs = append(errs, p.sb.SetWatchOwned(name, true))
+				errs = append(errs, p.sb.SetWatchOwned(st, true))
 			}
 		}
 	}
 	sn := p.sb.World().Snapshot()
-	for _, name := range p.sb.Styles() {
-		st := style.Style(name)
+	for _, st := range p.sb.Styles() {
 		ns := sn.Namespaces[st.Namespace()]
 		if ns == nil {
 			continue

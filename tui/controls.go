@@ -164,9 +164,9 @@ func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
 		var who string
 		var err error
 		if kill {
-			who, err = c.actions.KillLeader(ctx, string(st))
+			who, err = c.actions.KillLeader(ctx, st)
 		} else {
-			who, err = c.actions.StopLeader(ctx, string(st))
+			who, err = c.actions.StopLeader(ctx, st)
 		}
 		return verb + " leader " + who + " of " + st.Title(), err
 	})

@@ -46,8 +46,8 @@ type Options struct {
 	Source  Source
 	Actions Actions // nil: no cluster (a replay); action keys say so
 	Info    Info
-	Styles  []string // panes, in order; every style (style.All) if empty
-	Echo    string   // the Echo shown and acted on; DefaultEcho if empty
+	Styles  []style.Style // panes, in order; every style (style.All) if empty
+	Echo    string        // the Echo shown and acted on; DefaultEcho if empty
 
 	// Frame is the pump interval: the bus is drained once per frame.
 	Frame time.Duration
@@ -130,10 +130,7 @@ func New(opts Options) *Model {
 	opts = opts.withDefaults()
 	order := style.All()
 	if len(opts.Styles) > 0 {
-		order = make([]style.Style, len(opts.Styles))
-		for i, s := range opts.Styles {
-			order[i] = style.Style(s)
-		}
+		order = opts.Styles
 	}
 	m := &Model{
 		opts:   opts,

@@ -236,13 +236,13 @@ func TestTUIActions(t *testing.T) {
 			fixture.C("SetReplicas", "hello", 3), fixture.C("SetReplicas", "hello", 4), fixture.C("SetReplicas", "hello", 5)}, "replicas → 5"},
 		{"edit message", []string{"e", "ctrl+u", "x", "i", "n", " ", "c", "h", "a", "o", "enter"},
 			[]fixture.Call{fixture.C("SetMessage", "hello", "xin chao")}, `message → "xin chao"`},
-		{"delete deployment", []string{"d"}, []fixture.Call{fixture.C("DeleteDeployment", "", "hello")}, "deleted Deployment"},
-		{"scale by hand", []string{"s", "enter"}, []fixture.Call{fixture.C("ScaleDeployment", "", "hello", 3)}, "scaled Deployment"},
-		{"scale to 5", []string{"s", "ctrl+u", "5", "enter"}, []fixture.Call{fixture.C("ScaleDeployment", "", "hello", 5)}, "to 5 by hand"},
+		{"delete deployment", []string{"d"}, []fixture.Call{fixture.C("DeleteDeployment", style.Style(""), "hello")}, "deleted Deployment"},
+		{"scale by hand", []string{"s", "enter"}, []fixture.Call{fixture.C("ScaleDeployment", style.Style(""), "hello", 3)}, "scaled Deployment"},
+		{"scale to 5", []string{"s", "ctrl+u", "5", "enter"}, []fixture.Call{fixture.C("ScaleDeployment", style.Style(""), "hello", 5)}, "to 5 by hand"},
 		{"delete echo", []string{"x"}, []fixture.Call{fixture.C("DeleteEcho", "hello")}, "deleted Echo/hello"},
 		{"create echo", []string{"n"}, []fixture.Call{fixture.C("CreateEcho", "hello", "hello from rlab", 2)}, "created Echo/hello"},
-		{"kill leader of client-go", []string{"2", "k"}, []fixture.Call{fixture.C("KillLeader", string(style.ClientGo))}, "killed (SIGKILL) leader clientgo/a"},
-		{"stop leader of runtime", []string{"3", "g"}, []fixture.Call{fixture.C("StopLeader", string(style.Runtime))}, "stopped (SIGTERM) leader runtime/a"},
+		{"kill leader of client-go", []string{"2", "k"}, []fixture.Call{fixture.C("KillLeader", style.ClientGo)}, "killed (SIGKILL) leader clientgo/a"},
+		{"stop leader of runtime", []string{"3", "g"}, []fixture.Call{fixture.C("StopLeader", style.Runtime)}, "stopped (SIGTERM) leader runtime/a"},
 		{"shell has no leader", []string{"k"}, nil, "no leader"},
 	}
 	for _, tt := range tests {

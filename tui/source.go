@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -29,12 +30,13 @@ type Source interface {
 type Actions interface {
 	SetReplicas(ctx context.Context, name string, n int) error
 	SetMessage(ctx context.Context, name, msg string) error
-	DeleteDeployment(ctx context.Context, style, name string) error
-	ScaleDeployment(ctx context.Context, style, name string, n int) error
+	// A "" style is every style, at the same instant.
+	DeleteDeployment(ctx context.Context, st style.Style, name string) error
+	ScaleDeployment(ctx context.Context, st style.Style, name string, n int) error
 	DeleteEcho(ctx context.Context, name string) error
 	CreateEcho(ctx context.Context, name, msg string, n int) error
-	KillLeader(ctx context.Context, style string) (string, error)
-	StopLeader(ctx context.Context, style string) (string, error)
+	KillLeader(ctx context.Context, st style.Style) (string, error)
+	StopLeader(ctx context.Context, st style.Style) (string, error)
 }
 
 // Info is what the header says about the sandbox.

@@ -97,7 +97,7 @@ func (f upFlags) newApp(l *launch.Launcher, styles []style.Style, cancel func())
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
 		Info:   tui.Info{Backend: launch.Backend, Version: assets.KubeVersion},
-		Styles: launch.Names(styles), Echo: sandbox.SampleName, Start: l.Began, Dark: true,
+		Styles: styles, Echo: sandbox.SampleName, Start: l.Began, Dark: true,
 	}})
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -158,7 +159,7 @@ func startSandbox(t *testing.T) *sandbox.Sandbox {
 	root := t.TempDir()
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: assetsDir, Self: rlabBin,
-		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true,
+		Styles: style.All(), ShellInterval: time.Second, Sample: true,
 	})
 	if err != nil {
 		t.Fatalf("start sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))

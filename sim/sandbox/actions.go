@@ -136,8 +136,8 @@ func (s *Sandbox) DeleteEchoOrphan(ctx context.Context, name string) error {
 // SetRoleVerbs sets the verbs a style's Role grants on resource (e.g.
 // "deployments", "echoes/status"), as an admin editing the Role would;
 // style "" is every style. ResetRole undoes it.
-func (s *Sandbox) SetRoleVerbs(ctx context.Context, styleName, resource string, verbs []string) error {
-	return s.editRole(ctx, styleName, func(st style.Style, role *rbacv1.Role) error {
+func (s *Sandbox) SetRoleVerbs(ctx context.Context, st style.Style, resource string, verbs []string) error {
+	return s.editRole(ctx, st, func(st style.Style, role *rbacv1.Role) error {
 		found := false
 		for i, r := range role.Rules {
 			if slices.Contains(r.Resources, resource) {
@@ -153,17 +153,17 @@ func (s *Sandbox) SetRoleVerbs(ctx context.Context, styleName, resource string, 
 
 // ResetRole gives a style's Role back its least-privilege rules; style ""
 // is every style.
-func (s *Sandbox) ResetRole(ctx context.Context, styleName string) error {
-	return s.editRole(ctx, styleName, func(st style.Style, role *rbacv1.Role) error {
+func (s *Sandbox) ResetRole(ctx context.Context, st style.Style) error {
+	return s.editRole(ctx, st, func(st style.Style, role *rbacv1.Role) error {
 		role.Rules = rules(st)
 		return nil
 	})
 }
 
-// editRole reads the Role of one style, or of every style when styleName is
+// editRole reads the Role of one style, or of every style when only is
 // "", has edit change it, and writes it back.
-func (s *Sandbox) editRole(ctx context.Context, styleName string, edit func(style.Style, *rbacv1.Role) error) error {
-	return s.forStyles(styleName, func(st style.Style) error {
+func (s *Sandbox) editRole(ctx context.Context, only style.Style, edit func(style.Style, *rbacv1.Role) error) error {
+	return s.forStyles(only, func(st style.Style) error {
 		roles := s.admin.kube.RbacV1().Roles(st.Namespace())
 		role, err := roles.Get(ctx, RoleName, metav1.GetOptions{})
 		if err != nil {
@@ -177,24 +177,24 @@ func (s *Sandbox) editRole(ctx context.Context, styleName string, edit func(styl
 	})
 }
 
-// forStyles runs fn for one style, or for every style when styleName is "".
-func (s *Sandbox) forStyles(styleName string, fn func(st style.Style) error) error {
-	if styleName == "" {
+// forStyles runs fn for one style, or for every style when only is "".
+func (s *Sandbox) forStyles(only style.Style, fn func(st style.Style) error) error {
+	if only == "" {
 		return s.everyStyle(fn)
 	}
-	return fn(style.Style(styleName))
+	return fn(only)
 }
 
 // DeleteDeployment deletes Echo name's Deployment by hand (drift).
-func (s *Sandbox) DeleteDeployment(ctx context.Context, styleName, name string) error {
-	return s.forStyles(styleName, func(st style.Style) error {
+func (s *Sandbox) DeleteDeployment(ctx context.Context, only style.Style, name string) error {
+	return s.forStyles(only, func(st style.Style) error {
 		return s.admin.kube.AppsV1().Deployments(st.Namespace()).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 	})
 }
 
 // ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
-func (s *Sandbox) ScaleDeployment(ctx context.Context, styleName, name string, replicas int) error {
-	return s.forStyles(styleName, func(st style.Style) error {
+func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error {
+	return s.forStyles(only, func(st style.Style) error {
 		_, err := s.admin.kube.AppsV1().Deployments(st.Namespace()).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
 			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
 		return err
@@ -202,8 +202,7 @@ func (s *Sandbox) ScaleDeployment(ctx context.Context, styleName, name string, r
 }
 
 // Leader returns the replica ("clientgo/a") holding a style's Lease.
-func (s *Sandbox) Leader(ctx context.Context, styleName string) (string, *coordinationv1.Lease, error) {
-	st := style.Style(styleName)
+func (s *Sandbox) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
 	l, err := s.admin.kube.CoordinationV1().Leases(st.Namespace()).Get(ctx, echo.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
@@ -225,8 +224,8 @@ func (s *Sandbox) Leader(ctx context.Context, styleName string) (string, *coordi
 
 // KillLeader crashes the replica holding a style's Lease (SIGKILL): the
 // standby takes over once the Lease expires.
-func (s *Sandbox) KillLeader(ctx context.Context, styleName string) (string, error) {
-	name, _, err := s.Leader(ctx, styleName)
+func (s *Sandbox) KillLeader(ctx context.Context, st style.Style) (string, error) {
+	name, _, err := s.Leader(ctx, st)
 	if err != nil {
 		return "", err
 	}
@@ -235,8 +234,8 @@ func (s *Sandbox) KillLeader(ctx context.Context, styleName string) (string, err
 
 // StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
 // and the standby takes over at once.
-func (s *Sandbox) StopLeader(ctx context.Context, styleName string) (string, error) {
-	name, _, err := s.Leader(ctx, styleName)
+func (s *Sandbox) StopLeader(ctx context.Context, st style.Style) (string, error) {
+	name, _, err := s.Leader(ctx, st)
 	if err != nil {
 		return "", err
 	}
@@ -256,8 +255,7 @@ func (s *Sandbox) Partition(replica string, mode proxy.Mode) error {
 
 // SetWatchOwned restarts a Go style's replicas with or without
 // --watch-owned=false.
-func (s *Sandbox) SetWatchOwned(styleName string, watch bool) error {
-	st := style.Style(styleName)
+func (s *Sandbox) SetWatchOwned(st style.Style, watch bool) error {
 	if st == style.Shell {
 		return errors.New("the shell loop polls everything; it has no watches to turn off")
 	}
@@ -265,14 +263,14 @@ func (s *Sandbox) SetWatchOwned(styleName string, watch bool) error {
 }
 
 // SetFinalizer restarts a style's replicas with or without --finalizer.
-func (s *Sandbox) SetFinalizer(styleName string, on bool) error {
-	return s.setFlag(style.Style(styleName), "--finalizer", "--finalizer", on)
+func (s *Sandbox) SetFinalizer(st style.Style, on bool) error {
+	return s.setFlag(st, "--finalizer", "--finalizer", on)
 }
 
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
 func (s *Sandbox) setFlag(st style.Style, prefix, arg string, on bool) error {
-	for _, r := range replicas(st) {
+	for _, r := range Replicas(st) {
 		name := st.Source(r)
 		sp, err := s.super.Spec(name)
 		if err != nil {
@@ -336,9 +334,8 @@ func (s *Sandbox) RemoveShellReplica() error {
 
 // PauseOperators freezes every replica of a style (SIGSTOP), as if the
 // operator were uninstalled or hung; ResumeOperators lets them go on.
-func (s *Sandbox) PauseOperators(styleName string) error {
-	st := style.Style(styleName)
-	for _, r := range replicas(st) {
+func (s *Sandbox) PauseOperators(st style.Style) error {
+	for _, r := range Replicas(st) {
 		if err := s.super.Pause(st.Source(r)); err != nil {
 			return err
 		}
@@ -347,10 +344,10 @@ func (s *Sandbox) PauseOperators(styleName string) error {
 }
 
 // ResumeOperators continues every paused replica of a style (SIGCONT).
-func (s *Sandbox) ResumeOperators(styleName string) error {
+func (s *Sandbox) ResumeOperators(only style.Style) error {
 	var errs []error
 	for _, st := range s.super.Statuses() {
-		if st.Style == styleName && st.Paused {
+		if st.Style == only && st.Paused {
 			errs = append(errs, s.super.Resume(st.Name))
 		}
 	}

@@ -73,7 +73,7 @@ func timeEach(b *testing.B, act func() error, cond func(st style.Style) func(wor
 func apiTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range style.All() {
-		for _, r := range sandbox.Replicas(st.String()) {
+		for _, r := range sandbox.Replicas(st) {
 			out[st] += sb.Proxy(st.Source(r)).Total()
 		}
 	}
@@ -191,9 +191,9 @@ func BenchmarkFailover(b *testing.B) {
 					t0 := time.Now()
 					var err error
 					if how == "kill" {
-						_, err = sb.KillLeader(ctx, st.String())
+						_, err = sb.KillLeader(ctx, st)
 					} else {
-						_, err = sb.StopLeader(ctx, st.String())
+						_, err = sb.StopLeader(ctx, st)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -215,7 +215,7 @@ func BenchmarkFailover(b *testing.B) {
 func waitLeader(b *testing.B, st style.Style, not string) string {
 	var got string
 	err := wait.PollUntilContextTimeout(b.Context(), 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, _, err := sb.Leader(ctx, st.String())
+		n, _, err := sb.Leader(ctx, st)
 		got = n
 		return err == nil && n != not, nil
 	})
@@ -230,11 +230,11 @@ func waitReplicas(b *testing.B, st style.Style) {
 	err := simtest.Poll(b.Context(), time.Minute, simtest.True(func() bool {
 		running := 0
 		for _, s := range sb.Supervisor().Statuses() {
-			if s.Style == st.String() && s.Running {
+			if s.Style == st && s.Running {
 				running++
 			}
 		}
-		return running == len(sandbox.Replicas(st.String()))
+		return running == len(sandbox.Replicas(st))
 	}))
 	if err != nil {
 		b.Fatalf("%s replicas not back: %v", st, err)

@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
-		Styles: sandbox.Styles, ShellInterval: time.Second, Sample: true, Bus: b,
+		Styles: style.All(), ShellInterval: time.Second, Sample: true, Bus: b,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
@@ -311,7 +311,7 @@ func holder(t *testing.T, st style.Style, not string) string {
 	t.Helper()
 	var got string
 	simtest.Eventually(t, time.Minute, "a leader of "+st.String()+" other than "+not, func(ctx context.Context) (bool, error) {
-		n, _, err := sb.Leader(ctx, st.String())
+		n, _, err := sb.Leader(ctx, st)
 		got = n
 		return err == nil && n != not, err
 	})
@@ -325,13 +325,13 @@ func TestFailover(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			old := holder(t, st, "")
-			killed, err := sb.KillLeader(ctx, st.String())
+			killed, err := sb.KillLeader(ctx, st)
 			if err != nil || killed != old {
 				t.Fatalf("KillLeader = %q, %v (leader was %s)", killed, err, old)
 			}
 			holder(t, st, old) // the standby takes the Lease
 			// The new leader reconciles: a hand scale of the sample is repaired.
-			if err := sb.ScaleDeployment(ctx, st.String(), sandbox.SampleName, 1); err != nil {
+			if err := sb.ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Minute, "repaired by the new leader", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
@@ -346,18 +346,18 @@ func TestWatchOwnedOff(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			since := time.Now()
-			if err := sb.SetWatchOwned(st.String(), false); err != nil {
+			if err := sb.SetWatchOwned(st, false); err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := sb.SetWatchOwned(st.String(), true); err != nil {
+				if err := sb.SetWatchOwned(st, true); err != nil {
 					t.Error(err)
 				}
 			}()
 			// Wait until both replicas run again without the watch, one of
 			// them leads, and it has done its first reconcile (of the initial
 			// list), which would otherwise repair the hand scale below.
-			for _, r := range sandbox.Replicas(st.String()) {
+			for _, r := range sandbox.Replicas(st) {
 				waitEvent(t, "restart of "+st.Source(r), func(e trace.Event) bool {
 					return e.Kind == trace.ProcessStart && e.Object == st.Source(r) && e.Time.After(since)
 				})
@@ -367,7 +367,7 @@ func TestWatchOwnedOff(t *testing.T) {
 				return e.Source == leader && e.Kind == trace.ReconcileEnd && e.Time.After(since)
 			})
 			eventually(t, time.Minute, "2/2 before the edit", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
-			if err := sb.ScaleDeployment(ctx, st.String(), sandbox.SampleName, 1); err != nil {
+			if err := sb.ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
 			// The bug is that nothing happens: watch the Deployment for 3 s.

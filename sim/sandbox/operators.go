@@ -24,38 +24,13 @@ import (
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
-// Styles are the names of all styles, in screen order.
-//
-// Deprecated: use style.All; kept while lessons and cmd name styles by string.
-var Styles = names(style.All())
-
-// Shell is the shell loop's style name.
-//
-// Deprecated: use style.Shell; kept while lessons compare it with a string.
-const Shell = string(style.Shell)
-
-// Namespace is the namespace a style's operator owns.
-//
-// Deprecated: use style.Style.Namespace; kept while lessons and cmd call it.
-func Namespace(name string) string { return style.Style(name).Namespace() }
-
 // Replicas are the replicas a style runs: two that elect a leader, or the
 // shell loop's one (it has no leader election).
-func Replicas(name string) []string { return replicas(style.Style(name)) }
-
-func replicas(st style.Style) []string {
+func Replicas(st style.Style) []string {
 	if st.ElectsLeader() {
 		return []string{"a", "b"}
 	}
 	return []string{"a"}
-}
-
-func names(sts []style.Style) []string {
-	out := make([]string, len(sts))
-	for i, st := range sts {
-		out[i] = string(st)
-	}
-	return out
 }
 
 // replicaFile is the file of one replica in dir: <style>-<replica><ext>.
@@ -118,7 +93,7 @@ func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (strin
 			"--kubectl", s.shellKubectl, "--replica", replica}
 	}
 	args := []string{"operator", string(st), "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica}
-	if slices.Contains(s.opts.Unwatched, string(st)) {
+	if slices.Contains(s.opts.Unwatched, st) {
 		args = append(args, "--watch-owned=false")
 	}
 	return s.opts.Self, args
@@ -153,7 +128,7 @@ func (s *Sandbox) startOperators() error {
 		if err != nil {
 			return err
 		}
-		for _, r := range replicas(st) {
+		for _, r := range Replicas(st) {
 			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: user, Publish: s.bus.Publish, Log: s.opts.Log})
 			if err != nil {

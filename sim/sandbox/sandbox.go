@@ -31,11 +31,10 @@ type Options struct {
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(cluster.Phase)
 
-	// Styles are the names of the operator styles to run (none: only the
-	// cluster).
-	Styles []string
+	// Styles are the operator styles to run (none: only the cluster).
+	Styles []style.Style
 	// Unwatched styles run with --watch-owned=false (the never-repaired bug).
-	Unwatched []string
+	Unwatched []style.Style
 	// ShellInterval is the shell loop's poll interval (default 5 s).
 	ShellInterval time.Duration
 	// Sample creates Echo "hello" in every style's namespace and waits,
@@ -98,13 +97,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 		opts.Self = self
 	}
-	var styles []style.Style
-	for _, name := range opts.Styles {
-		st, err := style.Parse(name)
-		if err != nil {
+	styles := opts.Styles
+	for _, st := range styles {
+		if _, err := style.Parse(string(st)); err != nil {
 			return nil, err
 		}
-		styles = append(styles, st)
 	}
 	lock, err := opts.State.Acquire()
 	if err != nil {
@@ -246,7 +243,7 @@ func (s *Sandbox) Supervisor() *supervisor.Supervisor { return s.super }
 func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
 
 // Styles are the styles running.
-func (s *Sandbox) Styles() []string { return s.opts.Styles }
+func (s *Sandbox) Styles() []style.Style { return s.opts.Styles }
 
 // Backend is the running cluster.
 func (s *Sandbox) Backend() cluster.Backend { return s.backend }

@@ -46,14 +46,14 @@ type Options struct {
 	Backoff, MaxBackoff, StableAfter time.Duration
 }
 
-// Status is a replica's state for the screen and the lessons. Style is the
-// style's name: the screen and the lessons compare it with strings.
+// Status is a replica's state for the screen and the lessons.
 type Status struct {
-	Name, Style, Replica string
-	PID                  int // 0 while not running
-	Running, Paused      bool
-	Restarts             int
-	Malformed            int // trace lines that were not events
+	Name, Replica   string
+	Style           style.Style
+	PID             int // 0 while not running
+	Running, Paused bool
+	Restarts        int
+	Malformed       int // trace lines that were not events
 }
 
 // Supervisor runs replicas until Close.
@@ -398,7 +398,7 @@ func (s *Supervisor) Statuses() []Status {
 	defer s.mu.Unlock()
 	out := make([]Status, 0, len(s.replicas))
 	for name, r := range s.replicas {
-		st := Status{Name: name, Style: string(r.spec.Style), Replica: r.spec.Replica, Paused: r.paused,
+		st := Status{Name: name, Style: r.spec.Style, Replica: r.spec.Replica, Paused: r.paused,
 			Restarts: r.restarts, Malformed: r.malformed}
 		select {
 		case <-r.child.Done():

@@ -24,6 +24,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
@@ -37,12 +38,12 @@ const MinSnapshotEvery = 100 * time.Millisecond
 
 // Header is the first line of a recording.
 type Header struct {
-	Recording int       `json:"rlab_recording"`
-	Backend   string    `json:"backend,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	Start     time.Time `json:"start"`
-	Styles    []string  `json:"styles,omitempty"`
-	Echo      string    `json:"echo,omitempty"`
+	Recording int           `json:"rlab_recording"`
+	Backend   string        `json:"backend,omitempty"`
+	Version   string        `json:"version,omitempty"`
+	Start     time.Time     `json:"start"`
+	Styles    []style.Style `json:"styles,omitempty"`
+	Echo      string        `json:"echo,omitempty"`
 }
 
 // worldLine is one recorded world model.

@@ -150,7 +150,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
-		Styles: Names(o.Styles), ShellInterval: o.ShellInterval, Sample: o.Sample,
+		Styles: o.Styles, ShellInterval: o.ShellInterval, Sample: o.Sample,
 	})
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err

@@ -33,7 +33,7 @@ func (l *Launcher) RecordTo(path string) error {
 // record writes the session to RecordTo's file until Close.
 func (l *Launcher) record(sub *bus.Sub, styles []style.Style) {
 	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Backend, Version: assets.KubeVersion,
-		Start: l.Began, Styles: Names(styles), Echo: sandbox.SampleName})
+		Start: l.Began, Styles: styles, Echo: sandbox.SampleName})
 	if err != nil {
 		l.recErr = err
 		return
