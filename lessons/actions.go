@@ -433,7 +433,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 	errs := make([]error, len(p.sb.Styles()))
 	for i, st := range p.sb.Styles() {
 		wg.Go(func() {
-			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(style.Style(st).Namespace()).
+			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).
 				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
 		})
 	}

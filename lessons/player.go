@@ -73,8 +73,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
 	sn := p.sb.World().Snapshot()
-	for _, name := range p.sb.Styles() {
-		st := style.Style(name)
+	for _, st := range p.sb.Styles() {
 		if ns := sn.Namespaces[st.Namespace()]; ns != nil && ns.Lease != nil {
 			holders[st] = ns.Lease.Holder
 		}

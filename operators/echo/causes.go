@@ -16,19 +16,19 @@ type Cause struct {
 	Event string // e.g. "UPDATE Deployment/echo-hello → Echo/hello", "error, backoff 20ms"
 }
 
-// Causes remembers, per queue key, the causes that are waiting for the next
+// causeSet remembers, per queue key, the causes that are waiting for the next
 // reconcile of that key. The queue de-duplicates keys; this keeps what the
 // de-duplication merged, so a trace can say one reconcile answered 3 events.
-type Causes struct {
+type causeSet struct {
 	mu      sync.Mutex
 	pending map[string][]Cause
 }
 
-// NewCauses returns an empty tracker.
-func NewCauses() *Causes { return &Causes{pending: map[string][]Cause{}} }
+// newCauses returns an empty tracker.
+func newCauses() *causeSet { return &causeSet{pending: map[string][]Cause{}} }
 
 // Add records c for key and returns how many causes now wait for it.
-func (c *Causes) Add(key string, cause Cause) int {
+func (c *causeSet) Add(key string, cause Cause) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending[key] = append(c.pending[key], cause)
@@ -36,7 +36,7 @@ func (c *Causes) Add(key string, cause Cause) int {
 }
 
 // Last returns the newest cause waiting for key and how many wait.
-func (c *Causes) Last(key string) (Cause, int) {
+func (c *causeSet) Last(key string) (Cause, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs := c.pending[key]
@@ -47,7 +47,7 @@ func (c *Causes) Last(key string) (Cause, int) {
 }
 
 // Take returns and forgets the causes waiting for key.
-func (c *Causes) Take(key string) []Cause {
+func (c *causeSet) Take(key string) []Cause {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs := c.pending[key]
@@ -55,8 +55,8 @@ func (c *Causes) Take(key string) []Cause {
 	return cs
 }
 
-// StartFields are the reconcile.start fields for the causes a reconcile answers.
-func StartFields(id int64, cs []Cause) map[string]any {
+// startFields are the reconcile.start fields for the causes a reconcile answers.
+func startFields(id int64, cs []Cause) map[string]any {
 	f := map[string]any{trace.FieldID: id, trace.FieldCauses: len(cs)}
 	if len(cs) > 0 {
 		f[trace.FieldCause], f[trace.FieldCauseEvent] = cs[0].Kind, cs[0].Event
@@ -68,14 +68,14 @@ func StartFields(id int64, cs []Cause) map[string]any {
 	return f
 }
 
-// Depth is a workqueue.MetricsProvider that keeps only the queue depth, in an
+// queueDepth is a workqueue.MetricsProvider that keeps only the queue depth, in an
 // atomic: its methods run under the queue's lock, so they must not block.
-type Depth struct{ n atomic.Int64 }
+type queueDepth struct{ n atomic.Int64 }
 
 // Value is the number of keys ready in the queue (not counting delayed ones).
-func (d *Depth) Value() int64 { return d.n.Load() }
+func (d *queueDepth) Value() int64 { return d.n.Load() }
 
-type depthGauge struct{ d *Depth }
+type depthGauge struct{ d *queueDepth }
 
 func (g depthGauge) Inc() { g.d.n.Add(1) }
 func (g depthGauge) Dec() { g.d.n.Add(-1) }
@@ -87,24 +87,26 @@ func (noop) Observe(float64) {}
 func (noop) Set(float64)     {}
 
 // NewDepthMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewDepthMetric(string) workqueue.GaugeMetric { return depthGauge{d} }
+func (d *queueDepth) NewDepthMetric(string) workqueue.GaugeMetric { return depthGauge{d} }
 
 // NewAddsMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewAddsMetric(string) workqueue.CounterMetric { return noop{} }
+func (d *queueDepth) NewAddsMetric(string) workqueue.CounterMetric { return noop{} }
 
 // NewLatencyMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewLatencyMetric(string) workqueue.HistogramMetric { return noop{} }
+func (d *queueDepth) NewLatencyMetric(string) workqueue.HistogramMetric { return noop{} }
 
 // NewWorkDurationMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noop{} }
+func (d *queueDepth) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noop{} }
 
 // NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric { return noop{} }
+func (d *queueDepth) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noop{}
+}
 
 // NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+func (d *queueDepth) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
 	return noop{}
 }
 
 // NewRetriesMetric implements workqueue.MetricsProvider.
-func (d *Depth) NewRetriesMetric(string) workqueue.CounterMetric { return noop{} }
+func (d *queueDepth) NewRetriesMetric(string) workqueue.CounterMetric { return noop{} }

@@ -98,10 +98,10 @@ func TestReady(t *testing.T) {
 func TestTracedQueue(t *testing.T) {
 	out := &simtest.Buffer{}
 	em := NewEmitter(out, "clientgo/a")
-	causes := NewCauses()
-	depth := &Depth{}
+	causes := newCauses()
+	depth := &queueDepth{}
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second)
-	q := NewTracedQueue("echo", rl, func(k string) string { return k }, causes, em, "ns", depth)
+	q := newTracedQueue("echo", rl, func(k string) string { return k }, causes, em, "ns", depth)
 	defer q.ShutDown()
 
 	for _, ev := range []string{"UPDATE Echo/hello", "UPDATE Deployment/echo-hello → Echo/hello"} {
@@ -116,7 +116,7 @@ func TestTracedQueue(t *testing.T) {
 		t.Fatalf("depth after Get = %d", depth.Value())
 	}
 	cs := causes.Take(key)
-	if f := StartFields(1, cs); f["causes"] != 2 || f["cause_event"] != "UPDATE Echo/hello" {
+	if f := startFields(1, cs); f["causes"] != 2 || f["cause_event"] != "UPDATE Echo/hello" {
 		t.Fatalf("start fields %v", f)
 	}
 	q.AddRateLimited(key) // the reconcile failed

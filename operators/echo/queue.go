@@ -10,12 +10,12 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 )
 
-// NewTracedQueue is the rate-limiting workqueue both Go styles use, made
+// newTracedQueue is the rate-limiting workqueue both Go styles use, made
 // visible: its depth is kept in depth, and every requeue (a rate-limited
 // retry after an error, or a RequeueAfter) is recorded as the cause of the
 // next reconcile of that key and emitted as queue.requeue with its backoff.
-func NewTracedQueue[T comparable](name string, rl workqueue.TypedRateLimiter[T], key func(T) string,
-	causes *Causes, em *Emitter, ns string, depth *Depth) workqueue.TypedRateLimitingInterface[T] {
+func newTracedQueue[T comparable](name string, rl workqueue.TypedRateLimiter[T], key func(T) string,
+	causes *causeSet, em *Emitter, ns string, depth *queueDepth) workqueue.TypedRateLimitingInterface[T] {
 	q := &tracedQueue[T]{key: key, causes: causes, em: em, ns: ns, depth: depth}
 	q.TypedRateLimitingInterface = workqueue.NewTypedRateLimitingQueueWithConfig(
 		&tracedLimiter[T]{TypedRateLimiter: rl, q: q},
@@ -27,10 +27,10 @@ func NewTracedQueue[T comparable](name string, rl workqueue.TypedRateLimiter[T],
 type tracedQueue[T comparable] struct {
 	workqueue.TypedRateLimitingInterface[T]
 	key    func(T) string
-	causes *Causes
+	causes *causeSet
 	em     *Emitter
 	ns     string
-	depth  *Depth
+	depth  *queueDepth
 }
 
 func (q *tracedQueue[T]) requeued(item T, reason string, after time.Duration, retries int) {

@@ -27,26 +27,26 @@ import (
 type Tracer struct {
 	em     *Emitter
 	ns     string
-	causes *Causes
-	depth  *Depth
+	causes *causeSet
+	depth  *queueDepth
 	log    *slog.Logger
 	ids    atomic.Int64
 }
 
 // NewTracer traces a replica that works in namespace ns.
 func NewTracer(em *Emitter, ns string, log *slog.Logger) *Tracer {
-	return &Tracer{em: em, ns: ns, causes: NewCauses(), depth: &Depth{}, log: log}
+	return &Tracer{em: em, ns: ns, causes: newCauses(), depth: &queueDepth{}, log: log}
 }
 
-// Emit records one event about object in the tracer's namespace.
-func (t *Tracer) Emit(kind trace.Kind, object string, fields map[string]any) {
+// emit records one event about object in the tracer's namespace.
+func (t *Tracer) emit(kind trace.Kind, object string, fields map[string]any) {
 	t.em.Emit(kind, t.ns, object, fields)
 }
 
 // NewQueue is the rate-limiting workqueue of the operator, traced: see
-// NewTracedQueue. keyOf turns an item into its "namespace/name" key.
+// newTracedQueue. keyOf turns an item into its "namespace/name" key.
 func NewQueue[T comparable](t *Tracer, name string, rl workqueue.TypedRateLimiter[T], keyOf func(T) string) workqueue.TypedRateLimitingInterface[T] {
-	return NewTracedQueue(name, rl, keyOf, t.causes, t.em, t.ns, t.depth)
+	return newTracedQueue(name, rl, keyOf, t.causes, t.em, t.ns, t.depth)
 }
 
 // Handler wraps client-go event handlers: each event is traced and
@@ -119,7 +119,7 @@ func (t *Tracer) Reconcile(ctx context.Context, key string, reconcile func(ctx c
 	id := t.ids.Add(1)
 	name := objectName(key)
 	object := echov1.Kind + "/" + name
-	t.Emit(trace.ReconcileStart, object, StartFields(id, t.causes.Take(key)))
+	t.emit(trace.ReconcileStart, object, startFields(id, t.causes.Take(key)))
 	start := time.Now()
 
 	out := &outcome{tracer: t, object: object, changed: trace.ChangedNone}
@@ -135,7 +135,7 @@ func (t *Tracer) Reconcile(ctx context.Context, key string, reconcile func(ctx c
 	} else {
 		log.Info("reconcile done")
 	}
-	t.Emit(trace.ReconcileEnd, object, end)
+	t.emit(trace.ReconcileEnd, object, end)
 	return err
 }
 
@@ -158,7 +158,7 @@ func ReportStatus(ctx context.Context, ready string) {
 // of its Echo (trace.FinalizerAdded, trace.FinalizerRemoved).
 func ReportFinalizer(ctx context.Context, action string) {
 	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
-		out.tracer.Emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: Finalizer})
+		out.tracer.emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: Finalizer})
 	}
 }
 
@@ -203,14 +203,14 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) 
 	if resource != echov1.Kind {
 		owner := metav1.GetControllerOf(o)
 		if owner == nil || owner.Kind != echov1.Kind || owner.APIVersion != echov1.GroupVersion.String() {
-			t.Emit(kind, name, fields) // no Echo controls it: nothing is queued
+			t.emit(kind, name, fields) // no Echo controls it: nothing is queued
 			return
 		}
 		echoName = owner.Name
 		fields[trace.FieldMappedTo] = echov1.Kind + "/" + owner.Name
 		cause.Event += " → " + echov1.Kind + "/" + owner.Name
 	}
-	t.Emit(kind, name, fields)
+	t.emit(kind, name, fields)
 	t.causes.Add(o.GetNamespace()+"/"+echoName, cause)
 }
 

@@ -178,15 +178,16 @@ desired_deployment() {
 JSON
 }
 
-# not_controlled_event records a Warning Event on the Echo saying $err, once:
-# it has a fixed name, so later polls find it there (AlreadyExists).
+# not_controlled_event records a Warning Event on the Echo saying $err, once
+# per Echo: its name holds the Echo's uid, so later polls find it there
+# (AlreadyExists) and an Echo made again under the same name gets its own.
 not_controlled_event() {
   local msg ev why=$err
   quote msg "$err"
   clock
   IFS= read -r -d '' ev <<JSON || true
 {"apiVersion": "v1", "kind": "Event",
- "metadata": {"name": "$name.not-controlled", "namespace": "$NS"},
+ "metadata": {"name": "$name.not-controlled.${uid:0:8}", "namespace": "$NS"},
  "involvedObject": {"apiVersion": "kkloud.io/v1", "kind": "Echo", "name": "$name", "namespace": "$NS", "uid": "$uid"},
  "type": "Warning", "reason": "ErrResourceExists", "message": $msg,
  "source": {"component": "$MANAGER"}, "firstTimestamp": "$now_time", "lastTimestamp": "$now_time", "count": 1}

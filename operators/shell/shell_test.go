@@ -26,6 +26,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
@@ -345,7 +346,7 @@ func TestAgainstControlPlane(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return d, sameAsDesired(d, echo.DesiredDeployment(e, "echo-shell"))
+		return d, sameAsDesired(d, echo.DesiredDeployment(e, style.Shell.ManagedBy())) // pins the script's MANAGER
 	}
 	statusIs := func(want string) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {

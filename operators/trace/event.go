@@ -1,7 +1,9 @@
 // Package trace is the one event schema of rlab: operators, proxies, the world
 // observer and the supervisor all describe what happened as Events. Operators
-// write them as JSON lines on stdout; rlab reads those lines, publishes them on
-// a Bus, and the screen, the timeline and the lessons subscribe.
+// write them as JSON lines on stdout; rlab reads those lines and publishes
+// them on its bus (sim/bus), to which the screen, the timeline and the
+// lessons subscribe. It lives beside the operators because they import it,
+// wherever they run.
 package trace
 
 import (
@@ -14,79 +16,71 @@ import (
 // Kind names what happened. The prefix before the dot is the family.
 type Kind string
 
-// The kinds every source uses. Fields lists the keys each one carries.
+// The kinds every source uses. Schema (fields.go) lists the keys each one
+// carries; the Field* constants say what each key means.
 const (
-	// InformerAdd/Update/Delete: an informer delivered an event.
-	// Fields: resource ("Echo", "Deployment"), initial (bool, add only),
-	// mapped_to ("Echo/hello" when a Deployment event is mapped to its owner).
+	// InformerAdd/Update/Delete: an informer delivered an event to an
+	// operator (mapped to the Echo that controls the object, if any).
 	InformerAdd    Kind = "informer.add"
 	InformerUpdate Kind = "informer.update"
 	InformerDelete Kind = "informer.delete"
 
-	// QueueAdd/Get/Done/Requeue: the workqueue. Fields: key, depth, and for
-	// requeue: reason ("error", "after"), after_ms, retries.
+	// QueueAdd/Get/Done/Requeue: the workqueue. A failed reconcile's key is
+	// requeued before it is done.
 	QueueAdd     Kind = "queue.add"
 	QueueGet     Kind = "queue.get"
 	QueueDone    Kind = "queue.done"
 	QueueRequeue Kind = "queue.requeue"
 
-	// ReconcileStart/End: one call of reconcile. Fields: id, cause (see Cause*),
-	// cause_event ("UPDATE Deployment/echo-hello"), causes (how many
-	// enqueues this call answers), and on end: result ("ok", "error",
-	// "requeue"), duration_ms, changed ("created", "updated", "none"),
-	// status ("2/2"), error.
+	// ReconcileStart/End: one call of reconcile, with the causes that
+	// queued it, and how it ended: what it changed and the status it wrote.
 	ReconcileStart Kind = "reconcile.start"
 	ReconcileEnd   Kind = "reconcile.end"
 
-	// APIRequest: one request through a replica's proxy. Fields: verb,
-	// resource, code, latency_ms, user_agent.
+	// APIRequest: one request through a replica's proxy.
 	APIRequest Kind = "api.request"
 
-	// PollTick: the shell loop woke up. Fields: interval_s.
+	// PollTick: the shell loop woke up.
 	PollTick Kind = "poll.tick"
-	// Kubectl: the shell loop ran kubectl. Fields: verb, code, duration_ms.
+	// Kubectl: the shell loop ran kubectl.
 	Kubectl Kind = "kubectl"
 
 	// LeaderAcquired/Lost: this replica won or lost the Lease.
-	// LeaderObserved: someone holds the Lease. Fields: identity, lease.
+	// LeaderObserved: someone holds the Lease (rlab's own observer).
 	LeaderAcquired Kind = "leader.acquired"
 	LeaderLost     Kind = "leader.lost"
 	LeaderObserved Kind = "leader.observed"
 
-	// GCCollected: a child vanished after its owner. Fields: owner.
+	// GCCollected: a child vanished after its owner.
 	GCCollected Kind = "gc.collected"
-	// DriftDetected/Repaired: a child stopped matching its Echo, and matched
-	// again. Fields: what ("replicas", "message", "deleted"), latency_ms.
+	// DriftDetected/Repaired: a child stopped matching its Echo, and
+	// matched again.
 	DriftDetected Kind = "drift.detected"
 	DriftRepaired Kind = "drift.repaired"
-	// Finalizer: an operator added its finalizer to an Echo (action
-	// "added"), or cleaned up after a deleted one and removed it
-	// ("removed"). Fields: action, finalizer.
+	// Finalizer: an operator added its finalizer to an Echo, or cleaned up
+	// after a deleted one and removed it.
 	Finalizer Kind = "finalizer"
-	// EchoDeleting: an Echo was asked to go but finalizers hold it. Fields:
-	// finalizers. EchoDeleted: it went, after waited_ms (0 if nothing held
-	// it).
+	// EchoDeleting: an Echo was asked to go but finalizers hold it.
+	// EchoDeleted: it went.
 	EchoDeleting Kind = "echo.deleting"
 	EchoDeleted  Kind = "echo.deleted"
 
 	// Converged: after an Echo edit, its Deployment and status caught up.
-	// Fields: latency_ms, generation.
 	Converged Kind = "echo.converged"
 
-	// ProcessStart/Exit: a replica process. Fields: pid, code, signal,
-	// restarts, backoff_ms, and removed on the exit of a replica that is not
-	// restarted. ProcessPause/Resume: a replica frozen (SIGSTOP) and let go
-	// on (SIGCONT). Fields: pid.
+	// ProcessStart/Exit: a replica process started, or exited (and whether
+	// it will be restarted). ProcessPause/Resume: it was frozen (SIGSTOP)
+	// and let go on (SIGCONT).
 	ProcessStart  Kind = "process.start"
 	ProcessExit   Kind = "process.exit"
 	ProcessPause  Kind = "process.pause"
 	ProcessResume Kind = "process.resume"
 
-	// Malformed: a line from a child that is not an event. Fields: line, count.
+	// Malformed: a line from a child that is not an event.
 	Malformed Kind = "trace.malformed"
-	// Dropped: events lost to a full buffer. Fields: count.
+	// Dropped: events lost to a full buffer.
 	Dropped Kind = "trace.dropped"
-	// Log: a human message worth a timeline line. Fields: msg.
+	// Log: a human message worth a timeline line.
 	Log Kind = "log"
 )
 

@@ -29,73 +29,73 @@ func (e Event) Summary() string {
 	switch e.Kind {
 	case InformerAdd, InformerUpdate, InformerDelete:
 		s := ""
-		if e.Str("initial") == "true" {
+		if e.Str(FieldInitial) == "true" {
 			s = "(initial list)"
 		}
-		if c := e.Str("change"); c != "" {
+		if c := e.Str(FieldChange); c != "" {
 			s = "(" + c + ")"
 		}
-		if m := e.Str("mapped_to"); m != "" {
+		if m := e.Str(FieldMappedTo); m != "" {
 			s += " → " + m
 		}
 		return strings.TrimSpace(s)
 	case QueueAdd:
-		s := "depth " + e.Str("depth")
-		if e.Str("coalesced") == "true" {
+		s := "depth " + e.Str(FieldDepth)
+		if e.Str(FieldCoalesced) == "true" {
 			s += ", coalesced"
 		}
 		return s
 	case QueueGet, QueueDone:
-		return "depth " + e.Str("depth")
+		return "depth " + e.Str(FieldDepth)
 	case QueueRequeue:
-		return fmt.Sprintf("%s, after %s (retry %s)", e.Str("reason"), ms("after_ms"), e.Str("retries"))
+		return fmt.Sprintf("%s, after %s (retry %s)", e.Str(FieldReason), ms(FieldAfterMS), e.Str(FieldRetries))
 	case ReconcileStart:
-		s := "cause: " + e.Str("cause")
-		if ev := e.Str("cause_event"); ev != "" {
+		s := "cause: " + e.Str(FieldCause)
+		if ev := e.Str(FieldCauseEvent); ev != "" {
 			s = "cause: " + ev
 		}
-		if n, _ := e.Num("causes"); n > 1 {
+		if n, _ := e.Num(FieldCauses); n > 1 {
 			s += fmt.Sprintf(" (+%d more)", int(n)-1)
 		}
 		return s
 	case ReconcileEnd:
-		s := fmt.Sprintf("%s in %s, %s", e.Str("result"), ms("duration_ms"), e.Str("changed"))
-		if st := e.Str("status"); st != "" {
+		s := fmt.Sprintf("%s in %s, %s", e.Str(FieldResult), ms(FieldDurationMS), e.Str(FieldChanged))
+		if st := e.Str(FieldStatus); st != "" {
 			s += ", status " + st
 		}
-		if er := e.Str("error"); er != "" {
+		if er := e.Str(FieldError); er != "" {
 			s += ": " + er
 		}
 		return s
 	case APIRequest:
-		return fmt.Sprintf("%s %s → %s in %s", e.Str("verb"), e.Str("resource"), e.Str("code"), ms("latency_ms"))
+		return fmt.Sprintf("%s %s → %s in %s", e.Str(FieldVerb), e.Str(FieldResource), e.Str(FieldCode), ms(FieldLatencyMS))
 	case Kubectl:
-		return fmt.Sprintf("kubectl %s → exit %s in %s", e.Str("verb"), e.Str("code"), ms("duration_ms"))
+		return fmt.Sprintf("kubectl %s → exit %s in %s", e.Str(FieldVerb), e.Str(FieldCode), ms(FieldDurationMS))
 	case LeaderAcquired, LeaderLost, LeaderObserved:
-		s := e.Str("identity")
-		if r := e.Str("reason"); r != "" {
+		s := e.Str(FieldIdentity)
+		if r := e.Str(FieldReason); r != "" {
 			s += " (" + r + ")"
 		}
 		return s
 	case GCCollected:
-		return "collected by GC: owner " + e.Str("owner") + " is gone"
+		return "collected by GC: owner " + e.Str(FieldOwner) + " is gone"
 	case DriftDetected:
-		return "drift: " + e.Str("what")
+		return "drift: " + e.Str(FieldWhat)
 	case DriftRepaired:
-		return fmt.Sprintf("repaired %s in %s", e.Str("what"), ms("latency_ms"))
+		return fmt.Sprintf("repaired %s in %s", e.Str(FieldWhat), ms(FieldLatencyMS))
 	case Converged:
-		return "converged in " + ms("latency_ms")
+		return "converged in " + ms(FieldLatencyMS)
 	case Finalizer:
-		if e.Str("action") == "removed" {
-			return "cleaned up; finalizer " + e.Str("finalizer") + " removed"
+		if e.Str(FieldAction) == FinalizerRemoved {
+			return "cleaned up; finalizer " + e.Str(FieldFinalizer) + " removed"
 		}
-		return "finalizer " + e.Str("finalizer") + " " + e.Str("action")
+		return "finalizer " + e.Str(FieldFinalizer) + " " + e.Str(FieldAction)
 	case EchoDeleting:
-		return "deletion waits for finalizers: " + e.Str("finalizers")
+		return "deletion waits for finalizers: " + e.Str(FieldFinalizers)
 	case EchoDeleted:
-		return "gone after waiting " + ms("waited_ms")
+		return "gone after waiting " + ms(FieldWaitedMS)
 	case ProcessStart:
-		return "started, pid " + e.Str("pid")
+		return "started, pid " + e.Str(FieldPID)
 	case ProcessExit:
 		s := "exited, pid " + e.Str(FieldPID)
 		if sig := e.Str(FieldSignal); sig != "" {
@@ -112,11 +112,11 @@ func (e Event) Summary() string {
 	case ProcessResume:
 		return "let go on (SIGCONT), pid " + e.Str(FieldPID)
 	case Malformed:
-		return fmt.Sprintf("malformed trace line #%s: %q", e.Str("count"), e.Str("line"))
+		return fmt.Sprintf("malformed trace line #%s: %q", e.Str(FieldCount), e.Str(FieldLine))
 	case Dropped:
-		return e.Str("count") + " events dropped"
+		return e.Str(FieldCount) + " events dropped"
 	case Log:
-		return e.Str("msg")
+		return e.Str(FieldMsg)
 	}
 	keys := make([]string, 0, len(e.Fields))
 	for k := range e.Fields {

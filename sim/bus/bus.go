@@ -1,3 +1,5 @@
+// Package bus fans rlab's trace events out to the screen, the recorder, the
+// timeline and the lessons, without ever blocking a producer.
 package bus
 
 import (

@@ -60,7 +60,7 @@ func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
 		errs []error
 	)
 	start := make(chan struct{})
-	for _, st := range s.styles {
+	for _, st := range s.opts.Styles {
 		wg.Go(func() {
 			<-start
 			if err := fn(st); err != nil {

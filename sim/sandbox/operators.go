@@ -123,7 +123,7 @@ func (s *Sandbox) startOperators() error {
 		// before the crashed replica is back, which then waits as standby.
 		Backoff: 5 * time.Second,
 	})
-	for _, st := range s.styles {
+	for _, st := range s.opts.Styles {
 		user, err := s.backend.AddUser(st.Operator(), []string{"rlab:operators"})
 		if err != nil {
 			return err

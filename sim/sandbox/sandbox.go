@@ -54,7 +54,6 @@ const (
 // Sandbox is a running sandbox.
 type Sandbox struct {
 	opts    Options
-	styles  []style.Style // opts.Styles
 	lock    *state.Lock
 	backend cluster.Backend
 	bus     *bus.Bus
@@ -97,8 +96,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 		opts.Self = self
 	}
-	styles := opts.Styles
-	for _, st := range styles {
+	for _, st := range opts.Styles {
 		if _, err := style.Parse(string(st)); err != nil {
 			return nil, err
 		}
@@ -107,7 +105,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, styles: styles, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
+	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -164,11 +162,11 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return err
 	}
 	s.admin = admin
-	if len(s.styles) == 0 {
+	if len(s.opts.Styles) == 0 {
 		return nil
 	}
 	var nss []string
-	for _, st := range s.styles {
+	for _, st := range s.opts.Styles {
 		nss = append(nss, st.Namespace())
 		if err := setupStyle(ctx, admin.kube, st); err != nil {
 			return err
@@ -208,7 +206,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 
 // allReady is true when every style's Echo name reports status want.
 func (s *Sandbox) allReady(sn world.Snapshot, name, want string) bool {
-	for _, st := range s.styles {
+	for _, st := range s.opts.Styles {
 		ns := sn.Namespaces[st.Namespace()]
 		if ns == nil || ns.Echoes[name] == nil || ns.Echoes[name].Ready != want {
 			return false

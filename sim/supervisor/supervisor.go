@@ -294,14 +294,17 @@ func (s *Supervisor) freeze(name string, paused bool) error {
 	if paused {
 		sig = syscall.SIGSTOP
 	}
-	if err := s.Signal(name, sig); err != nil {
-		return err
-	}
+	// One hold of s.mu: a restart in between must not mark the new process.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, err := s.get(name); err == nil {
-		s.setPaused(r, paused)
+	r, err := s.get(name)
+	if err != nil {
+		return err
 	}
+	if err := s.signal(r, sig); err != nil {
+		return err
+	}
+	s.setPaused(r, paused)
 	return nil
 }
 

@@ -106,8 +106,8 @@ type Style struct {
 	Running            *Reconcile // started, not ended
 	Last               *Reconcile
 
-	APITotal int            // from api.request events
-	Verbs    map[string]int // "verb resource" → count
+	APITotal int            // api.request events, and the requests a proxy dropped from the trace
+	Verbs    map[string]int // "verb resource" → count, of the api.request events
 	apiSec   [60]secBucket
 
 	Leader      string // replica holding the Lease ("a"), from the operators' own events
@@ -276,9 +276,13 @@ func (st *Style) queue(e trace.Event) {
 		}
 		st.depth(e)
 		st.stage(stQueue, e.Time)
-	case trace.QueueGet, trace.QueueDone:
+	case trace.QueueGet:
 		st.depth(e)
 		st.stage(stReconcile, e.Time)
+	case trace.QueueDone:
+		// Done follows the requeue of a failed reconcile (both Go styles):
+		// the key waits in the queue, where the requeue put the marker.
+		st.depth(e)
 	}
 }
 
