@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/world"
 )
 
 // checkKind is one check a lesson can name: the arguments it takes, how it
@@ -98,7 +98,7 @@ var checks = map[string]checkKind{
 			if d == nil {
 				return styleResult{detail: "no Deployment"}
 			}
-			return styleResult{ok: d.Owner == "Echo/"+a.Str("name"), detail: fmt.Sprintf("controller %q", d.Owner)}
+			return styleResult{ok: d.Owner == trace.Object(echov1.Kind, a.Str("name")), detail: fmt.Sprintf("controller %q", d.Owner)}
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("Deployment %s is controlled by Echo %s", echo.DeploymentName(a.Str("name")), a.Str("name"))
@@ -166,7 +166,7 @@ var checks = map[string]checkKind{
 				// operator's does.
 				from = e.Edited.Add(-worldLag)
 			}
-			for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == "Echo/"+a.Str("name") }) {
+			for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == trace.Object(echov1.Kind, a.Str("name")) }) {
 				if e.Time.After(from) {
 					why := e.Str(trace.FieldCause)
 					if ev := e.Str(trace.FieldCauseEvent); ev != "" {
@@ -205,7 +205,7 @@ var checks = map[string]checkKind{
 	"gc_collected": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			obj := "Deployment/" + echo.DeploymentName(a.Str("name"))
+			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
 			evs := eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return e.Object == obj })
 			if len(evs) == 0 {
 				return styleResult{detail: "not collected"}
@@ -225,7 +225,7 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			old := v.Holders[st]
 			evs := eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
-				return e.Source == world.Source && e.Str(trace.FieldIdentity) != "" && e.Str(trace.FieldIdentity) != old
+				return e.Source == trace.SourceWorld && e.Str(trace.FieldIdentity) != "" && e.Str(trace.FieldIdentity) != old
 			})
 			if len(evs) == 0 {
 				return styleResult{detail: "still " + old}
@@ -400,7 +400,7 @@ var checks = map[string]checkKind{
 	"reconciles_after_edit": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == "Echo/"+a.Str("name") })
+			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == trace.Object(echov1.Kind, a.Str("name")) })
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
 		},
@@ -414,7 +414,7 @@ var checks = map[string]checkKind{
 	"coalesced": {
 		args: spec{required: argTypes{"style": tGoStyle, "name": tName}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			obj := "Echo/" + a.Str("name")
+			obj := trace.Object(echov1.Kind, a.Str("name"))
 			informed := len(eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool { return e.Object == obj }))
 			starts := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == obj })
 			most := 0
@@ -435,7 +435,7 @@ var checks = map[string]checkKind{
 	"retries": {
 		args: spec{required: argTypes{"style": tGoStyle, "name": tName, "min": tInt}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			obj := "Echo/" + a.Str("name")
+			obj := trace.Object(echov1.Kind, a.Str("name"))
 			evs := eventsOf(v, st, trace.QueueRequeue, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldReason) == trace.ReasonError
 			})
@@ -568,7 +568,7 @@ var checks = map[string]checkKind{
 	"finalized": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			obj := "Echo/" + a.Str("name")
+			obj := trace.Object(echov1.Kind, a.Str("name"))
 			removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldAction) == trace.FinalizerRemoved
 			})

@@ -77,7 +77,7 @@ func (q *tracedQueue[T]) Done(item T) {
 }
 
 // object is what a key's events are about: "Echo/hello".
-func (q *tracedQueue[T]) object(k string) string { return echov1.Kind + "/" + objectName(k) }
+func (q *tracedQueue[T]) object(k string) string { return trace.Object(echov1.Kind, objectName(k)) }
 
 // AddAfter is a RequeueAfter (controller-runtime) or an explicit delay.
 func (q *tracedQueue[T]) AddAfter(item T, d time.Duration) {

@@ -118,7 +118,7 @@ func (t *Tracer) Traced(r reconcile.Reconciler) reconcile.Reconciler {
 func (t *Tracer) Reconcile(ctx context.Context, key string, reconcile func(ctx context.Context, key string) error) error {
 	id := t.ids.Add(1)
 	name := objectName(key)
-	object := echov1.Kind + "/" + name
+	object := trace.Object(echov1.Kind, name)
 	t.emit(trace.ReconcileStart, object, startFields(id, t.causes.Take(key)))
 	start := time.Now()
 
@@ -207,8 +207,8 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) 
 			return
 		}
 		echoName = owner.Name
-		fields[trace.FieldMappedTo] = echov1.Kind + "/" + owner.Name
-		cause.Event += " → " + echov1.Kind + "/" + owner.Name
+		fields[trace.FieldMappedTo] = trace.Object(echov1.Kind, owner.Name)
+		cause.Event += " → " + trace.Object(echov1.Kind, owner.Name)
 	}
 	t.emit(kind, name, fields)
 	t.causes.Add(o.GetNamespace()+"/"+echoName, cause)

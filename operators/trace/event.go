@@ -84,6 +84,18 @@ const (
 	Log Kind = "log"
 )
 
+// Object is how an event names what it is about: "Echo/hello",
+// "Deployment/echo-hello".
+func Object(kind, name string) string { return kind + "/" + name }
+
+// Sources that are not an operator replica ("clientgo/a") or its proxy
+// ("proxy/clientgo/a").
+const (
+	SourceWorld      = "world"      // rlab's own observer of the cluster (sim/world)
+	SourceSupervisor = "supervisor" // what runs the replicas (sim/supervisor)
+	SourceRlab       = "rlab"       // rlab itself: what its screen or recorder lost
+)
+
 // Reconcile causes, the value of the "cause" field.
 const (
 	CauseEvent   = "event"   // an informer event (cause_event says which)

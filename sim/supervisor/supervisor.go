@@ -21,7 +21,7 @@ import (
 )
 
 // Source is the trace source of the supervisor's own events.
-const Source = "supervisor"
+const Source = trace.SourceSupervisor
 
 // Spec is one replica to run.
 type Spec struct {

@@ -76,7 +76,7 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		tr.drift, tr.converge = nil, nil
 		if tr.deleting.IsZero() {
 			tr.deleting = now
-			evs = append(evs, m.event(now, trace.EchoDeleting, echov1.Kind+"/"+e.Name,
+			evs = append(evs, m.event(now, trace.EchoDeleting, trace.Object(echov1.Kind, e.Name),
 				map[string]any{trace.FieldFinalizers: strings.Join(e.Finalizers, ",")}))
 		}
 	case fresh && !initial:
@@ -105,7 +105,7 @@ func (m *nsModel) deleteEcho(e *echov1.Echo, now time.Time) []trace.Event {
 	}
 	delete(m.echoes, e.Name)
 	delete(m.tracks, e.Name)
-	return []trace.Event{m.event(now, trace.EchoDeleted, echov1.Kind+"/"+e.Name, map[string]any{trace.FieldWaitedMS: ms(waited)})}
+	return []trace.Event{m.event(now, trace.EchoDeleted, trace.Object(echov1.Kind, e.Name), map[string]any{trace.FieldWaitedMS: ms(waited)})}
 }
 
 // setRegistry records the registry ConfigMap (nil: deleted).
@@ -262,7 +262,7 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 		if c.created {
 			fields[trace.FieldCreated] = true
 		}
-		evs = append(evs, m.event(now, trace.Converged, echov1.Kind+"/"+name, fields))
+		evs = append(evs, m.event(now, trace.Converged, trace.Object(echov1.Kind, name), fields))
 	}
 	return evs
 }
@@ -278,7 +278,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 		tr.drift = nil
 		return nil
 	}
-	evs := []trace.Event{m.event(dr.since, trace.DriftDetected, "Deployment/"+echo.DeploymentName(name),
+	evs := []trace.Event{m.event(dr.since, trace.DriftDetected, trace.Object("Deployment", echo.DeploymentName(name)),
 		map[string]any{trace.FieldWhat: dr.what, trace.FieldEcho: name})}
 	if dr.repaired.IsZero() {
 		dr.confirmed = true
@@ -289,7 +289,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 }
 
 func (m *nsModel) repaired(name string, dr *drift, at time.Time) trace.Event {
-	return m.event(at, trace.DriftRepaired, "Deployment/"+echo.DeploymentName(name),
+	return m.event(at, trace.DriftRepaired, trace.Object("Deployment", echo.DeploymentName(name)),
 		map[string]any{trace.FieldWhat: dr.what, trace.FieldLatencyMS: ms(at.Sub(dr.since)), trace.FieldEcho: name})
 }
 

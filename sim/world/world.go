@@ -34,7 +34,7 @@ import (
 )
 
 // Source is the trace source of every event the world derives.
-const Source = "world"
+const Source = trace.SourceWorld
 
 // DefaultSyncTimeout bounds how long Start waits for the informers' first list.
 const DefaultSyncTimeout = 60 * time.Second

@@ -125,7 +125,7 @@ func (r *Recorder) Run(ctx context.Context, src Live) error {
 	drain := func() {
 		evs, dropped := src.Sub.Drain()
 		if dropped > 0 {
-			_ = r.Event(trace.Event{Time: time.Now(), Source: "rlab", Kind: trace.Dropped,
+			_ = r.Event(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Dropped,
 				Fields: map[string]any{trace.FieldCount: dropped}})
 		}
 		for _, e := range evs {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/world"
 )
 
 // Pipeline stages of the Go styles and of the shell loop.
@@ -168,7 +166,7 @@ func StyleOf(e trace.Event) style.Style {
 	if s := style.FromNamespace(e.Namespace); s != "" {
 		return s
 	}
-	if e.Source == supervisor.Source {
+	if e.Source == trace.SourceSupervisor {
 		return style.FromSource(e.Object)
 	}
 	return ""
@@ -369,7 +367,7 @@ func (st *Style) leader(e trace.Event) {
 			st.LeaderEvent += " (" + why + ")"
 		}
 	case trace.LeaderObserved:
-		if e.Source == world.Source {
+		if e.Source == trace.SourceWorld {
 			if id := e.Str(trace.FieldIdentity); id != "" {
 				st.Leader = ReplicaOfIdentity(id)
 			} else {
