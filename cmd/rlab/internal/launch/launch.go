@@ -125,6 +125,11 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 	}
 	sb, err := l.startSandbox(ctx, dir, o)
 	if err != nil {
+		for _, sub := range []*bus.Sub{screen, recSub} {
+			if sub != nil {
+				sub.Close() // nobody will drain them
+			}
+		}
 		return nil, err
 	}
 	l.mu.Lock()
