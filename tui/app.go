@@ -25,6 +25,9 @@ type (
 		Actions Actions
 		// Guide is the lesson to follow (`rlab lesson start`); nil: none.
 		Guide Guide
+		// Info, if set, replaces Main.Info: what the cluster turned out to
+		// be (kind's node image is chosen as it starts).
+		Info *Info
 	}
 	// FailedMsg: start-up failed (everything started was stopped).
 	FailedMsg struct{ Err error }
@@ -249,6 +252,9 @@ func (a *App) onReady(msg ReadyMsg) tea.Cmd {
 	o.Source, o.Actions = msg.Source, msg.Actions
 	if msg.Guide != nil {
 		o.Guide = msg.Guide
+	}
+	if msg.Info != nil {
+		o.Info = *msg.Info
 	}
 	o.Quit = func() tea.Cmd { return func() tea.Msg { return StopMsg{} } }
 	o.Dark = a.dark

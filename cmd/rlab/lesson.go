@@ -64,6 +64,7 @@ type lessonFlags struct {
 	ShellInterval time.Duration
 	FromStart     bool
 	Text          bool
+	clusterFlags
 }
 
 func newLessonVerifyCmd() *cobra.Command {
@@ -84,6 +85,7 @@ print the time of each step and lesson. Exits non-zero if any check fails.`,
 	}
 	cmd.Flags().BoolVar(&f.All, "all", false, "verify every lesson")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
+	f.clusterFlags.register(cmd.Flags())
 	return cmd
 }
 
@@ -116,8 +118,12 @@ func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, er
 // withLessonSandbox starts the sandbox every lesson expects (all styles and
 // the sample Echo, in the user's state dir), runs fn with a lesson player on
 // it until fn returns or a signal comes, and stops it.
-func withLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr io.Writer,
+func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer,
 	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
+	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Report: launch.Print(stderr)}
+	if err := f.apply(&opts); err != nil {
+		return err
+	}
 	ctx, cancel := interruptible(ctx)
 	defer cancel()
 	l, err := launch.New()
@@ -129,8 +135,7 @@ func withLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr 
 			fmt.Fprintln(stderr, "rlab:", err)
 		}
 	}()
-	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), ShellInterval: shellInterval, Sample: true,
-		Report: launch.Print(stderr)})
+	sb, err := l.Start(ctx, opts)
 	if err != nil {
 		return startErr(ctx, err)
 	}
@@ -142,7 +147,7 @@ func withLessonSandbox(ctx context.Context, shellInterval time.Duration, stderr 
 
 // verify autoplays the chosen lessons on a new sandbox.
 func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
-	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+	return f.withLessonSandbox(ctx, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
 		t0 := time.Now()
 		results := p.Verify(ctx, chosen, stdout)
 		failed := 0
@@ -183,7 +188,7 @@ a (play) or q, then Enter.`,
 			if f.Text {
 				return f.startText(cmd.Context(), l, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			up.ShellInterval = f.ShellInterval
+			up.ShellInterval, up.clusterFlags = f.ShellInterval, f.clusterFlags
 			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
 			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart}
 			return up.run(cmd.Context(), cmd.ErrOrStderr())
@@ -192,6 +197,7 @@ a (play) or q, then Enter.`,
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	cmd.Flags().BoolVar(&f.FromStart, "from-start", false, "start at step 1 even if you got further before")
 	cmd.Flags().BoolVar(&f.Text, "text", false, "plain text on stdin/stdout instead of the screen")
+	f.clusterFlags.register(cmd.Flags())
 	cmd.Flags().StringVar(&up.Record, "record", "", "record the session to `FILE`, as rlab up --record does")
 	return cmd
 }
@@ -199,7 +205,7 @@ a (play) or q, then Enter.`,
 // startText follows lesson l on plain text: the student's lines on stdin
 // drive it, its steps and checks are written to stdout.
 func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, stdin io.Reader, stdout, stderr io.Writer) error {
-	return withLessonSandbox(ctx, f.ShellInterval, stderr, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
+	return f.withLessonSandbox(ctx, stderr, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
 		prog, from, err := launch.Resume(d, l, f.FromStart)
 		if err != nil {
 			return err

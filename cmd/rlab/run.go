@@ -23,6 +23,7 @@ type runFlags struct {
 	Output        string
 	Operators     string
 	ShellInterval time.Duration
+	clusterFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -42,6 +43,7 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
 	cmd.Flags().StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to run, comma-separated, or none")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
+	f.clusterFlags.register(cmd.Flags())
 	return cmd
 }
 
@@ -55,6 +57,10 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opts := launch.Options{Styles: styles, ShellInterval: f.ShellInterval, Sample: len(styles) > 0, Report: launch.Print(stderr)}
+	if err := f.apply(&opts); err != nil {
+		return err
+	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	l, err := launch.New()
@@ -63,8 +69,7 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer l.Close()
 	defer printTimeline(l.Bus.Subscribe(1<<16), f.Output, stdout)() // until the sandbox has stopped
-	sb, err := l.Start(ctx, launch.Options{Styles: styles, ShellInterval: f.ShellInterval,
-		Sample: len(styles) > 0, Report: launch.Print(stderr)})
+	sb, err := l.Start(ctx, opts)
 	if err != nil {
 		return startErr(ctx, err)
 	}
@@ -87,7 +92,7 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 // printReady says how long start-up took, phase by phase, and how to use
 // the sandbox.
 func printReady(w io.Writer, sb *sandbox.Sandbox) {
-	fmt.Fprintf(w, "ready in %.2fs\n", sb.Ready.Seconds())
+	fmt.Fprintf(w, "ready in %.2fs on %s\n", sb.Ready.Seconds(), launch.Info(sb.Backend()).Backend)
 	for _, p := range sb.Phases() {
 		fmt.Fprintf(w, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
 	}

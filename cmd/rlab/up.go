@@ -28,6 +28,7 @@ type upFlags struct {
 	CPUProfile    string         // rlab's own CPU profile, to find what an idle screen costs
 	Follow        *launch.Follow // the lesson on the screen (rlab lesson start)
 	Title         string         // of the start-up view, if not the default
+	clusterFlags
 }
 
 func (f *upFlags) register(fs *pflag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *upFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
+	f.clusterFlags.register(fs)
 }
 
 func newUpCmd() *cobra.Command {
@@ -56,6 +58,10 @@ running.`,
 // run starts the sandbox behind the screen, which shows the start-up, and
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
+	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Screen: true, Follow: f.Follow}
+	if err := f.apply(&opts); err != nil {
+		return err
+	}
 	l, err := launch.New()
 	if err != nil {
 		return err
@@ -74,14 +80,12 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	styles := style.All()
-	app := f.newApp(l, styles, cancel)
+	app := f.newApp(l, opts, cancel)
 	p := tea.NewProgram(app, tea.WithFilter(tui.Filter), tea.WithFPS(30))
 	started := make(chan struct{})
 	go func() {
 		defer close(started)
-		p.Send(startOnScreen(ctx, l, p, launch.Options{Styles: styles, ShellInterval: f.ShellInterval,
-			Sample: true, Screen: true, Follow: f.Follow}))
+		p.Send(startOnScreen(ctx, l, p, opts))
 	}()
 	_, runErr := p.Run()
 	cancel() // however the screen ended, nothing is left running
@@ -90,14 +94,15 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 }
 
 // newApp is the screen: the start-up view until the sandbox is ready.
-func (f upFlags) newApp(l *launch.Launcher, styles []style.Style, cancel func()) *tui.App {
-	title := fmt.Sprintf("starting the sandbox · %s %s · state in %s", launch.Backend, assets.KubeVersion, l.Dir.Root)
+func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tui.App {
+	backend := launch.BackendLabel(o.Backend)
+	title := fmt.Sprintf("starting the sandbox · %s %s · state in %s", backend, assets.KubeVersion, l.Dir.Root)
 	if f.Title != "" {
 		title = f.Title + " · " + title
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
-		Info:   tui.Info{Backend: launch.Backend, Version: assets.KubeVersion},
-		Styles: styles, Echo: sandbox.SampleName, Start: l.Began, Dark: true,
+		Info:   tui.Info{Backend: backend, Version: assets.KubeVersion},
+		Styles: o.Styles, Echo: sandbox.SampleName, Start: l.Began, Dark: true,
 	}})
 }
 
@@ -112,7 +117,8 @@ func startOnScreen(ctx context.Context, l *launch.Launcher, p *tea.Program, o la
 	if err != nil {
 		return tui.FailedMsg{Err: err}
 	}
-	return tui.ReadyMsg{Source: l.Source(), Actions: sb, Guide: l.Guide()}
+	info := launch.Info(sb.Backend())
+	return tui.ReadyMsg{Source: l.Source(), Actions: sb, Guide: l.Guide(), Info: &info}
 }
 
 // result says how the session ended, once: on stderr and in the exit

@@ -106,13 +106,34 @@ func SourceRoot(env Env) (string, error) {
 	return "", errors.New("cannot find " + BuildScript + ": run rlab from its source tree, or set RLAB_SRC to it")
 }
 
+// KindScript builds the offline kind node image (root and Docker needed).
+const KindScript = "scripts/build-kind-node.sh"
+
 // Build runs the build script into dir, streaming its progress to out.
 func Build(ctx context.Context, env Env, dir string, out io.Writer) error {
+	if err := runScript(ctx, env, BuildScript, dir, out); err != nil {
+		return fmt.Errorf("building the control plane (%s) failed: %w", BuildScript, err)
+	}
+	return nil
+}
+
+// BuildKind builds the offline kind node image (kubelet and kubeadm into
+// dir, a Debian rootfs, the control-plane images) and loads it into Docker,
+// streaming its progress to out.
+func BuildKind(ctx context.Context, env Env, dir string, out io.Writer) error {
+	if err := runScript(ctx, env, KindScript, dir, out); err != nil {
+		return fmt.Errorf("building the kind node image (%s) failed: %w", KindScript, err)
+	}
+	return nil
+}
+
+// runScript runs one of the source tree's build scripts with RLAB_ASSETS=dir.
+func runScript(ctx context.Context, env Env, script, dir string, out io.Writer) error {
 	root, err := SourceRoot(env)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, BuildScript))
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, script))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "RLAB_ASSETS="+dir)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -120,10 +141,7 @@ func Build(ctx context.Context, env Env, dir string, out io.Writer) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the control plane (%s) failed: %w", BuildScript, err)
-	}
-	return nil
+	return cmd.Run()
 }
 
 // Ensure returns the asset directory, building the binaries first if they are

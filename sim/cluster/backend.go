@@ -5,7 +5,8 @@
 // etcd, plus kube-controller-manager (garbage collection, Deployments,
 // ReplicaSets, node lifecycle, namespace deletion), kube-scheduler and kwok,
 // which plays the kubelet of one fake Node so Pods become Ready. Other backends
-// (kind, an existing kubeconfig) will implement the same interface.
+// (kind, an existing kubeconfig) implement the same interface. Operators'
+// identities are ServiceAccounts on every backend (see ServiceAccount).
 package cluster
 
 import (
@@ -19,6 +20,9 @@ import (
 type Backend interface {
 	// Name is a short label for the screen, e.g. "envtest".
 	Name() string
+	// Detail says more for the screen's header, e.g. the kind version and
+	// node image; "" if there is nothing to add.
+	Detail() string
 	// Start brings the cluster up and returns once it is Ready: the Echo CRD
 	// established, a Node Ready and untainted, its controllers running.
 	Start(ctx context.Context) error
@@ -32,9 +36,6 @@ type Backend interface {
 	Version() string
 	// Phases are the start-up phases done so far, with their durations.
 	Phases() []Phase
-	// AddUser provisions an identity with no permissions of its own (RBAC
-	// decides) and returns a client config for it.
-	AddUser(name string, groups []string) (*rest.Config, error)
 }
 
 // Phase is one step of start-up and how long it took.

@@ -15,17 +15,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/proc"
 )
 
@@ -74,6 +70,9 @@ func NewEnvtest(opts EnvtestOptions) *Envtest {
 // Name implements Backend.
 func (e *Envtest) Name() string { return "envtest" }
 
+// Detail implements Backend: envtest is the pinned control plane itself.
+func (e *Envtest) Detail() string { return "" }
+
 // Config implements Backend.
 func (e *Envtest) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
 
@@ -82,15 +81,6 @@ func (e *Envtest) Kubeconfig() []byte { return e.kubecfg }
 
 // Version implements Backend.
 func (e *Envtest) Version() string { return e.version }
-
-// AddUser implements Backend with an envtest client-certificate user.
-func (e *Envtest) AddUser(name string, groups []string) (*rest.Config, error) {
-	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, &rest.Config{QPS: 100, Burst: 200})
-	if err != nil {
-		return nil, fmt.Errorf("add user %s: %w", name, err)
-	}
-	return u.Config(), nil
-}
 
 // Phases implements Backend.
 func (e *Envtest) Phases() []Phase {
@@ -225,35 +215,7 @@ func (e *Envtest) adminKubeconfig() string { return filepath.Join(e.opts.RunDir,
 // kube-controller-manager starts: the garbage collector discovers resource
 // types at start and only re-syncs every 30 s.
 func (e *Envtest) installCRD(ctx context.Context) error {
-	crd, err := echov1.CRD()
-	if err != nil {
-		return err
-	}
-	if _, err := envtest.InstallCRDs(e.cfg, envtest.CRDInstallOptions{
-		CRDs:         []*apiextensionsv1.CustomResourceDefinition{crd},
-		MaxTime:      30 * time.Second,
-		PollInterval: 20 * time.Millisecond,
-	}); err != nil {
-		return fmt.Errorf("install: %w", err)
-	}
-	// InstallCRDs waits until the resource is served; say "ready" only once
-	// the apiserver also reports the CRD Established.
-	cs, err := apiextensionsclient.NewForConfig(e.cfg)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	return e.poll(ctx, 30*time.Second, "Echo CRD Established", func(ctx context.Context) (bool, error) {
-		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	return installEchoCRD(ctx, e.cfg, e.poll)
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -343,25 +305,9 @@ func (e *Envtest) exited() error {
 	return nil
 }
 
-// poll calls cond every interval until it is true, ctx ends, a child dies or
-// timeout passes.
+// poll calls cond until it is true, ctx ends, a child dies or timeout passes.
 func (e *Envtest) poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := e.exited(); err != nil {
-			return false, err
-		}
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		if last != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
-		}
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
+	return poll(ctx, timeout, what, e.exited, cond)
 }
 
 // readyNode registers the fake Node and waits until kwok has marked it Ready
@@ -390,23 +336,6 @@ func (e *Envtest) readyNode(ctx context.Context, cs kubernetes.Interface) error 
 		}
 		return NodeReady(n), nil
 	})
-}
-
-// NodeReady is true when n reports Ready and carries no not-ready or
-// unreachable taint, i.e. the scheduler will place Pods on it.
-func NodeReady(n *corev1.Node) bool {
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	return ready
 }
 
 func (e *Envtest) waitHealthy(ctx context.Context, urls []string) error {

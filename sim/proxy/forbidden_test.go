@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kkloud/rlab/sim/cluster"
 )
 
 // TestForbiddenBodyComesBack: the apiserver refuses a create before reading
@@ -22,11 +24,11 @@ func TestForbiddenBodyComesBack(t *testing.T) {
 	if real.err != nil {
 		t.Fatal(real.err)
 	}
-	user, err := real.env.AddUser("forbidden-body", nil) // may do nothing at all
+	id, err := cluster.ServiceAccount(t.Context(), real.env.Config(), "default", "forbidden-body") // may do nothing at all
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(Options{Name: "forbidden/a", Upstream: user})
+	p, err := Start(Options{Name: "forbidden/a", Upstream: id.Config})
 	if err != nil {
 		t.Fatal(err)
 	}

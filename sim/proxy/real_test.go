@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/simtest"
@@ -69,7 +70,7 @@ func TestRealControlPlane(t *testing.T) {
 
 	// The replica's own least-privilege identity: it may read ConfigMaps in
 	// its namespace and nothing else.
-	user, err := real.env.AddUser("proxy-test-"+ns, nil)
+	id, err := cluster.ServiceAccount(t.Context(), real.env.Config(), ns, "proxy-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +83,14 @@ func TestRealControlPlane(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "proxy-test-" + ns}},
+		Subjects:   []rbacv1.Subject{id.Subject},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	events := &sink{}
 	t.Cleanup(func() { events.CheckSchema(t) }) // after Close: every event delivered
-	p, err := Start(Options{Name: "clientgo/a", Upstream: user, Publish: events.Publish, Log: testLogger(t)})
+	p, err := Start(Options{Name: "clientgo/a", Upstream: id.Config, Publish: events.Publish, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

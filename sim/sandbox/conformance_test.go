@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/cluster/kindtest"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
@@ -34,7 +36,8 @@ import (
 
 // One sandbox with all three styles runs every test here, against the real
 // control plane, as the student would see it. The shell loop polls every
-// second instead of five to keep the suite short.
+// second instead of five to keep the suite short. The backend is envtest, or
+// kind with RLAB_TEST_BACKEND=kind (make test runs the package both ways).
 var (
 	sb     *sandbox.Sandbox
 	events = &simtest.Recorder{}
@@ -61,13 +64,24 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	backend, err := sandbox.ParseBackend(os.Getenv("RLAB_TEST_BACKEND"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "RLAB_TEST_BACKEND:", err)
+		return 1
+	}
+	if backend == sandbox.BackendKind {
+		if code, ok := kindtest.Main(); !ok {
+			return code
+		}
+	}
 	b := bus.New()
 	go events.Run(context.Background(), b.Subscribe(1<<18))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
 		Styles: style.All(), ShellInterval: time.Second, Sample: true, Bus: b,
+		Backend: backend, KindImage: kindtest.Image(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
@@ -403,7 +417,7 @@ func TestRBAC(t *testing.T) {
 		for _, other := range style.All() {
 			t.Run(st.String()+" in "+other.String(), func(t *testing.T) {
 				cfg := rest.CopyConfig(sb.Backend().Config())
-				cfg.Impersonate = rest.ImpersonationConfig{UserName: st.Operator()}
+				cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(st.Namespace(), st.Operator())}
 				cs := kubernetes.NewForConfigOrDie(cfg)
 				_, err := cs.AppsV1().Deployments(other.Namespace()).List(t.Context(), metav1.ListOptions{})
 				if st == other && err != nil {

@@ -14,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -62,26 +64,31 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 // RoleName is the Role (and RoleBinding) of a style in its namespace.
 const RoleName = "echo-operator"
 
-// setupStyle creates a style's namespace, Role and RoleBinding.
-func setupStyle(ctx context.Context, cs kubernetes.Interface, st style.Style) error {
+// setupStyle creates a style's namespace, its operator's ServiceAccount
+// (the identity every replica runs as), Role and RoleBinding.
+func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, st style.Style) (*cluster.Identity, error) {
 	ns := st.Namespace()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", ns, err)
+		return nil, fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	id, err := cluster.ServiceAccount(ctx, admin, ns, st.Operator())
+	if err != nil {
+		return nil, err
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns}, Rules: rules(st)}
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("role in %s: %w", ns, err)
+		return nil, fmt.Errorf("role in %s: %w", ns, err)
 	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RoleName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: st.Operator()}},
+		Subjects:   []rbacv1.Subject{id.Subject},
 	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("rolebinding in %s: %w", ns, err)
+		return nil, fmt.Errorf("rolebinding in %s: %w", ns, err)
 	}
-	return nil
+	return id, nil
 }
 
 // replicaArgs is the command line of one replica.
@@ -124,13 +131,10 @@ func (s *Sandbox) startOperators() error {
 		Backoff: 5 * time.Second,
 	})
 	for _, st := range s.opts.Styles {
-		user, err := s.backend.AddUser(st.Operator(), []string{"rlab:operators"})
-		if err != nil {
-			return err
-		}
+		id := s.identities[st]
 		for _, r := range Replicas(st) {
 			name := st.Source(r)
-			p, err := proxy.Start(proxy.Options{Name: name, Upstream: user, Publish: s.bus.Publish, Log: s.opts.Log})
+			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log})
 			if err != nil {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}

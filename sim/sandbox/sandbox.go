@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
@@ -42,6 +43,33 @@ type Options struct {
 	Sample bool
 	// Bus receives every trace event; a new one if nil.
 	Bus *bus.Bus
+
+	// Backend is the cluster to run on: BackendEnvtest (default) or BackendKind.
+	Backend string
+	// KindImage is the kind node image; "" lets the kind backend choose.
+	KindImage string
+	// Note, if set, is told of things worth a line to the user.
+	Note func(string)
+}
+
+// Backends a sandbox runs on.
+const (
+	BackendEnvtest = "envtest" // local binaries, no Docker, kwok's fake kubelet
+	BackendKind    = "kind"    // a kind cluster: real kubelet and containers
+)
+
+// Backends are the accepted values of Options.Backend.
+var Backends = []string{BackendEnvtest, BackendKind}
+
+// ParseBackend checks a backend name; "" is the default, envtest.
+func ParseBackend(name string) (string, error) {
+	switch name {
+	case "":
+		return BackendEnvtest, nil
+	case BackendEnvtest, BackendKind:
+		return name, nil
+	}
+	return "", fmt.Errorf("unknown backend %q: use %s", name, strings.Join(Backends, " or "))
 }
 
 // Sample Echo created at start.
@@ -61,7 +89,9 @@ type Sandbox struct {
 	world   *world.World
 	super   *supervisor.Supervisor
 	proxies map[string]*proxy.Proxy
-	cancel  context.CancelFunc // stops the world's informers
+	// identities are the operators' ServiceAccounts, one per style.
+	identities map[style.Style]*cluster.Identity
+	cancel     context.CancelFunc // stops the world's informers
 
 	shellScript, shellKubectl string
 	// Reaped lists processes a previous, killed run had left behind.
@@ -105,7 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}}
+	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}, identities: map[style.Style]*cluster.Identity{}}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -131,15 +161,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := os.Setenv("TMPDIR", tmp); err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	s.backend = cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets:   opts.Assets,
-		Self:     opts.Self,
-		RunDir:   opts.State.Run(),
-		LogDir:   opts.State.Logs(),
-		PIDDir:   opts.State.PIDs(),
-		Log:      opts.Log,
-		Progress: opts.Progress,
-	})
+	if s.backend, err = newBackend(opts); err != nil {
+		return nil, err
+	}
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -152,6 +176,34 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	s.Ready = time.Since(began)
 	return s, nil
+}
+
+// newBackend makes the (unstarted) cluster backend opts ask for.
+func newBackend(opts Options) (cluster.Backend, error) {
+	name, err := ParseBackend(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if name == BackendKind {
+		return cluster.NewKind(cluster.KindOptions{
+			Name:     cluster.ClusterName(opts.State.Root),
+			Image:    opts.KindImage,
+			RunDir:   opts.State.Run(),
+			LogDir:   opts.State.Logs(),
+			Log:      opts.Log,
+			Progress: opts.Progress,
+			Note:     opts.Note,
+		}), nil
+	}
+	return cluster.NewEnvtest(cluster.EnvtestOptions{
+		Assets:   opts.Assets,
+		Self:     opts.Self,
+		RunDir:   opts.State.Run(),
+		LogDir:   opts.State.Logs(),
+		PIDDir:   opts.State.PIDs(),
+		Log:      opts.Log,
+		Progress: opts.Progress,
+	}), nil
 }
 
 // startEngine starts what runs on top of the cluster: the world observer,
@@ -168,9 +220,11 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	var nss []string
 	for _, st := range s.opts.Styles {
 		nss = append(nss, st.Namespace())
-		if err := setupStyle(ctx, admin.kube, st); err != nil {
+		id, err := setupStyle(ctx, s.backend.Config(), admin.kube, st)
+		if err != nil {
 			return err
 		}
+		s.identities[st] = id
 	}
 	// The world outlives Start's ctx: it runs until Stop.
 	wctx, cancel := context.WithCancel(context.Background())

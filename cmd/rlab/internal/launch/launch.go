@@ -35,9 +35,6 @@ import (
 	"github.com/kkloud/rlab/tui"
 )
 
-// Backend is the kind of cluster a Launcher starts.
-const Backend = "envtest"
-
 // Options say what to start and who is told how it goes.
 type Options struct {
 	// Styles are the operator styles to run (none: only the cluster).
@@ -50,6 +47,10 @@ type Options struct {
 	Screen bool
 	// Follow, if set, is the lesson the screen follows: Start makes Guide.
 	Follow *Follow
+	// Backend is the cluster: sandbox.BackendEnvtest (default) or
+	// sandbox.BackendKind; KindImage its node image ("" lets it choose).
+	Backend   string
+	KindImage string
 }
 
 // StartError is a sandbox that did not start; everything it had started was
@@ -151,11 +152,12 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 // and the sample Echo.
 func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options) (*sandbox.Sandbox, error) {
 	if o.Report.Starting != nil {
-		o.Report.Starting(l.Dir)
+		o.Report.Starting(l.Dir, o.Backend)
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
 		Styles: o.Styles, ShellInterval: o.ShellInterval, Sample: o.Sample,
+		Backend: o.Backend, KindImage: o.KindImage, Note: o.Report.Note,
 	})
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err
@@ -184,6 +186,17 @@ func ensureAssets(ctx context.Context, r Report) (string, error) {
 		r.Phase(cluster.Phase{Name: "control plane built", Took: time.Since(t0)})
 	}
 	return dir, err
+}
+
+// Info is what the screen's header says of the running cluster: the
+// backend, with its detail (kind's version and node image), and the
+// apiserver's version.
+func Info(b cluster.Backend) tui.Info {
+	name := b.Name()
+	if d := b.Detail(); d != "" {
+		name += " " + d
+	}
+	return tui.Info{Backend: name, Version: b.Version()}
 }
 
 // Source is the screen's view of the sandbox (Options.Screen), once started.

@@ -74,7 +74,7 @@ func TestCloseWithoutStart(t *testing.T) {
 func TestPrint(t *testing.T) {
 	var b bytes.Buffer
 	r := Print(&b)
-	r.Starting(state.Dir{Root: "/s/rlab"})
+	r.Starting(state.Dir{Root: "/s/rlab"}, "")
 	r.Note("cleaned up etcd (pid 7) left by a previous run")
 	want := "starting sandbox (envtest " + assets.KubeVersion + ", state in /s/rlab)\n" +
 		"cleaned up etcd (pid 7) left by a previous run\n"

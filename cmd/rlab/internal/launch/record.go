@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/tui/replay"
@@ -32,7 +31,7 @@ func (l *Launcher) RecordTo(path string) error {
 
 // record writes the session to RecordTo's file until Close.
 func (l *Launcher) record(sub *bus.Sub, styles []style.Style) {
-	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Backend, Version: assets.KubeVersion,
+	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Info(l.sb.Backend()).Backend, Version: l.sb.Backend().Version(),
 		Start: l.Began, Styles: styles, Echo: sandbox.SampleName})
 	if err != nil {
 		l.recErr = err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/tui"
 )
@@ -20,8 +21,8 @@ type Report struct {
 	// Build receives a control-plane build's output, when one is needed. If
 	// it has a Flush method, that is called once the build ends.
 	Build io.Writer
-	// Starting is told the state dir just before the sandbox starts.
-	Starting func(state.Dir)
+	// Starting is told the state dir and backend just before the sandbox starts.
+	Starting func(d state.Dir, backend string)
 	// Phase is told each start-up phase as it ends, "control plane built"
 	// first if the binaries had to be built.
 	Phase func(cluster.Phase)
@@ -33,8 +34,8 @@ type Report struct {
 func Print(w io.Writer) Report {
 	return Report{
 		Build: w,
-		Starting: func(d state.Dir) {
-			fmt.Fprintf(w, "starting sandbox (%s %s, state in %s)\n", Backend, assets.KubeVersion, d.Root)
+		Starting: func(d state.Dir, backend string) {
+			fmt.Fprintf(w, "starting sandbox (%s %s, state in %s)\n", BackendLabel(backend), assets.KubeVersion, d.Root)
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
 	}
@@ -98,4 +99,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.w.Write(p)
+}
+
+// BackendLabel names a backend before it starts ("" is the default).
+func BackendLabel(backend string) string {
+	if backend == "" {
+		return sandbox.BackendEnvtest
+	}
+	return backend
 }

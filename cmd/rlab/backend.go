@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// clusterFlags choose the cluster a sandbox runs on; every command that
+// starts one takes them.
+type clusterFlags struct {
+	Backend   string
+	KindImage string
+}
+
+func (f *clusterFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Backend, "backend", os.Getenv("RLAB_BACKEND"),
+		"cluster to run on: envtest (local binaries, no Docker) or kind (real kubelet and containers; needs Docker) (default envtest, or $RLAB_BACKEND)")
+	fs.StringVar(&f.KindImage, "kind-image", os.Getenv("RLAB_KIND_IMAGE"),
+		"kind node `IMAGE` (default: rlab's offline image if `rlab assets build --kind` made it, else kind's published one) (or $RLAB_KIND_IMAGE)")
+}
+
+// apply checks the flags and sets them on o: a wrong backend name fails
+// before anything starts.
+func (f clusterFlags) apply(o *launch.Options) error {
+	b, err := sandbox.ParseBackend(f.Backend)
+	if err != nil {
+		return err
+	}
+	o.Backend, o.KindImage = b, f.KindImage
+	return nil
+}

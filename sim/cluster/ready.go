@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+)
+
+// pollFunc waits for cond, naming what it waits for in its error.
+type pollFunc func(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error
+
+// poll calls cond every 25 ms until it is true, ctx ends, timeout passes or
+// alive (if set) reports that something the wait depends on has died.
+func poll(ctx context.Context, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return false, err
+			}
+		}
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		if last != nil {
+			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
+		}
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// installEchoCRD creates the Echo CRD and waits until the apiserver serves it
+// and reports it Established.
+func installEchoCRD(ctx context.Context, cfg *rest.Config, poll pollFunc) error {
+	crd, err := echov1.CRD()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		CRDs:         []*apiextensionsv1.CustomResourceDefinition{crd},
+		MaxTime:      30 * time.Second,
+		PollInterval: 20 * time.Millisecond,
+	}); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	// InstallCRDs waits until the resource is served; say "ready" only once
+	// the apiserver also reports the CRD Established.
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	return poll(ctx, 30*time.Second, "Echo CRD Established", func(ctx context.Context) (bool, error) {
+		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// NodeReady is true when n reports Ready and carries no not-ready or
+// unreachable taint, i.e. the scheduler will place Pods on it.
+func NodeReady(n *corev1.Node) bool {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	return ready
+}
