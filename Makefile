@@ -34,11 +34,17 @@ build: ## Build bin/rlab
 assets: ## Build the control plane from source into the per-user cache (minutes the first time, instant after)
 	bash scripts/build-controlplane.sh
 
+.PHONY: kind-image
+kind-image: ## Build the offline kind node image for --backend kind (root and Docker needed; minutes the first time)
+	bash scripts/build-kind-node.sh
+
 ##@ Test
 
 .PHONY: test
-test: assets ## Run every test, end to end against the real control plane
+test: assets ## Run every test, end to end against the real control plane (and kind, where Docker runs)
+	bash scripts/build-kind-node.sh --if-able
 	$(GO) test $(TESTFLAGS) ./...
+	RLAB_TEST_BACKEND=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/
 
 .PHONY: lint
 lint: ## gofmt and go vet

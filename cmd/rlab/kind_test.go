@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/cluster/kindtest"
+	"github.com/kkloud/rlab/sim/simtest"
+	"github.com/kkloud/rlab/sim/state"
+)
+
+// The kind backend end to end, through the real binary: every way rlab ends
+// (q on the screen, SIGINT, SIGKILL and the next start) leaves no container,
+// volume or network of its cluster, and the lessons verify on kind.
+
+// kindArgs are the flags that put a command on the kind backend.
+func kindArgs() []string { return []string{"--backend", "kind", "--kind-image", kindtest.Image()} }
+
+// kindCluster is the kind cluster of a test environment's state dir.
+func kindCluster(e sandboxEnv) string { return cluster.ClusterName(e.rlabState()) }
+
+// noLeftovers fails t if anything of cluster name is left.
+func noLeftovers(t *testing.T, name string, volumes []string) {
+	t.Helper()
+	simtest.Eventually(t, 30*time.Second, "nothing of kind cluster "+name+" left", func(ctx context.Context) (bool, error) {
+		left, err := kindtest.Leftovers(ctx, name, volumes)
+		if err != nil {
+			return false, err
+		}
+		return len(left) == 0, fmt.Errorf("left: %v", left)
+	})
+}
+
+// volumesOf lists the volumes of cluster name while it runs: they must go
+// with it.
+func volumesOf(t *testing.T, name string) []string {
+	t.Helper()
+	vols, err := kindtest.Volumes(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vols) == 0 {
+		t.Fatalf("kind cluster %s has no volume: is it running?", name)
+	}
+	return vols
+}
+
+// TestKindRunSignals: rlab run --backend kind starts a real cluster with the
+// three operators; SIGINT stops it and removes it. After SIGKILL the cluster
+// outlives rlab (Docker owns it), and the next start removes it, says so,
+// and starts afresh; SIGTERM then stops that one too.
+func TestKindRunSignals(t *testing.T) {
+	kindtest.Require(t)
+	kindtest.Lock(t)
+	e := newSandboxEnv(t)
+	name := kindCluster(e)
+
+	r := startRun(t, e, append(kindArgs(), "--shell-interval", "1s", "--for", "20m")...)
+	r.waitStderr(t, "ready in", 6*time.Minute)
+	if !strings.Contains(r.stderr.String(), "on kind "+cluster.KindVersion()) {
+		t.Errorf("ready line does not name the kind backend:\n%s", r.stderr)
+	}
+	vols := volumesOf(t, name)
+	if err := syscall.Kill(r.pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.wait(t, 2*time.Minute); err != nil {
+		t.Fatalf("rlab run after SIGINT: %v\n%s", err, r.stderr)
+	}
+	noLeftovers(t, name, vols)
+
+	r2 := startRun(t, e, append(kindArgs(), "--operators", "none", "--for", "20m")...)
+	r2.waitStderr(t, "ready in", 6*time.Minute)
+	vols = volumesOf(t, name)
+	if err := syscall.Kill(r2.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = r2.wait(t, 10*time.Second)
+	if left, err := kindtest.Leftovers(t.Context(), name, vols); err != nil || len(left) == 0 {
+		t.Fatalf("after SIGKILL the node container should still be there for the next start to find: %v %v", left, err)
+	}
+
+	r3 := startRun(t, e, append(kindArgs(), "--operators", "none", "--for", "20m")...)
+	r3.waitStderr(t, "ready in", 6*time.Minute)
+	if !strings.Contains(r3.stderr.String(), "removed kind cluster "+name+" left by a previous run") {
+		t.Errorf("the next start did not say it removed the leftover cluster:\n%s", r3.stderr)
+	}
+	vols3 := volumesOf(t, name)
+	for _, v := range vols {
+		if exec.Command("docker", "volume", "inspect", v).Run() == nil {
+			t.Errorf("volume %s of the killed run's cluster is still there", v)
+		}
+	}
+	out, _, code := cli(t, e.env, rlabBin, "env")
+	if code != 0 || !strings.HasPrefix(out, "export KUBECONFIG=") {
+		t.Fatalf("rlab env on kind: exit %d, %q", code, out)
+	}
+	if err := syscall.Kill(r3.pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := r3.wait(t, 2*time.Minute); err != nil {
+		t.Fatalf("rlab run after SIGTERM: %v\n%s", err, r3.stderr)
+	}
+	noLeftovers(t, name, vols3)
+	if _, err := os.Stat(filepath.Join(e.rlabState(), "run")); !os.IsNotExist(err) {
+		t.Errorf("run dir left: %v", err)
+	}
+}
+
+// TestKindUpQuit: rlab up --backend kind in a real terminal: the header
+// names kind and the node image, the panes reach 2/2 on real pods, and q
+// removes the cluster.
+func TestKindUpQuit(t *testing.T) {
+	kindtest.Require(t)
+	kindtest.Lock(t)
+	r := startTmux(t, "rlab-kind-up", append([]string{"up"}, kindArgs()...)...)
+	screen := r.term.waitScreen("the three panes did not show Echo/hello 2/2 on kind", 6*time.Minute, func(s string) bool {
+		return everyPane(s, "Echo/hello 2/2", "Deployment echo-hello 2/2")
+	})
+	if !strings.Contains(screen, "kind "+cluster.KindVersion()) {
+		t.Errorf("the header does not name kind %s:\n%s", cluster.KindVersion(), screen)
+	}
+	name := cluster.ClusterName(r.sd.Root)
+	vols := volumesOf(t, name)
+	r.term.send("q")
+	final := r.term.waitScreen("rlab did not exit after q", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "rlab exit status")
+	})
+	if !strings.Contains(final, "rlab exit status 0") {
+		t.Fatalf("final screen:\n%s", final)
+	}
+	if p := r.sd.Running(); p != 0 {
+		t.Fatalf("state dir still held by pid %d", p)
+	}
+	noLeftovers(t, name, vols)
+}
+
+// TestKindLessonsVerify: every lesson's every check passes on kind.
+func TestKindLessonsVerify(t *testing.T) {
+	kindtest.Require(t)
+	kindtest.Lock(t)
+	e := newSandboxEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rlabBin, append([]string{"lesson", "verify", "--all"}, kindArgs()...)...)
+	cmd.Env = e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = time.Minute
+	out, err := cmd.CombinedOutput()
+	t.Logf("rlab lesson verify --all --backend kind:\n%s", out)
+	if err != nil {
+		t.Fatalf("lesson verify on kind: %v", err)
+	}
+	all, lerr := lessons.Load()
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if want := fmt.Sprintf("%d of %d lessons verified", len(all), len(all)); !strings.Contains(string(out), want) {
+		t.Fatalf("not every lesson verified on kind")
+	}
+	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
+		t.Fatalf("a sandbox (pid %d) still runs", pid)
+	}
+	noLeftovers(t, kindCluster(e), nil)
+}
