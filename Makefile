@@ -57,3 +57,7 @@ bench: assets ## Measure start-up, GC, per style (convergence, drift repair, API
 	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./sim/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./sim/sandbox/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./tui/ ./lessons/
+
+.PHONY: bench-backends
+bench-backends: assets ## The same measurements on envtest and on kind, alternated, in one table (needs make kind-image)
+	bash scripts/bench-backends.sh

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -239,4 +241,65 @@ func waitReplicas(b *testing.B, st style.Style) {
 	if err != nil {
 		b.Fatalf("%s replicas not back: %v", st, err)
 	}
+}
+
+// BenchmarkStartup reports how long TestMain's sandbox took to start, in
+// all and per phase (the backend's, then the operators' and the sample's):
+// the figure a student waits for before the screen shows 2/2.
+func BenchmarkStartup(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(float64(sb.Ready.Milliseconds()), "ready-ms")
+		for _, p := range sb.Phases() {
+			b.ReportMetric(float64(p.Took.Milliseconds()), strings.ReplaceAll(p.Name, " ", "_")+"-ms")
+		}
+	}
+}
+
+// BenchmarkEchoGC: an Echo deleted, until the garbage collector has removed
+// its Deployment and every Pod, per style.
+func BenchmarkEchoGC(b *testing.B) {
+	ctx := b.Context()
+	const name, n = "gcbench", 5
+	got := map[style.Style][]time.Duration{}
+	for b.Loop() {
+		for range n {
+			if err := sb.CreateEcho(ctx, name, "collect me", 2); err != nil {
+				b.Fatal(err)
+			}
+			if err := sb.World().WaitFor(ctx, func(sn world.Snapshot) bool {
+				for _, st := range style.All() {
+					if !converged(st, name, 2, "collect me")(sn) {
+						return false
+					}
+				}
+				return true
+			}); err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			if err := sb.DeleteEcho(ctx, name); err != nil {
+				b.Fatal(err)
+			}
+			// All styles at once: each is timed when first seen collected.
+			done := map[style.Style]bool{}
+			err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				sn := sb.World().Snapshot()
+				for _, st := range style.All() {
+					if done[st] || echoOf(sn, st, name) != nil || len(sn.Namespaces[st.Namespace()].Orphans) > 0 {
+						continue
+					}
+					pods, err := sb.Kube().CoreV1().Pods(st.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+					if err == nil && len(pods.Items) == 0 {
+						done[st] = true
+						got[st] = append(got[st], time.Since(t0))
+					}
+				}
+				return len(done) == len(style.All()), nil
+			})
+			if err != nil {
+				b.Fatalf("Deployments and Pods of a deleted Echo not collected within 2 minutes (collected: %v)", done)
+			}
+		}
+	}
+	reportStyles(b, "gc", got)
 }
