@@ -34,6 +34,10 @@ build: ## Build bin/rlab
 assets: ## Build the control plane from source into the per-user cache (minutes the first time, instant after)
 	bash scripts/build-controlplane.sh
 
+.PHONY: kind-image
+kind-image: ## Build the offline kind node image (root and Docker needed; minutes the first time)
+	bash scripts/build-kind-node.sh
+
 ##@ Test
 
 .PHONY: test
