@@ -118,8 +118,9 @@ for t in "${targets[@]}"; do
 	echo "[$i/$n] $name: building $pkg ..."
 	start=$SECONDS
 	# A quiet go build can last minutes on a cold cache; say it is still alive.
+	# (sleep writes nowhere: left behind by kill, it must not hold a pipe open.)
 	(
-		while sleep 30; do echo "[$i/$n] $name: still building ($(fmt_secs $((SECONDS - start))))"; done
+		while sleep 30 >/dev/null 2>&1; do echo "[$i/$n] $name: still building ($(fmt_secs $((SECONDS - start))))"; done
 	) &
 	heartbeat=$!
 	tmp=$(mktemp "$out/.$name.XXXXXX")

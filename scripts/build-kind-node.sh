@@ -56,7 +56,7 @@ step() { # step NAME: start the next step
 say() { echo "[$step_i/$n] $step_name: $*"; }
 beat_start() { # print a line every 30 s while a long, quiet command runs
 	local i=$step_i name=$step_name start=$SECONDS
-	(while sleep 30; do echo "[$i/$n] $name: still working ($(fmt_secs $((SECONDS - start))))"; done) &
+	(while sleep 30 >/dev/null 2>&1; do echo "[$i/$n] $name: still working ($(fmt_secs $((SECONDS - start))))"; done) &
 	heartbeat=$!
 }
 beat_stop() {
@@ -89,11 +89,16 @@ need_root() {
 command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH"
 command -v docker >/dev/null 2>&1 || die "Docker is not installed: run scripts/setup-docker.sh"
 docker info >/dev/null 2>&1 || die "Docker is not running: run scripts/setup-docker.sh"
-kind_mod=$(cd "$repo" && go list -m -f '{{.Dir}}' sigs.k8s.io/kind 2>/dev/null) || kind_mod=""
-[[ -z "$kind_mod" ]] && kind_mod=$(go env GOMODCACHE)/sigs.k8s.io/kind@$KIND_VERSION
+# kind's node layout comes from its module (in the module cache, or fetched
+# from the Go module proxy).
+kind_mod=$(go env GOMODCACHE)/sigs.k8s.io/kind@$KIND_VERSION
+if [[ ! -d "$kind_mod" ]]; then
+	kind_mod=$(cd / && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir) ||
+		die "cannot download the Go module sigs.k8s.io/kind@$KIND_VERSION"
+fi
 kind_files=$kind_mod/images/base/files
-[[ -f "$kind_files/usr/local/bin/entrypoint" ]] ||
-	die "kind's node files are missing at $kind_files; fetch them with: (cd /tmp && GOFLAGS=-mod=mod go mod download sigs.k8s.io/kind@$KIND_VERSION)"
+[[ -f "$kind_files/usr/local/bin/entrypoint" ]] || die "kind's node files are missing at $kind_files"
+command -v jq >/dev/null 2>&1 || die "jq is not installed: apt-get install -y jq"
 kube_mod=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION
 mkdir -p "$cache/images"
 total_start=$SECONDS
@@ -270,7 +275,7 @@ marker=/var/lib/rlab/preloaded
 [ -e "$marker" ] && [ "$(cat "$marker")" = "$(cat /kind/images/stamp)" ] && exit 0
 for i in 1 2 3 4 5 6 7 8 9 10; do ctr version >/dev/null 2>&1 && break; sleep 1; done
 for f in /kind/images/*.tar; do
-	ctr -n k8s.io images import "$f" >/dev/null
+	ctr -n k8s.io images import --no-unpack "$f" >/dev/null
 done
 mkdir -p /var/lib/rlab
 cp /kind/images/stamp "$marker"
@@ -311,6 +316,16 @@ cni_conflist='{
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
+'
+# kind applies this at create time; it is kind's own fallback (no provisioner
+# image to preload), written here so that kind finds it and does not warn.
+storage_manifest='apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: kubernetes.io/host-path
 '
 assemble_node() { # assemble_node ROOT: lay the node out in ROOT (the Debian root unpacked)
 	local root=$1 f
@@ -362,6 +377,8 @@ assemble_node() { # assemble_node ROOT: lay the node out in ROOT (the Debian roo
 	# Kubernetes.
 	for f in kubelet kubeadm kubectl; do install -m 0755 "$bin/$f" "$root/usr/bin/$f"; done
 	echo "$KUBE_VERSION" >"$root/kind/version"
+	mkdir -p "$root/kind/manifests"
+	printf '%s' "$storage_manifest" >"$root/kind/manifests/default-storage.yaml"
 
 	# Preloaded images, imported at boot before kubelet starts.
 	install -m 0644 "$cache"/images/*.tar "$root/kind/images/"
@@ -377,7 +394,7 @@ node_stamp=$({
 	for f in kubelet kubeadm kubectl; do cat "$bin/$f.stamp"; done
 	(cd "$kind_files" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 	declare -f assemble_node
-	printf '%s\n' "$rlab_preload_sh" "$rlab_preload_unit" "$kubelet_dropin" "$cni_conflist" "$NODE_IMAGE"
+	printf '%s\n' "$rlab_preload_sh" "$rlab_preload_unit" "$kubelet_dropin" "$cni_conflist" "$storage_manifest" "$NODE_IMAGE"
 	cat "$kindimage.stamp"
 } | sum)
 node_tar=$cache/node-image.tar
