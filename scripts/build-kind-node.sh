@@ -88,7 +88,11 @@ need_root() {
 # --- checks -----------------------------------------------------------------
 command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH"
 command -v docker >/dev/null 2>&1 || die "Docker is not installed: run scripts/setup-docker.sh"
-docker info >/dev/null 2>&1 || die "Docker is not running: run scripts/setup-docker.sh"
+if ! docker_err=$(docker info 2>&1 >/dev/null); then
+	[[ "$docker_err" == *"permission denied"* ]] &&
+		die "Docker is running but refuses user $(id -un) (permission denied); run this script as root"
+	die "Docker is not running: run scripts/setup-docker.sh"
+fi
 # kind's node layout comes from its module (in the module cache, or fetched
 # from the Go module proxy).
 kind_mod=$(go env GOMODCACHE)/sigs.k8s.io/kind@$KIND_VERSION
@@ -389,12 +393,19 @@ assemble_node() { # assemble_node ROOT: lay the node out in ROOT (the Debian roo
 	printf '%s' "$kubelet_dropin" >"$root/etc/systemd/system/kubelet.service.d/20-rlab-preload.conf"
 	chmod 0755 "$root/kind" "$root/kind/bin"
 }
+# What kind expects of a node image's configuration (kind's base Dockerfile).
+node_image_args=(
+	-entrypoint /usr/local/bin/entrypoint -entrypoint /sbin/init
+	-env container=docker -env "$path_env" -stopsignal 'SIGRTMIN+3'
+	-label "io.rlab.kube-version=$KUBE_VERSION" -tag "$NODE_IMAGE"
+)
 node_stamp=$({
+	printf '%s\n' "${node_image_args[@]}"
 	echo "$rootfs_stamp $image_stamps"
 	for f in kubelet kubeadm kubectl; do cat "$bin/$f.stamp"; done
 	(cd "$kind_files" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 	declare -f assemble_node
-	printf '%s\n' "$rlab_preload_sh" "$rlab_preload_unit" "$kubelet_dropin" "$cni_conflist" "$storage_manifest" "$NODE_IMAGE"
+	printf '%s\n' "$rlab_preload_sh" "$rlab_preload_unit" "$kubelet_dropin" "$cni_conflist" "$storage_manifest"
 	cat "$kindimage.stamp"
 } | sum)
 node_tar=$cache/node-image.tar
@@ -412,11 +423,8 @@ else
 	beat_start
 	tar --numeric-owner --xattrs -C "$work/root" -cf "$work/layer.tar" . || die "cannot tar the node root"
 	rm -rf --one-file-system "$work/root"
-	"$kindimage" -layer "$work/layer.tar" \
-		-entrypoint /usr/local/bin/entrypoint -entrypoint /sbin/init \
-		-env container=docker -env "$path_env" -stopsignal 'SIGRTMIN+3' \
-		-label "$STAMP_LABEL=$node_stamp" -label "io.rlab.kube-version=$KUBE_VERSION" \
-		-tag "$NODE_IMAGE" -o "$work/node.tar" || die "kindimage failed for the node image"
+	"$kindimage" -layer "$work/layer.tar" "${node_image_args[@]}" -label "$STAMP_LABEL=$node_stamp" \
+		-o "$work/node.tar" || die "kindimage failed for the node image"
 	beat_stop
 	publish "$work/node.tar" "$node_tar" "$node_stamp"
 	rm -rf --one-file-system "$work"
@@ -429,14 +437,15 @@ loaded=$(docker image inspect -f "{{index .Config.Labels \"$STAMP_LABEL\"}}" "$N
 if [[ "$loaded" == "$node_stamp" ]]; then
 	say "$NODE_IMAGE up to date"
 else
-	old_id=$(docker image inspect -f '{{.Id}}' "$NODE_IMAGE" 2>/dev/null || true)
 	say "docker load $NODE_IMAGE"
 	beat_start
 	docker load -i "$node_tar" >/dev/null || die "docker load -i $node_tar failed"
 	beat_stop
-	new_id=$(docker image inspect -f '{{.Id}}' "$NODE_IMAGE")
-	# The image it replaces is now untagged; drop it unless a container still uses it.
-	if [[ -n "$old_id" && "$old_id" != "$new_id" ]]; then docker image rm "$old_id" >/dev/null 2>&1 || true; fi
+	# Node images this replaced are now untagged: drop them (ours carry the
+	# stamp label), except those a container still uses.
+	for old in $(docker image ls -q --filter dangling=true --filter "label=$STAMP_LABEL"); do
+		docker image rm "$old" >/dev/null 2>&1 || true
+	done
 	done_in "loaded"
 fi
 
