@@ -4,6 +4,10 @@
 # sandbox needs no Docker and no download beyond the Go module proxy.
 #
 #   scripts/build-controlplane.sh            build what is missing or stale
+#   scripts/build-controlplane.sh kubelet kubeadm
+#                                            build just the named binaries (the
+#                                            node binaries kubelet and kubeadm are
+#                                            built only when named)
 #   RLAB_ASSETS=/dir scripts/...             build into /dir instead of the cache
 #
 # Idempotent: each binary carries a stamp of the inputs it was built from
@@ -52,8 +56,8 @@ kube_ldflags="-s -w \
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} \
  -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
 
-# name|package|ldflags, in the order the sandbox needs them.
-targets=(
+# name|package|ldflags, in the order the sandbox needs them. Built by default.
+all_targets=(
 	"kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|$kube_ldflags"
 	"etcd|./etcd|-s -w"
 	"kube-controller-manager|k8s.io/kubernetes/cmd/kube-controller-manager|$kube_ldflags"
@@ -61,6 +65,31 @@ targets=(
 	"kubectl|k8s.io/kubernetes/cmd/kubectl|$kube_ldflags"
 	"kwok|sigs.k8s.io/kwok/cmd/kwok|$kwok_ldflags"
 )
+# Built only when named: what a kind node needs besides the above.
+extra_targets=(
+	"kubelet|k8s.io/kubernetes/cmd/kubelet|$kube_ldflags"
+	"kubeadm|k8s.io/kubernetes/cmd/kubeadm|$kube_ldflags"
+)
+
+targets=()
+if (($# == 0)); then
+	targets=("${all_targets[@]}")
+else
+	for want in "$@"; do
+		found=""
+		for t in "${all_targets[@]}" "${extra_targets[@]}"; do
+			if [[ "${t%%|*}" == "$want" ]]; then
+				targets+=("$t")
+				found=1
+			fi
+		done
+		if [[ -z "$found" ]]; then
+			names=""
+			for t in "${all_targets[@]}" "${extra_targets[@]}"; do names+=" ${t%%|*}"; done
+			die "unknown binary '$want'; known:$names"
+		fi
+	done
+fi
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -89,8 +118,9 @@ for t in "${targets[@]}"; do
 	echo "[$i/$n] $name: building $pkg ..."
 	start=$SECONDS
 	# A quiet go build can last minutes on a cold cache; say it is still alive.
+	# (sleep writes nowhere: left behind by kill, it must not hold a pipe open.)
 	(
-		while sleep 30; do echo "[$i/$n] $name: still building ($(fmt_secs $((SECONDS - start))))"; done
+		while sleep 30 >/dev/null 2>&1; do echo "[$i/$n] $name: still building ($(fmt_secs $((SECONDS - start))))"; done
 	) &
 	heartbeat=$!
 	tmp=$(mktemp "$out/.$name.XXXXXX")

@@ -151,7 +151,7 @@ func TestKindLessonsVerify(t *testing.T) {
 	e := newSandboxEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, rlabBin, append([]string{"lesson", "verify", "--all"}, kindArgs()...)...)
+	cmd := exec.CommandContext(ctx, rlabBin, append([]string{"lesson", "verify", "--all", "--shell-interval", "1s"}, kindArgs()...)...)
 	cmd.Env = e.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
