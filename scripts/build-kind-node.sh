@@ -5,7 +5,12 @@
 # control-plane images, pause and the Echo workload (rlab.local/echo-server:v1)
 # are made here too and imported into containerd when a node boots.
 #
-#   scripts/build-kind-node.sh      build what is missing or stale, load it into Docker
+#   scripts/build-kind-node.sh            build what is missing or stale, load it into Docker
+#   scripts/build-kind-node.sh --if-able  the same where it can be done (make test): on a
+#                                         machine without Docker, or not root with no image
+#                                         yet, say in one line that the kind tests will be
+#                                         skipped and how to enable them (a failure instead
+#                                         with RLAB_REQUIRE_KIND=1, as in CI)
 #
 # Needs root (debootstrap, chroot, file ownership in the node) and a running
 # Docker (scripts/setup-docker.sh). Cached per user under
@@ -86,6 +91,24 @@ need_root() {
 }
 
 # --- checks -----------------------------------------------------------------
+if [[ "${1:-}" == "--if-able" ]]; then
+	why=""
+	if ! command -v docker >/dev/null 2>&1; then
+		why="Docker is not installed"
+	elif ! docker info >/dev/null 2>&1; then
+		why="Docker does not answer"
+	elif ((EUID != 0)) && ! docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+		why="building the node image needs root"
+	fi
+	if [[ -n "$why" ]]; then
+		enable="as root: scripts/setup-docker.sh && make kind-image"
+		[[ "${RLAB_REQUIRE_KIND:-}" == 1 ]] && die "kind tests cannot run: $why (RLAB_REQUIRE_KIND=1); enable them with: $enable"
+		echo "kind tests will be skipped: $why; enable them with: $enable"
+		exit 0
+	fi
+elif [[ $# -gt 0 ]]; then
+	die "unknown argument '$1' (want none, or --if-able)"
+fi
 command -v go >/dev/null 2>&1 || die "Go is not installed or not on PATH"
 command -v docker >/dev/null 2>&1 || die "Docker is not installed: run scripts/setup-docker.sh"
 if ! docker_err=$(docker info 2>&1 >/dev/null); then
