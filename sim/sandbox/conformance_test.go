@@ -179,15 +179,22 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
 				e, d := getEcho(t, st, name), deployment(t, st, name)
-				want := echo.DesiredDeployment(e, st.ManagedBy())
+				want := echo.DesiredDeployment(e, st.ManagedBy(), echo.DefaultImage)
 				if drift := echo.Drift(d, want); drift != "" {
 					t.Fatalf("deployment differs from the desired one in %s", drift)
+				}
+				// The container as stored, the apiserver's defaults applied,
+				// is the one Go builds: the same in all three styles.
+				hc, wc := d.Spec.Template.Spec.Containers[0], want.Spec.Template.Spec.Containers[0]
+				if hc.ImagePullPolicy != wc.ImagePullPolicy || !reflect.DeepEqual(hc.Ports, wc.Ports) ||
+					!reflect.DeepEqual(hc.ReadinessProbe, wc.ReadinessProbe) {
+					t.Fatalf("container %+v, want pull policy, ports and probe of %+v", hc, wc)
 				}
 				ref := metav1.GetControllerOf(d)
 				if ref == nil || ref.Kind != echov1.Kind || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 					t.Fatalf("controller ownerReference = %+v", ref)
 				}
-				if got := d.Spec.Template.Spec.Containers[0].Image; got != echo.Image {
+				if got := d.Spec.Template.Spec.Containers[0].Image; got != echo.DefaultImage {
 					t.Fatalf("image %q", got)
 				}
 			}},
