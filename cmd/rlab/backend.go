@@ -6,14 +6,17 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// clusterFlags choose the cluster a sandbox runs on; every command that
-// starts one takes them.
+// clusterFlags choose the cluster a sandbox runs on and the image its Echo
+// pods run; every command that starts one takes them.
 type clusterFlags struct {
 	Backend   string
 	KindImage string
+	Image     string
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
@@ -21,6 +24,9 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 		"cluster to run on: envtest (local binaries, no Docker) or kind (real kubelet and containers; needs Docker) (default envtest, or $RLAB_BACKEND)")
 	fs.StringVar(&f.KindImage, "kind-image", os.Getenv("RLAB_KIND_IMAGE"),
 		"kind node `IMAGE` (default: rlab's offline image if `rlab assets build --kind` made it, else kind's published one) (or $RLAB_KIND_IMAGE)")
+	fs.StringVar(&f.Image, "image", os.Getenv("RLAB_IMAGE"),
+		"`IMAGE` every Echo pod runs, with http-echo's flags (default: "+echo.DefaultImage+
+			", or on kind's offline node "+cluster.OfflineEchoServer+") (or $RLAB_IMAGE)")
 }
 
 // apply checks the flags and sets them on o: a wrong backend name fails
@@ -30,6 +36,6 @@ func (f clusterFlags) apply(o *launch.Options) error {
 	if err != nil {
 		return err
 	}
-	o.Backend, o.KindImage = b, f.KindImage
+	o.Backend, o.KindImage, o.Image = b, f.KindImage, f.Image
 	return nil
 }

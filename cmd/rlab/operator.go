@@ -34,6 +34,9 @@ func newOperatorCmd() *cobra.Command {
 			if o.Namespace == "" {
 				return fmt.Errorf("--namespace is required")
 			}
+			if o.Image == "" {
+				return fmt.Errorf("--image must name an image")
+			}
 			run := map[style.Style]func(context.Context, echo.Options) error{
 				style.ClientGo: clientgo.Run,
 				style.Runtime:  crstyle.Run,
@@ -49,6 +52,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.Namespace, "namespace", "", "the namespace to watch and write (required)")
 	f.StringVar(&o.Replica, "replica", o.Replica, "replica name, part of the leader identity <style>-<replica>-<pid>")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent reconciles")
+	f.StringVar(&o.Image, "image", o.Image, "image every Echo pod runs")
 	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
 	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)

@@ -43,7 +43,8 @@ type Controller struct {
 	kube      kubernetes.Interface
 	dyn       dynamic.Interface
 	namespace string
-	finalizer bool // put echo.Finalizer on Echoes
+	image     string // what Echo pods run
+	finalizer bool   // put echo.Finalizer on Echoes
 
 	// Listers read from the informers' caches, never from the apiserver.
 	echoLister   cache.GenericNamespaceLister
@@ -65,7 +66,7 @@ type Controller struct {
 // NewController wires the informers' event handlers to the workqueue.
 // Deployment events are mapped to their owning Echo only when watchOwned:
 // without that, a hand edit of a Deployment is never noticed.
-func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace string,
+func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace, image string,
 	kubeInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
 	recorder record.EventRecorder, watchOwned, finalizer bool, tracer *echo.Tracer, log *slog.Logger) (*Controller, error) {
 	echoInformer := echoInformers.ForResource(echov1.Resource)
@@ -74,6 +75,7 @@ func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace s
 		kube:         kube,
 		dyn:          dyn,
 		namespace:    namespace,
+		image:        image,
 		finalizer:    finalizer,
 		echoLister:   echoInformer.Lister().ByNamespace(namespace),
 		echoSynced:   echoInformer.Informer().HasSynced,
@@ -234,7 +236,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 
 	// Step 3: compute the desired Deployment.
-	desired := desiredDeployment(e)
+	desired := c.desiredDeployment(e)
 
 	// Step 4: create or update.
 	d, err := c.deployLister.Get(desired.Name)
@@ -332,9 +334,10 @@ func (c *Controller) patchFinalizers(ctx context.Context, e *echov1.Echo, fins [
 	return nil
 }
 
-// desiredDeployment is the shared builder, labelled as this style's.
-func desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
-	return echo.DesiredDeployment(e, Style.ManagedBy())
+// desiredDeployment is the shared builder, labelled as this style's, with
+// the image this operator was given.
+func (c *Controller) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
+	return echo.DesiredDeployment(e, Style.ManagedBy(), c.image)
 }
 
 // updateStatus writes status.ready through the status subresource, only when

@@ -75,7 +75,7 @@ func (f *fixture) newController() *Controller {
 	kubeInformers := informers.NewSharedInformerFactory(f.kube, 0)
 	echoInformers := dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := NewController(f.kube, f.dyn, ns, kubeInformers, echoInformers, f.recorder,
+	c, err := NewController(f.kube, f.dyn, ns, image, kubeInformers, echoInformers, f.recorder,
 		true, false, echo.NewTracer(echo.NewEmitter(nil, "test"), ns, log), log)
 	if err != nil {
 		f.t.Fatal(err)
@@ -117,6 +117,10 @@ func (f *fixture) writes() []string {
 
 const ns = "echo-clientgo"
 
+// image is the one the controller is given: not the default, so that a
+// Deployment carrying the default is visibly someone else's.
+const image = "rlab.local/echo-server:v1"
+
 func newEcho(name string, replicas int32, ready string) *echov1.Echo {
 	return &echov1.Echo{
 		TypeMeta:   metav1.TypeMeta{APIVersion: echov1.GroupVersion.String(), Kind: echov1.Kind},
@@ -128,7 +132,7 @@ func newEcho(name string, replicas int32, ready string) *echov1.Echo {
 
 // ownedDeployment is what the operator would create for e, with readyReplicas.
 func ownedDeployment(e *echov1.Echo, ready int32) *appsv1.Deployment {
-	d := desiredDeployment(e)
+	d := echo.DesiredDeployment(e, Style.ManagedBy(), image)
 	d.ResourceVersion = "1"
 	d.Status.ReadyReplicas = ready
 	return d
@@ -153,6 +157,9 @@ func TestCreatesDeployment(t *testing.T) {
 	}
 	if *d.Spec.Replicas != 2 || d.Spec.Template.Spec.Containers[0].Args[0] != "-text=hi" {
 		t.Errorf("created %d replicas with args %v, want 2 and -text=hi", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+		t.Errorf("image = %q, want the configured %q", got, image)
 	}
 	if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != e.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("ownerReferences = %+v, want a blocking controller reference to uid %s", d.OwnerReferences, e.UID)
@@ -201,30 +208,45 @@ func TestNotControlledByUs(t *testing.T) {
 	}
 }
 
-func TestRepairsReplicas(t *testing.T) {
-	f := newFixture(t)
-	e := newEcho("hello", 3, "1/1")
-	d := ownedDeployment(e, 1)
-	d.Spec.Replicas = ptr.To[int32](1) // scaled by hand
-	f.echoes, f.deployments = append(f.echoes, e), append(f.deployments, d)
-	c := f.newController()
+func TestRepairsDrift(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		edit     func(d *appsv1.Deployment) // by hand
+		repaired func(d *appsv1.Deployment) bool
+	}{
+		{"scaled by hand",
+			func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](1) },
+			func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 3 }},
+		{"image changed by hand",
+			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = echo.DefaultImage },
+			func(d *appsv1.Deployment) bool { return d.Spec.Template.Spec.Containers[0].Image == image }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			e := newEcho("hello", 3, "1/1")
+			d := ownedDeployment(e, 1)
+			tt.edit(d)
+			f.echoes, f.deployments = append(f.echoes, e), append(f.deployments, d)
+			c := f.newController()
 
-	if err := f.run(c, "hello"); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"update deployments", "update echoes/status"}
-	if got := f.writes(); !equal(got, want) {
-		t.Fatalf("writes = %v, want %v", got, want)
-	}
-	got, err := f.kube.AppsV1().Deployments(ns).Get(context.Background(), "echo-hello", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *got.Spec.Replicas != 3 {
-		t.Errorf("replicas = %d, want 3", *got.Spec.Replicas)
-	}
-	if s := statusOf(t, f, "hello"); s != "1/3" {
-		t.Errorf("status.ready = %q, want 1/3", s)
+			if err := f.run(c, "hello"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"update deployments", "update echoes/status"}
+			if got := f.writes(); !equal(got, want) {
+				t.Fatalf("writes = %v, want %v", got, want)
+			}
+			got, err := f.kube.AppsV1().Deployments(ns).Get(context.Background(), "echo-hello", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.repaired(got) {
+				t.Errorf("not repaired: replicas %d, image %q", *got.Spec.Replicas, got.Spec.Template.Spec.Containers[0].Image)
+			}
+			if s := statusOf(t, f, "hello"); s != "1/3" {
+				t.Errorf("status.ready = %q, want 1/3", s)
+			}
+		})
 	}
 }
 

@@ -66,7 +66,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		// No resync (0): every reconcile here has an event behind it.
 		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
 		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
-		c, err := NewController(kube, dyn, o.Namespace, kubeInformers, echoInformers, recorder,
+		c, err := NewController(kube, dyn, o.Namespace, o.Image, kubeInformers, echoInformers, recorder,
 			o.WatchOwned, o.Finalizer, echo.NewTracer(em, o.Namespace, log), log)
 		if err != nil {
 			return err

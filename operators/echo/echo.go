@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
@@ -18,10 +19,16 @@ import (
 )
 
 const (
-	// Image is the container every Echo pod runs.
-	Image = "hashicorp/http-echo"
+	// DefaultImage is the image Echo pods run unless an operator is given
+	// another (--image). Tagged: an untagged image means :latest, which is
+	// pulled every time and never works offline.
+	DefaultImage = "hashicorp/http-echo:0.2.3"
 	// ContainerName is its container's name.
 	ContainerName = "echo"
+	// Port is where the image listens (its -listen default), and PortName
+	// the name the readiness probe reaches it by.
+	Port     = 5678
+	PortName = "http"
 	// LabelKey selects an Echo's pods: app.kubernetes.io/instance=<echo name>.
 	LabelKey = "app.kubernetes.io/instance"
 	// ManagedByKey marks objects an Echo operator created.
@@ -79,8 +86,9 @@ func OwnerReference(name string, uid types.UID) metav1.OwnerReference {
 }
 
 // DesiredDeployment is the Deployment an Echo asks for: spec.replicas pods of
-// http-echo answering spec.message, owned by the Echo.
-func DesiredDeployment(e *echov1.Echo, managedBy string) *appsv1.Deployment {
+// image answering spec.message, owned by the Echo; managedBy names the
+// operator style.
+func DesiredDeployment(e *echov1.Echo, managedBy, image string) *appsv1.Deployment {
 	labels := Labels(e.Name, managedBy)
 	selector := map[string]string{LabelKey: e.Name}
 	return &appsv1.Deployment{
@@ -97,14 +105,34 @@ func DesiredDeployment(e *echov1.Echo, managedBy string) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name:  ContainerName,
-						Image: Image,
-						Args:  []string{Arg(e.Spec.Message)},
-						Ports: []corev1.ContainerPort{{ContainerPort: 5678, Protocol: corev1.ProtocolTCP}},
-					}},
+					Containers: []corev1.Container{container(e.Spec.Message, image)},
 				},
 			},
+		},
+	}
+}
+
+// container is the one container of an Echo pod. Every field the apiserver
+// would default is spelled out, so what is stored is what was asked for and
+// the three styles' Deployments compare equal field by field.
+func container(message, image string) corev1.Container {
+	return corev1.Container{
+		Name:  ContainerName,
+		Image: image,
+		// Explicit, whatever the tag: an image preloaded into the node (kind,
+		// no registry) is used as it is, even one tagged :latest.
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            []string{Arg(message)},
+		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		// Ready means the pod answers, not only that its process started.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/", Port: intstr.FromString(PortName), Scheme: corev1.URISchemeHTTP,
+			}},
+			TimeoutSeconds:   1,
+			PeriodSeconds:    10,
+			SuccessThreshold: 1,
+			FailureThreshold: 3,
 		},
 	}
 }
@@ -116,8 +144,13 @@ func Drift(have *appsv1.Deployment, want *appsv1.Deployment) string {
 		return trace.DriftReplicas
 	}
 	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
-	if len(hc) != 1 || hc[0].Image != wc[0].Image || len(hc[0].Args) != 1 || hc[0].Args[0] != wc[0].Args[0] {
+	if len(hc) != 1 || len(hc[0].Args) != 1 || hc[0].Args[0] != wc[0].Args[0] {
 		return trace.DriftMessage
+	}
+	// The configured image, not the default: an operator started with
+	// --image X repairs any other.
+	if hc[0].Image != wc[0].Image {
+		return trace.DriftImage
 	}
 	if !metav1.IsControlledBy(have, &metav1.ObjectMeta{UID: want.OwnerReferences[0].UID}) {
 		return trace.DriftOwner

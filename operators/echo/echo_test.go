@@ -8,8 +8,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
@@ -26,14 +28,14 @@ func sample() *echov1.Echo {
 }
 
 func TestDesiredDeployment(t *testing.T) {
-	d := DesiredDeployment(sample(), "echo-test")
+	d := DesiredDeployment(sample(), "echo-test", DefaultImage)
 	c := d.Spec.Template.Spec.Containers
 	switch {
 	case d.Name != "echo-hello" || d.Namespace != "ns":
 		t.Fatalf("name %s/%s", d.Namespace, d.Name)
 	case *d.Spec.Replicas != 3:
 		t.Fatalf("replicas %d", *d.Spec.Replicas)
-	case len(c) != 1 || c[0].Image != Image || len(c[0].Args) != 1 || c[0].Args[0] != `-text=say "hi"`:
+	case len(c) != 1 || len(c[0].Args) != 1 || c[0].Args[0] != `-text=say "hi"`:
 		t.Fatalf("containers %+v", c)
 	case !metav1.IsControlledBy(d, sample()) || !*d.OwnerReferences[0].BlockOwnerDeletion:
 		t.Fatalf("owner %+v", d.OwnerReferences)
@@ -49,13 +51,47 @@ func TestDesiredDeployment(t *testing.T) {
 	}
 	e := sample()
 	e.Spec.Replicas = 0 // not defaulted yet
-	if got := *DesiredDeployment(e, "x").Spec.Replicas; got != 1 {
+	if got := *DesiredDeployment(e, "x", DefaultImage).Spec.Replicas; got != 1 {
 		t.Fatalf("default replicas = %d, want 1", got)
 	}
 }
 
+// TestDesiredContainer: whatever the image, it is the one asked for, used
+// as it is if the node has it, and Ready means it answers HTTP on its port.
+func TestDesiredContainer(t *testing.T) {
+	if !strings.Contains(DefaultImage, ":") || strings.HasSuffix(DefaultImage, ":latest") {
+		t.Fatalf("DefaultImage %q: want a pinned tag", DefaultImage)
+	}
+	for _, image := range []string{DefaultImage, "rlab.local/echo-server:v1", "rlab.local/echo-server:latest"} {
+		t.Run(image, func(t *testing.T) {
+			c := DesiredDeployment(sample(), "x", image).Spec.Template.Spec.Containers[0]
+			if c.Image != image {
+				t.Errorf("image = %q, want %q", c.Image, image)
+			}
+			if c.ImagePullPolicy != corev1.PullIfNotPresent {
+				t.Errorf("imagePullPolicy = %q, want IfNotPresent even for :latest", c.ImagePullPolicy)
+			}
+			if len(c.Ports) != 1 || c.Ports[0] != (corev1.ContainerPort{Name: "http", ContainerPort: 5678, Protocol: corev1.ProtocolTCP}) {
+				t.Errorf("ports = %+v, want http 5678/TCP", c.Ports)
+			}
+			p := c.ReadinessProbe
+			if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/" || p.HTTPGet.Port != intstr.FromString("http") ||
+				p.HTTPGet.Scheme != corev1.URISchemeHTTP {
+				t.Fatalf("readinessProbe = %+v, want GET / on port http", p)
+			}
+			// The apiserver's defaults, spelled out: what is stored is what
+			// was asked for.
+			if p.TimeoutSeconds != 1 || p.PeriodSeconds != 10 || p.SuccessThreshold != 1 || p.FailureThreshold != 3 {
+				t.Errorf("probe timings %d/%d/%d/%d, want the apiserver's defaults 1/10/1/3",
+					p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+			}
+		})
+	}
+}
+
 func TestDrift(t *testing.T) {
-	want := DesiredDeployment(sample(), "x")
+	const image = "rlab.local/echo-server:v1" // configured, not the default
+	want := DesiredDeployment(sample(), "x", image)
 	tests := []struct {
 		name   string
 		change func(d *appsv1.Deployment)
@@ -63,12 +99,14 @@ func TestDrift(t *testing.T) {
 	}{
 		{"same", func(*appsv1.Deployment) {}, ""},
 		{"defaults added by the apiserver", func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].ImagePullPolicy = "IfNotPresent"
+			d.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
 			d.Spec.Template.Spec.RestartPolicy = "Always"
 		}, ""},
-		{"scaled by hand", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(1)) }, "replicas"},
-		{"message edited", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"-text=x"} }, "message"},
-		{"owner removed", func(d *appsv1.Deployment) { d.OwnerReferences = nil }, "owner"},
+		{"scaled by hand", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(1)) }, trace.DriftReplicas},
+		{"message edited", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"-text=x"} }, trace.DriftMessage},
+		{"image edited", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27" }, trace.DriftImage},
+		{"the default image, not the configured one", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = DefaultImage }, trace.DriftImage},
+		{"owner removed", func(d *appsv1.Deployment) { d.OwnerReferences = nil }, trace.DriftOwner},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

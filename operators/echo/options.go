@@ -13,6 +13,7 @@ type Options struct {
 	Namespace  string // the only namespace the operator watches and writes
 	Replica    string // "a", "b": part of the leader identity
 	Workers    int    // concurrent reconciles
+	Image      string // what Echo pods run; DefaultImage unless the cluster has another
 
 	// WatchOwned makes Deployment events trigger the owning Echo's reconcile.
 	// Off, a hand edit of a Deployment is never repaired: the classic bug.
@@ -35,6 +36,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Workers:       1,
+		Image:         DefaultImage,
 		WatchOwned:    true,
 		LeaderElect:   true,
 		LeaseDuration: 4 * time.Second,

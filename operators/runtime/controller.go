@@ -40,6 +40,8 @@ type EchoReconciler struct {
 	Recorder events.EventRecorder
 
 	Namespace string
+	// Image is what Echo pods run.
+	Image string
 	// WatchOwned makes a change to a Deployment reconcile its Echo.
 	WatchOwned bool
 	// Finalizer puts echo.Finalizer on Echoes.
@@ -87,7 +89,7 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 
 	// Step 3: compute the desired Deployment.
-	desired := desiredDeployment(e)
+	desired := r.desiredDeployment(e)
 
 	// Step 4: create or update. CreateOrUpdate reads from the cache, applies
 	// the mutation, and writes only if something changed.
@@ -198,9 +200,10 @@ func (r *EchoReconciler) finalize(ctx context.Context, e *echov1.Echo) error {
 	return nil
 }
 
-// desiredDeployment is the shared builder, labelled as this style's.
-func desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
-	return echo.DesiredDeployment(e, Style.ManagedBy())
+// desiredDeployment is the shared builder, labelled as this style's, with
+// the image this operator was given.
+func (r *EchoReconciler) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
+	return echo.DesiredDeployment(e, Style.ManagedBy(), r.Image)
 }
 
 // updateStatus writes status.ready through the status subresource, only when

@@ -29,6 +29,10 @@ import (
 
 const ns = "echo-runtime"
 
+// image is the one the reconciler is given: not the default, so that a
+// Deployment carrying the default is visibly someone else's.
+const image = "rlab.local/echo-server:v1"
+
 // fixture is the world one Reconcile sees, and what it wrote.
 type fixture struct {
 	t       *testing.T
@@ -86,6 +90,7 @@ func (f *fixture) newReconciler() *EchoReconciler {
 		APIReader:  f.client,
 		Recorder:   f.recorder,
 		Namespace:  ns,
+		Image:      image,
 		WatchOwned: true,
 	}
 }
@@ -127,7 +132,7 @@ func newEcho(name string, replicas int32, ready string) *echov1.Echo {
 
 // ownedDeployment is what the operator would create for e, with readyReplicas.
 func ownedDeployment(e *echov1.Echo, ready int32) *appsv1.Deployment {
-	d := desiredDeployment(e)
+	d := echo.DesiredDeployment(e, Style.ManagedBy(), image)
 	d.CreationTimestamp = metav1.Now() // the apiserver's; the fake leaves it empty
 	d.Status.ReadyReplicas = ready
 	return d
@@ -148,6 +153,9 @@ func TestCreatesDeployment(t *testing.T) {
 	d := f.deployment("echo-hello")
 	if *d.Spec.Replicas != 2 || d.Spec.Template.Spec.Containers[0].Args[0] != "-text=hi" {
 		t.Errorf("created %d replicas with args %v, want 2 and -text=hi", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+		t.Errorf("image = %q, want the configured %q", got, image)
 	}
 	if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != e.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("ownerReferences = %+v, want a blocking controller reference to uid %s", d.OwnerReferences, e.UID)
@@ -199,25 +207,40 @@ func TestNotControlledByUs(t *testing.T) {
 	}
 }
 
-func TestRepairsReplicas(t *testing.T) {
-	f := newFixture(t)
-	e := newEcho("hello", 3, "1/1")
-	d := ownedDeployment(e, 1)
-	d.Spec.Replicas = ptr.To[int32](1) // scaled by hand
-	f.objects = append(f.objects, e, d)
-	r := f.newReconciler()
+func TestRepairsDrift(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		edit     func(d *appsv1.Deployment) // by hand
+		repaired func(d *appsv1.Deployment) bool
+	}{
+		{"scaled by hand",
+			func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](1) },
+			func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 3 }},
+		{"image changed by hand",
+			func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = echo.DefaultImage },
+			func(d *appsv1.Deployment) bool { return d.Spec.Template.Spec.Containers[0].Image == image }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			e := newEcho("hello", 3, "1/1")
+			d := ownedDeployment(e, 1)
+			tt.edit(d)
+			f.objects = append(f.objects, e, d)
+			r := f.newReconciler()
 
-	if err := f.run(r, "hello"); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"update Deployment", "update Echo/status"}; !equal(f.writes, want) {
-		t.Fatalf("writes = %v, want %v", f.writes, want)
-	}
-	if got := *f.deployment("echo-hello").Spec.Replicas; got != 3 {
-		t.Errorf("replicas = %d, want 3", got)
-	}
-	if got := f.status("hello"); got != "1/3" {
-		t.Errorf("status.ready = %q, want 1/3", got)
+			if err := f.run(r, "hello"); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"update Deployment", "update Echo/status"}; !equal(f.writes, want) {
+				t.Fatalf("writes = %v, want %v", f.writes, want)
+			}
+			if got := f.deployment("echo-hello"); !tt.repaired(got) {
+				t.Errorf("not repaired: replicas %d, image %q", *got.Spec.Replicas, got.Spec.Template.Spec.Containers[0].Image)
+			}
+			if got := f.status("hello"); got != "1/3" {
+				t.Errorf("status.ready = %q, want 1/3", got)
+			}
+		})
 	}
 }
 

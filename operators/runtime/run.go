@@ -93,6 +93,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		Kube:       kube,
 		Recorder:   mgr.GetEventRecorder(Style.ManagedBy()),
 		Namespace:  o.Namespace,
+		Image:      o.Image,
 		WatchOwned: o.WatchOwned,
 		Finalizer:  o.Finalizer,
 		Trace:      echo.NewTracer(em, o.Namespace, log),

@@ -23,6 +23,8 @@ Usage: echo-operator.sh --namespace NS [options]
   --interval SECONDS   time between polls (default 5)
   --kubectl PATH       kubectl binary (default kubectl)
   --replica NAME       replica name, for logs and traces (default a)
+  --image IMAGE        image every Echo pod runs
+                       (default hashicorp/http-echo:0.2.3)
   --message-suffix S   append S to every message: stands for a newer build
                        of this operator that disagrees with the old one
   --finalizer          put the kkloud.io/echo-registry finalizer on Echoes and
@@ -35,6 +37,7 @@ EOF
 }
 
 NS="" KUBECONFIG_FILE="" INTERVAL=5 KUBECTL=kubectl REPLICA=a FINALIZE=0 SUFFIX=""
+IMAGE=hashicorp/http-echo:0.2.3 # echo.DefaultImage; shell_test.go keeps the two the same
 while (($# > 0)); do
   case $1 in
     --namespace) NS=${2:?--namespace needs a value}; shift 2 ;;
@@ -42,6 +45,7 @@ while (($# > 0)); do
     --interval) INTERVAL=${2:?--interval needs a value}; shift 2 ;;
     --kubectl) KUBECTL=${2:?--kubectl needs a value}; shift 2 ;;
     --replica) REPLICA=${2:?--replica needs a value}; shift 2 ;;
+    --image) IMAGE=${2:?--image needs a value}; shift 2 ;;
     --finalizer) FINALIZE=1; shift ;;
     --message-suffix) SUFFIX=${2?--message-suffix needs a value}; shift 2 ;;
     --help | -h) usage; exit 0 ;;
@@ -148,11 +152,13 @@ kube() {
 # ---- the operator -----------------------------------------------------------
 
 # desired_deployment NAME UID REPLICAS MESSAGE sets $doc to the Deployment an
-# Echo asks for, as JSON: the same object echo.DesiredDeployment builds in Go.
-# Only the message needs escaping; names and uids are DNS-safe.
+# Echo asks for, as JSON: the same object echo.DesiredDeployment builds in Go,
+# the apiserver's defaults for the pull policy and the probe spelled out as
+# there. The message and the image need escaping; names and uids are DNS-safe.
 desired_deployment() {
-  local name=$1 uid=$2 replicas=$3 arg labels
+  local name=$1 uid=$2 replicas=$3 arg image labels
   quote arg "-text=$4$SUFFIX"
+  quote image "$IMAGE"
   labels="{\"app.kubernetes.io/name\": \"echo\", \"app.kubernetes.io/instance\": \"$name\", \"app.kubernetes.io/managed-by\": \"$MANAGER\"}"
   IFS= read -r -d '' doc <<JSON || true
 {
@@ -170,8 +176,11 @@ desired_deployment() {
     "selector": {"matchLabels": {"app.kubernetes.io/instance": "$name"}},
     "template": {
       "metadata": {"labels": $labels},
-      "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo", "args": [$arg],
-                               "ports": [{"containerPort": 5678, "protocol": "TCP"}]}]}
+      "spec": {"containers": [{"name": "echo", "image": $image, "imagePullPolicy": "IfNotPresent", "args": [$arg],
+                               "ports": [{"name": "http", "containerPort": 5678, "protocol": "TCP"}],
+                               "readinessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"},
+                                                  "timeoutSeconds": 1, "periodSeconds": 10,
+                                                  "successThreshold": 1, "failureThreshold": 3}}]}
     }
   }
 }

@@ -2,6 +2,7 @@ package shell_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -165,6 +166,8 @@ func TestSyntaxAndHelp(t *testing.T) {
 	}{
 		{"syntax", []string{"-n", path}, 0, ""},
 		{"help", []string{path, "--help"}, 0, "Usage: echo-operator.sh"},
+		{"help names the default image", []string{path, "--help"}, 0, "(default " + echo.DefaultImage + ")"},
+		{"empty image", []string{path, "--namespace", "x", "--image", ""}, 1, "--image needs a value"},
 		{"no namespace", []string{path, "--interval", "1"}, 2, "--namespace is required"},
 		{"namespace not a DNS label", []string{path, "--namespace", "Echo_NS"}, 2, "must be DNS labels"},
 		{"bad interval", []string{path, "--namespace", "x", "--interval", "soon"}, 2, "--interval must be"},
@@ -180,6 +183,65 @@ func TestSyntaxAndHelp(t *testing.T) {
 			}
 			if code != tc.wantCode || !strings.Contains(string(out), tc.wantOut) {
 				t.Fatalf("exit %d, output %q; want exit %d and %q", code, out, tc.wantCode, tc.wantOut)
+			}
+		})
+	}
+}
+
+// TestRendersDeployment: the Deployment the script applies is, field for
+// field, the one echo.DesiredDeployment builds in Go for the same Echo and
+// image: the default one, or the one given with --image.
+func TestRendersDeployment(t *testing.T) {
+	const message = `say "hi" \ xin chào`
+	e := &echov1.Echo{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo", UID: "uid-1"},
+		Spec:       echov1.EchoSpec{Message: message, Replicas: 2},
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		image string
+	}{
+		{"default image", nil, echo.DefaultImage},
+		{"--image", []string{"--image", "rlab.local/echo-server:v1"}, "rlab.local/echo-server:v1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// Step 1's GET answers seven lines: uid, replicas, status,
+			// resourceVersion, deletionTimestamp, finalizers, message.
+			if err := os.WriteFile(filepath.Join(dir, "echo"), []byte("uid-1\n2\n\n7\n\n\n"+message), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// No Deployment yet; apply keeps what it was sent.
+			fake := filepath.Join(dir, "kubectl")
+			if err := os.WriteFile(fake, []byte(`#!/usr/bin/env bash
+case " $* " in
+  *" get echoes "*) echo hello ;;
+  *" get echo "*) cat "$FAKE_DIR/echo" ;;
+  *" apply "*) cat >"$FAKE_DIR/doc.tmp"; mv "$FAKE_DIR/doc.tmp" "$FAKE_DIR/doc.json"; printf 'uid-d 8 0' ;;
+esac
+`), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"--namespace", "demo", "--interval", "60", "--kubectl", fake}, tc.args...)
+			s := startScript(t, []string{"FAKE_DIR=" + dir}, args...)
+			var doc []byte
+			eventually(t, s, 20*time.Second, "a Deployment applied", func(context.Context) (bool, error) {
+				var err error
+				doc, err = os.ReadFile(filepath.Join(dir, "doc.json"))
+				return err == nil, nil
+			})
+			s.terminate(t, 3*time.Second)
+
+			have := &appsv1.Deployment{}
+			if err := json.Unmarshal(doc, have); err != nil {
+				t.Fatalf("applied document is not a Deployment: %v\n%s", err, doc)
+			}
+			want := echo.DesiredDeployment(e, style.Shell.ManagedBy(), tc.image)
+			if !reflect.DeepEqual(have, want) {
+				wantJSON, _ := json.MarshalIndent(want, "", "  ")
+				haveJSON, _ := json.MarshalIndent(have, "", "  ")
+				t.Fatalf("the script applied\n%s\nGo builds\n%s", haveJSON, wantJSON)
 			}
 		})
 	}
@@ -325,8 +387,9 @@ func TestAgainstControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	const image = "rlab.local/echo-server:v1" // not the default: --image reaches the pods
 	s := startScript(t, []string{"RLAB_TRACE=1"}, "--kubeconfig", kubeconfig, "--namespace", ns,
-		"--interval", "1", "--kubectl", filepath.Join(dir, "kubectl"))
+		"--interval", "1", "--kubectl", filepath.Join(dir, "kubectl"), "--image", image)
 
 	getEcho := func(ctx context.Context) (*echov1.Echo, error) {
 		u, err := echoes.Get(ctx, name, metav1.GetOptions{})
@@ -346,7 +409,7 @@ func TestAgainstControlPlane(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return d, sameAsDesired(d, echo.DesiredDeployment(e, style.Shell.ManagedBy())) // pins the script's MANAGER
+		return d, sameAsDesired(d, echo.DesiredDeployment(e, style.Shell.ManagedBy(), image)) // pins the script's MANAGER
 	}
 	statusIs := func(want string) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
@@ -452,8 +515,11 @@ func sameAsDesired(have, want *appsv1.Deployment) error {
 		{"template labels", have.Spec.Template.Labels, want.Spec.Template.Labels},
 		{"container name", hc[0].Name, wc[0].Name},
 		{"image", hc[0].Image, wc[0].Image},
+		{"imagePullPolicy", hc[0].ImagePullPolicy, wc[0].ImagePullPolicy},
 		{"args", hc[0].Args, wc[0].Args},
 		{"ports", hc[0].Ports, wc[0].Ports},
+		// As stored, defaults applied: equal only because Go spells them out.
+		{"readinessProbe", hc[0].ReadinessProbe, wc[0].ReadinessProbe},
 	} {
 		if !reflect.DeepEqual(f.have, f.want) {
 			return fmt.Errorf("%s = %#v, want %#v", f.name, f.have, f.want)

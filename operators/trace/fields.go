@@ -40,7 +40,7 @@ const (
 	FieldLease       = "lease"       // leader.observed: the Lease name
 	FieldTransitions = "transitions" // leader.observed: the Lease's leaseTransitions
 	FieldOwner       = "owner"       // gc.collected: "Echo/hello"
-	FieldWhat        = "what"        // drift.*: DriftReplicas, DriftMessage, DriftDeleted
+	FieldWhat        = "what"        // drift.*: DriftReplicas, DriftMessage, DriftImage, DriftOwner, DriftDeleted
 	FieldEcho        = "echo"        // drift.*, echo.converged: the Echo's name
 	FieldGeneration  = "generation"  // echo.converged
 	FieldCreated     = "created"     // echo.converged of a new Echo, not an edit: true
@@ -124,6 +124,7 @@ func CheckSchema(e Event) error {
 const (
 	DriftReplicas = "replicas"
 	DriftMessage  = "message"
+	DriftImage    = "image"
 	DriftOwner    = "owner"
 	DriftDeleted  = "deleted"
 )

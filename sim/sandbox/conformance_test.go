@@ -38,6 +38,10 @@ import (
 // control plane, as the student would see it. The shell loop polls every
 // second instead of five to keep the suite short. The backend is envtest, or
 // kind with RLAB_TEST_BACKEND=kind (make test runs the package both ways).
+// On envtest the pods run testImage, not the default (nothing is pulled): the
+// setting must reach every replica and the world. kind runs its default.
+const testImage = "rlab.local/echo-server:v1"
+
 var (
 	sb     *sandbox.Sandbox
 	events = &simtest.Recorder{}
@@ -74,6 +78,10 @@ func run(m *testing.M) int {
 			return code
 		}
 	}
+	image := testImage
+	if backend == sandbox.BackendKind {
+		image = "" // real containers: the backend's default, the one its node has
+	}
 	b := bus.New()
 	go events.Run(context.Background(), b.Subscribe(1<<18))
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -81,7 +89,7 @@ func run(m *testing.M) int {
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
 		Styles: style.All(), ShellInterval: time.Second, Sample: true, Bus: b,
-		Backend: backend, KindImage: kindtest.Image(),
+		Backend: backend, KindImage: kindtest.Image(), Image: image,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
@@ -179,16 +187,26 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
 				e, d := getEcho(t, st, name), deployment(t, st, name)
-				want := echo.DesiredDeployment(e, st.ManagedBy())
+				want := echo.DesiredDeployment(e, st.ManagedBy(), sb.Image())
 				if drift := echo.Drift(d, want); drift != "" {
 					t.Fatalf("deployment differs from the desired one in %s", drift)
+				}
+				// The container as stored, the apiserver's defaults applied,
+				// is the one Go builds: the same in all three styles.
+				hc, wc := d.Spec.Template.Spec.Containers[0], want.Spec.Template.Spec.Containers[0]
+				if hc.ImagePullPolicy != wc.ImagePullPolicy || !reflect.DeepEqual(hc.Ports, wc.Ports) ||
+					!reflect.DeepEqual(hc.ReadinessProbe, wc.ReadinessProbe) {
+					t.Fatalf("container %+v, want pull policy, ports and probe of %+v", hc, wc)
 				}
 				ref := metav1.GetControllerOf(d)
 				if ref == nil || ref.Kind != echov1.Kind || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 					t.Fatalf("controller ownerReference = %+v", ref)
 				}
-				if got := d.Spec.Template.Spec.Containers[0].Image; got != echo.Image {
-					t.Fatalf("image %q", got)
+				if got := d.Spec.Template.Spec.Containers[0].Image; got != sb.Image() {
+					t.Fatalf("image %q, want the sandbox's %q", got, sb.Image())
+				}
+				if sb.Backend().Name() == sandbox.BackendEnvtest && sb.Image() != testImage {
+					t.Fatalf("sandbox image %q, want the %q it was given", sb.Image(), testImage)
 				}
 			}},
 		{"replicas 2→4: 4/4", func() error { return sb.SetReplicas(ctx, name, 4) },

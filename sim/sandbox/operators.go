@@ -97,9 +97,10 @@ func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (strin
 	if st == style.Shell {
 		return "bash", []string{s.shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
 			"--interval", strconv.Itoa(int(s.opts.ShellInterval / time.Second)),
-			"--kubectl", s.shellKubectl, "--replica", replica}
+			"--kubectl", s.shellKubectl, "--replica", replica, "--image", s.opts.Image}
 	}
-	args := []string{"operator", string(st), "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica}
+	args := []string{"operator", string(st), "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica,
+		"--image", s.opts.Image}
 	if slices.Contains(s.opts.Unwatched, st) {
 		args = append(args, "--watch-owned=false")
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
@@ -38,6 +39,9 @@ type Options struct {
 	Unwatched []style.Style
 	// ShellInterval is the shell loop's poll interval (default 5 s).
 	ShellInterval time.Duration
+	// Image is what Echo pods run, given to every replica (--image) and to
+	// the world, which judges drift by it; the backend's default if empty.
+	Image string
 	// Sample creates Echo "hello" in every style's namespace and waits,
 	// as part of Start, until every style reports it 2/2.
 	Sample bool
@@ -167,6 +171,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
 	}
+	s.opts.Image = workloadImage(s.backend, opts.Image)
 	if err := s.startEngine(ctx); err != nil {
 		return nil, err
 	}
@@ -177,6 +182,23 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	s.Ready = time.Since(began)
 	return s, nil
 }
+
+// workloadImage is the image Echo pods run: the one asked for, else the
+// backend's default. This is the one place that default is decided, once the
+// backend has started: kind knows only then which node image it runs, and an
+// offline node has nothing but the echo server it was built with.
+func workloadImage(b cluster.Backend, asked string) string {
+	if asked != "" {
+		return asked
+	}
+	if w, ok := b.(workloadImager); ok {
+		return w.WorkloadImage(echo.DefaultImage)
+	}
+	return echo.DefaultImage // envtest: kwok plays the node, nothing is pulled
+}
+
+// workloadImager is a backend with a default Echo image of its own.
+type workloadImager interface{ WorkloadImage(fallback string) string }
 
 // newBackend makes the (unstarted) cluster backend opts ask for.
 func newBackend(opts Options) (cluster.Backend, error) {
@@ -229,7 +251,8 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	// The world outlives Start's ctx: it runs until Stop.
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	w, err := world.Start(wctx, world.Options{Config: s.backend.Config(), Namespaces: nss, Publish: s.bus.Publish, Log: s.opts.Log})
+	w, err := world.Start(wctx, world.Options{Config: s.backend.Config(), Namespaces: nss, Publish: s.bus.Publish,
+		Log: s.opts.Log, Image: s.opts.Image})
 	if err != nil {
 		return fmt.Errorf("world: %w", err)
 	}
@@ -299,6 +322,9 @@ func (s *Sandbox) Styles() []style.Style { return s.opts.Styles }
 
 // Backend is the running cluster.
 func (s *Sandbox) Backend() cluster.Backend { return s.backend }
+
+// Image is what Echo pods run: Options.Image, or the backend's default.
+func (s *Sandbox) Image() string { return s.opts.Image }
 
 // Kubeconfig is the path of the admin kubeconfig `rlab env` hands out.
 func (s *Sandbox) Kubeconfig() string { return s.opts.State.Kubeconfig() }

@@ -43,7 +43,7 @@ type echoTrack struct {
 // once the Echo has stayed unchanged for the settle time; a repair within that
 // time is published with it.
 type drift struct {
-	what      string // trace.DriftReplicas, DriftMessage, DriftOwner, DriftDeleted
+	what      string // trace.DriftReplicas, DriftMessage, DriftImage, DriftOwner, DriftDeleted
 	since     time.Time
 	gen       int64 // the Echo's generation when it was seen
 	confirmed bool
@@ -235,7 +235,7 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 	d := m.deployments[echo.DeploymentName(name)]
 	what := trace.DriftDeleted
 	if d != nil {
-		what = echo.Drift(d, echo.DesiredDeployment(e, ""))
+		what = echo.Drift(d, echo.DesiredDeployment(e, "", m.image))
 	}
 	if what != "" {
 		if fromDeployment && tr.drift == nil && tr.matchedGen != 0 && tr.matchedGen == e.Generation {

@@ -89,6 +89,7 @@ type LeaseView struct {
 // with their caches and never modified.
 type nsModel struct {
 	name        string
+	image       string // the operators' image: any other is drift
 	echoes      map[string]*echov1.Echo
 	deployments map[string]*appsv1.Deployment
 	replicaSets map[string]*appsv1.ReplicaSet
@@ -101,9 +102,10 @@ type nsModel struct {
 	later func(fn func(m *nsModel, now time.Time) []trace.Event)
 }
 
-func newNSModel(name string) *nsModel {
+func newNSModel(name, image string) *nsModel {
 	return &nsModel{
 		name:        name,
+		image:       image,
 		echoes:      map[string]*echov1.Echo{},
 		deployments: map[string]*appsv1.Deployment{},
 		replicaSets: map[string]*appsv1.ReplicaSet{},

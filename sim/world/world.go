@@ -58,6 +58,9 @@ type Options struct {
 	// order of two informers (drift; a deletion whose owner looks alive);
 	// DefaultSettle if 0. Judged events keep the time they were seen.
 	Settle time.Duration
+	// Image is what the operators were told Echo pods run: another image is
+	// drift. echo.DefaultImage if empty.
+	Image string
 }
 
 // World is a live model of the watched namespaces.
@@ -101,6 +104,9 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	if opts.Settle <= 0 {
 		opts.Settle = DefaultSettle
 	}
+	if opts.Image == "" {
+		opts.Image = echo.DefaultImage
+	}
 	cs, err := kubernetes.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, fmt.Errorf("world: client: %w", err)
@@ -139,7 +145,7 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 		if _, dup := w.ns[ns]; dup {
 			continue
 		}
-		m := newNSModel(ns)
+		m := newNSModel(ns, opts.Image)
 		m.later = func(fn func(*nsModel, time.Time) []trace.Event) { w.later(ns, fn) }
 		w.ns[ns] = m
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))

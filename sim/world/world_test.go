@@ -43,6 +43,10 @@ var shared struct {
 // machine cannot flake; the sandbox's speed is measured elsewhere.
 const timeout = 30 * time.Second
 
+// image is the operators' image in these tests: not the default, so a World
+// that judged drift by the default would see it everywhere.
+const image = "rlab.local/echo-server:v1"
+
 func TestMain(m *testing.M) {
 	os.Exit(clustertest.Main(m, "world-test", func(env *clustertest.Env) {
 		shared.cfg = env.Config()
@@ -83,6 +87,7 @@ func startWorld(t *testing.T, namespaces []string, rec *simtest.Recorder) *world
 		Namespaces: namespaces,
 		Publish:    rec.Publish,
 		Log:        slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Image:      image,
 	})
 	if err != nil {
 		cancel()
@@ -185,7 +190,7 @@ func reconcile(t *testing.T, ns, name string) {
 	if err != nil {
 		t.Fatalf("get Echo: %v", err)
 	}
-	want := echo.DesiredDeployment(e, "rlab-test")
+	want := echo.DesiredDeployment(e, "rlab-test", image)
 	simtest.Eventually(t, timeout, "create or update "+want.Name, func(ctx context.Context) (bool, error) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			have, err := deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})
@@ -447,6 +452,11 @@ func TestDrift(t *testing.T) {
 		{trace.DriftMessage, func(t *testing.T, ns string) {
 			changeDeployment(t, ns, "echo-hello", func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Containers[0].Args = []string{echo.Arg("tampered")}
+			})
+		}},
+		{trace.DriftImage, func(t *testing.T, ns string) {
+			changeDeployment(t, ns, "echo-hello", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Image = echo.DefaultImage // not the operators'
 			})
 		}},
 		{trace.DriftOwner, func(t *testing.T, ns string) {

@@ -51,6 +51,9 @@ type Options struct {
 	// sandbox.BackendKind; KindImage its node image ("" lets it choose).
 	Backend   string
 	KindImage string
+	// Image is what Echo pods run; "" lets the sandbox pick the backend's
+	// default (sandbox.Options.Image).
+	Image string
 }
 
 // StartError is a sandbox that did not start; everything it had started was
@@ -157,7 +160,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
 		Styles: o.Styles, ShellInterval: o.ShellInterval, Sample: o.Sample,
-		Backend: o.Backend, KindImage: o.KindImage, Note: o.Report.Note,
+		Backend: o.Backend, KindImage: o.KindImage, Image: o.Image, Note: o.Report.Note,
 	})
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err
