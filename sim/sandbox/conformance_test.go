@@ -77,6 +77,12 @@ func run(m *testing.M) int {
 		if code, ok := kindtest.Main(); !ok {
 			return code
 		}
+		release, err := kindtest.Acquire()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer release()
 	}
 	image := testImage
 	if backend == sandbox.BackendKind {

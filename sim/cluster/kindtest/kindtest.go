@@ -91,27 +91,37 @@ func Main() (code int, ok bool) {
 // machine's kind lock until t ends.
 func Lock(t testing.TB) {
 	t.Helper()
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = filepath.Join(dir, "rlab")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "kind-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Now()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatal(fmt.Errorf("kind test lock: %w", err))
+	release, err := Acquire()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if d := time.Since(t0); d > time.Second {
 		t.Logf("waited %s for another test's kind cluster", d.Round(time.Second))
 	}
-	t.Cleanup(func() { f.Close() })
+	t.Cleanup(release)
+}
+
+// Acquire takes the machine's kind lock (a TestMain's whole run, say) and
+// returns its release.
+func Acquire() (release func(), err error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil, fmt.Errorf("kind test lock: %w", err)
+	}
+	dir = filepath.Join(dir, "rlab")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kind test lock: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "kind-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kind test lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kind test lock: %w", err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // Leftovers lists the containers, volumes and networks of kind cluster name
