@@ -229,8 +229,8 @@ func TestRunEnvKubectl(t *testing.T) {
 	r := startRun(t, e, "--operators", "none", "--for", "10m")
 	// The phase lines follow "ready in"; this line comes after them.
 	r.waitStderr(t, "point your kubectl at it", 3*time.Minute)
-	if !regexp.MustCompile(`ready in \d+\.\d+s\n(  \S.*\d\.\d\ds\n){5}`).MatchString(r.stderr.String()) {
-		t.Errorf("want `ready in <seconds>s` then 5 phase lines; stderr:\n%s", r.stderr)
+	if !regexp.MustCompile(`ready in \d+\.\d+s on envtest\n(  \S.*\d\.\d\ds\n){5}`).MatchString(r.stderr.String()) {
+		t.Errorf("want `ready in <seconds>s on envtest` then 5 phase lines; stderr:\n%s", r.stderr)
 	}
 	if out := r.stdout.String(); out != "" {
 		t.Errorf("stdout is for the timeline and should be empty with no operators, got %q", out)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	echoop "github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 )
@@ -45,7 +46,7 @@ func deployment(ns, name string, n int32, owner *metav1.OwnerReference) *appsv1.
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "echo", Image: "hashicorp/http-echo", Args: []string{"-text=hi"},
+					Name: "echo", Image: echoop.DefaultImage, Args: []string{"-text=hi"},
 				}}},
 			},
 		},
