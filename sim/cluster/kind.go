@@ -59,9 +59,11 @@ const kindNetwork = "kind"
 
 // KindOptions configures the kind backend.
 type KindOptions struct {
-	// Name is the cluster's name; ClusterName derives one per state dir, so
-	// that the next start finds the cluster a killed run left behind.
-	Name string
+	// StateRoot is the state dir the cluster belongs to: its name is
+	// ClusterName(StateRoot), so that the next start there finds the cluster
+	// a killed run left behind, and a cluster whose state dir is gone is
+	// removed by any start.
+	StateRoot string
 	// Image is the node image; "" is the offline image if it is present, or
 	// kind's published image (which needs a registry).
 	Image  string
@@ -91,6 +93,7 @@ func ClusterName(stateRoot string) string {
 // node. Operators still run on this machine, through the counting proxies.
 type Kind struct {
 	opts     KindOptions
+	name     string // ClusterName(opts.StateRoot)
 	engine   string // "docker" or "podman": the CLI kind drives
 	provider *kindcluster.Provider
 
@@ -108,8 +111,11 @@ func NewKind(opts KindOptions) *Kind {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Kind{opts: opts}
+	return &Kind{opts: opts, name: ClusterName(opts.StateRoot)}
 }
+
+// ClusterName is the name of the kind cluster.
+func (k *Kind) ClusterName() string { return k.name }
 
 // Name implements Backend.
 func (k *Kind) Name() string { return "kind" }
@@ -182,8 +188,8 @@ func (k *Kind) Start(ctx context.Context) (err error) {
 			_ = k.Stop()
 		}
 	}()
-	if k.opts.Name == "" {
-		return errors.New("kind backend: no cluster name")
+	if k.opts.StateRoot == "" {
+		return errors.New("kind backend: no state dir")
 	}
 	for _, d := range []string{k.opts.RunDir, k.opts.LogDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -193,6 +199,7 @@ func (k *Kind) Start(ctx context.Context) (err error) {
 	if err := k.phase("container engine", func() error { return k.detect(ctx) }); err != nil {
 		return err
 	}
+	k.removeOrphans()
 	if err := k.removeLeftover(); err != nil {
 		return err
 	}
@@ -257,18 +264,95 @@ func (k *Kind) removeLeftover() error {
 	if err != nil {
 		return fmt.Errorf("list kind clusters: %w", err)
 	}
-	if !slices.Contains(names, k.opts.Name) {
+	if !slices.Contains(names, k.name) {
 		return nil
 	}
-	k.opts.Log.Warn("removing a kind cluster left by a previous run", "cluster", k.opts.Name)
-	if err := k.provider.Delete(k.opts.Name, ""); err != nil {
-		return fmt.Errorf("remove kind cluster %s left by a previous run: %w", k.opts.Name, err)
+	k.opts.Log.Warn("removing a kind cluster left by a previous run", "cluster", k.name)
+	if err := k.provider.Delete(k.name, ""); err != nil {
+		return fmt.Errorf("remove kind cluster %s left by a previous run: %w", k.name, err)
 	}
 	k.removeNetwork()
 	if k.opts.Note != nil {
-		k.opts.Note(fmt.Sprintf("removed kind cluster %s left by a previous run", k.opts.Name))
+		k.opts.Note(fmt.Sprintf("removed kind cluster %s left by a previous run", k.name))
 	}
 	return nil
+}
+
+// registry lists the kind clusters rlab created on this machine, one file
+// per cluster holding its state dir: a cluster whose state dir is gone (a
+// test's temp dir after the test was killed, say) has nobody left to remove
+// it, so any start does.
+func registry() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("kind cluster registry: %w", err)
+	}
+	return filepath.Join(dir, "rlab", "kind", "clusters"), nil
+}
+
+func register(name, stateRoot string) error {
+	dir, err := registry()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("kind cluster registry: %w", err)
+	}
+	abs, err := filepath.Abs(stateRoot)
+	if err != nil {
+		return fmt.Errorf("kind cluster registry: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(abs+"\n"), 0o600); err != nil {
+		return fmt.Errorf("kind cluster registry: %w", err)
+	}
+	return nil
+}
+
+func unregister(name string) {
+	if dir, err := registry(); err == nil {
+		_ = os.Remove(filepath.Join(dir, name))
+	}
+}
+
+// removeOrphans deletes the clusters of the registry whose state dir no
+// longer exists. Clusters of existing state dirs are left to their own
+// next start: they may be running.
+func (k *Kind) removeOrphans() {
+	dir, err := registry()
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		root := strings.TrimSpace(string(b))
+		if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) || e.Name() == k.name {
+			continue
+		}
+		if names == nil {
+			if names, err = k.provider.List(); err != nil {
+				return
+			}
+		}
+		if slices.Contains(names, e.Name()) {
+			k.opts.Log.Warn("removing a kind cluster whose state dir is gone", "cluster", e.Name(), "state", root)
+			if err := k.provider.Delete(e.Name(), ""); err != nil {
+				k.opts.Log.Warn("orphaned kind cluster not removed", "cluster", e.Name(), "err", err)
+				continue
+			}
+			if k.opts.Note != nil {
+				k.opts.Note(fmt.Sprintf("removed kind cluster %s: its state dir %s is gone", e.Name(), root))
+			}
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name()))
+	}
 }
 
 // chooseImage picks the node image: the one asked for, else the offline
@@ -320,12 +404,15 @@ func (k *Kind) create(ctx context.Context) error {
 	if err := k.ensureNetwork(ctx); err != nil {
 		return err
 	}
+	if err := register(k.name, k.opts.StateRoot); err != nil {
+		return err
+	}
 	k.mu.Lock()
 	k.created = true // from here on, Stop deletes whatever exists
 	k.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
-		done <- k.provider.Create(k.opts.Name,
+		done <- k.provider.Create(k.name,
 			kindcluster.CreateWithV1Alpha4Config(clusterConfig(k.Offline())),
 			kindcluster.CreateWithNodeImage(k.Image()),
 			kindcluster.CreateWithKubeconfigPath(k.kubeconfigPath()),
@@ -338,12 +425,12 @@ func (k *Kind) create(ctx context.Context) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = k.provider.Delete(k.opts.Name, k.kubeconfigPath())
+		_ = k.provider.Delete(k.name, k.kubeconfigPath())
 		<-done
 		return ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("create kind cluster %s: %w", k.opts.Name, err)
+		return fmt.Errorf("create kind cluster %s: %w", k.name, err)
 	}
 	kc, err := os.ReadFile(k.kubeconfigPath())
 	if err != nil {
@@ -512,8 +599,10 @@ func (k *Kind) Stop() error {
 	var errs []error
 	if created && k.provider != nil {
 		k.saveNodeLog()
-		if err := k.provider.Delete(k.opts.Name, k.kubeconfigPath()); err != nil {
-			errs = append(errs, fmt.Errorf("delete kind cluster %s: %w", k.opts.Name, err))
+		if err := k.provider.Delete(k.name, k.kubeconfigPath()); err != nil {
+			errs = append(errs, fmt.Errorf("delete kind cluster %s: %w", k.name, err))
+		} else {
+			unregister(k.name)
 		}
 		k.removeNetwork()
 	}
@@ -530,7 +619,7 @@ func (k *Kind) Stop() error {
 func (k *Kind) saveNodeLog() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := k.run(ctx, "logs", k.opts.Name+"-control-plane")
+	out, err := k.run(ctx, "logs", k.name+"-control-plane")
 	if err != nil {
 		return
 	}

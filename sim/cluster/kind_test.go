@@ -49,13 +49,25 @@ func TestKind(t *testing.T) {
 	defer logf.Close()
 	var notes []string
 	k := cluster.NewKind(cluster.KindOptions{
-		Name:   cluster.ClusterName(root),
-		Image:  kindtest.Image(),
-		RunDir: filepath.Join(root, "run"),
-		LogDir: filepath.Join(root, "logs"),
-		Log:    slog.New(slog.NewTextHandler(logf, nil)),
-		Note:   func(s string) { notes = append(notes, s) },
+		StateRoot: root,
+		Image:     kindtest.Image(),
+		RunDir:    filepath.Join(root, "run"),
+		LogDir:    filepath.Join(root, "logs"),
+		Log:       slog.New(slog.NewTextHandler(logf, nil)),
+		Note:      func(s string) { notes = append(notes, s) },
 	})
+	// A registry entry of a cluster whose state dir is gone: Start sweeps it.
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(cache, "rlab", "kind", "clusters", "rlab-0rphan00")
+	if err := os.MkdirAll(filepath.Dir(orphan), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orphan, []byte(filepath.Join(root, "gone")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	if err := k.Start(ctx); err != nil {
@@ -68,7 +80,7 @@ func TestKind(t *testing.T) {
 			_ = k.Stop()
 		}
 	})
-	vols, err := kindtest.Volumes(ctx, cluster.ClusterName(root))
+	vols, err := kindtest.Volumes(ctx, k.ClusterName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +95,13 @@ func TestKind(t *testing.T) {
 		}
 		if len(notes) != 0 {
 			t.Errorf("notes on a clean start: %q", notes)
+		}
+		if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+			t.Errorf("the registry entry of a cluster whose state dir is gone was not swept: %v", err)
+		}
+		entry, err := os.ReadFile(filepath.Join(filepath.Dir(orphan), k.ClusterName()))
+		if err != nil || strings.TrimSpace(string(entry)) != root {
+			t.Errorf("registry entry of the running cluster = %q, %v; want %s", entry, err, root)
 		}
 		if !strings.Contains(k.Detail(), cluster.KindVersion()) || !strings.Contains(k.Detail(), k.Image()) {
 			t.Errorf("Detail() = %q, want the kind version and node image", k.Detail())
@@ -158,12 +177,15 @@ func TestKind(t *testing.T) {
 		if err := k.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		left, err := kindtest.Leftovers(context.Background(), cluster.ClusterName(root), vols)
+		left, err := kindtest.Leftovers(context.Background(), k.ClusterName(), vols)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(left) > 0 {
 			t.Fatalf("left after Stop: %v", left)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(orphan), k.ClusterName())); !os.IsNotExist(err) {
+			t.Errorf("registry entry left after Stop: %v", err)
 		}
 		if _, err := os.Stat(filepath.Join(root, "run")); !os.IsNotExist(err) {
 			t.Errorf("run dir still there: %v", err)

@@ -208,13 +208,13 @@ func newBackend(opts Options) (cluster.Backend, error) {
 	}
 	if name == BackendKind {
 		return cluster.NewKind(cluster.KindOptions{
-			Name:     cluster.ClusterName(opts.State.Root),
-			Image:    opts.KindImage,
-			RunDir:   opts.State.Run(),
-			LogDir:   opts.State.Logs(),
-			Log:      opts.Log,
-			Progress: opts.Progress,
-			Note:     opts.Note,
+			StateRoot: opts.State.Root,
+			Image:     opts.KindImage,
+			RunDir:    opts.State.Run(),
+			LogDir:    opts.State.Logs(),
+			Log:       opts.Log,
+			Progress:  opts.Progress,
+			Note:      opts.Note,
 		}), nil
 	}
 	return cluster.NewEnvtest(cluster.EnvtestOptions{
