@@ -21,7 +21,7 @@ go test -c -o "$out/sandbox.test" ./sim/sandbox/
 for ((r = 1; r <= rounds; r++)); do
 	for backend in envtest kind; do
 		echo "round $r/$rounds: $backend ..." >&2
-		(cd sim/sandbox && RLAB_TEST_BACKEND=$backend "$out/sandbox.test" -test.run '^$' \
+		(cd sim/sandbox && RLAB_TEST_BACKEND=$backend RLAB_REQUIRE_KIND=1 "$out/sandbox.test" -test.run '^$' \
 			-test.bench "$benches" -test.benchtime 1x -test.timeout 40m) >"$out/$backend.$r.txt" 2>&1 || {
 			echo "bench on $backend failed; its output:" >&2
 			cat "$out/$backend.$r.txt" >&2

@@ -25,7 +25,11 @@ readonly KUBE_VERSION=v1.36.3
 readonly KIND_VERSION=v0.33.0
 readonly ETCD_TAG=3.6.8-0           # kubeadm v1.36.3 config images list
 readonly PAUSE_TAGS=(3.10.2 3.10)   # kubeadm's pause and kind's containerd sandbox_image
-readonly ECHO_IMAGE=rlab.local/echo-server:v1
+# The component images are rlab's own, named under rlab.local: the kind
+# cluster's kubeadm config sets imageRepository to it (sim/cluster/kind.go),
+# and containerd's sandbox image is set to its pause below.
+readonly IMAGE_REPO=rlab.local
+readonly ECHO_IMAGE=$IMAGE_REPO/echo-server:v1
 readonly NODE_IMAGE=rlab.local/kind-node:$KUBE_VERSION
 readonly STAMP_LABEL=io.rlab.node-stamp
 readonly SUITE=bookworm
@@ -97,7 +101,12 @@ if [[ "${1:-}" == "--if-able" ]]; then
 		why="Docker is not installed"
 	elif ! docker info >/dev/null 2>&1; then
 		why="Docker does not answer"
-	elif ((EUID != 0)) && ! docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+	elif ((EUID != 0)); then
+		# Without root nothing can be rebuilt here: use the image if it exists.
+		if docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+			echo "kind node image $NODE_IMAGE present (not root: not checked for staleness; sudo make kind-image rebuilds it)"
+			exit 0
+		fi
 		why="building the node image needs root"
 	fi
 	if [[ -n "$why" ]]; then
@@ -188,13 +197,13 @@ kindimage=$cache/kindimage
 step images
 path_env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 pause_args=(-file "$cache/pause:/pause" -entrypoint /pause -user 65535:65535)
-for t in "${PAUSE_TAGS[@]}"; do pause_args+=(-tag "registry.k8s.io/pause:$t"); done
+for t in "${PAUSE_TAGS[@]}"; do pause_args+=(-tag "$IMAGE_REPO/pause:$t"); done
 # file|kindimage arguments (tab-separated)
 images=(
-	"kube-apiserver|-file	$bin/kube-apiserver:/usr/local/bin/kube-apiserver	-entrypoint	/usr/local/bin/kube-apiserver	-env	$path_env	-tag	registry.k8s.io/kube-apiserver:$KUBE_VERSION"
-	"kube-controller-manager|-file	$bin/kube-controller-manager:/usr/local/bin/kube-controller-manager	-entrypoint	/usr/local/bin/kube-controller-manager	-env	$path_env	-tag	registry.k8s.io/kube-controller-manager:$KUBE_VERSION"
-	"kube-scheduler|-file	$bin/kube-scheduler:/usr/local/bin/kube-scheduler	-entrypoint	/usr/local/bin/kube-scheduler	-env	$path_env	-tag	registry.k8s.io/kube-scheduler:$KUBE_VERSION"
-	"etcd|-file	$bin/etcd:/usr/local/bin/etcd	-entrypoint	/usr/local/bin/etcd	-env	$path_env	-tag	registry.k8s.io/etcd:$ETCD_TAG"
+	"kube-apiserver|-file	$bin/kube-apiserver:/usr/local/bin/kube-apiserver	-entrypoint	/usr/local/bin/kube-apiserver	-env	$path_env	-tag	$IMAGE_REPO/kube-apiserver:$KUBE_VERSION"
+	"kube-controller-manager|-file	$bin/kube-controller-manager:/usr/local/bin/kube-controller-manager	-entrypoint	/usr/local/bin/kube-controller-manager	-env	$path_env	-tag	$IMAGE_REPO/kube-controller-manager:$KUBE_VERSION"
+	"kube-scheduler|-file	$bin/kube-scheduler:/usr/local/bin/kube-scheduler	-entrypoint	/usr/local/bin/kube-scheduler	-env	$path_env	-tag	$IMAGE_REPO/kube-scheduler:$KUBE_VERSION"
+	"etcd|-file	$bin/etcd:/usr/local/bin/etcd	-entrypoint	/usr/local/bin/etcd	-env	$path_env	-tag	$IMAGE_REPO/etcd:$ETCD_TAG"
 	"pause|$(IFS=$'\t'; echo "${pause_args[*]}")"
 	"echo-server|-file	$cache/echo-server:/echo-server	-entrypoint	/echo-server	-tag	$ECHO_IMAGE"
 )
@@ -372,6 +381,9 @@ assemble_node() { # assemble_node ROOT: lay the node out in ROOT (the Debian roo
 	install -m 0644 "$kind_files"/etc/systemd/system/kubelet.service.d/* "$root/etc/systemd/system/kubelet.service.d/"
 	# The node has no CAP_SYS_RESOURCE: containerd must not ask for negative OOM scores.
 	sed -i 's/^\([[:space:]]*restrict_oom_score_adj[[:space:]]*=\).*/\1 true/' "$root/etc/containerd/config.toml"
+	sed -i "s|^\([[:space:]]*sandbox_image[[:space:]]*=\).*|\1 \"$IMAGE_REPO/pause:${PAUSE_TAGS[1]}\"|" "$root/etc/containerd/config.toml"
+	grep -q "sandbox_image = \"$IMAGE_REPO/pause:" "$root/etc/containerd/config.toml" ||
+		die "kind's containerd config has no sandbox_image line to set"
 	grep -q 'restrict_oom_score_adj = true' "$root/etc/containerd/config.toml" ||
 		die "kind's containerd config has no restrict_oom_score_adj line to set"
 

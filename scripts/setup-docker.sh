@@ -4,8 +4,9 @@
 #   - as root, installs Debian's docker.io (and jq) when dockerd is missing and
 #     starts dockerd in the background (these machines have no systemd);
 #   - checks that a privileged container starts; where the host withholds a
-#     capability that --privileged asks for, restarts dockerd with
-#     scripts/runc-capshim.sh as its default runtime, and checks again.
+#     capability that --privileged asks for, restarts the dockerd it started
+#     with scripts/runc-capshim.sh as its default runtime, and checks again
+#     (a dockerd it did not start is never stopped: it says what to add).
 # Prints one line per step; exits non-zero with the reason if Docker cannot run.
 set -euo pipefail
 
@@ -31,13 +32,15 @@ start_dockerd() { # extra dockerd flags...
 	# setsid: dockerd outlives this script and is nobody's child to kill on exit.
 	as_root setsid dockerd "$@" >>"$log" 2>&1 </dev/null &
 	wait_docker || die "dockerd did not answer within 30 s; see $log"
+	started_pid=$(cat /var/run/docker.pid 2>/dev/null || true)
 }
 
+started_pid="" # the dockerd this script started, the only one it may stop
+
 stop_our_dockerd() {
-	local pid
-	pid=$(cat /var/run/docker.pid 2>/dev/null || true)
-	[[ -n "$pid" ]] || die "dockerd runs but /var/run/docker.pid is missing: restart it yourself with --add-runtime rlab-capshim=$shim_dst --default-runtime rlab-capshim"
-	say "stopping dockerd (pid $pid) to register the capability shim"
+	local pid=$started_pid
+	[[ -n "$pid" ]] || die "privileged containers fail under a dockerd this script did not start; restart it with --add-runtime rlab-capshim=$shim_dst --default-runtime rlab-capshim (install $shim_dst from scripts/runc-capshim.sh)"
+	say "stopping the dockerd started above (pid $pid) to register the capability shim"
 	as_root kill "$pid"
 	for _ in $(seq 1 60); do
 		kill -0 "$pid" 2>/dev/null || return 0
@@ -49,15 +52,13 @@ stop_our_dockerd() {
 # privileged_ok runs a privileged container of a one-file image built here
 # (no registry needed): tini from docker.io, which is static.
 privileged_ok() {
-	if ! docker image inspect rlab-probe:1 >/dev/null 2>&1; then
-		local d init
-		d=$(mktemp -d)
-		init=$(readlink -f "$(command -v docker-init)")
-		cp "$init" "$d/init"
-		tar -C "$d" -c init | docker import - rlab-probe:1 >/dev/null
-		rm -rf "$d"
-	fi
-	docker run --rm --privileged rlab-probe:1 /init --version >/dev/null 2>"${1:-/dev/null}"
+	local init ok=0
+	init=$(command -v docker-init) || die "docker-init (tini, part of docker.io) is missing: cannot make a test image"
+	tar -C "$(dirname "$(readlink -f "$init")")" --transform 's|.*|init|' -c "$(basename "$(readlink -f "$init")")" |
+		docker import - rlab-probe:1 >/dev/null
+	docker run --rm --privileged rlab-probe:1 /init --version >/dev/null 2>"${1:-/dev/null}" || ok=1
+	docker image rm rlab-probe:1 >/dev/null 2>&1 || true
+	return $ok
 }
 
 if ! docker info >/dev/null 2>&1; then

@@ -35,7 +35,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *text == "" {
+	// Required, but may be empty: an Echo's message can be "", and its pods
+	// must not crash-loop for it.
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "text" })
+	if !given {
 		return errors.New("-text is required")
 	}
 	ln, err := net.Listen("tcp", *listen)

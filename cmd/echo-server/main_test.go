@@ -52,6 +52,7 @@ func TestFlags(t *testing.T) {
 		want string
 	}{
 		{"no text", []string{"-listen=127.0.0.1:0"}, "-text is required"},
+		{"empty text is text", []string{"-text=", "-listen=256.0.0.1:1"}, "listen:"},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
 		{"bad listen", []string{"-text=x", "-listen=256.0.0.1:1"}, "listen:"},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -17,6 +18,9 @@ type clusterFlags struct {
 	Backend   string
 	KindImage string
 	Image     string
+	// kindImageFlag is --kind-image as given on the command line (the
+	// environment's default is not a mistake on envtest, the flag is).
+	kindImageFlag *pflag.Flag
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
@@ -24,6 +28,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 		"cluster to run on: envtest (local binaries, no Docker) or kind (real kubelet and containers; needs Docker) (default envtest, or $RLAB_BACKEND)")
 	fs.StringVar(&f.KindImage, "kind-image", os.Getenv("RLAB_KIND_IMAGE"),
 		"kind node `IMAGE` (default: rlab's offline image if `rlab assets build --kind` made it, else kind's published one) (or $RLAB_KIND_IMAGE)")
+	f.kindImageFlag = fs.Lookup("kind-image")
 	fs.StringVar(&f.Image, "image", os.Getenv("RLAB_IMAGE"),
 		"`IMAGE` every Echo pod runs, with http-echo's flags (default: "+echo.DefaultImage+
 			", or on kind's offline node "+cluster.OfflineEchoServer+") (or $RLAB_IMAGE)")
@@ -36,6 +41,12 @@ func (f clusterFlags) apply(o *launch.Options) error {
 	if err != nil {
 		return err
 	}
-	o.Backend, o.KindImage, o.Image = b, f.KindImage, f.Image
+	if b != sandbox.BackendKind && f.kindImageFlag != nil && f.kindImageFlag.Changed {
+		return fmt.Errorf("--kind-image %s: only the kind backend has a node image; add --backend kind", f.KindImage)
+	}
+	o.Backend, o.Image = b, f.Image
+	if b == sandbox.BackendKind {
+		o.KindImage = f.KindImage
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -51,5 +52,53 @@ func TestImageFlag(t *testing.T) {
 	}
 	if o.Image != "rlab.local/echo-server:v1" {
 		t.Errorf("launch.Options.Image = %q after apply, want the flag's", o.Image)
+	}
+}
+
+// TestClusterFlags: a wrong backend or a node image without kind fails
+// before anything starts, with a message that says what to do; the
+// environment's defaults apply where they mean something.
+func TestClusterFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		env              map[string]string
+		args             []string
+		wantErr          string
+		backend, kindImg string
+	}{
+		{name: "default", backend: "envtest"},
+		{name: "kind", args: []string{"--backend", "kind"}, backend: "kind"},
+		{name: "env backend", env: map[string]string{"RLAB_BACKEND": "kind"}, backend: "kind"},
+		{name: "unknown backend", args: []string{"--backend", "docker"}, wantErr: `unknown backend "docker": use envtest or kind`},
+		{name: "node image on kind", args: []string{"--backend", "kind", "--kind-image", "kindest/node:v1.36.0"}, backend: "kind", kindImg: "kindest/node:v1.36.0"},
+		{name: "node image on envtest", args: []string{"--kind-image", "kindest/node:v1.36.0"}, wantErr: "only the kind backend has a node image; add --backend kind"},
+		{name: "env node image on envtest", env: map[string]string{"RLAB_KIND_IMAGE": "x"}, backend: "envtest"},
+		{name: "env node image on kind", env: map[string]string{"RLAB_KIND_IMAGE": "x"}, args: []string{"--backend", "kind"}, backend: "kind", kindImg: "x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"RLAB_BACKEND", "RLAB_KIND_IMAGE"} {
+				t.Setenv(k, tc.env[k])
+			}
+			f := &clusterFlags{}
+			c := &cobra.Command{Use: "x"}
+			f.register(c.Flags())
+			if err := c.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			o := launch.Options{}
+			err := f.apply(&o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("apply = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Backend != tc.backend || o.KindImage != tc.kindImg {
+				t.Errorf("backend %q, node image %q; want %q, %q", o.Backend, o.KindImage, tc.backend, tc.kindImg)
+			}
+		})
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/tui"
 )
@@ -95,13 +94,12 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 
 // newApp is the screen: the start-up view until the sandbox is ready.
 func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tui.App {
-	backend := launch.BackendLabel(o.Backend)
-	title := fmt.Sprintf("starting the sandbox · %s %s · state in %s", backend, assets.KubeVersion, l.Dir.Root)
+	title := fmt.Sprintf("starting the sandbox · %s · state in %s", launch.BackendTitle(o.Backend), l.Dir.Root)
 	if f.Title != "" {
 		title = f.Title + " · " + title
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
-		Info:   tui.Info{Backend: backend, Version: assets.KubeVersion},
+		Info:   tui.Info{Backend: launch.BackendTitle(o.Backend)}, // until ReadyMsg brings launch.Info
 		Styles: o.Styles, Echo: sandbox.SampleName, Start: l.Began, Dark: true,
 	}})
 }

@@ -7,7 +7,7 @@
 // binaries) or a prepared tar (-layer TAR, for a whole root file system):
 //
 //	kindimage -file bin/etcd:/usr/local/bin/etcd -entrypoint /usr/local/bin/etcd \
-//	    -tag registry.k8s.io/etcd:3.6.8-0 -o etcd.tar
+//	    -tag rlab.local/etcd:3.6.8-0 -o etcd.tar
 //	kindimage -layer rootfs.tar -entrypoint /usr/local/bin/entrypoint -entrypoint /sbin/init \
 //	    -env container=docker -stopsignal SIGRTMIN+3 -tag rlab.local/kind-node:v1.36.3 -o node.tar
 package main
@@ -106,11 +106,11 @@ func run(o options) error {
 
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return err
+		return fmt.Errorf("image: %w", err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return fmt.Errorf("image config: %w", err)
 	}
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
@@ -132,7 +132,7 @@ func run(o options) error {
 		}
 	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return err
+		return fmt.Errorf("image config: %w", err)
 	}
 	for _, t := range tags {
 		refs[t] = img
@@ -143,7 +143,10 @@ func run(o options) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", o.out, err)
 	}
-	return os.Rename(tmp, o.out)
+	if err := os.Rename(tmp, o.out); err != nil {
+		return fmt.Errorf("write %s: %w", o.out, err)
+	}
+	return nil
 }
 
 // fileEntry is one file of a -file layer.
@@ -157,7 +160,7 @@ func parseFiles(specs []string) ([]fileEntry, error) {
 			return nil, fmt.Errorf("-file %q: want SRC:/absolute/dest", s)
 		}
 		if _, err := os.Stat(src); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-file %q: %w", s, err)
 		}
 		out = append(out, fileEntry{src: src, dest: path.Clean(dest)})
 	}
@@ -189,7 +192,7 @@ func writeTar(w io.Writer, entries []fileEntry) error {
 	sort.Strings(dirList) // parents sort before their children
 	for _, d := range dirList {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755, ModTime: epoch}); err != nil {
-			return err
+			return fmt.Errorf("tar %s: %w", d, err)
 		}
 	}
 	for _, e := range entries {
@@ -203,12 +206,12 @@ func writeTar(w io.Writer, entries []fileEntry) error {
 func addFile(tw *tar.Writer, e fileEntry, epoch time.Time) error {
 	f, err := os.Open(e.src)
 	if err != nil {
-		return err
+		return fmt.Errorf("layer file: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return fmt.Errorf("layer file: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", e.src)
@@ -219,8 +222,10 @@ func addFile(tw *tar.Writer, e fileEntry, epoch time.Time) error {
 	}
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.dest[1:], Size: st.Size(), Mode: mode, ModTime: epoch}
 	if err := tw.WriteHeader(hdr); err != nil {
-		return err
+		return fmt.Errorf("tar %s: %w", e.dest, err)
 	}
-	_, err = io.Copy(tw, f)
-	return err
+	if _, err := io.Copy(tw, f); err != nil {
+		return fmt.Errorf("tar %s: %w", e.dest, err)
+	}
+	return nil
 }

@@ -64,10 +64,14 @@ func (e *MissingError) Error() string {
 }
 
 // Find returns the directory holding every binary, or a *MissingError.
-func Find(env Env) (string, error) {
+func Find(env Env) (string, error) { return FindOnly(env, Binaries...) }
+
+// FindOnly is Find for some of the binaries: the kind backend needs only
+// kubectl (for the shell operator).
+func FindOnly(env Env, names ...string) (string, error) {
 	dir, source := Dir(env)
 	var missing []string
-	for _, b := range Binaries {
+	for _, b := range names {
 		st, err := os.Stat(filepath.Join(dir, b))
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			missing = append(missing, b)
@@ -109,9 +113,10 @@ func SourceRoot(env Env) (string, error) {
 // KindScript builds the offline kind node image (root and Docker needed).
 const KindScript = "scripts/build-kind-node.sh"
 
-// Build runs the build script into dir, streaming its progress to out.
-func Build(ctx context.Context, env Env, dir string, out io.Writer) error {
-	if err := runScript(ctx, env, BuildScript, dir, out); err != nil {
+// Build runs the build script into dir, streaming its progress to out. With
+// names it builds only those binaries.
+func Build(ctx context.Context, env Env, dir string, out io.Writer, names ...string) error {
+	if err := runScript(ctx, env, BuildScript, dir, out, names...); err != nil {
 		return fmt.Errorf("building the control plane (%s) failed: %w", BuildScript, err)
 	}
 	return nil
@@ -128,12 +133,12 @@ func BuildKind(ctx context.Context, env Env, dir string, out io.Writer) error {
 }
 
 // runScript runs one of the source tree's build scripts with RLAB_ASSETS=dir.
-func runScript(ctx context.Context, env Env, script, dir string, out io.Writer) error {
+func runScript(ctx context.Context, env Env, script, dir string, out io.Writer, args ...string) error {
 	root, err := SourceRoot(env)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, script))
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, script)}, args...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "RLAB_ASSETS="+dir)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -148,15 +153,20 @@ func runScript(ctx context.Context, env Env, script, dir string, out io.Writer) 
 // missing from rlab's own directory. A KUBEBUILDER_ASSETS directory is never
 // built into: it belongs to someone else.
 func Ensure(ctx context.Context, env Env, out io.Writer) (string, error) {
-	dir, err := Find(env)
+	return EnsureOnly(ctx, env, out, Binaries...)
+}
+
+// EnsureOnly is Ensure for some of the binaries.
+func EnsureOnly(ctx context.Context, env Env, out io.Writer, names ...string) (string, error) {
+	dir, err := FindOnly(env, names...)
 	var miss *MissingError
 	if !errors.As(err, &miss) || miss.Source == "KUBEBUILDER_ASSETS" {
 		return dir, err
 	}
 	fmt.Fprintf(out, "control plane %s not built yet (%s missing); building it now into %s\n",
 		KubeVersion, strings.Join(miss.Missing, ", "), dir)
-	if err := Build(ctx, env, dir, out); err != nil {
+	if err := Build(ctx, env, dir, out, miss.Missing...); err != nil {
 		return dir, err
 	}
-	return Find(env)
+	return FindOnly(env, names...)
 }

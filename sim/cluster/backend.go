@@ -20,8 +20,8 @@ import (
 type Backend interface {
 	// Name is a short label for the screen, e.g. "envtest".
 	Name() string
-	// Detail says more for the screen's header, e.g. the kind version and
-	// node image; "" if there is nothing to add.
+	// Detail says more for the screen's header after the version, e.g.
+	// kind's node image; "" if there is nothing to add.
 	Detail() string
 	// Start brings the cluster up and returns once it is Ready: the Echo CRD
 	// established, a Node Ready and untainted, its controllers running.

@@ -33,6 +33,7 @@ import (
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/state"
 )
 
 // KindVersion is the kind library rlab creates clusters with.
@@ -59,10 +60,11 @@ const kindNetwork = "kind"
 
 // KindOptions configures the kind backend.
 type KindOptions struct {
-	// StateRoot is the state dir the cluster belongs to: its name is
-	// ClusterName(StateRoot), so that the next start there finds the cluster
-	// a killed run left behind, and a cluster whose state dir is gone is
-	// removed by any start.
+	// StateRoot is the state dir the cluster belongs to, whose lock the
+	// caller holds (state.Dir.Acquire) while the cluster runs. The cluster's
+	// name is ClusterName(StateRoot), so that the next start there finds the
+	// cluster a killed run left behind; a cluster whose state dir nobody
+	// holds is removed by any start.
 	StateRoot string
 	// Image is the node image; "" is the offline image if it is present, or
 	// kind's published image (which needs a registry).
@@ -120,12 +122,8 @@ func (k *Kind) ClusterName() string { return k.name }
 // Name implements Backend.
 func (k *Kind) Name() string { return "kind" }
 
-// Detail implements Backend: the kind version and the node image.
-func (k *Kind) Detail() string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return KindVersion() + " · node " + k.image
-}
+// Detail implements Backend: the node image.
+func (k *Kind) Detail() string { return "node " + k.Image() }
 
 // Image is the node image the cluster runs (known once Start has chosen it).
 func (k *Kind) Image() string {
@@ -225,15 +223,26 @@ func (k *Kind) poll(ctx context.Context, timeout time.Duration, what string, con
 // detect finds the container engine kind will drive and checks that its
 // daemon answers: `docker -v` (all kind checks) works without one.
 func (k *Kind) detect(ctx context.Context) error {
-	opt, err := kindcluster.DetectNodeProvider()
-	if err != nil {
-		return errors.New("the kind backend needs Docker (or Podman): install it, or as root run scripts/setup-docker.sh")
+	// kind's own order (DetectNodeProvider), with the engine's name kept:
+	// rlab runs its CLI too.
+	var opt kindcluster.ProviderOption
+	for _, e := range []struct {
+		bin string
+		opt kindcluster.ProviderOption
+	}{
+		{"docker", kindcluster.ProviderWithDocker()},
+		{"nerdctl", kindcluster.ProviderWithNerdctl("nerdctl")},
+		{"podman", kindcluster.ProviderWithPodman()},
+	} {
+		if _, err := exec.LookPath(e.bin); err == nil {
+			k.engine, opt = e.bin, e.opt
+			break
+		}
+	}
+	if opt == nil {
+		return errors.New("the kind backend needs Docker (or Podman, or nerdctl): install it, or as root run scripts/setup-docker.sh")
 	}
 	k.provider = kindcluster.NewProvider(opt, kindcluster.ProviderWithLogger(kindLogger{k.opts.Log}))
-	k.engine = "docker"
-	if _, err := exec.LookPath("docker"); err != nil {
-		k.engine = "podman"
-	}
 	if out, err := k.run(ctx, "info", "--format", "{{.ServerVersion}}"); err != nil {
 		return fmt.Errorf("%s does not answer (%s): start its daemon (as root: scripts/setup-docker.sh)", k.engine, firstLine(out, err))
 	}
@@ -314,9 +323,10 @@ func unregister(name string) {
 	}
 }
 
-// removeOrphans deletes the clusters of the registry whose state dir no
-// longer exists. Clusters of existing state dirs are left to their own
-// next start: they may be running.
+// removeOrphans deletes the clusters of the registry that nobody runs: their
+// state dir is gone, or no process holds its lock (a killed rlab, a test that
+// timed out). A state dir's lock is taken before its cluster is created and
+// held until it is deleted.
 func (k *Kind) removeOrphans() {
 	dir, err := registry()
 	if err != nil {
@@ -333,8 +343,8 @@ func (k *Kind) removeOrphans() {
 			continue
 		}
 		root := strings.TrimSpace(string(b))
-		if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) || e.Name() == k.name {
-			continue
+		if e.Name() == k.name || (state.Dir{Root: root}).Running() != 0 {
+			continue // ours, or its owner runs
 		}
 		if names == nil {
 			if names, err = k.provider.List(); err != nil {
@@ -348,7 +358,7 @@ func (k *Kind) removeOrphans() {
 				continue
 			}
 			if k.opts.Note != nil {
-				k.opts.Note(fmt.Sprintf("removed kind cluster %s: its state dir %s is gone", e.Name(), root))
+				k.opts.Note(fmt.Sprintf("removed kind cluster %s: nothing runs it (state dir %s)", e.Name(), root))
 			}
 		}
 		_ = os.Remove(filepath.Join(dir, e.Name()))
@@ -391,8 +401,10 @@ func clusterConfig(offline bool) *v1alpha4.Cluster {
 	if offline {
 		cfg.Networking.DisableDefaultCNI = true
 		cfg.Networking.KubeProxyMode = "none" // v1alpha4 has no constant for it
+		// The control-plane images are the ones built here, named under
+		// rlab.local (scripts/build-kind-node.sh); nothing is pulled.
 		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
-			"kind: ClusterConfiguration\ndns:\n  disabled: true\n")
+			"kind: ClusterConfiguration\nimageRepository: "+strings.TrimSuffix(OfflinePrefix, "/")+"\ndns:\n  disabled: true\n")
 	}
 	return cfg
 }
@@ -401,15 +413,22 @@ func clusterConfig(offline bool) *v1alpha4.Cluster {
 // Create takes no context: when ctx ends first, the cluster's containers are
 // deleted under it, which makes it return.
 func (k *Kind) create(ctx context.Context) error {
-	if err := k.ensureNetwork(ctx); err != nil {
-		return err
-	}
-	if err := register(k.name, k.opts.StateRoot); err != nil {
-		return err
-	}
 	k.mu.Lock()
 	k.created = true // from here on, Stop deletes whatever exists
 	k.mu.Unlock()
+	if err := register(k.name, k.opts.StateRoot); err != nil {
+		return err
+	}
+	// Held until the node is on the network: another rlab's Stop must not
+	// remove it in between.
+	unlock, err := networkLock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := k.ensureNetwork(ctx); err != nil {
+		return err
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- k.provider.Create(k.name,
@@ -421,13 +440,19 @@ func (k *Kind) create(ctx context.Context) error {
 			kindcluster.CreateWithDisplaySalutation(false),
 		)
 	}()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = k.provider.Delete(k.name, k.kubeconfigPath())
-		<-done
-		return ctx.Err()
+		// A delete before the node container exists stops nothing: repeat
+		// it until Create gives up.
+		for {
+			_ = k.provider.Delete(k.name, k.kubeconfigPath())
+			select {
+			case <-done:
+				return ctx.Err()
+			case <-time.After(2 * time.Second):
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("create kind cluster %s: %w", k.name, err)
@@ -508,10 +533,17 @@ func waitGCWatchesEcho(ctx context.Context, cfg *rest.Config, poll pollFunc) err
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("probe ConfigMap: %w", err)
 	}
-	if err := echoes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	// Foreground: the Echo goes only once the collector, watching Echoes,
+	// has seen its deletion and removed the ConfigMap first. (In the
+	// background the ConfigMap can go as soon as the collector's API
+	// mapper knows Echo, which may be before it watches Echoes.)
+	if err := echoes.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		return fmt.Errorf("delete probe Echo: %w", err)
 	}
-	return poll(ctx, 90*time.Second, "the garbage collector to collect an Echo's dependent", func(ctx context.Context) (bool, error) {
+	return poll(ctx, 90*time.Second, "the garbage collector to collect an Echo and its dependent", func(ctx context.Context) (bool, error) {
+		if _, err := echoes.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, err
+		}
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -522,23 +554,19 @@ func waitGCWatchesEcho(ctx context.Context, cfg *rest.Config, poll pollFunc) err
 
 // ensureNetwork creates kind's network, labelled as rlab's, if it does not
 // exist yet: kind then uses it as it is, and Stop can tell that it is ours
-// to remove. A network someone else made is left alone.
+// to remove. A network someone else made is left alone. The caller holds
+// networkLock.
 func (k *Kind) ensureNetwork(ctx context.Context) error {
 	if k.engine != "docker" {
 		return nil
 	}
-	unlock, err := networkLock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	if _, err := k.run(ctx, "network", "inspect", kindNetwork); err == nil {
 		return nil
 	}
 	if out, err := k.run(ctx, "network", "create", "--driver", "bridge",
 		"--opt", "com.docker.network.bridge.enable_ip_masquerade=true",
 		"--label", ownedLabel+"=true", kindNetwork); err != nil {
-		return fmt.Errorf("create docker network %s: %s", kindNetwork, firstLine(out, err))
+		return fmt.Errorf("create docker network %s: %s: %w", kindNetwork, out, err)
 	}
 	return nil
 }

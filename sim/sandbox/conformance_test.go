@@ -53,21 +53,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := assets.Find(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sandbox tests need the control plane:", err)
-		return 1
-	}
-	self, err := buildRlab()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	root, err := os.MkdirTemp("", "rlab-sandbox-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	backend, err := sandbox.ParseBackend(os.Getenv("RLAB_TEST_BACKEND"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_BACKEND:", err)
@@ -83,6 +68,21 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer release()
+	}
+	dir, err := assets.Find(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox tests need the control plane:", err)
+		return 1
+	}
+	self, err := buildRlab()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root, err := os.MkdirTemp("", "rlab-sandbox-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	image := testImage
 	if backend == sandbox.BackendKind {

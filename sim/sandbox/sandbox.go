@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
@@ -62,9 +64,6 @@ const (
 	BackendKind    = "kind"    // a kind cluster: real kubelet and containers
 )
 
-// Backends are the accepted values of Options.Backend.
-var Backends = []string{BackendEnvtest, BackendKind}
-
 // ParseBackend checks a backend name; "" is the default, envtest.
 func ParseBackend(name string) (string, error) {
 	switch name {
@@ -73,7 +72,7 @@ func ParseBackend(name string) (string, error) {
 	case BackendEnvtest, BackendKind:
 		return name, nil
 	}
-	return "", fmt.Errorf("unknown backend %q: use %s", name, strings.Join(Backends, " or "))
+	return "", fmt.Errorf("unknown backend %q: use %s or %s", name, BackendEnvtest, BackendKind)
 }
 
 // Sample Echo created at start.
@@ -275,10 +274,33 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	defer cancel2()
 	want := fmt.Sprintf("%d/%d", SampleReplicas, SampleReplicas)
 	if err := w.WaitFor(wctx2, func(sn world.Snapshot) bool { return s.allReady(sn, SampleName, want) }); err != nil {
-		return fmt.Errorf("sample Echo %s not %s in every style within %s: %w", SampleName, want, wait, err)
+		return fmt.Errorf("sample Echo %s not %s in every style within %s: %w%s", SampleName, want, wait, err, s.podTrouble())
 	}
 	s.phase("sample echo "+want, time.Since(t0))
 	return nil
+}
+
+// podTrouble says why the Echo pods are not Ready, if a container says so
+// (an image that cannot be pulled, a crash), as "; pod NS/NAME: REASON: MESSAGE".
+func (s *Sandbox) podTrouble() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out strings.Builder
+	for _, st := range s.opts.Styles {
+		pods, err := s.admin.kube.CoreV1().Pods(st.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+		if err != nil {
+			continue
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if w := c.State.Waiting; w != nil && w.Reason != "ContainerCreating" {
+					fmt.Fprintf(&out, "; pod %s/%s: %s: %s", p.Namespace, p.Name, w.Reason, w.Message)
+					break
+				}
+			}
+		}
+	}
+	return out.String()
 }
 
 // allReady is true when every style's Echo name reports status want.

@@ -116,7 +116,7 @@ func New() (*Launcher, error) {
 // sandbox itself is a *StartError, or a *state.BusyError if another rlab
 // claimed the state dir first. Close stops whatever was started.
 func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, error) {
-	dir, err := ensureAssets(ctx, o.Report)
+	dir, err := ensureAssets(ctx, o.Backend, o.Report)
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +177,16 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 }
 
 // ensureAssets finds the control plane, building it if it is missing, and
-// reports the build as a phase.
-func ensureAssets(ctx context.Context, r Report) (string, error) {
+// reports the build as a phase. On kind only kubectl is needed (the shell
+// operator's): the cluster is the node image's.
+func ensureAssets(ctx context.Context, backend string, r Report) (string, error) {
 	t0 := time.Now()
 	w := &countWriter{w: r.Build}
-	dir, err := assets.Ensure(ctx, os.Getenv, w)
+	names := assets.Binaries
+	if backend == sandbox.BackendKind {
+		names = []string{"kubectl"}
+	}
+	dir, err := assets.EnsureOnly(ctx, os.Getenv, w, names...)
 	if f, ok := r.Build.(interface{ Flush() error }); ok {
 		_ = f.Flush()
 	}
@@ -191,15 +196,14 @@ func ensureAssets(ctx context.Context, r Report) (string, error) {
 	return dir, err
 }
 
-// Info is what the screen's header says of the running cluster: the
-// backend, with its detail (kind's version and node image), and the
-// apiserver's version.
+// Info is what the screen's header says of the running cluster, e.g.
+// "envtest v1.36.3" or "kind v0.33.0 · Kubernetes v1.36.3 · node IMAGE".
 func Info(b cluster.Backend) tui.Info {
-	name := b.Name()
+	version := b.Version()
 	if d := b.Detail(); d != "" {
-		name += " " + d
+		version += " · " + d
 	}
-	return tui.Info{Backend: name, Version: b.Version()}
+	return tui.Info{Backend: BackendLabel(b.Name()), Version: version}
 }
 
 // Source is the screen's view of the sandbox (Options.Screen), once started.

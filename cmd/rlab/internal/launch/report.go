@@ -35,7 +35,7 @@ func Print(w io.Writer) Report {
 	return Report{
 		Build: w,
 		Starting: func(d state.Dir, backend string) {
-			fmt.Fprintf(w, "starting sandbox (%s %s, state in %s)\n", BackendLabel(backend), assets.KubeVersion, d.Root)
+			fmt.Fprintf(w, "starting sandbox (%s, state in %s)\n", BackendTitle(backend), d.Root)
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
 	}
@@ -101,10 +101,24 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// BackendLabel names a backend before it starts ("" is the default).
+// BackendLabel names a backend on the screen ("" is the default): kind with
+// its version, which is not the version of the Kubernetes it runs.
 func BackendLabel(backend string) string {
-	if backend == "" {
+	switch backend {
+	case "", sandbox.BackendEnvtest:
 		return sandbox.BackendEnvtest
+	case sandbox.BackendKind:
+		return "kind " + cluster.KindVersion() + " · Kubernetes"
 	}
 	return backend
+}
+
+// BackendTitle names a backend before it starts, with the Kubernetes version
+// it will run if that is known: envtest's is the control plane built here;
+// kind's depends on the node image it picks.
+func BackendTitle(backend string) string {
+	if backend == sandbox.BackendKind {
+		return "kind " + cluster.KindVersion()
+	}
+	return sandbox.BackendEnvtest + " " + assets.KubeVersion
 }
