@@ -11,6 +11,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -42,4 +45,37 @@ type Backend interface {
 type Phase struct {
 	Name string
 	Took time.Duration
+}
+
+// phases records a backend's start-up phases as they end, and tells.
+type phases struct {
+	log      *slog.Logger
+	progress func(Phase) // may be nil
+
+	mu   sync.Mutex
+	done []Phase
+}
+
+// step runs fn as one named, timed phase.
+func (p *phases) step(name string, fn func() error) error {
+	start := time.Now()
+	if err := fn(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	ph := Phase{Name: name, Took: time.Since(start)}
+	p.mu.Lock()
+	p.done = append(p.done, ph)
+	p.mu.Unlock()
+	p.log.Info("phase done", "phase", ph.Name, "took", ph.Took)
+	if p.progress != nil {
+		p.progress(ph)
+	}
+	return nil
+}
+
+// Phases implements Backend.
+func (p *phases) Phases() []Phase {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Phase(nil), p.done...)
 }

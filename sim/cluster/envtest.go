@@ -50,8 +50,8 @@ type Envtest struct {
 	opts EnvtestOptions
 	env  *envtest.Environment
 
+	phases
 	mu       sync.Mutex
-	phases   []Phase
 	children []*proc.Child
 	logs     []*os.File
 	cfg      *rest.Config
@@ -64,7 +64,7 @@ func NewEnvtest(opts EnvtestOptions) *Envtest {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Envtest{opts: opts}
+	return &Envtest{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
 // Name implements Backend.
@@ -82,30 +82,6 @@ func (e *Envtest) Kubeconfig() []byte { return e.kubecfg }
 // Version implements Backend.
 func (e *Envtest) Version() string { return e.version }
 
-// Phases implements Backend.
-func (e *Envtest) Phases() []Phase {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]Phase(nil), e.phases...)
-}
-
-// phase runs fn as one named, timed start-up phase.
-func (e *Envtest) phase(name string, fn func() error) error {
-	start := time.Now()
-	if err := fn(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	p := Phase{Name: name, Took: time.Since(start)}
-	e.mu.Lock()
-	e.phases = append(e.phases, p)
-	e.mu.Unlock()
-	e.opts.Log.Info("phase done", "phase", p.Name, "took", p.Took)
-	if e.opts.Progress != nil {
-		e.opts.Progress(p)
-	}
-	return nil
-}
-
 // Start implements Backend. On error everything started so far is stopped.
 func (e *Envtest) Start(ctx context.Context) (err error) {
 	defer func() {
@@ -118,27 +94,27 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("envtest dirs: %w", err)
 		}
 	}
-	if err := e.phase("apiserver+etcd", e.startAPIServer); err != nil {
+	if err := e.step("apiserver+etcd", e.startAPIServer); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	if err := e.phase("echo crd", func() error { return e.installCRD(ctx) }); err != nil {
+	if err := e.step("echo crd", func() error { return e.installCRD(ctx) }); err != nil {
 		return err
 	}
 	var health []string
-	if err := e.phase("controllers", func() (err error) {
+	if err := e.step("controllers", func() (err error) {
 		health, err = e.startControllers()
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := e.phase("node ready", func() error { return e.readyNode(ctx, cs) }); err != nil {
+	if err := e.step("node ready", func() error { return e.readyNode(ctx, cs) }); err != nil {
 		return err
 	}
-	return e.phase("controllers healthy", func() error { return e.waitHealthy(ctx, health) })
+	return e.step("controllers healthy", func() error { return e.waitHealthy(ctx, health) })
 }
 
 func (e *Envtest) logFile(name string) (*os.File, error) {

@@ -99,8 +99,8 @@ type Kind struct {
 	engine   string // "docker" or "podman": the CLI kind drives
 	provider *kindcluster.Provider
 
+	phases
 	mu      sync.Mutex
-	phases  []Phase
 	image   string
 	cfg     *rest.Config
 	kubecfg []byte
@@ -113,7 +113,7 @@ func NewKind(opts KindOptions) *Kind {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Kind{opts: opts, name: ClusterName(opts.StateRoot)}
+	return &Kind{opts: opts, name: ClusterName(opts.StateRoot), phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
 // ClusterName is the name of the kind cluster.
@@ -154,29 +154,6 @@ func (k *Kind) Kubeconfig() []byte { return k.kubecfg }
 // Version implements Backend.
 func (k *Kind) Version() string { return k.version }
 
-// Phases implements Backend.
-func (k *Kind) Phases() []Phase {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]Phase(nil), k.phases...)
-}
-
-func (k *Kind) phase(name string, fn func() error) error {
-	start := time.Now()
-	if err := fn(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	p := Phase{Name: name, Took: time.Since(start)}
-	k.mu.Lock()
-	k.phases = append(k.phases, p)
-	k.mu.Unlock()
-	k.opts.Log.Info("phase done", "phase", p.Name, "took", p.Took)
-	if k.opts.Progress != nil {
-		k.opts.Progress(p)
-	}
-	return nil
-}
-
 func (k *Kind) kubeconfigPath() string { return filepath.Join(k.opts.RunDir, "admin.kubeconfig") }
 
 // Start implements Backend. On error everything started so far is removed.
@@ -194,26 +171,26 @@ func (k *Kind) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("kind dirs: %w", err)
 		}
 	}
-	if err := k.phase("container engine", func() error { return k.detect(ctx) }); err != nil {
+	if err := k.step("container engine", func() error { return k.detect(ctx) }); err != nil {
 		return err
 	}
 	k.removeOrphans()
 	if err := k.removeLeftover(); err != nil {
 		return err
 	}
-	if err := k.phase("node image", func() error { return k.chooseImage(ctx) }); err != nil {
+	if err := k.step("node image", func() error { return k.chooseImage(ctx) }); err != nil {
 		return err
 	}
-	if err := k.phase("kind cluster", func() error { return k.create(ctx) }); err != nil {
+	if err := k.step("kind cluster", func() error { return k.create(ctx) }); err != nil {
 		return err
 	}
-	if err := k.phase("echo crd", func() error { return installEchoCRD(ctx, k.cfg, k.poll) }); err != nil {
+	if err := k.step("echo crd", func() error { return installEchoCRD(ctx, k.cfg, k.poll) }); err != nil {
 		return err
 	}
-	if err := k.phase("gc watches echo", func() error { return waitGCWatchesEcho(ctx, k.cfg, k.poll) }); err != nil {
+	if err := k.step("gc watches echo", func() error { return waitGCWatchesEcho(ctx, k.cfg, k.poll) }); err != nil {
 		return err
 	}
-	return k.phase("node ready", func() error { return k.readyNodes(ctx) })
+	return k.step("node ready", func() error { return k.readyNodes(ctx) })
 }
 
 func (k *Kind) poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
@@ -597,22 +574,26 @@ func (k *Kind) removeNetwork() {
 
 // networkLock serialises creating and removing kind's shared network between
 // rlab processes: one must not remove it while another is about to use it.
-func networkLock() (func(), error) {
+func networkLock() (func(), error) { return UserLock("kind-network") }
+
+// UserLock waits for and takes the machine-wide (per-user) lock name, a file
+// in the per-user cache, and returns its release; it dies with the process.
+func UserLock(name string) (release func(), err error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
 	dir = filepath.Join(dir, "rlab")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("lock dir: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "kind-network.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("network lock: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("network lock: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	return func() { f.Close() }, nil
 }

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,27 +100,9 @@ func Lock(t testing.TB) {
 	t.Cleanup(release)
 }
 
-// Acquire takes the machine's kind lock (a TestMain's whole run, say) and
-// returns its release.
-func Acquire() (release func(), err error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return nil, fmt.Errorf("kind test lock: %w", err)
-	}
-	dir = filepath.Join(dir, "rlab")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("kind test lock: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "kind-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("kind test lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("kind test lock: %w", err)
-	}
-	return func() { f.Close() }, nil
-}
+// Acquire takes the machine's kind test lock (a TestMain's whole run, say)
+// and returns its release.
+func Acquire() (release func(), err error) { return cluster.UserLock("kind-test") }
 
 // Leftovers lists the containers, volumes and networks of kind cluster name
 // that exist now: after a stop it must be empty. Volumes are those the
