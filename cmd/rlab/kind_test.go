@@ -63,6 +63,30 @@ func TestKindRunSignals(t *testing.T) {
 	kindtest.Lock(t)
 	e := newSandboxEnv(t)
 	name := kindCluster(e)
+	// The student's kubeconfig: rlab must never write it, whatever happens,
+	// even where it names a kind cluster of the same name (kind's own
+	// delete would take that entry out of $KUBECONFIG).
+	theirs := filepath.Join(t.TempDir(), "config")
+	own := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: kind-%[1]s, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: kind-%[1]s, context: {cluster: kind-%[1]s, user: kind-%[1]s}}]
+users: [{name: kind-%[1]s, user: {token: x}}]
+current-context: kind-%[1]s
+`, name)
+	if err := os.WriteFile(theirs, []byte(own), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(e.env, "KUBECONFIG="+theirs)
+	defer func() {
+		b, err := os.ReadFile(theirs)
+		if err != nil || string(b) != own {
+			t.Errorf("$KUBECONFIG was touched: %q, %v", b, err)
+		}
+		if left, _ := filepath.Glob(theirs + "*.lock"); len(left) > 0 {
+			t.Errorf("lock files left next to $KUBECONFIG: %v", left)
+		}
+	}()
 
 	r := startRun(t, e, append(kindArgs(), "--shell-interval", "1s", "--for", "20m")...)
 	r.waitStderr(t, "ready in", 6*time.Minute)

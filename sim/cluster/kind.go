@@ -154,6 +154,9 @@ func (k *Kind) Kubeconfig() []byte { return k.kubecfg }
 // Version implements Backend.
 func (k *Kind) Version() string { return k.version }
 
+// kubeconfigPath is the cluster's admin kubeconfig. Every kind call that
+// writes or cleans a kubeconfig is given it: with no path kind edits
+// $KUBECONFIG or ~/.kube/config, which are the student's.
 func (k *Kind) kubeconfigPath() string { return filepath.Join(k.opts.RunDir, "admin.kubeconfig") }
 
 // Start implements Backend. On error everything started so far is removed.
@@ -254,7 +257,7 @@ func (k *Kind) removeLeftover() error {
 		return nil
 	}
 	k.opts.Log.Warn("removing a kind cluster left by a previous run", "cluster", k.name)
-	if err := k.provider.Delete(k.name, ""); err != nil {
+	if err := k.provider.Delete(k.name, k.kubeconfigPath()); err != nil {
 		return fmt.Errorf("remove kind cluster %s left by a previous run: %w", k.name, err)
 	}
 	k.removeNetwork()
@@ -330,7 +333,7 @@ func (k *Kind) removeOrphans() {
 		}
 		if slices.Contains(names, e.Name()) {
 			k.opts.Log.Warn("removing a kind cluster whose state dir is gone", "cluster", e.Name(), "state", root)
-			if err := k.provider.Delete(e.Name(), ""); err != nil {
+			if err := k.provider.Delete(e.Name(), k.kubeconfigPath()); err != nil {
 				k.opts.Log.Warn("orphaned kind cluster not removed", "cluster", e.Name(), "err", err)
 				continue
 			}
