@@ -79,6 +79,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer os.RemoveAll(filepath.Dir(self))
 	root, err := os.MkdirTemp("", "rlab-sandbox-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -124,6 +125,7 @@ func buildRlab() (string, error) {
 	bin := filepath.Join(dir, "rlab")
 	out, err := execCommand("go", "build", "-o", bin, "../../cmd/rlab")
 	if err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("build rlab: %w\n%s", err, out)
 	}
 	return bin, nil
