@@ -406,7 +406,14 @@ func TestWatchOwnedOff(t *testing.T) {
 			waitEvent(t, "first reconcile of the new leader", func(e trace.Event) bool {
 				return e.Source == leader && e.Kind == trace.ReconcileEnd && e.Time.After(since)
 			})
-			eventually(t, time.Minute, "2/2 before the edit", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
+			// The Deployment, not the Echo's status: with the watch off that
+			// status is only as fresh as the last reconcile, and on a real
+			// kubelet a Pod still terminating from an earlier test can have
+			// made it 1/2 just then (kwok deletes Pods at once).
+			eventually(t, time.Minute, "Deployment 2/2 before the edit", func(sn world.Snapshot) bool {
+				e := echoOf(sn, st, sandbox.SampleName)
+				return e != nil && e.Deployment != nil && e.Deployment.Replicas == 2 && e.Deployment.ReadyReplicas == 2
+			})
 			if err := sb.ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
