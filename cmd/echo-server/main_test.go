@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 func TestAnswersEveryPathWithText(t *testing.T) {
@@ -85,21 +87,21 @@ func TestExitsAtOnceOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var body string
+	if err := simtest.Poll(t.Context(), 20*time.Second, func(ctx context.Context) (bool, error) {
 		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if string(b) != "bye\n" {
-				t.Fatalf("answer %q, want %q", b, "bye\n")
-			}
-			break
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("echo-server never answered on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("echo-server never answered on %s: %v", addr, err)
+	}
+	if body != "bye\n" {
+		t.Fatalf("answer %q, want %q", body, "bye\n")
 	}
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
