@@ -433,7 +433,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 	errs := make([]error, len(p.sb.Styles()))
 	for i, st := range p.sb.Styles() {
 		wg.Go(func() {
-			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).
+			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).
 				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
 		})
 	}
@@ -445,7 +445,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 // an update carrying a resourceVersion that is no longer current must be
 // refused with 409 Conflict.
 func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) error {
-	echoes := p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace())
+	echoes := p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st))
 	old, err := echoes.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

@@ -115,7 +115,7 @@ func who(a Args) string {
 
 // nsView is what the world sees in st's namespace (empty if nothing).
 func nsView(v View, st style.Style) *world.NamespaceView {
-	if ns := v.Snapshot.Namespaces[st.Namespace()]; ns != nil {
+	if ns := v.Snapshot.Style(st); ns != nil {
 		return ns
 	}
 	return &world.NamespaceView{}
@@ -145,7 +145,7 @@ func deploymentOf(v View, st style.Style, name string) *world.DeploymentView {
 func eventsOf(v View, st style.Style, kind trace.Kind, match func(trace.Event) bool) []trace.Event {
 	var out []trace.Event
 	for _, e := range v.kind(kind) {
-		if (e.Namespace == st.Namespace() || e.Namespace == "" && e.Style() == st) && (match == nil || match(e)) {
+		if (style.FromNamespace(e.Namespace) == st || e.Namespace == "" && e.Style() == st) && (match == nil || match(e)) {
 			out = append(out, e)
 		}
 	}

@@ -74,7 +74,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	holders = map[style.Style]string{}
 	sn := p.sb.World().Snapshot()
 	for _, st := range p.sb.Styles() {
-		if ns := sn.Namespaces[st.Namespace()]; ns != nil && ns.Lease != nil {
+		if ns := sn.Style(st); ns != nil && ns.Lease != nil {
 			holders[st] = ns.Lease.Holder
 		}
 	}

@@ -220,10 +220,10 @@ func (s *Session) show(i int) {
 	st := SessionState{
 		Version: s.st.Version + 1,
 		Lesson:  s.l.Number, Count: len(s.all), Title: s.l.Title,
-		Step: i, Steps: len(s.l.Steps), StepTitle: step.Title, Text: step.Text,
+		Step: i, Steps: len(s.l.Steps), StepTitle: step.Title, Text: s.local(step.Text),
 	}
 	if a := step.Action; a != nil {
-		st.Kubectl, st.Key, st.Note = a.Kubectl, a.Key, a.Note
+		st.Kubectl, st.Key, st.Note = s.local(a.Kubectl), a.Key, s.local(a.Note)
 	}
 	if step.Check != nil {
 		st.Waiting = step.Check.Describe()
@@ -233,6 +233,9 @@ func (s *Session) show(i int) {
 	s.began, s.hold = s.p.Begin()
 	s.watch(s.began)
 }
+
+// local is lesson text in this sandbox's namespaces.
+func (s *Session) local(text string) string { return Localize(text, s.p.sb.Prefix()) }
 
 // watch evaluates the current step's check until it passes (measured from
 // acted), and shows the hint once it is due. Called with the lock held.
@@ -258,7 +261,7 @@ func (s *Session) watch(acted time.Time) {
 		t := time.AfterFunc(step.HintAfter, func() {
 			update(func() {
 				if !s.st.Passed && s.st.Hint == "" {
-					s.st.Hint = step.Hint
+					s.st.Hint = s.local(step.Hint)
 					s.changed()
 				}
 			})

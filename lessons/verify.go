@@ -27,7 +27,7 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style) (bool, 
 	var problems []string
 	for _, st := range styles {
 		name := st.String()
-		ns := sn.Namespaces[st.Namespace()]
+		ns := sn.Style(st)
 		if ns == nil {
 			problems = append(problems, name+": not watched")
 			continue
@@ -121,20 +121,20 @@ func (p *Player) Restore(ctx context.Context) error {
 	}
 	sn := p.sb.World().Snapshot()
 	for _, st := range p.sb.Styles() {
-		ns := sn.Namespaces[st.Namespace()]
+		ns := sn.Style(st)
 		if ns == nil {
 			continue
 		}
 		for echoName := range ns.Echoes {
 			if echoName != sandbox.SampleName {
-				err := p.sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Delete(ctx, echoName, metav1.DeleteOptions{})
+				err := p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).Delete(ctx, echoName, metav1.DeleteOptions{})
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, err)
 				}
 			}
 		}
 		for _, d := range ns.Orphans {
-			err := p.sb.Kube().AppsV1().Deployments(st.Namespace()).Delete(ctx, d.Name, metav1.DeleteOptions{})
+			err := p.sb.Kube().AppsV1().Deployments(p.sb.Namespace(st)).Delete(ctx, d.Name, metav1.DeleteOptions{})
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}

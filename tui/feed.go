@@ -33,7 +33,7 @@ type feed struct {
 	snap    world.Snapshot
 	ver     uint64
 	hasSnap bool
-	podSeen map[string]time.Time // "ns/pod" → first seen
+	podSeen map[string]time.Time // "style/pod" → first seen
 }
 
 func newFeed(o Options, styles []style.Style) *feed {
@@ -132,7 +132,7 @@ func (f *feed) setSnapshot(s world.Snapshot) bool {
 	for ns, v := range s.Namespaces {
 		for _, d := range deploymentsOf(v) {
 			for _, p := range d.Pods {
-				k := ns + "/" + p.Name
+				k := string(style.FromNamespace(ns)) + "/" + p.Name
 				t, ok := f.podSeen[k]
 				switch {
 				case ok:
@@ -214,7 +214,7 @@ func (f *feed) animating(now time.Time) (flashing, moving bool) {
 
 // namespace is a style's namespace in the world, nil if not seen.
 func (f *feed) namespace(st style.Style) *world.NamespaceView {
-	return f.snap.Namespaces[st.Namespace()]
+	return f.snap.Style(st)
 }
 
 // echo is the Echo called name, from the first style (in order) that has it.
@@ -231,9 +231,8 @@ func (f *feed) echo(name string, order ...style.Style) *world.EchoView {
 
 // fresh says whether a pod of style st appeared recently (it fades in).
 func (f *feed) fresh(st style.Style, now time.Time) func(pod string) bool {
-	ns := st.Namespace() + "/"
 	return func(pod string) bool {
-		t, ok := f.podSeen[ns+pod]
+		t, ok := f.podSeen[string(st)+"/"+pod]
 		return ok && !t.IsZero() && now.Sub(t) < freshFor
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -18,6 +19,8 @@ type clusterFlags struct {
 	Backend   string
 	KindImage string
 	Image     string
+	// The existing cluster (--backend kubeconfig) and the namespace prefix.
+	Kubeconfig, Context, Prefix string
 	// kindImageFlag is --kind-image as given on the command line (the
 	// environment's default is not a mistake on envtest, the flag is).
 	kindImageFlag *pflag.Flag
@@ -25,7 +28,12 @@ type clusterFlags struct {
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Backend, "backend", os.Getenv("RLAB_BACKEND"),
-		"cluster to run on: envtest (local binaries, no Docker) or kind (real kubelet and containers; needs Docker) (default envtest, or $RLAB_BACKEND)")
+		"cluster to run on: envtest (local binaries, no Docker), kind (real kubelet and containers; needs Docker) or kubeconfig (an existing cluster, shared) (default envtest, or $RLAB_BACKEND)")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "",
+		"kubeconfig `FILE` of the existing cluster for --backend kubeconfig (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.Context, "context", "", "kubeconfig `CONTEXT` for --backend kubeconfig (default the current context)")
+	fs.StringVar(&f.Prefix, "namespace-prefix", os.Getenv("RLAB_NAMESPACE_PREFIX"),
+		"`PREFIX` of every namespace rlab uses on a shared cluster, e.g. rlab-alice- (default: rlab-<your user name>-, a classroom student's rlab-<student>-; or $RLAB_NAMESPACE_PREFIX)")
 	fs.StringVar(&f.KindImage, "kind-image", os.Getenv("RLAB_KIND_IMAGE"),
 		"kind node `IMAGE` (default: rlab's offline image if `rlab assets build --kind` made it, else kind's published one) (or $RLAB_KIND_IMAGE)")
 	f.kindImageFlag = fs.Lookup("kind-image")
@@ -44,9 +52,18 @@ func (f clusterFlags) apply(o *launch.Options) error {
 	if b != sandbox.BackendKind && f.kindImageFlag != nil && f.kindImageFlag.Changed {
 		return fmt.Errorf("--kind-image %s: only the kind backend has a node image; add --backend kind", f.KindImage)
 	}
-	o.Backend, o.Image = b, f.Image
-	if b == sandbox.BackendKind {
+	if b != sandbox.BackendKubeconfig && (f.Kubeconfig != "" || f.Context != "") {
+		return fmt.Errorf("--kubeconfig and --context name an existing cluster; add --backend kubeconfig")
+	}
+	if _, err := style.ParsePrefix(f.Prefix); err != nil {
+		return fmt.Errorf("--namespace-prefix: %w", err)
+	}
+	o.Backend, o.Image, o.NamespacePrefix = b, f.Image, f.Prefix
+	switch b {
+	case sandbox.BackendKind:
 		o.KindImage = f.KindImage
+	case sandbox.BackendKubeconfig:
+		o.Kubeconfig, o.Context = f.Kubeconfig, f.Context
 	}
 	return nil
 }

@@ -111,15 +111,72 @@ func FromSource(source string) Style {
 	return s
 }
 
-// FromNamespace is the built-in style whose namespace is ns, or "".
+// FromNamespace is the built-in style whose namespace is ns, with or without
+// a shared cluster's prefix ("rlab-alice-echo-shell" is Shell), or "".
 func FromNamespace(ns string) Style {
-	name, ok := strings.CutPrefix(ns, namespacePrefix)
-	if !ok {
-		return ""
+	for _, s := range All() {
+		rest, ok := strings.CutSuffix(ns, s.Namespace())
+		if ok && (rest == "" || strings.HasSuffix(rest, "-")) {
+			return s
+		}
 	}
-	s, err := Parse(name)
-	if err != nil {
-		return ""
+	return ""
+}
+
+// Prefix starts the namespaces of one sandbox on a shared cluster, so that
+// two people on one cluster never collide: "rlab-alice-" puts the shell loop
+// in "rlab-alice-echo-shell". "" (a sandbox's own cluster) is no prefix.
+type Prefix string
+
+// Namespace is style s's namespace under the prefix.
+func (p Prefix) Namespace(s Style) string { return string(p) + s.Namespace() }
+
+// Label is the prefix as a label value (no trailing dash), which marks the
+// namespaces a sandbox created so that a later start can find them.
+func (p Prefix) Label() string { return strings.TrimSuffix(string(p), "-") }
+
+// maxPrefix keeps the longest namespace, Prefix+"echo-clientgo", within
+// the 63 characters of a DNS label.
+const maxPrefix = 63 - len(namespacePrefix+"clientgo")
+
+// ParsePrefix checks a namespace prefix: lower-case letters, digits and
+// dashes, starting with a letter, ending with a dash; "" is no prefix.
+func ParsePrefix(p string) (Prefix, error) {
+	if p == "" {
+		return "", nil
 	}
-	return s
+	if len(p) > maxPrefix {
+		return "", fmt.Errorf("namespace prefix %q is longer than %d characters", p, maxPrefix)
+	}
+	if !strings.HasSuffix(p, "-") {
+		return "", fmt.Errorf("namespace prefix %q must end with a dash, e.g. %q", p, p+"-")
+	}
+	for i, r := range p {
+		ok := r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '-')
+		if !ok {
+			return "", fmt.Errorf("namespace prefix %q: want lower-case letters, digits and dashes, starting with a letter", p)
+		}
+	}
+	return Prefix(p), nil
+}
+
+// UserPrefix derives a prefix from a user name: "Alice.B" gives "rlab-alice-b-".
+func UserPrefix(user string) Prefix {
+	var b strings.Builder
+	for _, r := range strings.ToLower(user) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if name == "" {
+		name = "user"
+	}
+	if max := maxPrefix - len("rlab--"); len(name) > max {
+		name = strings.TrimRight(name[:max], "-")
+	}
+	return Prefix("rlab-" + name + "-")
 }

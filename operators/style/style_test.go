@@ -1,6 +1,9 @@
 package style
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNames(t *testing.T) {
 	tests := []struct {
@@ -80,6 +83,69 @@ func TestFromSource(t *testing.T) {
 	for src, want := range tests {
 		if got := FromSource(src); got != want {
 			t.Errorf("FromSource(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+func TestPrefix(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr bool
+		ns      string // the clientgo namespace
+	}{
+		{"", false, "echo-clientgo"},
+		{"rlab-alice-", false, "rlab-alice-echo-clientgo"},
+		{"s1-", false, "s1-echo-clientgo"},
+		{"rlab-alice", true, ""},                  // no dash at the end
+		{"Rlab-", true, ""},                       // upper case
+		{"1rlab-", true, ""},                      // starts with a digit
+		{"rlab_a-", true, ""},                     // underscore
+		{strings.Repeat("a", 50) + "-", true, ""}, // too long for a DNS label
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			p, err := ParsePrefix(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParsePrefix(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			ns := p.Namespace(ClientGo)
+			if ns != tt.ns {
+				t.Errorf("Namespace = %q, want %q", ns, tt.ns)
+			}
+			if len(ns) > 63 {
+				t.Errorf("namespace %q is longer than a DNS label", ns)
+			}
+			if got := FromNamespace(ns); got != ClientGo {
+				t.Errorf("FromNamespace(%q) = %q, want clientgo", ns, got)
+			}
+		})
+	}
+}
+
+func TestUserPrefix(t *testing.T) {
+	tests := []struct{ user, want string }{
+		{"alice", "rlab-alice-"},
+		{"Alice.B", "rlab-alice-b-"},
+		{"system:serviceaccount:rlab-classroom:s1", "rlab-system-serviceaccount-rlab-classroom-s1-"},
+		{"", "rlab-user-"},
+		{"___", "rlab-user-"},
+		{strings.Repeat("x", 80), "rlab-" + strings.Repeat("x", maxPrefix-len("rlab--")) + "-"},
+	}
+	for _, tt := range tests {
+		got := UserPrefix(tt.user)
+		if string(got) != tt.want {
+			t.Errorf("UserPrefix(%q) = %q, want %q", tt.user, got, tt.want)
+		}
+		if _, err := ParsePrefix(string(got)); err != nil {
+			t.Errorf("UserPrefix(%q) = %q is not a valid prefix: %v", tt.user, got, err)
+		}
+	}
+	for _, ns := range []string{"xecho-shell", "echo-shellx", "default"} {
+		if got := FromNamespace(ns); got != "" {
+			t.Errorf("FromNamespace(%q) = %q, want none", ns, got)
 		}
 	}
 }

@@ -42,12 +42,20 @@ func ServiceAccount(ctx context.Context, admin *rest.Config, namespace, name str
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Read first: in a classroom the account was prepared, and a student
+	// may read it but not create one.
+	sas := cs.CoreV1().ServiceAccounts(namespace)
+	if _, err = sas.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		if _, err = sas.Create(ctx, sa, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("service account %s/%s: %w", namespace, name, err)
 	}
 	ttl := int64(TokenTTL / time.Second)
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	tr, err := sas.CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -190,7 +190,7 @@ func (k *Kind) Start(ctx context.Context) (err error) {
 	if err := k.step("echo crd", func() error { return installEchoCRD(ctx, k.cfg, k.poll) }); err != nil {
 		return err
 	}
-	if err := k.step("gc watches echo", func() error { return waitGCWatchesEcho(ctx, k.cfg, k.poll) }); err != nil {
+	if err := k.step("gc watches echo", func() error { return waitGCWatchesEcho(ctx, k.cfg, metav1.NamespaceDefault, k.poll) }); err != nil {
 		return err
 	}
 	return k.step("node ready", func() error { return k.readyNodes(ctx) })
@@ -483,9 +483,9 @@ func (k *Kind) readyNodes(ctx context.Context) error {
 // owns. It learns resource types at start and re-syncs every 30 s; on kind
 // the Echo CRD arrives after it started, and until it re-syncs, deleting an
 // Echo would leave its Deployment behind. Probe: a throwaway Echo owning a
-// ConfigMap, deleted; ready when the ConfigMap is gone.
-func waitGCWatchesEcho(ctx context.Context, cfg *rest.Config, poll pollFunc) error {
-	const ns, name = metav1.NamespaceDefault, "rlab-gc-probe"
+// ConfigMap in namespace ns, deleted; ready when the ConfigMap is gone.
+func waitGCWatchesEcho(ctx context.Context, cfg *rest.Config, ns string, poll pollFunc) error {
+	const name = "rlab-gc-probe"
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)

@@ -92,3 +92,9 @@ func NodeReady(n *corev1.Node) bool {
 	}
 	return ready
 }
+
+// Poll calls cond every 25 ms until it is true, ctx ends or timeout passes;
+// its error names what it waited for, and cond's last error.
+func Poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	return poll(ctx, timeout, what, nil, cond)
+}

@@ -80,7 +80,7 @@ func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
 
 // echoes is the admin client of a style's Echoes.
 func (s *Sandbox) echoes(st style.Style) dynamic.ResourceInterface {
-	return s.admin.dyn.Resource(echov1.Resource).Namespace(st.Namespace())
+	return s.admin.dyn.Resource(echov1.Resource).Namespace(s.Namespace(st))
 }
 
 func (s *Sandbox) patchEcho(ctx context.Context, name string, spec map[string]any) error {
@@ -107,7 +107,7 @@ func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas
 	return s.everyStyle(func(st style.Style) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
-			"metadata": map[string]any{"name": name, "namespace": st.Namespace()},
+			"metadata": map[string]any{"name": name, "namespace": s.Namespace(st)},
 			"spec":     map[string]any{"message": message, "replicas": int64(replicas)},
 		}}
 		_, err := s.echoes(st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
@@ -164,7 +164,7 @@ func (s *Sandbox) ResetRole(ctx context.Context, st style.Style) error {
 // "", has edit change it, and writes it back.
 func (s *Sandbox) editRole(ctx context.Context, only style.Style, edit func(style.Style, *rbacv1.Role) error) error {
 	return s.forStyles(only, func(st style.Style) error {
-		roles := s.admin.kube.RbacV1().Roles(st.Namespace())
+		roles := s.admin.kube.RbacV1().Roles(s.Namespace(st))
 		role, err := roles.Get(ctx, RoleName, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("role of %s: %w", st, err)
@@ -188,14 +188,14 @@ func (s *Sandbox) forStyles(only style.Style, fn func(st style.Style) error) err
 // DeleteDeployment deletes Echo name's Deployment by hand (drift).
 func (s *Sandbox) DeleteDeployment(ctx context.Context, only style.Style, name string) error {
 	return s.forStyles(only, func(st style.Style) error {
-		return s.admin.kube.AppsV1().Deployments(st.Namespace()).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+		return s.admin.kube.AppsV1().Deployments(s.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 	})
 }
 
 // ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
 func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error {
 	return s.forStyles(only, func(st style.Style) error {
-		_, err := s.admin.kube.AppsV1().Deployments(st.Namespace()).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
+		_, err := s.admin.kube.AppsV1().Deployments(s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
 			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
 		return err
 	})
@@ -203,7 +203,7 @@ func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name st
 
 // Leader returns the replica ("clientgo/a") holding a style's Lease.
 func (s *Sandbox) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
-	l, err := s.admin.kube.CoordinationV1().Leases(st.Namespace()).Get(ctx, echo.LeaseName, metav1.GetOptions{})
+	l, err := s.admin.kube.CoordinationV1().Leases(s.Namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
 	}

@@ -144,7 +144,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 				var d time.Duration
 				err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 					for _, e := range events.Of(trace.DriftRepaired) {
-						if e.Namespace == st.Namespace() && e.Time.After(t0) {
+						if e.Namespace == sb.Namespace(st) && e.Time.After(t0) {
 							d = e.Time.Sub(t0)
 							return true, nil
 						}
@@ -285,10 +285,10 @@ func BenchmarkEchoGC(b *testing.B) {
 			err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 				sn := sb.World().Snapshot()
 				for _, st := range style.All() {
-					if done[st] || echoOf(sn, st, name) != nil || len(sn.Namespaces[st.Namespace()].Orphans) > 0 {
+					if done[st] || echoOf(sn, st, name) != nil || len(sn.Style(st).Orphans) > 0 {
 						continue
 					}
-					pods, err := sb.Kube().CoreV1().Pods(st.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+					pods, err := sb.Kube().CoreV1().Pods(sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 					if err == nil && len(pods.Items) == 0 {
 						done[st] = true
 						got[st] = append(got[st], time.Since(t0))

@@ -37,10 +37,17 @@ import (
 // One sandbox with all three styles runs every test here, against the real
 // control plane, as the student would see it. The shell loop polls every
 // second instead of five to keep the suite short. The backend is envtest, or
-// kind with RLAB_TEST_BACKEND=kind (make test runs the package both ways).
+// kind with RLAB_TEST_BACKEND=kind, or with RLAB_TEST_BACKEND=kubeconfig an
+// existing cluster that TestMain starts first (envtest, or kind with
+// RLAB_TEST_HOST=kind), shared through a namespace prefix. make test runs
+// the package every way.
 // On envtest the pods run testImage, not the default (nothing is pulled): the
 // setting must reach every replica and the world. kind runs its default.
 const testImage = "rlab.local/echo-server:v1"
+
+// testPrefix starts the namespaces of the sandbox under test on a shared
+// cluster (RLAB_TEST_BACKEND=kubeconfig).
+const testPrefix = "rlab-test-"
 
 var (
 	sb     *sandbox.Sandbox
@@ -58,7 +65,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_BACKEND:", err)
 		return 1
 	}
-	if backend == sandbox.BackendKind {
+	// RLAB_TEST_HOST=kind: with RLAB_TEST_BACKEND=kubeconfig, the shared
+	// cluster is a kind cluster, not envtest.
+	hostBackend, err := sandbox.ParseBackend(os.Getenv("RLAB_TEST_HOST"))
+	if err != nil || hostBackend == sandbox.BackendKubeconfig {
+		fmt.Fprintln(os.Stderr, "RLAB_TEST_HOST: want envtest or kind")
+		return 1
+	}
+	if backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig && hostBackend == sandbox.BackendKind {
 		if code, ok := kindtest.Main(); !ok {
 			return code
 		}
@@ -89,15 +103,35 @@ func run(m *testing.M) int {
 	if backend == sandbox.BackendKind {
 		image = "" // real containers: the backend's default, the one its node has
 	}
-	b := bus.New()
-	go events.Run(context.Background(), b.Subscribe(1<<18))
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sb, err = sandbox.Start(ctx, sandbox.Options{
+	opts := sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
-		Styles: style.All(), ShellInterval: time.Second, Sample: true, Bus: b,
+		Styles: style.All(), ShellInterval: time.Second, Sample: true,
 		Backend: backend, KindImage: kindtest.Image(), Image: image,
-	})
+	}
+	if backend == sandbox.BackendKubeconfig {
+		// "The existing cluster" is a sandbox of its own with no
+		// operators, in another state dir; the sandbox under test shares
+		// it through a kubeconfig and a namespace prefix.
+		host, err := sandbox.Start(ctx, sandbox.Options{
+			State: state.Dir{Root: filepath.Join(root, "host")}, Assets: dir, Self: self,
+			Backend: hostBackend, KindImage: kindtest.Image(),
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "start the host cluster:", err, "logs in", filepath.Join(root, "host", "logs"))
+			return 1
+		}
+		defer func() { _ = host.Stop() }()
+		opts.Kubeconfig, opts.NamespacePrefix = host.Kubeconfig(), testPrefix
+		if hostBackend == sandbox.BackendKind {
+			opts.Image = host.Image() // what its node has
+		}
+	}
+	b := bus.New()
+	go events.Run(context.Background(), b.Subscribe(1<<18))
+	opts.Bus = b
+	sb, err = sandbox.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
 		return 1
@@ -139,7 +173,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(worl
 }
 
 func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
-	ns := sn.Namespaces[st.Namespace()]
+	ns := sn.Style(st)
 	if ns == nil {
 		return nil
 	}
@@ -160,7 +194,7 @@ func converged(st style.Style, name string, replicas int32, message string) func
 
 func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 	t.Helper()
-	d, err := sb.Kube().AppsV1().Deployments(st.Namespace()).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
+	d, err := sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +203,7 @@ func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 
 func getEcho(t *testing.T, st style.Style, name string) *echov1.Echo {
 	t.Helper()
-	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Get(t.Context(), name, metav1.GetOptions{})
+	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sb.Namespace(st)).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +266,7 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				// The world saw the delete (drift) and then the new Deployment.
 				waitEvent(t, "drift.repaired (deleted)", func(e trace.Event) bool {
-					return e.Kind == trace.DriftRepaired && e.Namespace == st.Namespace() &&
+					return e.Kind == trace.DriftRepaired && e.Namespace == sb.Namespace(st) &&
 						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftDeleted
 				})
 				eventually(t, time.Minute, "recreated 4/4", converged(st, name, 4, "xin chào, second"))
@@ -240,7 +274,7 @@ func TestConformance(t *testing.T) {
 		{"deployment scaled by hand: restored", func() error { return sb.ScaleDeployment(ctx, "", name, 1) },
 			func(t *testing.T, st style.Style) {
 				waitEvent(t, "drift.repaired (replicas)", func(e trace.Event) bool {
-					return e.Kind == trace.DriftRepaired && e.Namespace == st.Namespace() &&
+					return e.Kind == trace.DriftRepaired && e.Namespace == sb.Namespace(st) &&
 						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftReplicas
 				})
 				eventually(t, time.Minute, "scaled back to 4", converged(st, name, 4, "xin chào, second"))
@@ -263,10 +297,10 @@ func TestConformance(t *testing.T) {
 		{"echo deleted: children collected by GC", func() error { return sb.DeleteEcho(ctx, name) },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "echo and deployment gone", func(sn world.Snapshot) bool {
-					ns := sn.Namespaces[st.Namespace()]
+					ns := sn.Style(st)
 					return echoOf(sn, st, name) == nil && len(ns.Orphans) == 0
 				})
-				ns := st.Namespace()
+				ns := sb.Namespace(st)
 				simtest.Eventually(t, time.Minute, "pods collected", func(ctx context.Context) (bool, error) {
 					pods, err := sb.Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 					return err == nil && len(pods.Items) == 0, err
@@ -307,7 +341,7 @@ func TestSameDeploymentSpec(t *testing.T) {
 func eventsOf(kind trace.Kind, st style.Style, echoName string) []trace.Event {
 	var out []trace.Event
 	for _, e := range events.All() {
-		if e.Kind == kind && e.Namespace == st.Namespace() && (e.Str(trace.FieldEcho) == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
+		if e.Kind == kind && e.Namespace == sb.Namespace(st) && (e.Str(trace.FieldEcho) == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
 			out = append(out, e)
 		}
 	}
@@ -316,7 +350,7 @@ func eventsOf(kind trace.Kind, st style.Style, echoName string) []trace.Event {
 
 func hasEvent(kind trace.Kind, st style.Style, object string) bool {
 	for _, e := range events.All() {
-		if e.Kind == kind && e.Namespace == st.Namespace() && e.Object == object {
+		if e.Kind == kind && e.Namespace == sb.Namespace(st) && e.Object == object {
 			return true
 		}
 	}
@@ -430,7 +464,7 @@ func TestWatchOwnedOff(t *testing.T) {
 				}
 			}
 			// Touch the Echo (only this style's): now the drift is repaired.
-			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(st.Namespace()).Patch(ctx, sandbox.SampleName,
+			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sb.Namespace(st)).Patch(ctx, sandbox.SampleName,
 				types.MergePatchType, []byte(`{"metadata":{"annotations":{"rlab/touch":"`+time.Now().Format("150405.000")+`"}}}`), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -450,9 +484,9 @@ func TestRBAC(t *testing.T) {
 		for _, other := range style.All() {
 			t.Run(st.String()+" in "+other.String(), func(t *testing.T) {
 				cfg := rest.CopyConfig(sb.Backend().Config())
-				cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(st.Namespace(), st.Operator())}
+				cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(sb.Namespace(st), st.Operator())}
 				cs := kubernetes.NewForConfigOrDie(cfg)
-				_, err := cs.AppsV1().Deployments(other.Namespace()).List(t.Context(), metav1.ListOptions{})
+				_, err := cs.AppsV1().Deployments(sb.Namespace(other)).List(t.Context(), metav1.ListOptions{})
 				if st == other && err != nil {
 					t.Fatalf("own namespace: %v", err)
 				}

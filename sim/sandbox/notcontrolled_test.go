@@ -27,11 +27,11 @@ func TestNotControlledByUs(t *testing.T) {
 	// A Deployment made by hand in every style's namespace, owned by nobody.
 	for _, st := range style.All() {
 		theirs := echo.DesiredDeployment(&echov1.Echo{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: st.Namespace()},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace(st)},
 			Spec:       echov1.EchoSpec{Message: "made by hand", Replicas: 1},
 		}, "by-hand", sb.Image())
 		theirs.OwnerReferences = nil
-		if _, err := sb.Kube().AppsV1().Deployments(st.Namespace()).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		if _, err := sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,7 +39,7 @@ func TestNotControlledByUs(t *testing.T) {
 		ctx := context.Background()
 		_ = sb.DeleteEcho(ctx, name)
 		for _, st := range style.All() {
-			_ = sb.Kube().AppsV1().Deployments(st.Namespace()).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+			_ = sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 		}
 	})
 	if err := sb.CreateEcho(ctx, name, "mine?", 2); err != nil {
@@ -49,7 +49,7 @@ func TestNotControlledByUs(t *testing.T) {
 	for _, st := range style.All() {
 		t.Run(st.String(), func(t *testing.T) {
 			simtest.Eventually(t, time.Minute, "a Warning "+echo.ReasonNotControlled+" Event on Echo "+name, func(ctx context.Context) (bool, error) {
-				evs, err := sb.Kube().CoreV1().Events(st.Namespace()).List(ctx, metav1.ListOptions{
+				evs, err := sb.Kube().CoreV1().Events(sb.Namespace(st)).List(ctx, metav1.ListOptions{
 					FieldSelector: "involvedObject.name=" + name + ",reason=" + echo.ReasonNotControlled})
 				if err != nil {
 					return false, err
@@ -64,7 +64,7 @@ func TestNotControlledByUs(t *testing.T) {
 			// The operator has reconciled (and failed) at least once: had it
 			// written the Deployment, it would have by now.
 			waitEvent(t, st.String()+" reconcile.end error for "+name, func(e trace.Event) bool {
-				return e.Kind == trace.ReconcileEnd && e.Namespace == st.Namespace() && e.Object == "Echo/"+name &&
+				return e.Kind == trace.ReconcileEnd && e.Namespace == sb.Namespace(st) && e.Object == "Echo/"+name &&
 					e.Str(trace.FieldResult) == trace.ResultError
 			})
 			d := deployment(t, st, name)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -61,39 +62,64 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 	return r
 }
 
+// OperatorRules are style st's least-privilege rules, for whoever prepares
+// its namespaces ahead of time (`rlab classroom prepare`).
+func OperatorRules(st style.Style) []rbacv1.PolicyRule { return rules(st) }
+
 // RoleName is the Role (and RoleBinding) of a style in its namespace.
 const RoleName = "echo-operator"
 
-// setupStyle creates a style's namespace, its operator's ServiceAccount
-// (the identity every replica runs as), Role and RoleBinding.
-func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, st style.Style) (*cluster.Identity, error) {
-	ns := st.Namespace()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("namespace %s: %w", ns, err)
+// setupStyle gives a style its namespace ns, its operator's ServiceAccount
+// (the identity every replica runs as), Role and RoleBinding. Each is read
+// first and only created (or, for the Role, reset) when missing or changed:
+// in a classroom the instructor made them and a student may only read and
+// update them. owned says whether the namespace was created here (labels
+// mark it); on a shared cluster only an owned namespace is deleted at exit.
+func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, ns string, labels map[string]string, st style.Style) (id *cluster.Identity, owned bool, err error) {
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
+		metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		owned = true
+	case apierrors.IsAlreadyExists(err), apierrors.IsForbidden(err):
+		// Prepared by an administrator (Forbidden: a student may not
+		// create namespaces), or made by the cluster's owner: use it.
+	default:
+		return nil, false, fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	id, err := cluster.ServiceAccount(ctx, admin, ns, st.Operator())
-	if err != nil {
-		return nil, err
+	if id, err = cluster.ServiceAccount(ctx, admin, ns, st.Operator()); err != nil {
+		return nil, owned, err
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns}, Rules: rules(st)}
-	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("role in %s: %w", ns, err)
+	got, err := cs.RbacV1().Roles(ns).Get(ctx, RoleName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
+	case err == nil && !equality.Semantic.DeepEqual(got.Rules, role.Rules):
+		// A lesson of an earlier run changed it: start least-privileged.
+		got.Rules = role.Rules
+		_, err = cs.RbacV1().Roles(ns).Update(ctx, got, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return nil, owned, fmt.Errorf("role in %s: %w", ns, err)
 	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RoleName},
 		Subjects:   []rbacv1.Subject{id.Subject},
 	}
-	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("rolebinding in %s: %w", ns, err)
+	if _, err = cs.RbacV1().RoleBindings(ns).Get(ctx, RoleName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{})
 	}
-	return id, nil
+	if err != nil {
+		return nil, owned, fmt.Errorf("rolebinding in %s: %w", ns, err)
+	}
+	return id, owned, nil
 }
 
 // replicaArgs is the command line of one replica.
 func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (string, []string) {
-	ns := st.Namespace()
+	ns := s.Namespace(st)
 	if st == style.Shell {
 		return "bash", []string{s.shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
 			"--interval", strconv.Itoa(int(s.opts.ShellInterval / time.Second)),
@@ -140,7 +166,7 @@ func (s *Sandbox) startOperators() error {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}
 			s.proxies[name] = p
-			kc, err := p.Kubeconfig(st.Namespace())
+			kc, err := p.Kubeconfig(s.Namespace(st))
 			if err != nil {
 				return err
 			}

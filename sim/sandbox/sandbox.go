@@ -50,18 +50,26 @@ type Options struct {
 	// Bus receives every trace event; a new one if nil.
 	Bus *bus.Bus
 
-	// Backend is the cluster to run on: BackendEnvtest (default) or BackendKind.
+	// Backend is the cluster to run on: BackendEnvtest (default),
+	// BackendKind or BackendKubeconfig.
 	Backend string
 	// KindImage is the kind node image; "" lets the kind backend choose.
 	KindImage string
+	// Kubeconfig and Context name the existing cluster of BackendKubeconfig
+	// ("": $KUBECONFIG or ~/.kube/config, and its current context).
+	Kubeconfig, Context string
+	// NamespacePrefix starts every namespace the sandbox uses; on
+	// BackendKubeconfig "" derives one from the user (cluster.DefaultPrefix).
+	NamespacePrefix string
 	// Note, if set, is told of things worth a line to the user.
 	Note func(string)
 }
 
 // Backends a sandbox runs on.
 const (
-	BackendEnvtest = "envtest" // local binaries, no Docker, kwok's fake kubelet
-	BackendKind    = "kind"    // a kind cluster: real kubelet and containers
+	BackendEnvtest    = "envtest"    // local binaries, no Docker, kwok's fake kubelet
+	BackendKind       = "kind"       // a kind cluster: real kubelet and containers
+	BackendKubeconfig = "kubeconfig" // an existing cluster, shared with others
 )
 
 // ParseBackend checks a backend name; "" is the default, envtest.
@@ -69,10 +77,10 @@ func ParseBackend(name string) (string, error) {
 	switch name {
 	case "":
 		return BackendEnvtest, nil
-	case BackendEnvtest, BackendKind:
+	case BackendEnvtest, BackendKind, BackendKubeconfig:
 		return name, nil
 	}
-	return "", fmt.Errorf("unknown backend %q: use %s or %s", name, BackendEnvtest, BackendKind)
+	return "", fmt.Errorf("unknown backend %q: use %s, %s or %s", name, BackendEnvtest, BackendKind, BackendKubeconfig)
 }
 
 // Sample Echo created at start.
@@ -94,7 +102,12 @@ type Sandbox struct {
 	proxies map[string]*proxy.Proxy
 	// identities are the operators' ServiceAccounts, one per style.
 	identities map[style.Style]*cluster.Identity
-	cancel     context.CancelFunc // stops the world's informers
+	// prefix starts the style namespaces; shared says the cluster outlives
+	// the sandbox, and owned lists the namespaces it created there.
+	prefix style.Prefix
+	shared bool
+	owned  []string
+	cancel context.CancelFunc // stops the world's informers
 
 	shellScript, shellKubectl string
 	// Reaped lists processes a previous, killed run had left behind.
@@ -156,19 +169,27 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	// envtest writes temp files of its own (webhook serving certs) that a
 	// killed run cannot remove; kept under the run dir, the next start does.
 	tmp := filepath.Join(opts.State.Run(), "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
+	for _, d := range []string{tmp, opts.State.Logs()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
 	}
 	s.oldTmp, s.hadTmp = os.LookupEnv("TMPDIR")
 	s.setTmp = true
 	if err := os.Setenv("TMPDIR", tmp); err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	if s.backend, err = newBackend(opts); err != nil {
+	if s.prefix, err = style.ParsePrefix(opts.NamespacePrefix); err != nil {
+		return nil, err
+	}
+	if s.backend, err = newBackend(opts, s.prefix); err != nil {
 		return nil, err
 	}
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
+	}
+	if sh, ok := s.backend.(sharedCluster); ok {
+		s.shared, s.prefix = true, sh.Prefix()
 	}
 	s.opts.Image = workloadImage(s.backend, opts.Image)
 	if err := s.startEngine(ctx); err != nil {
@@ -199,11 +220,21 @@ func workloadImage(b cluster.Backend, asked string) string {
 // workloadImager is a backend with a default Echo image of its own.
 type workloadImager interface{ WorkloadImage(fallback string) string }
 
+// sharedCluster is a backend whose cluster others use too: the sandbox
+// works in its prefix's namespaces and removes them itself.
+type sharedCluster interface{ Prefix() style.Prefix }
+
 // newBackend makes the (unstarted) cluster backend opts ask for.
-func newBackend(opts Options) (cluster.Backend, error) {
+func newBackend(opts Options, prefix style.Prefix) (cluster.Backend, error) {
 	name, err := ParseBackend(opts.Backend)
 	if err != nil {
 		return nil, err
+	}
+	if name == BackendKubeconfig {
+		return cluster.NewExisting(cluster.ExistingOptions{
+			Path: opts.Kubeconfig, Context: opts.Context, Prefix: prefix,
+			Log: opts.Log, Progress: opts.Progress,
+		}), nil
 	}
 	if name == BackendKind {
 		return cluster.NewKind(cluster.KindOptions{
@@ -238,10 +269,27 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	if len(s.opts.Styles) == 0 {
 		return nil
 	}
-	var nss []string
+	if s.shared {
+		t0 := time.Now()
+		if err := s.removeLeftovers(ctx); err != nil {
+			return err
+		}
+		s.phase("namespaces "+string(s.prefix)+"*", time.Since(t0))
+	}
+	var (
+		nss    []string
+		labels map[string]string
+	)
+	if s.shared {
+		labels = cluster.OwnedLabels(s.prefix)
+	}
 	for _, st := range s.opts.Styles {
-		nss = append(nss, st.Namespace())
-		id, err := setupStyle(ctx, s.backend.Config(), admin.kube, st)
+		ns := s.Namespace(st)
+		nss = append(nss, ns)
+		id, owned, err := setupStyle(ctx, s.backend.Config(), admin.kube, ns, labels, st)
+		if owned {
+			s.owned = append(s.owned, ns)
+		}
 		if err != nil {
 			return err
 		}
@@ -287,7 +335,7 @@ func (s *Sandbox) podTrouble() string {
 	defer cancel()
 	var out strings.Builder
 	for _, st := range s.opts.Styles {
-		pods, err := s.admin.kube.CoreV1().Pods(st.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+		pods, err := s.admin.kube.CoreV1().Pods(s.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 		if err != nil {
 			continue
 		}
@@ -306,7 +354,7 @@ func (s *Sandbox) podTrouble() string {
 // allReady is true when every style's Echo name reports status want.
 func (s *Sandbox) allReady(sn world.Snapshot, name, want string) bool {
 	for _, st := range s.opts.Styles {
-		ns := sn.Namespaces[st.Namespace()]
+		ns := sn.Style(st)
 		if ns == nil || ns.Echoes[name] == nil || ns.Echoes[name].Ready != want {
 			return false
 		}
@@ -339,6 +387,12 @@ func (s *Sandbox) Supervisor() *supervisor.Supervisor { return s.super }
 // Proxy is a replica's counting proxy, by "<style>/<replica>".
 func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
 
+// Namespace is the namespace of style st: its prefix, then "echo-<style>".
+func (s *Sandbox) Namespace(st style.Style) string { return s.prefix.Namespace(st) }
+
+// Prefix starts every style namespace ("" on a sandbox's own cluster).
+func (s *Sandbox) Prefix() style.Prefix { return s.prefix }
+
 // Styles are the styles running.
 func (s *Sandbox) Styles() []style.Style { return s.opts.Styles }
 
@@ -366,6 +420,11 @@ func (s *Sandbox) Stop() error {
 	if s.cancel != nil {
 		s.cancel()
 		s.cancel = nil
+	}
+	if s.shared && s.admin != nil {
+		// Only now: the operators are gone and cannot recreate anything.
+		errs = append(errs, s.removeOwn())
+		s.shared = false
 	}
 	if s.backend != nil {
 		errs = append(errs, s.backend.Stop())

@@ -1,6 +1,8 @@
 package world
 
 import (
+	"github.com/kkloud/rlab/operators/style"
+
 	"cmp"
 	"maps"
 	"slices"
@@ -20,6 +22,20 @@ import (
 
 // Snapshot is the model at one instant: one view per watched namespace.
 type Snapshot struct{ Namespaces map[string]*NamespaceView }
+
+// Style is style st's namespace, whatever its prefix, nil if not seen. A
+// world watches one sandbox's namespaces, so there is at most one.
+func (s Snapshot) Style(st style.Style) *NamespaceView {
+	if ns := s.Namespaces[st.Namespace()]; ns != nil {
+		return ns
+	}
+	for name, ns := range s.Namespaces {
+		if style.FromNamespace(name) == st {
+			return ns
+		}
+	}
+	return nil
+}
 
 // NamespaceView is one namespace's tree.
 type NamespaceView struct {

@@ -47,10 +47,14 @@ type Options struct {
 	Screen bool
 	// Follow, if set, is the lesson the screen follows: Start makes Guide.
 	Follow *Follow
-	// Backend is the cluster: sandbox.BackendEnvtest (default) or
-	// sandbox.BackendKind; KindImage its node image ("" lets it choose).
-	Backend   string
-	KindImage string
+	// Backend is the cluster: sandbox.BackendEnvtest (default),
+	// sandbox.BackendKind or sandbox.BackendKubeconfig; KindImage kind's
+	// node image ("" lets it choose); Kubeconfig and Context the existing
+	// cluster's; NamespacePrefix starts the sandbox's namespaces.
+	Backend             string
+	KindImage           string
+	Kubeconfig, Context string
+	NamespacePrefix     string
 	// Image is what Echo pods run; "" lets the sandbox pick the backend's
 	// default (sandbox.Options.Image).
 	Image string
@@ -161,6 +165,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
 		Styles: o.Styles, ShellInterval: o.ShellInterval, Sample: o.Sample,
 		Backend: o.Backend, KindImage: o.KindImage, Image: o.Image, Note: o.Report.Note,
+		Kubeconfig: o.Kubeconfig, Context: o.Context, NamespacePrefix: o.NamespacePrefix,
 	})
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err
@@ -177,13 +182,13 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 }
 
 // ensureAssets finds the control plane, building it if it is missing, and
-// reports the build as a phase. On kind only kubectl is needed (the shell
-// operator's): the cluster is the node image's.
+// reports the build as a phase. On kind and an existing cluster only kubectl
+// is needed (the shell operator's): the cluster is not rlab's to run.
 func ensureAssets(ctx context.Context, backend string, r Report) (string, error) {
 	t0 := time.Now()
 	w := &countWriter{w: r.Build}
 	names := assets.Binaries
-	if backend == sandbox.BackendKind {
+	if backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig {
 		names = []string{"kubectl"}
 	}
 	dir, err := assets.EnsureOnly(ctx, os.Getenv, w, names...)

@@ -109,6 +109,8 @@ func BackendLabel(backend string) string {
 		return sandbox.BackendEnvtest
 	case sandbox.BackendKind:
 		return "kind " + cluster.KindVersion() + " · Kubernetes"
+	case sandbox.BackendKubeconfig:
+		return "existing cluster · Kubernetes"
 	}
 	return backend
 }
@@ -117,8 +119,11 @@ func BackendLabel(backend string) string {
 // it will run if that is known: envtest's is the control plane built here;
 // kind's depends on the node image it picks.
 func BackendTitle(backend string) string {
-	if backend == sandbox.BackendKind {
+	switch backend {
+	case sandbox.BackendKind:
 		return "kind " + cluster.KindVersion()
+	case sandbox.BackendKubeconfig:
+		return "an existing cluster"
 	}
 	return sandbox.BackendEnvtest + " " + assets.KubeVersion
 }

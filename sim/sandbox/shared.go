@@ -1,0 +1,210 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/cluster"
+)
+
+// On a shared cluster (BackendKubeconfig) the sandbox cleans up after itself
+// one object at a time, and touches nothing outside its prefix: namespaces it
+// created carry cluster.OwnedLabels and are deleted whole; namespaces someone
+// prepared for it (a classroom) are only emptied of what rlab and its
+// operators make.
+
+// cleanupWait bounds each wait for the cluster to finish a removal.
+const cleanupWait = 90 * time.Second
+
+// removeLeftovers removes what a killed run with the same prefix left: its
+// namespaces (found by label, where the user may list namespaces) and the
+// contents of prepared ones. It returns once they are gone, since a
+// namespace still terminating refuses new objects.
+func (s *Sandbox) removeLeftovers(ctx context.Context) error {
+	var gone []string
+	list, err := s.admin.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
+		LabelSelector: cluster.LabelPrefix + "=" + s.prefix.Label(),
+	})
+	switch {
+	case apierrors.IsForbidden(err):
+		// A student: namespaces are prepared, never rlab's to delete.
+	case err != nil:
+		return fmt.Errorf("namespaces of prefix %s: %w", s.prefix, err)
+	default:
+		for _, ns := range list.Items {
+			s.opts.Log.Warn("removing a namespace left by a previous run", "namespace", ns.Name)
+			if err := s.deleteNamespace(ctx, ns.Name); err != nil {
+				return err
+			}
+			gone = append(gone, ns.Name)
+		}
+	}
+	if len(gone) > 0 && s.opts.Note != nil {
+		s.opts.Note(fmt.Sprintf("removed namespaces %v left by a previous run", gone))
+	}
+	var borrowed []string
+	for _, st := range s.opts.Styles {
+		if ns := s.Namespace(st); !slices.Contains(gone, ns) {
+			borrowed = append(borrowed, ns)
+		}
+	}
+	if err := s.empty(ctx, borrowed); err != nil {
+		return err
+	}
+	return s.waitGone(ctx, gone)
+}
+
+// removeOwn is Stop's cleanup: the namespaces this run created are deleted,
+// prepared ones emptied. It waits (bounded) so that a quit means gone.
+func (s *Sandbox) removeOwn() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cleanupWait)
+	defer cancel()
+	var errs, borrowed []string
+	for _, st := range s.opts.Styles {
+		ns := s.Namespace(st)
+		if !slices.Contains(s.owned, ns) {
+			borrowed = append(borrowed, ns)
+			continue
+		}
+		if err := s.deleteNamespace(ctx, ns); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if err := s.empty(ctx, borrowed); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := s.waitGone(ctx, s.owned); err != nil {
+		errs = append(errs, err.Error())
+	}
+	s.owned = nil
+	if len(errs) > 0 {
+		return fmt.Errorf("clean up the shared cluster: %v", errs)
+	}
+	return nil
+}
+
+// deleteNamespace deletes ns after releasing its Echoes: with no operator
+// left to run their finalizers, they would keep the namespace terminating.
+func (s *Sandbox) deleteNamespace(ctx context.Context, ns string) error {
+	if err := s.releaseEchoes(ctx, ns); err != nil {
+		return err
+	}
+	err := s.admin.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// releaseEchoes removes the finalizers from every Echo in ns.
+func (s *Sandbox) releaseEchoes(ctx context.Context, ns string) error {
+	echoes := s.admin.dyn.Resource(echov1.Resource).Namespace(ns)
+	list, err := echoes.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("echoes in %s: %w", ns, err)
+	}
+	for _, e := range list.Items {
+		if len(e.GetFinalizers()) == 0 {
+			continue
+		}
+		_, err := echoes.Patch(ctx, e.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release echo %s/%s: %w", ns, e.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// empty removes from prepared namespaces what the sandbox and its
+// operators make: Echoes (their Deployments go by garbage collection),
+// Deployments orphaned on purpose, the finalizer registry and the Lease. It
+// waits until the Echoes, Deployments and Pods are gone.
+func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
+	var errs []error
+	ignore := func(err error) error {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	bg := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &bg}
+	for _, ns := range namespaces {
+		if err := s.releaseEchoes(ctx, ns); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		echoes := s.admin.dyn.Resource(echov1.Resource).Namespace(ns)
+		list, err := echoes.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("echoes in %s: %w", ns, err))
+			continue
+		}
+		for _, e := range list.Items {
+			errs = append(errs, ignore(echoes.Delete(ctx, e.GetName(), del)))
+		}
+		deps := s.admin.kube.AppsV1().Deployments(ns)
+		dl, err := deps.List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deployments in %s: %w", ns, err))
+			continue
+		}
+		for _, d := range dl.Items {
+			errs = append(errs, ignore(deps.Delete(ctx, d.Name, del)))
+		}
+		errs = append(errs,
+			ignore(s.admin.kube.CoreV1().ConfigMaps(ns).Delete(ctx, echo.RegistryName, metav1.DeleteOptions{})),
+			ignore(s.admin.kube.CoordinationV1().Leases(ns).Delete(ctx, echo.LeaseName, metav1.DeleteOptions{})))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("empty namespaces %v: %w", namespaces, err)
+	}
+	return cluster.Poll(ctx, cleanupWait, fmt.Sprintf("Echoes, Deployments and Pods in %v to go", namespaces), func(ctx context.Context) (bool, error) {
+		for _, ns := range namespaces {
+			el, err := s.admin.dyn.Resource(echov1.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			dl, err := s.admin.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+			if err != nil {
+				return false, err
+			}
+			pl, err := s.admin.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+			if err != nil {
+				return false, err
+			}
+			if len(el.Items)+len(dl.Items)+len(pl.Items) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitGone returns once every namespace in nss is gone.
+func (s *Sandbox) waitGone(ctx context.Context, nss []string) error {
+	if len(nss) == 0 {
+		return nil
+	}
+	return cluster.Poll(ctx, cleanupWait, fmt.Sprintf("namespaces %v to be deleted", nss), func(ctx context.Context) (bool, error) {
+		for _, ns := range nss {
+			_, err := s.admin.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
