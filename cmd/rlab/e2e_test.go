@@ -50,7 +50,7 @@ type sandboxEnv struct {
 	env        []string
 }
 
-func newSandboxEnv(t *testing.T) sandboxEnv {
+func newSandboxEnv(t testing.TB) sandboxEnv {
 	root := t.TempDir()
 	e := sandboxEnv{state: filepath.Join(root, "state"), tmp: filepath.Join(root, "tmp")}
 	if err := os.MkdirAll(e.tmp, 0o700); err != nil {
@@ -76,7 +76,7 @@ type run struct {
 	err            error
 }
 
-func startRun(t *testing.T, e sandboxEnv, args ...string) *run {
+func startRun(t testing.TB, e sandboxEnv, args ...string) *run {
 	t.Helper()
 	r := &run{stdout: &simtest.Buffer{}, stderr: &simtest.Buffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(rlabBin, append([]string{"run"}, args...)...)
@@ -101,7 +101,7 @@ func startRun(t *testing.T, e sandboxEnv, args ...string) *run {
 func (r *run) pid() int { return r.cmd.Process.Pid }
 
 // waitStderr waits until stderr contains s, failing early if rlab exits.
-func (r *run) waitStderr(t *testing.T, s string, timeout time.Duration) {
+func (r *run) waitStderr(t testing.TB, s string, timeout time.Duration) {
 	t.Helper()
 	exited := false
 	err := simtest.Poll(t.Context(), timeout, func(context.Context) (bool, error) {
@@ -120,7 +120,7 @@ func (r *run) waitStderr(t *testing.T, s string, timeout time.Duration) {
 	}
 }
 
-func (r *run) wait(t *testing.T, timeout time.Duration) error {
+func (r *run) wait(t testing.TB, timeout time.Duration) error {
 	t.Helper()
 	select {
 	case <-r.done:
@@ -187,7 +187,7 @@ func alive(es []proc.Entry) []proc.Entry {
 }
 
 // cli runs a short command and returns its stdout, stderr and exit code.
-func cli(t *testing.T, env []string, name string, args ...string) (string, string, int) {
+func cli(t testing.TB, env []string, name string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

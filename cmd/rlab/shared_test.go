@@ -33,7 +33,7 @@ import (
 // An existing cluster, as these tests use it, is another rlab sandbox with
 // no operators, in a state dir of its own: startHost returns its admin
 // kubeconfig.
-func startHost(t *testing.T) string {
+func startHost(t testing.TB) string {
 	t.Helper()
 	e := newSandboxEnv(t)
 	r := startRun(t, e, "--operators", "none", "--for", "30m")
@@ -51,7 +51,7 @@ type kube struct {
 	cfg  *rest.Config
 }
 
-func kubeFor(t *testing.T, kubeconfig string) kube {
+func kubeFor(t testing.TB, kubeconfig string) kube {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
