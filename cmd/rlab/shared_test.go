@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kkloud/rlab/lessons"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
@@ -207,8 +210,17 @@ func TestClassroom(t *testing.T) {
 		return apierrors.IsNotFound(err), err
 	})
 
+	// Someone with no right to install it is told what an administrator
+	// must run, and nothing starts.
 	dir := t.TempDir()
-	out, errOut, code := cli(t, nil, rlabBin, "classroom", "prepare", "--students", "3", "--kubeconfig", host, "--out", dir)
+	nobody := tokenKubeconfig(t, admin, "nobody", filepath.Join(dir, "nobody.kubeconfig"))
+	out, errOut, code := cli(t, nil, rlabBin, "run", "--backend", "kubeconfig", "--kubeconfig", nobody, "--operators", "none")
+	if code == 0 || !strings.Contains(errOut, "the Echo CRD is not installed") || !strings.Contains(errOut, "rlab crd | kubectl apply -f -") ||
+		!strings.Contains(errOut, "system:serviceaccount:default:nobody") {
+		t.Errorf("rlab run without the CRD, as a user who may not install it: exit %d, stderr:\n%s", code, errOut)
+	}
+
+	out, errOut, code = cli(t, nil, rlabBin, "classroom", "prepare", "--students", "3", "--kubeconfig", host, "--out", dir)
 	if code != 0 {
 		t.Fatalf("classroom prepare: exit %d\n%s%s", code, out, errOut)
 	}
@@ -343,3 +355,27 @@ func TestClassroom(t *testing.T) {
 }
 
 func matches(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// tokenKubeconfig writes a kubeconfig for a new ServiceAccount name in
+// namespace default, with no rights beyond what every user has.
+func tokenKubeconfig(t testing.TB, admin kube, name, file string) string {
+	t.Helper()
+	sas := admin.kube.CoreV1().ServiceAccounts("default")
+	if _, err := sas.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sas.CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: admin.cfg.Host, CertificateAuthorityData: admin.cfg.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: {Token: tr.Status.Token}},
+		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: "c", AuthInfo: name}},
+		CurrentContext: name,
+	}
+	if err := clientcmd.WriteToFile(kc, file); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}

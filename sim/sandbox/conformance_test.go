@@ -50,8 +50,10 @@ const testImage = "rlab.local/echo-server:v1"
 const testPrefix = "rlab-test-"
 
 var (
-	sb     *sandbox.Sandbox
-	events = &simtest.Recorder{}
+	sb *sandbox.Sandbox
+	// realPods says the pods are real containers (kind, own or shared).
+	realPods bool
+	events   = &simtest.Recorder{}
 )
 
 func TestMain(m *testing.M) {
@@ -99,6 +101,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	realPods = backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig && hostBackend == sandbox.BackendKind
 	image := testImage
 	if backend == sandbox.BackendKind {
 		image = "" // real containers: the backend's default, the one its node has

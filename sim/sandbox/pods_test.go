@@ -12,16 +12,15 @@ import (
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 )
 
-// TestPodsAnswer: on kind an Echo's pods are real containers. Each answers
+// TestPodsAnswer: on kind (of its own or shared) an Echo's pods are real containers. Each answers
 // HTTP with the Echo's message, and after a message edit the pods of the new
 // template answer with the new one.
 func TestPodsAnswer(t *testing.T) {
-	if sb.Backend().Name() != sandbox.BackendKind {
-		t.Skip("envtest's pods are kwok's and nothing listens in them; this runs in make test's kind pass")
+	if !realPods {
+		t.Skip("envtest's pods are kwok's and nothing listens in them; this runs in make test's kind passes")
 	}
 	const name = "answers"
 	ctx := t.Context()
