@@ -28,8 +28,9 @@ type Cmd struct {
 }
 
 // Start runs path with args as a child named name, output to out, recorded in
-// the pid dir. The parent-death signal fires when the thread that forked the
-// child exits; Go keeps its threads alive, so in practice that is when rlab dies.
+// the pid dir. The parent-death signal (Linux) fires when the thread that
+// forked the child exits; Go keeps its threads alive, so in practice that is
+// when rlab dies.
 func Start(pidDir, name, path string, args []string, out io.Writer) (*Child, error) {
 	return StartCmd(pidDir, Cmd{Name: name, Path: path, Args: args, Stdout: out, Stderr: out})
 }
@@ -40,7 +41,7 @@ func StartCmd(pidDir string, c Cmd) (*Child, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	cmd.Env = c.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ChildAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -108,7 +108,13 @@ func TestWrapperChildDiesWithParent(t *testing.T) {
 func TestReapKillsLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pids")
 	// A shell leading a group with a grandchild: both must die.
-	c, err := Start(dir, "group", "/bin/sh", []string{"-c", "sleep 600 & echo $!; wait"}, nil)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	c, err := Start(dir, "group", "/bin/sh", []string{"-c", "sleep 600 & echo $!; wait"}, pw)
+	pw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,22 +123,19 @@ func TestReapKillsLeftovers(t *testing.T) {
 	if err != nil || len(es) != 1 || es[0].PID != c.PID() || !es[0].Alive() {
 		t.Fatalf("entries = %+v, %v", es, err)
 	}
-	var grandchild []Entry
-	simtest.Eventually(t, 5*time.Second, "grandchild started", simtest.True(func() bool {
-		grandchild = nil
-		des, _ := os.ReadDir("/proc")
-		for _, de := range des {
-			pid, err := strconv.Atoi(de.Name())
-			if err != nil {
-				continue
-			}
-			if f, err := statFields(pid); err == nil && f[1] == strconv.Itoa(c.PID()) {
-				st, _ := startTime(pid)
-				grandchild = append(grandchild, Entry{PID: pid, Start: st})
-			}
-		}
-		return len(grandchild) == 1
-	}))
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("grandchild pid %q: %v", line, err)
+	}
+	st, err := startTime(gpid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild := Entry{PID: gpid, Start: st}
 
 	killed, err := Reap(dir, 5*time.Second)
 	if err != nil {
@@ -146,7 +149,7 @@ func TestReapKillsLeftovers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("reaped child did not exit")
 	}
-	simtest.Eventually(t, 5*time.Second, "grandchild in the same group dead", simtest.True(func() bool { return !grandchild[0].Alive() }))
+	simtest.Eventually(t, 5*time.Second, "grandchild in the same group dead", simtest.True(func() bool { return !grandchild.Alive() }))
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("pid dir still there: %v", err)
 	}
@@ -160,6 +163,38 @@ func TestReapKillsLeftovers(t *testing.T) {
 		[]byte(fmt.Sprintf("%d %d %d %s\n", es[0].PID, es[0].PGID, es[0].Start, es[0].Name)), 0o600)
 	if killed, err := Reap(dir, time.Second); err != nil || len(killed) != 0 {
 		t.Fatalf("Reap of a reused pid killed %+v (%v)", killed, err)
+	}
+}
+
+// TestStartTime: the start time tells a live process, a zombie and a gone
+// one apart (the platform code behind Entry.Alive).
+func TestStartTime(t *testing.T) {
+	me, err := startTime(os.Getpid())
+	if err != nil || me == 0 {
+		t.Fatalf("startTime(self) = %d, %v", me, err)
+	}
+	if again, _ := startTime(os.Getpid()); again != me {
+		t.Fatalf("startTime(self) changed: %d, then %d", me, again)
+	}
+	if zombie(os.Getpid()) {
+		t.Fatal("self is a zombie")
+	}
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	simtest.Eventually(t, 5*time.Second, "exited child is a zombie", simtest.True(func() bool { return zombie(pid) }))
+	st, err := startTime(pid)
+	if err != nil || st < me {
+		t.Fatalf("startTime(zombie) = %d, %v; want at least %d", st, err, me)
+	}
+	if e := (Entry{PID: pid, Start: st}); e.Alive() {
+		t.Fatal("a zombie is alive")
+	}
+	_ = cmd.Wait()
+	if _, err := startTime(pid); err == nil {
+		t.Fatal("startTime of a reaped pid succeeded")
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // WrapperArg is the hidden first argument that turns the rlab binary (or a
@@ -71,8 +69,8 @@ func runWrapper(args []string) error {
 	// The death signal belongs to the thread; exec keeps the calling thread's,
 	// so set it and exec on the same locked thread.
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("set parent-death signal: %w", err)
+	if err := setDeathSignal(); err != nil {
+		return err
 	}
 	// The shell that ran this script exec'd into us, so our parent is rlab; if
 	// rlab died before prctl, nobody would ever signal us.
