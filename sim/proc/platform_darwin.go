@@ -9,7 +9,8 @@ import (
 
 // ChildAttr is the SysProcAttr for every process rlab starts: its own process
 // group (so a signal reaches its helpers too, and a terminal's Ctrl-C does
-// not). macOS has no parent-death signal.
+// not). macOS has no parent-death signal: the lifeline (see lifeline.go) is
+// what kills a child whose rlab died.
 func ChildAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -12,15 +12,23 @@ import (
 
 // ChildAttr is the SysProcAttr for every process rlab starts: its own process
 // group (so a signal reaches its helpers too, and a terminal's Ctrl-C does
-// not), and on Linux a parent-death signal.
+// not), and on Linux a parent-death signal. The lifeline (see lifeline.go)
+// covers the same ground on every platform; on Linux both run.
 func ChildAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if os.Getenv(NoPdeathsigEnv) == "" {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a
 }
 
 // setDeathSignal makes the calling thread's process get SIGKILL when its
 // parent dies. The signal belongs to the thread and survives exec, so the
 // caller must hold the thread locked through its exec.
 func setDeathSignal() error {
+	if os.Getenv(NoPdeathsigEnv) != "" {
+		return nil
+	}
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
 		return fmt.Errorf("set parent-death signal: %w", err)
 	}

@@ -92,8 +92,10 @@ func Reap(dir string, wait time.Duration) ([]Entry, error) {
 			continue
 		}
 		killed = append(killed, e)
-		if e.PGID == e.PID {
-			_ = syscall.Kill(-e.PGID, syscall.SIGKILL) // the whole group it leads
+		// The same process, still in the group it was recorded in: that
+		// group is its own (it or its watcher leads it), kill all of it.
+		if pgid, err := syscall.Getpgid(e.PID); err == nil && pgid == e.PGID {
+			_ = syscall.Kill(-e.PGID, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(e.PID, syscall.SIGKILL)
 	}
