@@ -17,9 +17,10 @@
 //
 // Processes rlab does not start itself (kube-apiserver and etcd, started by
 // envtest) go through an exec wrapper, a hidden mode of the rlab binary that
-// starts a watcher in its own process group on the lifeline fd it inherited,
-// sets the parent-death signal on itself (Linux), records its pid and execs
-// the real binary. The caller wrapper (kubectl, run by the shell operator)
+// makes itself a process group leader if it is not one, starts a watcher in
+// that group on the lifeline fd it inherited (the watcher stays until rlab
+// ends), sets the parent-death signal on itself (Linux), records its pid and
+// execs the real binary. The caller wrapper (kubectl, run by the shell operator)
 // only sets the parent-death signal and execs: it stays in its caller's
 // process group, whose watcher covers it.
 package proc

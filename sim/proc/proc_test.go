@@ -22,10 +22,16 @@ import (
 const (
 	helperEnv     = "RLAB_PROC_TEST_HELPER"
 	helperModeEnv = "RLAB_PROC_TEST_MODE"
+	// pgrpEnv makes the test binary print its pid and process group.
+	pgrpEnv = "RLAB_PROC_TEST_PGRP"
 )
 
 func TestMain(m *testing.M) {
 	MaybeRunWrapper()
+	if os.Getenv(pgrpEnv) != "" {
+		fmt.Println(os.Getpid(), syscall.Getpgrp())
+		os.Exit(0)
+	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(helper(dir, os.Getenv(helperModeEnv)))
 	}
@@ -276,6 +282,45 @@ func TestStartTime(t *testing.T) {
 	_ = cmd.Wait()
 	if _, err := startTime(pid); err == nil {
 		t.Fatal("startTime of a reaped pid succeeded")
+	}
+}
+
+// TestWrapperOwnGroup: the exec wrapper leads its own process group, also
+// when its caller started it in the caller's (as envtest runs `--help`):
+// its watcher kills that group when the lifeline ends, which must not take
+// the caller's group with it.
+func TestWrapperOwnGroup(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := WriteWrapper(t.TempDir(), "self", self, self, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		setpgid bool
+	}{
+		{"started in a group of its own", true},
+		{"started in its caller's group", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(w)
+			cmd.Env = append(os.Environ(), pgrpEnv+"=1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tc.setpgid}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("wrapper: %v (%q)", err, out)
+			}
+			var pid, pgrp int
+			if _, err := fmt.Sscan(string(out), &pid, &pgrp); err != nil {
+				t.Fatalf("wrapped binary said %q: %v", out, err)
+			}
+			if pid != cmd.Process.Pid || pgrp != pid {
+				t.Fatalf("wrapped pid %d in group %d; want pid %d leading its group", pid, pgrp, cmd.Process.Pid)
+			}
+		})
 	}
 }
 

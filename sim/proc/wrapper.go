@@ -82,6 +82,13 @@ func runWrapper(args []string) error {
 		if err != nil {
 			return fmt.Errorf("lifeline fd %q: %w", args[3], err)
 		}
+		// The watcher kills its whole group: that must be ours, not our
+		// caller's (envtest runs `<binary> --help` in its own group, rlab's).
+		if syscall.Getpgrp() != os.Getpid() {
+			if err := syscall.Setpgid(0, 0); err != nil {
+				return fmt.Errorf("own process group: %w", err)
+			}
+		}
 		// Before anything else: if rlab is already gone, the watcher sees EOF
 		// at once and kills us.
 		if err := detachWatcher(fd); err != nil {
