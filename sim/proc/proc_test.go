@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 
 // helper starts one child in dir and waits. "started": proc.Start of a shell
 // that leaves a grandchild in its group and writes its pid to dir/grandchild.
+// "paused": the same, then the child's group is stopped (SIGSTOP).
 // "wrapped": like envtest, a child in its own process group, with no death
 // signal of the helper's own, running a shell through the exec wrapper that
 // writes its pid to dir/execd and then execs sleep.
@@ -47,11 +49,24 @@ func helper(dir, mode string) int {
 	fail := func(err error) int { fmt.Println("error", err); return 1 }
 	pids := filepath.Join(dir, "pids")
 	switch mode {
-	case "started":
-		script := fmt.Sprintf("sleep 600 & echo $! > %[1]q.tmp && mv %[1]q.tmp %[1]q; wait", filepath.Join(dir, "grandchild"))
+	case "started", "paused":
+		// Deaf to SIGHUP, which a stopped group gets when rlab dies: only
+		// the lifeline's SIGKILL ends it.
+		script := fmt.Sprintf("trap '' HUP; sleep 600 & echo $! > %[1]q.tmp && mv %[1]q.tmp %[1]q; wait", filepath.Join(dir, "grandchild"))
 		c, err := Start(pids, "group", "/bin/sh", []string{"-c", script}, nil)
 		if err != nil {
 			return fail(err)
+		}
+		if mode == "paused" {
+			// Once its grandchild runs: a frozen group (Supervisor.Pause).
+			if err := simtest.Poll(context.Background(), 10*time.Second, simtest.True(func() bool {
+				return readPID(filepath.Join(dir, "grandchild")) != 0
+			})); err != nil {
+				return fail(err)
+			}
+			if err := c.Signal(syscall.SIGSTOP); err != nil {
+				return fail(err)
+			}
 		}
 		fmt.Println("child", c.PID())
 		<-c.Done()
@@ -103,6 +118,7 @@ func TestChildDiesWithParent(t *testing.T) {
 		noPdeathsig bool
 	}{
 		{"started, lifeline alone", "started", true},
+		{"started and paused, lifeline alone", "paused", true},
 		{"wrapped, lifeline alone", "wrapped", true},
 		{"started, lifeline and death signal", "started", false},
 		{"wrapped, lifeline and death signal", "wrapped", false},
@@ -151,15 +167,15 @@ func TestChildDiesWithParent(t *testing.T) {
 					return false
 				}
 				procs = es[:1]
-				mark := "execd"
-				if tc.mode == "started" {
-					mark = "grandchild"
+				mark := "grandchild"
+				if tc.mode == "wrapped" {
+					mark = "execd"
 				}
 				pid := readPID(filepath.Join(dir, mark))
 				if pid == 0 {
 					return false
 				}
-				if tc.mode == "started" {
+				if tc.mode != "wrapped" {
 					st, err := startTime(pid)
 					procs = append(procs, Entry{PID: pid, Start: st, Name: "grandchild"})
 					return err == nil
