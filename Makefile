@@ -48,8 +48,20 @@ test: assets ## Run every test, end to end against the real control plane (and k
 	RLAB_TEST_BACKEND=kubeconfig $(GO) test $(TESTFLAGS) ./sim/sandbox/
 	RLAB_TEST_BACKEND=kubeconfig RLAB_TEST_HOST=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/
 
+# Platforms rlab must also build on (laptops): `make cross` vets (which
+# compiles the tests too) and builds every package for each, with no cgo.
+CROSS ?= darwin/arm64 darwin/amd64 linux/arm64
+
+.PHONY: cross
+cross: ## go vet and go build for macOS (arm64, amd64) and Linux arm64
+	@set -e; for p in $(CROSS); do \
+		echo "cross: $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build ./...; \
+	done
+
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: cross ## gofmt and go vet, here and for the cross platforms
 	@out=$$(gofmt -l . scripts); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd scripts/controlplane && $(GO) vet ./etcd

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kkloud/rlab/sim/proc"
 )
 
 // KubeVersion is the Kubernetes version scripts/controlplane pins.
@@ -143,7 +145,7 @@ func runScript(ctx context.Context, env Env, script, dir string, out io.Writer, 
 	cmd.Env = append(os.Environ(), "RLAB_ASSETS="+dir)
 	cmd.Stdout, cmd.Stderr = out, out
 	// go build forks compilers: stop the whole group, not just bash.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proc.ChildAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	return cmd.Run()

@@ -14,6 +14,7 @@ import (
 type Child struct {
 	Name string
 	cmd  *exec.Cmd
+	pgid int // its lifeline watcher's pid
 	dir  string
 	done chan struct{}
 	err  error // set before done is closed
@@ -28,37 +29,57 @@ type Cmd struct {
 }
 
 // Start runs path with args as a child named name, output to out, recorded in
-// the pid dir. The parent-death signal fires when the thread that forked the
-// child exits; Go keeps its threads alive, so in practice that is when rlab dies.
+// the pid dir. The parent-death signal (Linux) fires when the thread that
+// forked the child exits; Go keeps its threads alive, so in practice that is
+// when rlab dies.
 func Start(pidDir, name, path string, args []string, out io.Writer) (*Child, error) {
 	return StartCmd(pidDir, Cmd{Name: name, Path: path, Args: args, Stdout: out, Stderr: out})
 }
 
 // StartCmd is Start with separate outputs and an environment.
+//
+// The child joins a process group that a lifeline watcher leads, started
+// first: had rlab died in between, the watcher would kill the child as it
+// joined. (It cannot miss it: until the child execs, it holds a copy of the
+// lifeline's write end, and it joins the group before it execs.)
 func StartCmd(pidDir string, c Cmd) (*Child, error) {
 	name := c.Name
+	w, err := startWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	stopWatch := func() {
+		_ = w.Process.Kill()
+		_ = w.Wait()
+	}
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	cmd.Env = c.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ChildAttr()
+	cmd.SysProcAttr.Pgid = w.Process.Pid
 	if err := cmd.Start(); err != nil {
+		stopWatch()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	ch := &Child{Name: name, cmd: cmd, dir: pidDir, done: make(chan struct{})}
+	ch := &Child{Name: name, cmd: cmd, pgid: w.Process.Pid, dir: pidDir, done: make(chan struct{})}
 	if err := Record(pidDir, cmd.Process.Pid, name); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-ch.pgid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		stopWatch()
 		return nil, err
 	}
 	go func() {
 		ch.err = cmd.Wait()
+		// The watcher is the last of the group rlab knows of: with it gone,
+		// Signal finds the group empty.
+		stopWatch()
 		Forget(pidDir, cmd.Process.Pid)
 		close(ch.done)
 	}()
 	return ch, nil
 }
 
-// PID is the child's process id (and process group id).
+// PID is the child's process id. Its process group is its watcher's.
 func (c *Child) PID() int { return c.cmd.Process.Pid }
 
 // Done is closed when the child has exited.
@@ -72,7 +93,7 @@ func (c *Child) ProcessState() *os.ProcessState { return c.cmd.ProcessState }
 
 // Signal sends sig to the child's whole process group.
 func (c *Child) Signal(sig syscall.Signal) error {
-	err := syscall.Kill(-c.PID(), sig)
+	err := syscall.Kill(-c.pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		// No process is left in its group: the child has exited (and
 		// been reaped; until then its id is not reused).
@@ -93,13 +114,13 @@ func (c *Child) Stop(grace time.Duration) error {
 		return nil
 	default:
 	}
-	_ = syscall.Kill(-c.PID(), syscall.SIGTERM)
+	_ = syscall.Kill(-c.pgid, syscall.SIGTERM)
 	select {
 	case <-c.done:
 		return nil
 	case <-time.After(grace):
 	}
-	_ = syscall.Kill(-c.PID(), syscall.SIGKILL)
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
 	select {
 	case <-c.done:
 		return fmt.Errorf("%s (pid %d) ignored SIGTERM for %s and was killed", c.Name, c.PID(), grace)

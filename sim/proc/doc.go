@@ -1,9 +1,26 @@
 // Package proc starts and stops rlab's child processes so that none outlives
-// rlab: each child runs in its own process group with a parent-death signal,
-// and its pid is recorded in a directory so the next run can reap what a
-// killed run left behind.
+// rlab, and records their pids in a directory so the next run can reap
+// (Reap) what a killed run left behind.
+//
+// Two mechanisms kill a child whose rlab died, even by SIGKILL:
+//
+//   - The lifeline, on every platform. rlab holds the write end of a pipe and
+//     never writes to it; the kernel closes it when rlab dies. Each child runs
+//     in a process group led by a watcher, a tiny shell that reads the other
+//     end, sees EOF and SIGKILLs its whole group (the child and whatever the
+//     child started there). The child keeps its own pid; Stop and Signal
+//     signal the group, and the watcher ignores all but SIGKILL, SIGSTOP and
+//     SIGCONT, so it outlives the child's graceful exit.
+//   - The parent-death signal, on Linux only (ChildAttr): the child gets
+//     SIGKILL when rlab dies. Set NoPdeathsigEnv to turn it off and leave the
+//     lifeline alone, as the tests do.
 //
 // Processes rlab does not start itself (kube-apiserver and etcd, started by
-// envtest) go through an exec wrapper, a hidden mode of the rlab binary that sets
-// the parent-death signal on itself, records its pid and execs the real binary.
+// envtest) go through an exec wrapper, a hidden mode of the rlab binary that
+// makes itself a process group leader if it is not one, starts a watcher in
+// that group on the lifeline fd it inherited (the watcher stays until rlab
+// ends), sets the parent-death signal on itself (Linux), records its pid and
+// execs the real binary. The caller wrapper (kubectl, run by the shell operator)
+// only sets the parent-death signal and execs: it stays in its caller's
+// process group, whose watcher covers it.
 package proc

@@ -2,8 +2,9 @@ package proc
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,90 +17,192 @@ import (
 	"github.com/kkloud/rlab/sim/simtest"
 )
 
-// helperEnv makes the test binary act as a parent that starts a wrapped child
-// and then waits to be killed (see TestWrapperChildDiesWithParent).
-const helperEnv = "RLAB_PROC_TEST_HELPER"
+// helperEnv makes the test binary act as a parent (rlab) that starts a child
+// as helperModeEnv says, prints "child <pid>" and waits to be killed (see
+// TestChildDiesWithParent).
+const (
+	helperEnv     = "RLAB_PROC_TEST_HELPER"
+	helperModeEnv = "RLAB_PROC_TEST_MODE"
+	// pgrpEnv makes the test binary print its pid and process group.
+	pgrpEnv = "RLAB_PROC_TEST_PGRP"
+)
 
 func TestMain(m *testing.M) {
 	MaybeRunWrapper()
+	if os.Getenv(pgrpEnv) != "" {
+		fmt.Println(os.Getpid(), syscall.Getpgrp())
+		os.Exit(0)
+	}
 	if dir := os.Getenv(helperEnv); dir != "" {
-		os.Exit(helper(dir))
+		os.Exit(helper(dir, os.Getenv(helperModeEnv)))
 	}
 	os.Exit(m.Run())
 }
 
-func helper(dir string) int {
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Println("error", err)
-		return 1
+// helper starts one child in dir and waits. "started": proc.Start of a shell
+// that leaves a grandchild in its group and writes its pid to dir/grandchild.
+// "paused": the same, then the child's group is stopped (SIGSTOP).
+// "wrapped": like envtest, a child in its own process group, with no death
+// signal of the helper's own, running a shell through the exec wrapper that
+// writes its pid to dir/execd and then execs sleep.
+func helper(dir, mode string) int {
+	fail := func(err error) int { fmt.Println("error", err); return 1 }
+	pids := filepath.Join(dir, "pids")
+	switch mode {
+	case "started", "paused":
+		// Deaf to SIGHUP, which a stopped group gets when rlab dies: only
+		// the lifeline's SIGKILL ends it.
+		script := fmt.Sprintf("trap '' HUP; sleep 600 & echo $! > %[1]q.tmp && mv %[1]q.tmp %[1]q; wait", filepath.Join(dir, "grandchild"))
+		c, err := Start(pids, "group", "/bin/sh", []string{"-c", script}, nil)
+		if err != nil {
+			return fail(err)
+		}
+		if mode == "paused" {
+			// Once its grandchild runs: a frozen group (Supervisor.Pause).
+			if err := simtest.Poll(context.Background(), 10*time.Second, simtest.True(func() bool {
+				return readPID(filepath.Join(dir, "grandchild")) != 0
+			})); err != nil {
+				return fail(err)
+			}
+			if err := c.Signal(syscall.SIGSTOP); err != nil {
+				return fail(err)
+			}
+		}
+		fmt.Println("child", c.PID())
+		<-c.Done()
+	case "wrapped":
+		self, err := os.Executable()
+		if err != nil {
+			return fail(err)
+		}
+		w, err := WriteWrapper(filepath.Join(dir, "bin"), "sh", self, "/bin/sh", pids)
+		if err != nil {
+			return fail(err)
+		}
+		out := filepath.Join(dir, "execd")
+		cmd := exec.Command(w, "-c", fmt.Sprintf("echo $$ > %[1]q.tmp && mv %[1]q.tmp %[1]q; exec sleep 600", out))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return fail(err)
+		}
+		fmt.Println("child", cmd.Process.Pid)
+		_ = cmd.Wait()
+	default:
+		return fail(fmt.Errorf("mode %q", mode))
 	}
-	w, err := WriteWrapper(filepath.Join(dir, "bin"), "sleep", self, "/bin/sleep", filepath.Join(dir, "pids"))
-	if err != nil {
-		fmt.Println("error", err)
-		return 1
-	}
-	// Like envtest: own process group, no parent-death signal of our own.
-	cmd := exec.Command(w, "600")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Println("error", err)
-		return 1
-	}
-	fmt.Println("child", cmd.Process.Pid)
-	_ = cmd.Wait()
 	return 0
 }
 
-// TestWrapperChildDiesWithParent: a process started through the wrapper, in
-// its own process group as envtest starts kube-apiserver, dies when its parent
-// is SIGKILLed, and was recorded in the pid dir under its own pid.
-func TestWrapperChildDiesWithParent(t *testing.T) {
-	dir := t.TempDir()
+// readPID reads a pid a shell wrote to path, 0 until it is there.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// TestChildDiesWithParent: a child rlab started itself, with a grandchild in
+// its group, and a child started by someone else through the exec wrapper
+// (as envtest starts kube-apiserver), die when rlab is SIGKILLed. With
+// NoPdeathsigEnv the lifeline alone must kill them, on Linux as on macOS;
+// without, Linux has the parent-death signal too.
+func TestChildDiesWithParent(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := exec.Command(self)
-	parent.Env = append(os.Environ(), helperEnv+"="+dir)
-	parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := parent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, mode  string
+		noPdeathsig bool
+	}{
+		{"started, lifeline alone", "started", true},
+		{"started and paused, lifeline alone", "paused", true},
+		{"wrapped, lifeline alone", "wrapped", true},
+		{"started, lifeline and death signal", "started", false},
+		{"wrapped, lifeline and death signal", "wrapped", false},
 	}
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-parent.Process.Pid, syscall.SIGKILL); _ = parent.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(line)
-	if len(f) != 2 || f[0] != "child" {
-		t.Fatalf("helper said %q", line)
-	}
-	child, _ := strconv.Atoi(f[1])
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var procs []Entry // every process that must die, with its start time
+			parent := exec.Command(self)
+			parent.Env = append(os.Environ(), helperEnv+"="+dir, helperModeEnv+"="+tc.mode)
+			if tc.noPdeathsig {
+				parent.Env = append(parent.Env, NoPdeathsigEnv+"=1")
+			}
+			parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := parent.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := parent.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = syscall.Kill(-parent.Process.Pid, syscall.SIGKILL)
+				_ = parent.Wait()
+				// Whatever survived a failure.
+				_, _ = Reap(filepath.Join(dir, "pids"), 5*time.Second)
+				for _, p := range procs {
+					if p.Alive() {
+						_ = syscall.Kill(p.PID, syscall.SIGKILL)
+					}
+				}
+			})
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(line)
+			if len(f) != 2 || f[0] != "child" {
+				t.Fatalf("helper said %q", line)
+			}
+			child, _ := strconv.Atoi(f[1])
 
-	var entry Entry
-	simtest.Eventually(t, 10*time.Second, "wrapped child recorded and exec'd", simtest.True(func() bool {
-		es, _ := Entries(filepath.Join(dir, "pids"))
-		if len(es) != 1 {
-			return false
-		}
-		entry = es[0]
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/cmdline")
-		return strings.HasPrefix(string(b), "/bin/sleep\x00600")
-	}))
-	if entry.PID != child || entry.Name != "sleep" || entry.PGID != child || !entry.Alive() {
-		t.Fatalf("entry = %+v, want pid/pgid %d named sleep, alive", entry, child)
-	}
+			simtest.Eventually(t, 10*time.Second, "child recorded and running", simtest.True(func() bool {
+				es, _ := Entries(filepath.Join(dir, "pids"))
+				if len(es) != 1 {
+					return false
+				}
+				procs = es[:1]
+				mark := "grandchild"
+				if tc.mode == "wrapped" {
+					mark = "execd"
+				}
+				pid := readPID(filepath.Join(dir, mark))
+				if pid == 0 {
+					return false
+				}
+				if tc.mode != "wrapped" {
+					st, err := startTime(pid)
+					procs = append(procs, Entry{PID: pid, Start: st, Name: "grandchild"})
+					return err == nil
+				}
+				return pid == child
+			}))
+			if e := procs[0]; e.PID != child || !e.Alive() {
+				t.Fatalf("entry = %+v, want pid %d, alive", e, child)
+			}
+			if e := procs[0]; tc.mode == "wrapped" && (e.Name != "sh" || e.PGID != child) {
+				t.Fatalf("entry = %+v, want sh leading its own group", e)
+			}
+			for _, p := range procs {
+				if !p.Alive() {
+					t.Fatalf("%s (pid %d) not alive before its parent's death", p.Name, p.PID)
+				}
+			}
 
-	if err := syscall.Kill(parent.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+			// Only the parent, not its group: the child's own groups are apart.
+			if err := syscall.Kill(parent.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range procs {
+				simtest.Eventually(t, 5*time.Second, p.Name+" dead after its parent's SIGKILL", simtest.True(func() bool { return !p.Alive() }))
+			}
+		})
 	}
-	simtest.Eventually(t, 5*time.Second, "wrapped child dead after its parent's SIGKILL", simtest.True(func() bool { return !entry.Alive() }))
 }
 
 // TestReapKillsLeftovers: a recorded child that is still alive (its rlab was
@@ -108,31 +211,34 @@ func TestWrapperChildDiesWithParent(t *testing.T) {
 func TestReapKillsLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pids")
 	// A shell leading a group with a grandchild: both must die.
-	c, err := Start(dir, "group", "/bin/sh", []string{"-c", "sleep 600 & echo $!; wait"}, nil)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	c, err := Start(dir, "group", "/bin/sh", []string{"-c", "sleep 600 & echo $!; wait"}, pw)
+	pw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(time.Second) })
 	es, err := Entries(dir)
-	if err != nil || len(es) != 1 || es[0].PID != c.PID() || !es[0].Alive() {
+	if err != nil || len(es) != 1 || es[0].PID != c.PID() || es[0].PGID != c.pgid || !es[0].Alive() {
 		t.Fatalf("entries = %+v, %v", es, err)
 	}
-	var grandchild []Entry
-	simtest.Eventually(t, 5*time.Second, "grandchild started", simtest.True(func() bool {
-		grandchild = nil
-		des, _ := os.ReadDir("/proc")
-		for _, de := range des {
-			pid, err := strconv.Atoi(de.Name())
-			if err != nil {
-				continue
-			}
-			if f, err := statFields(pid); err == nil && f[1] == strconv.Itoa(c.PID()) {
-				st, _ := startTime(pid)
-				grandchild = append(grandchild, Entry{PID: pid, Start: st})
-			}
-		}
-		return len(grandchild) == 1
-	}))
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("grandchild pid %q: %v", line, err)
+	}
+	st, err := startTime(gpid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild := Entry{PID: gpid, Start: st}
 
 	killed, err := Reap(dir, 5*time.Second)
 	if err != nil {
@@ -146,7 +252,7 @@ func TestReapKillsLeftovers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("reaped child did not exit")
 	}
-	simtest.Eventually(t, 5*time.Second, "grandchild in the same group dead", simtest.True(func() bool { return !grandchild[0].Alive() }))
+	simtest.Eventually(t, 5*time.Second, "grandchild in the same group dead", simtest.True(func() bool { return !grandchild.Alive() }))
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("pid dir still there: %v", err)
 	}
@@ -160,6 +266,95 @@ func TestReapKillsLeftovers(t *testing.T) {
 		[]byte(fmt.Sprintf("%d %d %d %s\n", es[0].PID, es[0].PGID, es[0].Start, es[0].Name)), 0o600)
 	if killed, err := Reap(dir, time.Second); err != nil || len(killed) != 0 {
 		t.Fatalf("Reap of a reused pid killed %+v (%v)", killed, err)
+	}
+}
+
+// TestStartTime: the start time tells a live process, a zombie and a gone
+// one apart (the platform code behind Entry.Alive).
+func TestStartTime(t *testing.T) {
+	me, err := startTime(os.Getpid())
+	if err != nil || me == 0 {
+		t.Fatalf("startTime(self) = %d, %v", me, err)
+	}
+	if again, _ := startTime(os.Getpid()); again != me {
+		t.Fatalf("startTime(self) changed: %d, then %d", me, again)
+	}
+	if zombie(os.Getpid()) {
+		t.Fatal("self is a zombie")
+	}
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	simtest.Eventually(t, 5*time.Second, "exited child is a zombie", simtest.True(func() bool { return zombie(pid) }))
+	st, err := startTime(pid)
+	if err != nil || st < me {
+		t.Fatalf("startTime(zombie) = %d, %v; want at least %d", st, err, me)
+	}
+	if e := (Entry{PID: pid, Start: st}); e.Alive() {
+		t.Fatal("a zombie is alive")
+	}
+	_ = cmd.Wait()
+	if _, err := startTime(pid); err == nil {
+		t.Fatal("startTime of a reaped pid succeeded")
+	}
+}
+
+// TestWrapperOwnGroup: the exec wrapper leads its own process group, also
+// when its caller started it in the caller's (as envtest runs `--help`):
+// its watcher kills that group when the lifeline ends, which must not take
+// the caller's group with it.
+func TestWrapperOwnGroup(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := WriteWrapper(t.TempDir(), "self", self, self, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		setpgid bool
+	}{
+		{"started in a group of its own", true},
+		{"started in its caller's group", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(w)
+			cmd.Env = append(os.Environ(), pgrpEnv+"=1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tc.setpgid}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("wrapper: %v (%q)", err, out)
+			}
+			var pid, pgrp int
+			if _, err := fmt.Sscan(string(out), &pid, &pgrp); err != nil {
+				t.Fatalf("wrapped binary said %q: %v", out, err)
+			}
+			if pid != cmd.Process.Pid || pgrp != pid {
+				t.Fatalf("wrapped pid %d in group %d; want pid %d leading its group", pid, pgrp, cmd.Process.Pid)
+			}
+		})
+	}
+}
+
+// TestCallerWrapper: the caller wrapper (no pid dir, no lifeline) runs its
+// binary with its arguments and exit status.
+func TestCallerWrapper(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := WriteCallerWrapper(t.TempDir(), "sh", self, "/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", w+` -c 'echo "$1"; exit 3' sh "a b"`).Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || string(out) != "a b\n" {
+		t.Fatalf("wrapped sh: %q, %v; want \"a b\" and exit status 3", out, err)
 	}
 }
 
@@ -184,6 +379,11 @@ func TestChildStop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			st, err := startTime(c.pgid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			watcher := Entry{PID: c.pgid, Start: st}
 			// Signal only once the shell has set its trap.
 			if line, err := bufio.NewReader(pr).ReadString('\n'); err != nil || line != "ready\n" {
 				t.Fatalf("child said %q, %v", line, err)
@@ -202,6 +402,12 @@ func TestChildStop(t *testing.T) {
 			}
 			if es, _ := Entries(dir); len(es) != 0 {
 				t.Fatalf("entry left after exit: %+v", es)
+			}
+			// Its watcher is gone too. (Not Signal(0) on the group: a
+			// killed sleep, orphaned, stays there as a zombie until init
+			// reaps it, and some inits never do.)
+			if watcher.Alive() {
+				t.Fatalf("watcher %+v alive after Stop", watcher)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ import (
 type Entry struct {
 	PID   int
 	PGID  int
-	Start uint64 // start time in clock ticks since boot, from /proc/<pid>/stat
+	Start uint64 // start time, in the platform's own unit (see startTime)
 	Name  string
 }
 
@@ -92,8 +92,10 @@ func Reap(dir string, wait time.Duration) ([]Entry, error) {
 			continue
 		}
 		killed = append(killed, e)
-		if e.PGID == e.PID {
-			_ = syscall.Kill(-e.PGID, syscall.SIGKILL) // the whole group it leads
+		// The same process, still in the group it was recorded in: that
+		// group is its own (it or its watcher leads it), kill all of it.
+		if pgid, err := syscall.Getpgid(e.PID); err == nil && pgid == e.PGID {
+			_ = syscall.Kill(-e.PGID, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(e.PID, syscall.SIGKILL)
 	}
@@ -110,37 +112,4 @@ func Reap(dir string, wait time.Duration) ([]Entry, error) {
 		return killed, fmt.Errorf("clear pid dir: %w", err)
 	}
 	return killed, nil
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command name,
-// which may itself contain spaces and parentheses.
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	return strings.Fields(s[i+1:]), nil
-}
-
-// startTime is field 22 of /proc/<pid>/stat (index 19 after the command name).
-func startTime(pid int) (uint64, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	if len(f) < 20 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
-
-// zombie reports whether pid has exited but not yet been waited for.
-func zombie(pid int) bool {
-	f, err := statFields(pid)
-	return err == nil && len(f) > 0 && f[0] == "Z"
 }
