@@ -8,12 +8,32 @@
 #                                            build just the named binaries (the
 #                                            node binaries kubelet and kubeadm are
 #                                            built only when named)
-#   RLAB_ASSETS=/dir scripts/...             build into /dir instead of the cache
+#   scripts/build-controlplane.sh --platform darwin/arm64
+#                                            cross-build (CGO_ENABLED=0) for another
+#                                            GOOS/GOARCH, into its own directory
+#                                            ($KUBE_VERSION-darwin-arm64 beside the
+#                                            host's), never touching the host build
+#   scripts/build-controlplane.sh --print-stamp [--platform P]
+#                                            print the stamp a build would write, and
+#                                            exit (to see why something rebuilds)
+#   RLAB_ASSETS=/dir scripts/...             build into exactly /dir instead
 #
-# Idempotent: each binary carries a stamp of the inputs it was built from
-# (go.mod, go.sum, this script, the Go version); a binary whose stamp matches is
-# not rebuilt. Atomic: each binary is built under a temporary name and renamed,
-# so an interrupted build never leaves a binary that looks complete.
+# Idempotent: each binary carries a stamp (BIN.stamp, one line):
+#
+#   RECIPE PLATFORM GOVERSION ORIGIN     e.g. 3f2a9c0d1e2b4a5c linux/amd64 go1.26.8 build
+#
+# RECIPE hashes what the binary is made of: go.mod, go.sum and the build recipe
+# below (versions, packages, flags); not this whole script, so editing its
+# messages rebuilds nothing. ORIGIN is "build" (built here) or "pack" (installed
+# by `rlab assets unpack` from an instructor's archive, whose checksums it
+# verified). A binary is up to date when RECIPE and PLATFORM match and either
+# GOVERSION is this Go (a local build is redone when Go changes) or ORIGIN is
+# pack: a packed binary was built by another machine's Go, and rebuilding it
+# for that reason alone would need the network the archive exists to avoid. A
+# stamp in any other form (older scripts wrote only a hash) is stale.
+#
+# Atomic: each binary is built under a temporary name and renamed, so an
+# interrupted build never leaves a binary that looks complete.
 set -euo pipefail
 
 readonly KUBE_VERSION=v1.36.3
@@ -22,24 +42,42 @@ readonly GO_MIN_MINOR=26 # go 1.26, what k8s.io/kubernetes v1.36 declares
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 module="$here/controlplane"
-out=${RLAB_ASSETS:-${XDG_CACHE_HOME:-$HOME/.cache}/rlab/controlplane/$KUBE_VERSION}
 
 die() { echo "build-controlplane: $*" >&2; exit 1; }
 
+platform=""
+print_stamp=""
+names=()
+while (($# > 0)); do
+	case "$1" in
+	--platform) (($# >= 2)) || die "--platform needs GOOS/GOARCH, e.g. darwin/arm64"; platform=$2; shift 2 ;;
+	--platform=*) platform=${1#--platform=}; shift ;;
+	--print-stamp) print_stamp=1; shift ;;
+	-*) die "unknown option '$1' (known: --platform GOOS/GOARCH, --print-stamp)" ;;
+	*) names+=("$1"); shift ;;
+	esac
+done
+
 command -v go >/dev/null 2>&1 ||
 	die "Go is not installed or not on PATH; install Go 1.$GO_MIN_MINOR or newer (https://go.dev/dl)"
-gov=$(go env GOVERSION) # e.g. go1.26.8
-minor=$(sed -E 's/^go1\.([0-9]+).*/\1/' <<<"$gov")
+{ read -r gov && read -r hostos && read -r hostarch; } < <(go env GOVERSION GOHOSTOS GOHOSTARCH) ||
+	die "cannot run 'go env'"
+minor=$(sed -E 's/^go1\.([0-9]+).*/\1/' <<<"$gov") # gov is e.g. go1.26.8
 [[ "$minor" =~ ^[0-9]+$ ]] || die "cannot read the Go version from '$gov'"
 ((minor >= GO_MIN_MINOR)) ||
 	die "Go $gov is too old: k8s.io/kubernetes $KUBE_VERSION needs Go 1.$GO_MIN_MINOR or newer"
 
-mkdir -p "$out"
-
-stamp=$({
-	cat "$module/go.mod" "$module/go.sum" "${BASH_SOURCE[0]}"
-	echo "$gov"
-} | sha256sum | cut -c1-16)
+host="$hostos/$hostarch"
+platform=${platform:-$host}
+[[ "$platform" =~ ^[a-z0-9]+/[a-z0-9]+$ ]] || die "bad platform '$platform': want GOOS/GOARCH, e.g. darwin/arm64"
+goos=${platform%/*}
+goarch=${platform#*/}
+cache_dir=${XDG_CACHE_HOME:-$HOME/.cache}/rlab/controlplane
+if [[ "$platform" == "$host" ]]; then
+	out=${RLAB_ASSETS:-$cache_dir/$KUBE_VERSION}
+else
+	out=${RLAB_ASSETS:-$cache_dir/$KUBE_VERSION-$goos-$goarch}
+fi
 
 major=${KUBE_VERSION#v}
 major=${major%%.*}
@@ -55,6 +93,8 @@ kube_ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitMinor=$kminor"
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} \
  -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
+# Every binary is built the same way, for any platform, with CGO_ENABLED=0.
+readonly go_build=(go build -trimpath)
 
 # name|package|ldflags, in the order the sandbox needs them. Built by default.
 all_targets=(
@@ -71,11 +111,33 @@ extra_targets=(
 	"kubeadm|k8s.io/kubernetes/cmd/kubeadm|$kube_ldflags"
 )
 
+# The recipe: what the binaries are made of (see the stamp rule above). If you
+# change the output in a way these lines do not show, bump RECIPE_REV.
+readonly RECIPE_REV=1
+recipe=$({
+	cat "$module/go.mod" "$module/go.sum" "$module"/etcd/*.go
+	printf '%s\n' "$RECIPE_REV" "CGO_ENABLED=0 ${go_build[*]}" "${all_targets[@]}" "${extra_targets[@]}"
+} | sha256sum | cut -c1-16)
+stamp="$recipe $platform $gov build"
+if [[ -n "$print_stamp" ]]; then
+	echo "$stamp"
+	exit 0
+fi
+
+# current BIN: BIN exists and its stamp says it is up to date (the rule above).
+current() {
+	local s_recipe="" s_platform="" s_go="" s_origin=""
+	[[ -x "$1" && -f "$1.stamp" ]] || return 1
+	read -r s_recipe s_platform s_go s_origin _ <"$1.stamp" || true
+	[[ "$s_recipe" == "$recipe" && "$s_platform" == "$platform" ]] || return 1
+	[[ "$s_go" == "$gov" || "$s_origin" == pack ]]
+}
+
 targets=()
-if (($# == 0)); then
+if ((${#names[@]} == 0)); then
 	targets=("${all_targets[@]}")
 else
-	for want in "$@"; do
+	for want in "${names[@]}"; do
 		found=""
 		for t in "${all_targets[@]}" "${extra_targets[@]}"; do
 			if [[ "${t%%|*}" == "$want" ]]; then
@@ -84,12 +146,14 @@ else
 			fi
 		done
 		if [[ -z "$found" ]]; then
-			names=""
-			for t in "${all_targets[@]}" "${extra_targets[@]}"; do names+=" ${t%%|*}"; done
-			die "unknown binary '$want'; known:$names"
+			known=""
+			for t in "${all_targets[@]}" "${extra_targets[@]}"; do known+=" ${t%%|*}"; done
+			die "unknown binary '$want'; known:$known"
 		fi
 	done
 fi
+
+mkdir -p "$out"
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -103,6 +167,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+what="control plane $KUBE_VERSION"
+[[ "$platform" == "$host" ]] || what+=" for $platform"
 total_start=$SECONDS
 built=0
 n=${#targets[@]}
@@ -111,11 +177,11 @@ for t in "${targets[@]}"; do
 	i=$((i + 1))
 	IFS='|' read -r name pkg ldflags <<<"$t"
 	bin="$out/$name"
-	if [[ -x "$bin" && -f "$bin.stamp" && "$(cat "$bin.stamp")" == "$stamp" ]]; then
+	if current "$bin"; then
 		echo "[$i/$n] $name: up to date"
 		continue
 	fi
-	echo "[$i/$n] $name: building $pkg ..."
+	echo "[$i/$n] $name: building $pkg for $platform ..."
 	start=$SECONDS
 	# A quiet go build can last minutes on a cold cache; say it is still alive.
 	# (sleep writes nowhere: left behind by kill, it must not hold a pipe open.)
@@ -124,8 +190,8 @@ for t in "${targets[@]}"; do
 	) &
 	heartbeat=$!
 	tmp=$(mktemp "$out/.$name.XXXXXX")
-	(cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") ||
-		die "go build of $name failed (package $pkg)"
+	(cd "$module" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "${go_build[@]}" -ldflags "$ldflags" -o "$tmp" "$pkg") ||
+		die "go build of $name for $platform failed (package $pkg)"
 	kill "$heartbeat" 2>/dev/null || true
 	wait "$heartbeat" 2>/dev/null || true
 	heartbeat=""
@@ -136,5 +202,5 @@ for t in "${targets[@]}"; do
 	built=$((built + 1))
 	echo "[$i/$n] $name: built in $(fmt_secs $((SECONDS - start)))"
 done
-echo "control plane $KUBE_VERSION: $built built, $((n - built)) up to date, $(fmt_secs $((SECONDS - total_start))) total"
+echo "$what: $built built, $((n - built)) up to date, $(fmt_secs $((SECONDS - total_start))) total"
 echo "$out"

@@ -51,10 +51,21 @@ func Dir(env Env) (dir, source string) {
 type MissingError struct {
 	Dir, Source string
 	Missing     []string
+	// Foreign are the Missing binaries that are there but whose stamp says
+	// they were built for another platform (a copied cache, or RLAB_ASSETS
+	// pointing at a cross-build): name → that platform.
+	Foreign map[string]Platform
 }
 
 func (e *MissingError) Error() string {
-	what := strings.Join(e.Missing, ", ")
+	names := make([]string, len(e.Missing))
+	for i, m := range e.Missing {
+		names[i] = m
+		if p, ok := e.Foreign[m]; ok {
+			names[i] += fmt.Sprintf(" (built for %s, not %s)", p, Host())
+		}
+	}
+	what := strings.Join(names, ", ")
 	switch e.Source {
 	case "KUBEBUILDER_ASSETS":
 		return fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s: unset KUBEBUILDER_ASSETS to use rlab's own build, or build into that directory with `RLAB_ASSETS=%s rlab assets build`",
@@ -73,14 +84,26 @@ func Find(env Env) (string, error) { return FindOnly(env, Binaries...) }
 func FindOnly(env Env, names ...string) (string, error) {
 	dir, source := Dir(env)
 	var missing []string
+	var foreign map[string]Platform
 	for _, b := range names {
-		st, err := os.Stat(filepath.Join(dir, b))
+		path := filepath.Join(dir, b)
+		st, err := os.Stat(path)
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			missing = append(missing, b)
+			continue
+		}
+		// A stamp, if any, must name this platform; whether the binary is
+		// up to date is the build script's business (see Stamp).
+		if s, err := ReadStamp(path); err == nil && s.Platform != Host() {
+			missing = append(missing, b)
+			if foreign == nil {
+				foreign = map[string]Platform{}
+			}
+			foreign[b] = s.Platform
 		}
 	}
 	if len(missing) > 0 {
-		return dir, &MissingError{Dir: dir, Source: source, Missing: missing}
+		return dir, &MissingError{Dir: dir, Source: source, Missing: missing, Foreign: foreign}
 	}
 	return dir, nil
 }
@@ -124,6 +147,15 @@ func Build(ctx context.Context, env Env, dir string, out io.Writer, names ...str
 	return nil
 }
 
+// BuildPlatform cross-builds the control plane for p into dir (see
+// PlatformDir), streaming the script's progress to out.
+func BuildPlatform(ctx context.Context, env Env, p Platform, dir string, out io.Writer) error {
+	if err := runScript(ctx, env, BuildScript, dir, out, "--platform", string(p)); err != nil {
+		return fmt.Errorf("building the control plane for %s (%s --platform %s) failed: %w", p, BuildScript, p, err)
+	}
+	return nil
+}
+
 // BuildKind builds the offline kind node image (kubelet and kubeadm into
 // dir, a Debian rootfs, the control-plane images) and loads it into Docker,
 // streaming its progress to out.
@@ -144,11 +176,16 @@ func runScript(ctx context.Context, env Env, script, dir string, out io.Writer, 
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "RLAB_ASSETS="+dir)
 	cmd.Stdout, cmd.Stderr = out, out
-	// go build forks compilers: stop the whole group, not just bash.
+	groupCmd(cmd)
+	return cmd.Run()
+}
+
+// groupCmd runs cmd in its own process group and, when its context ends,
+// stops the whole group (go build forks compilers), not just its leader.
+func groupCmd(cmd *exec.Cmd) {
 	cmd.SysProcAttr = proc.ChildAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	return cmd.Run()
 }
 
 // Ensure returns the asset directory, building the binaries first if they are

@@ -1,0 +1,157 @@
+package assets
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The build script's stamp rule, run against a fake `go` that answers `go env`
+// with a Go version of the test's choosing and "builds" by writing a file, so
+// no real build runs.
+
+const fakeGo = `#!/bin/sh
+case "$1" in
+env) echo "$FAKE_GOVERSION"; echo "$FAKE_HOSTOS"; echo "$FAKE_HOSTARCH" ;;
+build)
+	out=""
+	while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+	echo "$GOOS/$GOARCH CGO_ENABLED=$CGO_ENABLED" >"$out"
+	echo "$GOOS/$GOARCH" >>"$FAKE_GO_LOG" ;;
+*) echo "fake go: $*" >&2; exit 2 ;;
+esac
+`
+
+// other is a supported platform that is not this one.
+func other() Platform {
+	if Host() == "darwin/arm64" {
+		return "linux/amd64"
+	}
+	return "darwin/arm64"
+}
+
+type scriptEnv struct {
+	fakeBin, log, cache string
+}
+
+func newScriptEnv(t *testing.T) scriptEnv {
+	t.Helper()
+	s := scriptEnv{fakeBin: t.TempDir(), cache: t.TempDir()}
+	s.log = filepath.Join(t.TempDir(), "builds")
+	if err := os.WriteFile(filepath.Join(s.fakeBin, "go"), []byte(fakeGo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs the build script with Go goVersion; it returns its output and the
+// platforms of the binaries it built.
+func (s scriptEnv) run(t *testing.T, goVersion string, args ...string) (string, []string) {
+	t.Helper()
+	_ = os.Remove(s.log)
+	cmd := exec.Command("bash", append([]string{filepath.Join("..", "..", BuildScript)}, args...)...)
+	cmd.Env = []string{
+		"PATH=" + s.fakeBin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=/nonexistent", "XDG_CACHE_HOME=" + s.cache,
+		"FAKE_GOVERSION=" + goVersion, "FAKE_GO_LOG=" + s.log,
+		"FAKE_HOSTOS=" + Host().OS(), "FAKE_HOSTARCH=" + Host().Arch(),
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", BuildScript, args, err, out.String())
+	}
+	b, _ := os.ReadFile(s.log)
+	return out.String(), strings.Fields(string(b))
+}
+
+func (s scriptEnv) hostDir() string {
+	return filepath.Join(s.cache, "rlab", "controlplane", KubeVersion)
+}
+
+// setStamps rewrites every binary's stamp with edit applied.
+func (s scriptEnv) setStamps(t *testing.T, dir string, edit func(*Stamp)) {
+	t.Helper()
+	for _, b := range Binaries {
+		st, err := ReadStamp(filepath.Join(dir, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&st)
+		if err := writeStamp(filepath.Join(dir, b), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestScriptStampRule(t *testing.T) {
+	tests := []struct {
+		name      string
+		edit      func(*Stamp)
+		raw       string // a stamp file's whole content instead of edit
+		goVersion string // of the check
+		rebuilds  bool
+	}{
+		{"up to date", func(*Stamp) {}, "", "go1.26.1", false},
+		{"a newer Go rebuilds a local build", func(*Stamp) {}, "", "go1.26.2", true},
+		{"a newer Go keeps a packed one", func(s *Stamp) { s.Origin = OriginPack }, "", "go1.26.2", false},
+		{"no Go version in common, packed", func(s *Stamp) { s.Origin, s.Go = OriginPack, "go1.27.0" }, "", "go1.26.1", false},
+		{"another recipe rebuilds even a packed one", func(s *Stamp) { s.Origin, s.Recipe = OriginPack, "0000000000000000" }, "", "go1.26.1", true},
+		{"another platform rebuilds", func(s *Stamp) { s.Platform = other() }, "", "go1.26.1", true},
+		{"an older script's stamp rebuilds", nil, "0123456789abcdef\n", "go1.26.1", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newScriptEnv(t)
+			if _, built := s.run(t, "go1.26.1"); len(built) != len(Binaries) {
+				t.Fatalf("first run built %v, want all %d", built, len(Binaries))
+			}
+			if tc.raw != "" {
+				for _, b := range Binaries {
+					if err := os.WriteFile(filepath.Join(s.hostDir(), b+".stamp"), []byte(tc.raw), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				s.setStamps(t, s.hostDir(), tc.edit)
+			}
+			out, built := s.run(t, tc.goVersion)
+			if got := len(built) > 0; got != tc.rebuilds || (got && len(built) != len(Binaries)) {
+				t.Fatalf("rebuilt %v, want rebuilds=%v\n%s", built, tc.rebuilds, out)
+			}
+		})
+	}
+}
+
+// TestScriptCrossBuild: --platform builds into its own directory, for that
+// GOOS/GOARCH, stamped with it; the host's directory is not touched.
+func TestScriptCrossBuild(t *testing.T) {
+	s := newScriptEnv(t)
+	p := other()
+	out, built := s.run(t, "go1.26.1", "--platform", string(p))
+	dir := filepath.Join(s.cache, "rlab", "controlplane", KubeVersion+"-"+p.Slug())
+	if len(built) != len(Binaries) || built[0] != string(p) || !strings.HasSuffix(out, dir+"\n") {
+		t.Fatalf("built %v; output:\n%s", built, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "kwok")); err != nil || string(b) != string(p)+" CGO_ENABLED=0\n" {
+		t.Errorf("kwok = %q, %v", b, err)
+	}
+	if st, err := ReadStamp(filepath.Join(dir, "kwok")); err != nil || st.Platform != p || st.Origin != OriginBuild || st.Go != "go1.26.1" {
+		t.Errorf("stamp = %+v, %v", st, err)
+	}
+	if _, err := os.Stat(s.hostDir()); !os.IsNotExist(err) {
+		t.Errorf("the host's directory was touched: %v", err)
+	}
+	if _, built := s.run(t, "go1.26.1", "--platform", string(p)); len(built) != 0 {
+		t.Errorf("second cross-build rebuilt %v", built)
+	}
+	stamp, _ := s.run(t, "go1.26.1", "--print-stamp", "--platform", string(p))
+	if !regexp.MustCompile(`^[0-9a-f]{16} ` + string(p) + ` go1.26.1 build\n$`).MatchString(stamp) {
+		t.Errorf("--print-stamp = %q", stamp)
+	}
+}
