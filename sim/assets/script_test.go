@@ -2,6 +2,7 @@ package assets
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,5 +154,28 @@ func TestScriptCrossBuild(t *testing.T) {
 	stamp, _ := s.run(t, "go1.26.1", "--print-stamp", "--platform", string(p))
 	if !regexp.MustCompile(`^[0-9a-f]{16} ` + string(p) + ` go1.26.1 build\n$`).MatchString(stamp) {
 		t.Errorf("--print-stamp = %q", stamp)
+	}
+}
+
+// TestUnpackedNeedsNoRebuild: binaries installed by Unpack, stamped with the
+// recipe of this source tree by another machine's Go, are up to date for the
+// build script whatever Go this machine has, and Find takes them.
+func TestUnpackedNeedsNoRebuild(t *testing.T) {
+	s := newScriptEnv(t)
+	line, _ := s.run(t, "go1.26.1", "--print-stamp")
+	recipe := strings.Fields(line)[0]
+	u := unpackEnv{cache: s.cache, env: envOf(map[string]string{"XDG_CACHE_HOME": s.cache, "HOME": "/nonexistent"})}
+	u.cp, u.bin = OwnDir(u.env), BinDir(u.env)
+	es := fakeEntries(Host(), recipe)
+	archive := filepath.Join(t.TempDir(), "a.tar.gz")
+	writeArchive(t, archive, manifestOf(map[Platform][]entry{Host(): es}, Host()), es, false)
+	if _, err := Unpack(context.Background(), UnpackOptions{Env: u.env, Archive: archive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(u.env); err != nil {
+		t.Fatalf("Find after unpack: %v", err)
+	}
+	if out, built := s.run(t, "go1.26.9"); len(built) != 0 {
+		t.Fatalf("the build script rebuilt %v after unpack:\n%s", built, out)
 	}
 }
