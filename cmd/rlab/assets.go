@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +17,7 @@ import (
 func newAssetsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "assets",
-		Short: "Build or locate the control-plane binaries",
+		Short: "Build, locate, pack or unpack the control-plane binaries",
 	}
 	var kind bool
 	build := &cobra.Command{
@@ -30,17 +33,11 @@ control-plane images and rlab's echo server preloaded. Needs root (debootstrap)
 and a running Docker (as root: scripts/setup-docker.sh).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := func(k string) string {
-				if k == "KUBEBUILDER_ASSETS" {
-					return "" // build into rlab's own directory, never someone else's
-				}
-				return os.Getenv(k)
-			}
-			dir, _ := assets.Dir(env)
+			dir := assets.OwnDir(os.Getenv) // never someone else's KUBEBUILDER_ASSETS
 			if kind {
-				return assets.BuildKind(cmd.Context(), env, dir, cmd.ErrOrStderr())
+				return assets.BuildKind(cmd.Context(), os.Getenv, dir, cmd.ErrOrStderr())
 			}
-			return assets.Build(cmd.Context(), env, dir, cmd.ErrOrStderr())
+			return assets.Build(cmd.Context(), os.Getenv, dir, cmd.ErrOrStderr())
 		},
 	}
 	build.Flags().BoolVar(&kind, "kind", false, "also build the offline kind node image (root and Docker needed)")
@@ -63,5 +60,107 @@ and a running Docker (as root: scripts/setup-docker.sh).`,
 			return nil
 		},
 	})
+	cmd.AddCommand(newAssetsPackCmd(), newAssetsUnpackCmd())
+	return cmd
+}
+
+func newAssetsPackCmd() *cobra.Command {
+	var platforms, output string
+	cmd := &cobra.Command{
+		Use:   "pack [--platform P1,P2] [-o FILE]",
+		Short: "Write one archive with rlab and the control plane for offline installs",
+		Long: `Build rlab and the control plane for each platform and write them into one
+.tar.gz with a manifest (versions, and each file's size and sha256), for
+machines with no Go and no network: ` + "`rlab assets unpack FILE`" + ` installs it.
+
+Needs Go and the module proxy (or a warm module cache). The host's control
+plane is reused from the per-user cache when up to date; another platform's is
+cross-built (CGO_ENABLED=0) into its own directory beside it, which takes
+minutes per platform the first time. Progress goes to stderr.
+
+Platforms: ` + strings.Join(platformStrings(assets.Supported), ", ") + `.`,
+		Example: `  rlab assets pack --platform linux/amd64,darwin/arm64 -o rlab-offline.tar.gz`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ps, err := assets.ParsePlatforms(platforms)
+			if err != nil {
+				return fmt.Errorf("--platform: %w", err)
+			}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			res, err := assets.Pack(ctx, assets.PackOptions{
+				Env: os.Getenv, Platforms: ps, Output: output, Version: version, Progress: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return fmt.Errorf("interrupted; nothing written: %w", err)
+				}
+				return err
+			}
+			m, w := res.Manifest, cmd.OutOrStdout()
+			fmt.Fprintf(w, "wrote %s, %s: rlab %s, Kubernetes %s, kwok %s, built with %s\n",
+				res.Output, assets.MB(res.Size), m.Rlab, m.Kubernetes, m.Kwok, m.Go)
+			for _, pf := range m.Platforms {
+				fmt.Fprintf(w, "  %-13s %d files, %s, %s packed\n", pf.Platform, len(pf.Files),
+					assets.MB(res.Raw[pf.Platform]), assets.MB(res.Compressed[pf.Platform]))
+			}
+			name := filepath.Base(res.Output)
+			fmt.Fprintf(w, "on each machine, with no Go and no network needed:\n")
+			for _, pf := range m.Platforms {
+				fmt.Fprintf(w, "  %-13s tar -xzf %s %s/rlab && ./%s/rlab assets unpack %s\n",
+					pf.Platform, name, pf.Platform.Slug(), pf.Platform.Slug(), name)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&platforms, "platform", string(assets.Host()), "comma-separated GOOS/GOARCH list")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "archive to write (default rlab-VERSION-PLATFORMS.tar.gz)")
+	return cmd
+}
+
+func platformStrings(ps []assets.Platform) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
+func newAssetsUnpackCmd() *cobra.Command {
+	var binDir string
+	cmd := &cobra.Command{
+		Use:   "unpack FILE",
+		Short: "Verify an archive made by `rlab assets pack` and install it for this machine",
+		Long: `Check every file of the archive against its manifest, then install this
+platform's control plane where rlab looks for it (the per-user cache,
+$XDG_CACHE_HOME/rlab/controlplane/<version>, or $RLAB_ASSETS) and its rlab
+binary into --bin-dir. Needs no Go and no network. A damaged archive installs
+nothing. Each destination is replaced in one rename.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			in, err := assets.Unpack(ctx, assets.UnpackOptions{Env: os.Getenv, Archive: args[0], BinDir: binDir})
+			if err != nil {
+				return err
+			}
+			m, w := in.Manifest, cmd.OutOrStdout()
+			fmt.Fprintf(w, "verified %d files of %s (rlab %s, Kubernetes %s, kwok %s; platforms %s)\n",
+				in.Verified, args[0], m.Rlab, m.Kubernetes, m.Kwok, strings.Join(platformStrings(m.PlatformList()), ", "))
+			fmt.Fprintf(w, "control plane %s for %s: %s\n", m.Kubernetes, in.Platform, in.ControlPlane)
+			fmt.Fprintf(w, "rlab %s: %s\n", m.Rlab, in.Rlab)
+			if kb := os.Getenv("KUBEBUILDER_ASSETS"); kb != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: KUBEBUILDER_ASSETS=%s is set, and rlab looks there first: unset it to use what was just installed\n", kb)
+			}
+			dir := filepath.Dir(in.Rlab)
+			if slices.Contains(filepath.SplitList(os.Getenv("PATH")), dir) {
+				fmt.Fprintf(w, "next: rlab up\n")
+			} else {
+				fmt.Fprintf(w, "next: %s up\n      (or add it to your PATH: export PATH=\"%s:$PATH\")\n", in.Rlab, dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&binDir, "bin-dir", "", "where to put the rlab binary (default $XDG_CACHE_HOME/rlab/bin, ~/.cache/rlab/bin)")
 	return cmd
 }
