@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	rlabBin = filepath.Join(tmp, "rlab")
-	out, err := exec.Command("go", "build", "-o", rlabBin, ".").CombinedOutput()
+	// Built as `rlab assets pack` builds it (static, -trimpath), so that the
+	// pack test finds every package compiled and only links.
+	build := exec.Command("go", "build", "-trimpath", "-o", rlabBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build rlab: %v\n%s", err, out)
 		os.Exit(1)
@@ -48,6 +52,7 @@ func TestMain(m *testing.M) {
 type sandboxEnv struct {
 	state, tmp string
 	env        []string
+	dir        string // working directory of the commands; "" for the test's
 }
 
 func newSandboxEnv(t testing.TB) sandboxEnv {
@@ -78,9 +83,15 @@ type run struct {
 
 func startRun(t testing.TB, e sandboxEnv, args ...string) *run {
 	t.Helper()
+	return startRunOf(t, rlabBin, e, args...)
+}
+
+// startRunOf is startRun with another rlab binary.
+func startRunOf(t testing.TB, bin string, e sandboxEnv, args ...string) *run {
+	t.Helper()
 	r := &run{stdout: &simtest.Buffer{}, stderr: &simtest.Buffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(rlabBin, append([]string{"run"}, args...)...)
-	r.cmd.Env = e.env
+	r.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
+	r.cmd.Env, r.cmd.Dir = e.env, e.dir
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {

@@ -327,7 +327,7 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 	}
 	gz, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
-		return nil, bad("", "not a gzip file", err)
+		return nil, bad("", "not a .tar.gz (not an archive made by rlab assets pack?)", err)
 	}
 	tr := tar.NewReader(gz)
 
