@@ -186,6 +186,9 @@ func Pack(ctx context.Context, o PackOptions) (*Packed, error) {
 		err = cerr
 	}
 	if err == nil {
+		err = os.Chmod(out.Name(), 0o644) // CreateTemp's 0600 would keep it from a shared drive
+	}
+	if err == nil {
 		err = os.Rename(out.Name(), o.Output)
 	}
 	if err != nil {
