@@ -140,6 +140,13 @@ nothing. Each destination is replaced in one rename.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
+			if binDir != "" {
+				abs, err := filepath.Abs(binDir)
+				if err != nil {
+					return fmt.Errorf("--bin-dir: %w", err)
+				}
+				binDir = abs
+			}
 			in, err := assets.Unpack(ctx, assets.UnpackOptions{Env: os.Getenv, Archive: args[0], BinDir: binDir})
 			if err != nil {
 				return err

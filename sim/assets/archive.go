@@ -346,6 +346,12 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 	if err := m.check(); err != nil {
 		return nil, bad(ManifestName, err.Error(), nil)
 	}
+	if m.Kubernetes != KubeVersion {
+		// Its control plane belongs in another version's directory, which
+		// this rlab would never look in.
+		return nil, fmt.Errorf("%s holds Kubernetes %s, and this rlab runs %s: unpack it with the rlab inside it (tar -xzf %s %s && ./%s assets unpack %s)",
+			o.Archive, m.Kubernetes, KubeVersion, filepath.Base(o.Archive), rlabPath(o.Platform), rlabPath(o.Platform), filepath.Base(o.Archive))
+	}
 	mine := m.For(o.Platform)
 	if mine == nil {
 		return nil, &PlatformError{Archive: o.Archive, Want: o.Platform, Have: m.PlatformList()}

@@ -329,6 +329,16 @@ func TestUnpackRefuses(t *testing.T) {
 			wantType: &PlatformError{},
 		},
 		{
+			name: "another Kubernetes version than this rlab's",
+			make: func() (*Manifest, []entry) {
+				ps, order := base()
+				m := manifestOf(ps, order...)
+				m.Kubernetes = "v1.35.0"
+				return m, all(ps, order)
+			},
+			want: []string{"holds Kubernetes v1.35.0", "runs " + KubeVersion, "./" + rlabPath(Host()) + " assets unpack a.tar.gz"},
+		},
+		{
 			name: "a manifest whose platform lacks a binary",
 			make: func() (*Manifest, []entry) {
 				ps, order := base()

@@ -149,14 +149,14 @@ func Pack(ctx context.Context, o PackOptions) (*Packed, error) {
 	// 4. The archive, under a temporary name until complete.
 	out, err := os.CreateTemp(filepath.Dir(o.Output), "."+filepath.Base(o.Output)+".partial-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("writing %s: %w", o.Output, err)
 	}
 	defer os.Remove(out.Name())
 	res := &Packed{Manifest: m, Output: o.Output, Raw: map[Platform]int64{}, Compressed: map[Platform]int64{}}
 	aw, err := newArchiveWriter(out, m)
 	if err != nil {
 		out.Close()
-		return nil, err
+		return nil, fmt.Errorf("writing %s: %w", o.Output, err)
 	}
 	last, err := aw.flush()
 	for i, p := range o.Platforms {
