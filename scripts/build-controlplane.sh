@@ -30,7 +30,7 @@
 # GOVERSION is this Go (a local build is redone when Go changes) or ORIGIN is
 # pack: a packed binary was built by another machine's Go, and rebuilding it
 # for that reason alone would need the network the archive exists to avoid. A
-# stamp in any other form (older scripts wrote only a hash) is stale.
+# stamp in any other form is stale (but for the previous script's, see below).
 #
 # Atomic: each binary is built under a temporary name and renamed, so an
 # interrupted build never leaves a binary that looks complete.
@@ -119,15 +119,36 @@ recipe=$({
 	printf '%s\n' "$RECIPE_REV" "CGO_ENABLED=0 ${go_build[*]}" "${all_targets[@]}" "${extra_targets[@]}"
 } | sha256sum | cut -c1-16)
 stamp="$recipe $platform $gov build"
+
+# Stamps written before this form were a bare hash of go.mod, go.sum, the
+# script as of commit d7b5121 and the Go version, for a build of this very
+# recipe for the host. Where git can show that script and the hash still holds,
+# such a stamp is rewritten in this form instead of rebuilding (once per
+# binary); elsewhere (no git, a shallow clone) the binary rebuilds.
+legacy=""
+if [[ "$platform" == "$host" ]] && legacy=$({
+	cat "$module/go.mod" "$module/go.sum"
+	git -C "$here" show d7b5121:scripts/build-controlplane.sh 2>/dev/null
+	echo "$gov"
+} | sha256sum | cut -c1-16); then
+	:
+else
+	legacy=""
+fi
 if [[ -n "$print_stamp" ]]; then
 	echo "$stamp"
 	exit 0
 fi
 
-# current BIN: BIN exists and its stamp says it is up to date (the rule above).
+# current BIN: BIN exists and its stamp says it is up to date (the rule above;
+# a legacy stamp that holds is rewritten).
 current() {
 	local s_recipe="" s_platform="" s_go="" s_origin=""
 	[[ -x "$1" && -f "$1.stamp" ]] || return 1
+	if [[ -n "$legacy" && "$(cat "$1.stamp")" == "$legacy" ]]; then
+		echo "$stamp" >"$1.stamp.tmp" && mv -f "$1.stamp.tmp" "$1.stamp"
+		return 0
+	fi
 	read -r s_recipe s_platform s_go s_origin _ <"$1.stamp" || true
 	[[ "$s_recipe" == "$recipe" && "$s_platform" == "$platform" ]] || return 1
 	[[ "$s_go" == "$gov" || "$s_origin" == pack ]]

@@ -3,6 +3,8 @@ package assets
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +91,28 @@ func (s scriptEnv) setStamps(t *testing.T, dir string, edit func(*Stamp)) {
 	}
 }
 
+// legacyStamp is what the script wrote before stamps named their recipe
+// (commit d7b5121) for Go goVersion, or "" where git cannot show that script.
+func legacyStamp(t *testing.T, goVersion string) string {
+	t.Helper()
+	old, err := exec.Command("git", "-C", filepath.Join("..", ".."), "show", "d7b5121:"+BuildScript).Output()
+	if err != nil {
+		t.Logf("no legacy stamp: git show d7b5121:%s: %v", BuildScript, err)
+		return ""
+	}
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "controlplane", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	h.Write(old)
+	h.Write([]byte(goVersion + "\n"))
+	return hex.EncodeToString(h.Sum(nil))[:16] + "\n"
+}
+
 func TestScriptStampRule(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -104,6 +128,10 @@ func TestScriptStampRule(t *testing.T) {
 		{"another recipe rebuilds even a packed one", func(s *Stamp) { s.Origin, s.Recipe = OriginPack, "0000000000000000" }, "", "go1.26.1", true},
 		{"another platform rebuilds", func(s *Stamp) { s.Platform = other() }, "", "go1.26.1", true},
 		{"an older script's stamp rebuilds", nil, "0123456789abcdef\n", "go1.26.1", true},
+		// The stamp the script wrote before it named recipe and platform:
+		// taken (and rewritten) while it holds, if git can show that script.
+		{"the previous script's stamp, still true", nil, legacyStamp(t, "go1.26.1"), "go1.26.1", legacyStamp(t, "go1.26.1") == ""},
+		{"the previous script's stamp, another Go", nil, legacyStamp(t, "go1.26.1"), "go1.26.2", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +152,11 @@ func TestScriptStampRule(t *testing.T) {
 			out, built := s.run(t, tc.goVersion)
 			if got := len(built) > 0; got != tc.rebuilds || (got && len(built) != len(Binaries)) {
 				t.Fatalf("rebuilt %v, want rebuilds=%v\n%s", built, tc.rebuilds, out)
+			}
+			for _, b := range Binaries { // up to date or rebuilt, in the current form
+				if st, err := ReadStamp(filepath.Join(s.hostDir(), b)); err != nil || st.Platform != Host() {
+					t.Errorf("%s: stamp %+v, %v", b, st, err)
+				}
 			}
 		})
 	}
