@@ -414,6 +414,10 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := out.Chmod(0o755); err != nil { // whatever the umask
+				out.Close()
+				return nil, err
+			}
 			dst = out
 		}
 		sum := sha256.New()
