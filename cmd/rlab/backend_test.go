@@ -65,18 +65,26 @@ func TestClusterFlags(t *testing.T) {
 		args             []string
 		wantErr          string
 		backend, kindImg string
+		kubeconfig, ctx  string
+		prefix           string
 	}{
 		{name: "default", backend: "envtest"},
 		{name: "kind", args: []string{"--backend", "kind"}, backend: "kind"},
 		{name: "env backend", env: map[string]string{"RLAB_BACKEND": "kind"}, backend: "kind"},
-		{name: "unknown backend", args: []string{"--backend", "docker"}, wantErr: `unknown backend "docker": use envtest or kind`},
+		{name: "unknown backend", args: []string{"--backend", "docker"}, wantErr: `unknown backend "docker": use envtest, kind or kubeconfig`},
+		{name: "kubeconfig", args: []string{"--backend", "kubeconfig", "--kubeconfig", "/k", "--context", "c", "--namespace-prefix", "rlab-x-"},
+			backend: "kubeconfig", kubeconfig: "/k", ctx: "c", prefix: "rlab-x-"},
+		{name: "env prefix", env: map[string]string{"RLAB_NAMESPACE_PREFIX": "team-"}, args: []string{"--backend", "kubeconfig"}, backend: "kubeconfig", prefix: "team-"},
+		{name: "kubeconfig without its backend", args: []string{"--kubeconfig", "/k"}, wantErr: "add --backend kubeconfig"},
+		{name: "context without its backend", args: []string{"--backend", "kind", "--context", "c"}, wantErr: "add --backend kubeconfig"},
+		{name: "bad prefix", args: []string{"--backend", "kubeconfig", "--namespace-prefix", "Alice"}, wantErr: `--namespace-prefix: namespace prefix "Alice" must end with a dash`},
 		{name: "node image on kind", args: []string{"--backend", "kind", "--kind-image", "kindest/node:v1.36.0"}, backend: "kind", kindImg: "kindest/node:v1.36.0"},
 		{name: "node image on envtest", args: []string{"--kind-image", "kindest/node:v1.36.0"}, wantErr: "only the kind backend has a node image; add --backend kind"},
 		{name: "env node image on envtest", env: map[string]string{"RLAB_KIND_IMAGE": "x"}, backend: "envtest"},
 		{name: "env node image on kind", env: map[string]string{"RLAB_KIND_IMAGE": "x"}, args: []string{"--backend", "kind"}, backend: "kind", kindImg: "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"RLAB_BACKEND", "RLAB_KIND_IMAGE"} {
+			for _, k := range []string{"RLAB_BACKEND", "RLAB_KIND_IMAGE", "RLAB_NAMESPACE_PREFIX"} {
 				t.Setenv(k, tc.env[k])
 			}
 			f := &clusterFlags{}
@@ -98,6 +106,9 @@ func TestClusterFlags(t *testing.T) {
 			}
 			if o.Backend != tc.backend || o.KindImage != tc.kindImg {
 				t.Errorf("backend %q, node image %q; want %q, %q", o.Backend, o.KindImage, tc.backend, tc.kindImg)
+			}
+			if o.Kubeconfig != tc.kubeconfig || o.Context != tc.ctx || o.NamespacePrefix != tc.prefix {
+				t.Errorf("kubeconfig %q, context %q, prefix %q; want %q, %q, %q", o.Kubeconfig, o.Context, o.NamespacePrefix, tc.kubeconfig, tc.ctx, tc.prefix)
 			}
 		})
 	}
