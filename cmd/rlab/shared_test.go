@@ -174,6 +174,16 @@ func TestSharedCluster(t *testing.T) {
 		t.Errorf("b's Echoes changed while a restarted:\nbefore %v\nafter  %v", before, after)
 	}
 
+	// An Echo with a finalizer nothing will ever run must not keep a's
+	// namespace terminating after a exits.
+	kept := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+		"metadata": map[string]any{"name": "kept", "finalizers": []any{"rlab.test/never"}},
+		"spec":     map[string]any{"message": "kept", "replicas": int64(1)},
+	}}
+	if _, err := admin.dyn.Resource(echov1.Resource).Namespace(pa.Namespace(style.Shell)).Create(t.Context(), kept, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Kill(a2.pid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -410,17 +409,9 @@ func Teardown(ctx context.Context, cfg *rest.Config, w io.Writer) error {
 	var names []string
 	for _, ns := range list.Items {
 		names = append(names, ns.Name)
-		echoes := c.dyn.Resource(echov1.Resource).Namespace(ns.Name)
-		el, err := echoes.List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for _, e := range el.Items {
-				if len(e.GetFinalizers()) > 0 {
-					_, err := echoes.Patch(ctx, e.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-					if err != nil && !apierrors.IsNotFound(err) {
-						errs = append(errs, err)
-					}
-				}
-			}
+		if err := cluster.ReleaseEchoes(ctx, c.dyn, ns.Name); err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns.Name, err))

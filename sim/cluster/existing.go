@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,10 +98,6 @@ func (e *Existing) User() string { return e.user }
 
 // Prefix is the namespace prefix: the one asked for, or the user's.
 func (e *Existing) Prefix() style.Prefix { return e.prefix }
-
-// Shared says that the cluster outlives the sandbox: what rlab creates in it
-// must be removed one object at a time.
-func (e *Existing) Shared() bool { return true }
 
 // Start implements Backend: it connects, learns who it is, and makes sure the
 // Echo CRD is served (installing it if the user may).
@@ -274,6 +272,30 @@ func (e *Existing) probeGC(ctx context.Context) error {
 // OwnedLabels mark a namespace that a sandbox with prefix p created.
 func OwnedLabels(p style.Prefix) map[string]string {
 	return map[string]string{LabelPrefix: p.Label(), LabelManagedBy: ManagedByRlab}
+}
+
+// ReleaseEchoes removes the finalizers from every Echo in ns. Whoever
+// deletes a namespace with no operator left to run them must: they would keep
+// the namespace terminating forever.
+func ReleaseEchoes(ctx context.Context, dyn dynamic.Interface, ns string) error {
+	echoes := dyn.Resource(echov1.Resource).Namespace(ns)
+	list, err := echoes.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("echoes in %s: %w", ns, err)
+	}
+	for _, e := range list.Items {
+		if len(e.GetFinalizers()) == 0 {
+			continue
+		}
+		_, err := echoes.Patch(ctx, e.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release echo %s/%s: %w", ns, e.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // Stop implements Backend: the cluster is not rlab's to stop; the sandbox

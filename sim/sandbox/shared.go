@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
@@ -95,34 +94,12 @@ func (s *Sandbox) removeOwn() error {
 // deleteNamespace deletes ns after releasing its Echoes: with no operator
 // left to run their finalizers, they would keep the namespace terminating.
 func (s *Sandbox) deleteNamespace(ctx context.Context, ns string) error {
-	if err := s.releaseEchoes(ctx, ns); err != nil {
+	if err := cluster.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
 		return err
 	}
 	err := s.admin.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
-	}
-	return nil
-}
-
-// releaseEchoes removes the finalizers from every Echo in ns.
-func (s *Sandbox) releaseEchoes(ctx context.Context, ns string) error {
-	echoes := s.admin.dyn.Resource(echov1.Resource).Namespace(ns)
-	list, err := echoes.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("echoes in %s: %w", ns, err)
-	}
-	for _, e := range list.Items {
-		if len(e.GetFinalizers()) == 0 {
-			continue
-		}
-		_, err := echoes.Patch(ctx, e.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("release echo %s/%s: %w", ns, e.GetName(), err)
-		}
 	}
 	return nil
 }
@@ -142,7 +119,7 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 	bg := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{PropagationPolicy: &bg}
 	for _, ns := range namespaces {
-		if err := s.releaseEchoes(ctx, ns); err != nil {
+		if err := cluster.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
 			errs = append(errs, err)
 			continue
 		}
