@@ -76,6 +76,11 @@ const (
 	ProcessPause  Kind = "process.pause"
 	ProcessResume Kind = "process.resume"
 
+	// ClientLimits: a replica's client-side rate limit, as its library set
+	// it (fields qps, burst; qps < 0: none, the library leaves it to the
+	// apiserver's priority and fairness).
+	ClientLimits Kind = "client.limits"
+
 	// Malformed: a line from a child that is not an event.
 	Malformed Kind = "trace.malformed"
 	// Dropped: events lost to a full buffer.

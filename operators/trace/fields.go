@@ -56,6 +56,8 @@ const (
 	FieldLine        = "line"        // trace.malformed
 	FieldCount       = "count"       // trace.malformed, trace.dropped
 	FieldMsg         = "msg"         // log
+	FieldQPS         = "qps"         // client.limits: requests per second (< 0: no client-side limit)
+	FieldBurst       = "burst"       // client.limits
 )
 
 // Values of FieldResult and FieldChanged.
@@ -98,6 +100,7 @@ var Schema = map[Kind][]string{
 	Malformed:      {FieldLine, FieldCount},
 	Dropped:        {FieldCount},
 	Log:            {FieldMsg},
+	ClientLimits:   {FieldQPS, FieldBurst},
 }
 
 // CheckSchema returns an error naming the first field of e that its kind

@@ -117,6 +117,11 @@ func (e Event) Summary() string {
 		return e.Str(FieldCount) + " events dropped"
 	case Log:
 		return e.Str(FieldMsg)
+	case ClientLimits:
+		if q, _ := e.Fields[FieldQPS].(float64); q < 0 {
+			return "client-side rate limit: none (left to the apiserver)"
+		}
+		return "client-side rate limit: " + e.Str(FieldQPS) + " req/s, burst " + e.Str(FieldBurst)
 	}
 	keys := make([]string, 0, len(e.Fields))
 	for k := range e.Fields {
