@@ -57,7 +57,7 @@ func BenchmarkClassroom(b *testing.B) {
 			runs = append(runs, startRun(b, newSandboxEnv(b), "--backend", "kubeconfig", "--kubeconfig", kc(i), "--for", "60m", "--output", "json"))
 		}
 		for _, r := range runs {
-			r.waitStderr(b, "ready in", 10*time.Minute)
+			r.waitStderr(b, readyLine, 10*time.Minute)
 		}
 		// Let the start-up's burst pass: every sample Echo converged.
 		settle := time.Now().Add(15 * time.Second)

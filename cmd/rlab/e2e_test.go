@@ -111,6 +111,10 @@ func startRunOf(t testing.TB, bin string, e sandboxEnv, args ...string) *run {
 
 func (r *run) pid() int { return r.cmd.Process.Pid }
 
+// readyLine starts the line `rlab run` prints once the sample Echo has
+// converged in every style (after "cluster ready in …").
+const readyLine = "\nready in"
+
 // waitStderr waits until stderr contains s, failing early if rlab exits.
 func (r *run) waitStderr(t testing.TB, s string, timeout time.Duration) {
 	t.Helper()
@@ -340,7 +344,14 @@ func reflectFields(line string, want ...string) bool {
 func TestSIGKILLLeavesNothing(t *testing.T) {
 	e := newSandboxEnv(t)
 	r := startRun(t, e, "--shell-interval", "1s", "--for", "10m")
-	r.waitStderr(t, "ready in", 4*time.Minute)
+	r.waitStderr(t, readyLine, 4*time.Minute)
+	// The cluster is ready (operators started) before the sample converges,
+	// and the run says how long each style took.
+	r.waitStderr(t, "after the operators started", 10*time.Second)
+	if re := regexp.MustCompile(`(?s)cluster ready in \d+\.\d+s on envtest\n.*\nready in \d+\.\d+s on envtest\n.*` +
+		`hello 2/2 after the operators started: shell \d+\.\d+s, clientgo \d+\.\d+s, runtime \d+\.\d+s\n`); !re.MatchString(r.stderr.String()) {
+		t.Errorf("want `cluster ready in`, then `ready in`, then each style's convergence; stderr:\n%s", r.stderr)
+	}
 	kids := children(r.pid())
 	// apiserver, etcd, kcm, scheduler, kwok, 5 operator replicas, and
 	// whatever kubectl the shell loop runs at that moment.
@@ -361,7 +372,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 
 	// The next run finds the stale pid file and run dir, cleans up, goes on.
 	r2 := startRun(t, e, "--operators", "none", "--for", "10m")
-	r2.waitStderr(t, "ready in", 3*time.Minute)
+	r2.waitStderr(t, readyLine, 3*time.Minute)
 	out, _, code := cli(t, e.env, rlabBin, "env")
 	if code != 0 || !strings.HasPrefix(out, "export KUBECONFIG=") {
 		t.Fatalf("rlab env after restart: exit %d, %q", code, out)

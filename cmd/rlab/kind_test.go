@@ -89,7 +89,7 @@ current-context: kind-%[1]s
 	}()
 
 	r := startRun(t, e, append(kindArgs(), "--shell-interval", "1s", "--for", "20m")...)
-	r.waitStderr(t, "ready in", 6*time.Minute)
+	r.waitStderr(t, readyLine, 6*time.Minute)
 	if !strings.Contains(r.stderr.String(), "on kind "+cluster.KindVersion()) {
 		t.Errorf("ready line does not name the kind backend:\n%s", r.stderr)
 	}
@@ -103,7 +103,7 @@ current-context: kind-%[1]s
 	noLeftovers(t, name, vols)
 
 	r2 := startRun(t, e, append(kindArgs(), "--operators", "none", "--for", "20m")...)
-	r2.waitStderr(t, "ready in", 6*time.Minute)
+	r2.waitStderr(t, readyLine, 6*time.Minute)
 	vols = volumesOf(t, name)
 	if err := syscall.Kill(r2.pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ current-context: kind-%[1]s
 	}
 
 	r3 := startRun(t, e, append(kindArgs(), "--operators", "none", "--for", "20m")...)
-	r3.waitStderr(t, "ready in", 6*time.Minute)
+	r3.waitStderr(t, readyLine, 6*time.Minute)
 	if !strings.Contains(r3.stderr.String(), "removed kind cluster "+name+" left by a previous run") {
 		t.Errorf("the next start did not say it removed the leftover cluster:\n%s", r3.stderr)
 	}

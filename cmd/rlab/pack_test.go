@@ -76,7 +76,7 @@ func TestPackUnpackOffline(t *testing.T) {
 	}
 
 	r := startRunOf(t, rlab, e, "--operators", "none", "--for", "10m")
-	r.waitStderr(t, "ready in", 3*time.Minute)
+	r.waitStderr(t, readyLine, 3*time.Minute)
 	for _, s := range []string{"not built", "building", "control plane built"} {
 		if strings.Contains(r.stderr.String(), s) {
 			t.Errorf("the unpacked rlab built something (%q):\n%s", s, r.stderr)

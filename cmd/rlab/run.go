@@ -96,6 +96,16 @@ func printReady(w io.Writer, sb *sandbox.Sandbox) {
 	for _, p := range sb.Phases() {
 		fmt.Fprintf(w, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
 	}
+	if len(sb.Converged) > 0 {
+		var per []string
+		for _, st := range style.All() {
+			if d, ok := sb.Converged[st]; ok {
+				per = append(per, fmt.Sprintf("%s %.2fs", st, d.Seconds()))
+			}
+		}
+		fmt.Fprintf(w, "  %s %s after the operators started: %s\n", sandbox.SampleName,
+			fmt.Sprintf("%d/%d", sandbox.SampleReplicas, sandbox.SampleReplicas), strings.Join(per, ", "))
+	}
 	fmt.Fprintf(w, "point your kubectl at it: eval \"$(rlab env)\"   (Ctrl-C stops the sandbox)\n")
 }
 

@@ -40,7 +40,7 @@ func startHost(t testing.TB) string {
 	t.Helper()
 	e := newSandboxEnv(t)
 	r := startRun(t, e, "--operators", "none", "--for", "30m")
-	r.waitStderr(t, "ready in", 4*time.Minute)
+	r.waitStderr(t, readyLine, 4*time.Minute)
 	t.Cleanup(func() {
 		_ = syscall.Kill(r.pid(), syscall.SIGINT)
 		_ = r.wait(t, 2*time.Minute)
@@ -134,8 +134,8 @@ func TestSharedCluster(t *testing.T) {
 	ea, eb := newSandboxEnv(t), newSandboxEnv(t)
 	a := startRun(t, ea, args(pa)...)
 	b := startRun(t, eb, args(pb)...)
-	a.waitStderr(t, "ready in", 5*time.Minute)
-	b.waitStderr(t, "ready in", 5*time.Minute)
+	a.waitStderr(t, readyLine, 5*time.Minute)
+	b.waitStderr(t, readyLine, 5*time.Minute)
 	for _, p := range []style.Prefix{pa, pb} {
 		got := admin.echoes(t, p, "hello")
 		if len(got) != 3 {
@@ -160,7 +160,7 @@ func TestSharedCluster(t *testing.T) {
 		t.Fatalf("after SIGKILL nothing can clean up yet; want a's 3 Echoes left, got %v", left)
 	}
 	a2 := startRun(t, ea, args(pa)...)
-	a2.waitStderr(t, "ready in", 5*time.Minute)
+	a2.waitStderr(t, readyLine, 5*time.Minute)
 	if !strings.Contains(a2.stderr.String(), "left by a previous run") {
 		t.Errorf("restart did not say it removed the leftovers; stderr:\n%s", a2.stderr)
 	}
@@ -242,7 +242,7 @@ func TestClassroom(t *testing.T) {
 		runs = append(runs, r)
 	}
 	for i, r := range runs {
-		r.waitStderr(t, "ready in", 6*time.Minute)
+		r.waitStderr(t, readyLine, 6*time.Minute)
 		if got := admin.echoes(t, classroom.Prefix(classroom.Student(i+1)), "hello"); len(got) != 3 {
 			t.Errorf("student %d: Echo hello %v, want one per style", i+1, got)
 		}

@@ -169,5 +169,8 @@ func startSandbox(t *testing.T) *sandbox.Sandbox {
 			t.Errorf("stop sandbox: %v", err)
 		}
 	})
+	if err := sb.WaitSample(ctx); err != nil {
+		t.Fatalf("sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))
+	}
 	return sb
 }

@@ -52,6 +52,9 @@ func Run(ctx context.Context, o echo.Options) error {
 	}
 	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
+	// Client limits: client-go's defaults (QPS unset: 5 req/s, burst 10 per
+	// clientset), the limit a client-go operator runs with unless it sets one.
+	em.EmitClientLimits(o.Namespace, cfg)
 	// Events about Echoes go to their namespace, as kubectl describe shows.
 	scheme := runtime.NewScheme()
 	if err := echov1.AddToScheme(scheme); err != nil {

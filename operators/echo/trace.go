@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -77,4 +79,19 @@ func (e *Emitter) Close() {
 	}
 	e.mu.Unlock()
 	<-e.done
+}
+
+// EmitClientLimits records the client-side rate limit the replica's clients
+// run with, as client-go applies it: an unset QPS or Burst (0) means
+// rest.DefaultQPS (5 req/s) and rest.DefaultBurst (10); a negative QPS, no
+// limit at all. Every clientset built from cfg has a limiter of its own.
+func (e *Emitter) EmitClientLimits(ns string, cfg *rest.Config) {
+	qps, burst := float64(cfg.QPS), cfg.Burst
+	if qps == 0 {
+		qps = float64(rest.DefaultQPS)
+	}
+	if burst == 0 {
+		burst = rest.DefaultBurst
+	}
+	e.Emit(trace.ClientLimits, ns, "", map[string]any{trace.FieldQPS: qps, trace.FieldBurst: burst})
 }

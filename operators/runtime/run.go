@@ -53,6 +53,13 @@ func Run(ctx context.Context, o echo.Options) error {
 	}
 	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
+	// Client limits: what ctrl.GetConfig() gives a controller-runtime main.go
+	// (pkg/client/config): with no QPS set, no client-side rate limit
+	// (QPS -1); the apiserver's priority and fairness does flow control.
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	em.EmitClientLimits(o.Namespace, cfg)
 
 	id := Style.Identity(o.Replica, os.Getpid())
 	opts := ctrl.Options{

@@ -118,7 +118,7 @@ func (e Event) Summary() string {
 	case Log:
 		return e.Str(FieldMsg)
 	case ClientLimits:
-		if q, _ := e.Fields[FieldQPS].(float64); q < 0 {
+		if q, _ := e.Num(FieldQPS); q < 0 {
 			return "client-side rate limit: none (left to the apiserver)"
 		}
 		return "client-side rate limit: " + e.Str(FieldQPS) + " req/s, burst " + e.Str(FieldBurst)

@@ -70,8 +70,10 @@ func StartCmd(pidDir string, c Cmd) (*Child, error) {
 	}
 	go func() {
 		ch.err = cmd.Wait()
-		// The watcher is the last of the group rlab knows of: with it gone,
-		// Signal finds the group empty.
+		// Whatever the child left in its group (a kubectl the shell loop was
+		// running when it died) goes with it, the watcher last: with it
+		// gone, Signal finds the group empty.
+		_ = syscall.Kill(-ch.pgid, syscall.SIGKILL)
 		stopWatch()
 		Forget(pidDir, cmd.Process.Pid)
 		close(ch.done)

@@ -3,7 +3,6 @@ package proc
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -340,22 +339,45 @@ func TestWrapperOwnGroup(t *testing.T) {
 	}
 }
 
-// TestCallerWrapper: the caller wrapper (no pid dir, no lifeline) runs its
-// binary with its arguments and exit status.
-func TestCallerWrapper(t *testing.T) {
-	self, err := os.Executable()
+// TestChildExitTakesGroup: what a child leaves running in its process group
+// (the kubectl a dying shell loop had started) dies when the child exits.
+func TestChildExitTakesGroup(t *testing.T) {
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := WriteCallerWrapper(t.TempDir(), "sh", self, "/bin/sh")
+	defer pr.Close()
+	c, err := StartCmd(t.TempDir(), Cmd{Name: "sh", Path: "/bin/sh",
+		Args: []string{"-c", "sleep 600 & echo $!; wait"}, Stdout: pw})
+	pw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("/bin/sh", "-c", w+` -c 'echo "$1"; exit 3' sh "a b"`).Output()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || string(out) != "a b\n" {
-		t.Fatalf("wrapped sh: %q, %v; want \"a b\" and exit status 3", out, err)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
 	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := startTime(orphan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := Entry{PID: orphan, Start: st}
+	t.Cleanup(func() {
+		if left.Alive() { // only if the test failed
+			_ = syscall.Kill(orphan, syscall.SIGKILL)
+		}
+	})
+	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil { // the child alone, not its group
+		t.Fatal(err)
+	}
+	<-c.Done()
+	simtest.Eventually(t, 10*time.Second, "the child's background sleep gone with it", func(context.Context) (bool, error) {
+		return !left.Alive(), fmt.Errorf("pid %d still alive", orphan)
+	})
 }
 
 func TestChildStop(t *testing.T) {

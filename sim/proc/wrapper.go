@@ -29,16 +29,6 @@ func WriteWrapper(dir, name, self, real, pidDir string) (string, error) {
 	return writeWrapper(dir, name, self, real, pidDir, strconv.Itoa(os.Getpid()), fd)
 }
 
-// WriteCallerWrapper is like WriteWrapper for a binary that one of rlab's
-// children runs (kubectl, run by the shell operator): the wrapped process
-// dies with whoever ran it, and is not recorded (it is short-lived and many).
-// It gets no watcher of its own: it stays in its caller's process group,
-// which its caller's watcher kills. It must stay cheap, it runs many times a
-// second.
-func WriteCallerWrapper(dir, name, self, real string) (string, error) {
-	return writeWrapper(dir, name, self, real, "-", `"$PPID"`, "-")
-}
-
 func writeWrapper(dir, name, self, real, pidDir, parent, lifelineFD string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("wrapper dir: %w", err)

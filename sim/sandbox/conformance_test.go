@@ -139,6 +139,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
 		return 1
 	}
+	if err := sb.WaitSample(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))
+		_ = sb.Stop()
+		return 1
+	}
 	code := m.Run()
 	if err := sb.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop sandbox:", err)
@@ -529,4 +534,32 @@ func execCommand(name string, args ...string) ([]byte, error) {
 
 func fromUnstructured(u map[string]any, e *echov1.Echo) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, e)
+}
+
+// TestClientLimits: every Go replica says which client-side rate limit its
+// library gave it: client-go's default 5 req/s (burst 10), controller-runtime's
+// none (GetConfig's QPS -1).
+func TestClientLimits(t *testing.T) {
+	want := map[style.Style]struct{ qps, burst float64 }{style.ClientGo: {5, 10}, style.Runtime: {-1, 10}}
+	for st, w := range want {
+		for _, r := range sandbox.Replicas(st) {
+			src := st.Source(r)
+			var got []trace.Event
+			for _, e := range events.Of(trace.ClientLimits) {
+				if e.Source == src {
+					got = append(got, e)
+				}
+			}
+			if len(got) == 0 {
+				t.Errorf("%s: no %s event", src, trace.ClientLimits)
+				continue
+			}
+			e := got[len(got)-1]
+			q, _ := e.Num(trace.FieldQPS)
+			b, _ := e.Num(trace.FieldBurst)
+			if q != w.qps || b != w.burst {
+				t.Errorf("%s: qps %v burst %v, want %v and %v", src, q, b, w.qps, w.burst)
+			}
+		}
+	}
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
-	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
@@ -144,13 +143,11 @@ func (s *Sandbox) startOperators() error {
 	if err := os.WriteFile(s.shellScript, shell.Script, 0o700); err != nil {
 		return fmt.Errorf("shell operator: %w", err)
 	}
-	// bash dies with rlab (parent-death signal); the kubectl it is running at
-	// that moment must die with bash, not run on as an orphan.
-	kubectl, err := proc.WriteCallerWrapper(filepath.Join(dir, "bin"), "kubectl", s.opts.Self, filepath.Join(s.opts.Assets, "kubectl"))
-	if err != nil {
-		return err
-	}
-	s.shellKubectl = kubectl
+	// kubectl runs as it is, no wrapper: it stays in bash's process group,
+	// which dies with rlab (its lifeline watcher), when the supervisor
+	// signals the replica, and when bash exits (proc.StartCmd). A wrapper
+	// cost a Go binary's start per call, every poll.
+	s.shellKubectl = filepath.Join(s.opts.Assets, "kubectl")
 	s.super = supervisor.New(supervisor.Options{
 		PIDDir: s.opts.State.PIDs(), Publish: s.bus.Publish, Log: s.opts.Log,
 		// Longer than the Lease (4 s): after a kill, the standby takes over

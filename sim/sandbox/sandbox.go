@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +45,9 @@ type Options struct {
 	// Image is what Echo pods run, given to every replica (--image) and to
 	// the world, which judges drift by it; the backend's default if empty.
 	Image string
-	// Sample creates Echo "hello" in every style's namespace and waits,
-	// as part of Start, until every style reports it 2/2.
+	// Sample creates Echo "hello" in every style's namespace just before
+	// the operators start, so that they race from the same moment.
+	// WaitSample waits until every style reports it 2/2.
 	Sample bool
 	// Bus receives every trace event; a new one if nil.
 	Bus *bus.Bus
@@ -112,8 +114,15 @@ type Sandbox struct {
 	shellScript, shellKubectl string
 	// Reaped lists processes a previous, killed run had left behind.
 	Reaped []proc.Entry
-	// Ready is how long Start took.
-	Ready time.Duration
+	// ClusterReady is how long Start took: the cluster is ready and the
+	// operators have started. Ready is that plus the sample's convergence,
+	// once WaitSample has returned (until then it equals ClusterReady).
+	ClusterReady, Ready time.Duration
+	// Converged is, per style, how long after the operators started its
+	// replicas reported the sample 2/2 (set by WaitSample).
+	Converged map[style.Style]time.Duration
+
+	began, operatorsStarted time.Time
 
 	phases []cluster.Phase
 
@@ -151,7 +160,8 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}, identities: map[style.Style]*cluster.Identity{}}
+	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}, identities: map[style.Style]*cluster.Identity{},
+		began: began}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -199,7 +209,8 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := os.WriteFile(opts.State.Kubeconfig(), s.backend.Kubeconfig(), 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
-	s.Ready = time.Since(began)
+	s.ClusterReady = time.Since(began)
+	s.Ready = s.ClusterReady
 	return s, nil
 }
 
@@ -304,27 +315,60 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return fmt.Errorf("world: %w", err)
 	}
 	s.world = w
+	// The sample goes first: every operator's first look (the shell loop's
+	// first poll, the informers' initial list) finds it, so the three start
+	// the race together and the screen can show it from the start.
+	if s.opts.Sample {
+		if err := s.CreateEcho(ctx, SampleName, SampleMessage, SampleReplicas); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	if err := s.startOperators(); err != nil {
 		return err
 	}
+	s.operatorsStarted = t0
 	s.phase("operators started", time.Since(t0))
-	if !s.opts.Sample {
+	return nil
+}
+
+// WaitSample waits until every style reports the sample Echo 2/2, records
+// each style's time since the operators started (Converged) and the phase,
+// and moves Ready on. Start must have created the sample (Options.Sample).
+func (s *Sandbox) WaitSample(ctx context.Context) error {
+	if !s.opts.Sample || len(s.opts.Styles) == 0 {
 		return nil
-	}
-	t0 = time.Now()
-	if err := s.CreateEcho(ctx, SampleName, SampleMessage, SampleReplicas); err != nil {
-		return err
 	}
 	// The shell loop polls: give it a few intervals.
 	wait := 60*time.Second + 3*s.opts.ShellInterval
-	wctx2, cancel2 := context.WithTimeout(ctx, wait)
-	defer cancel2()
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	want := fmt.Sprintf("%d/%d", SampleReplicas, SampleReplicas)
-	if err := w.WaitFor(wctx2, func(sn world.Snapshot) bool { return s.allReady(sn, SampleName, want) }); err != nil {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	converged := map[style.Style]time.Duration{}
+	for _, st := range s.opts.Styles {
+		wg.Go(func() {
+			err := s.world.WaitFor(ctx, func(sn world.Snapshot) bool { return styleReady(sn, st, SampleName, want) })
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", st, err))
+				return
+			}
+			converged[st] = time.Since(s.operatorsStarted)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sample Echo %s not %s in every style within %s: %w%s", SampleName, want, wait, err, s.podTrouble())
 	}
-	s.phase("sample echo "+want, time.Since(t0))
+	s.Converged = converged
+	s.phase("sample echo "+want, time.Since(s.operatorsStarted))
+	s.Ready = time.Since(s.began)
 	return nil
 }
 
@@ -351,15 +395,10 @@ func (s *Sandbox) podTrouble() string {
 	return out.String()
 }
 
-// allReady is true when every style's Echo name reports status want.
-func (s *Sandbox) allReady(sn world.Snapshot, name, want string) bool {
-	for _, st := range s.opts.Styles {
-		ns := sn.Style(st)
-		if ns == nil || ns.Echoes[name] == nil || ns.Echoes[name].Ready != want {
-			return false
-		}
-	}
-	return true
+// styleReady is true when style st's Echo name reports status want.
+func styleReady(sn world.Snapshot, st style.Style, name, want string) bool {
+	ns := sn.Style(st)
+	return ns != nil && ns.Echoes[name] != nil && ns.Echoes[name].Ready == want
 }
 
 func (s *Sandbox) phase(name string, took time.Duration) {

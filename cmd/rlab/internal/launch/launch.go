@@ -40,7 +40,9 @@ type Options struct {
 	// Styles are the operator styles to run (none: only the cluster).
 	Styles        []style.Style
 	ShellInterval time.Duration
-	// Sample creates Echo "hello" in every style and waits until it is ready.
+	// Sample creates Echo "hello" in every style. Start then waits until
+	// every style has it ready, but not for the screen, whose panes show
+	// that race as it happens.
 	Sample bool
 	Report Report
 	// Screen makes Source, the screen's view of the sandbox.
@@ -176,6 +178,15 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	for _, e := range sb.Reaped {
 		if o.Report.Note != nil {
 			o.Report.Note(fmt.Sprintf("cleaned up %s (pid %d) left by a previous run", e.Name, e.PID))
+		}
+	}
+	if o.Report.ClusterReady != nil {
+		o.Report.ClusterReady(sb)
+	}
+	if o.Sample && !o.Screen {
+		if err := sb.WaitSample(ctx); err != nil {
+			_ = sb.Stop()
+			return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
 		}
 	}
 	return sb, nil

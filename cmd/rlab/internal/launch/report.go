@@ -28,6 +28,9 @@ type Report struct {
 	Phase func(cluster.Phase)
 	// Note is told what is worth saying: processes a previous run left.
 	Note func(string)
+	// ClusterReady is told when the cluster is ready and the operators have
+	// started, before Start waits for the sample Echo (if it does).
+	ClusterReady func(sb *sandbox.Sandbox)
 }
 
 // Print reports start-up as the headless commands do: on w, line by line.
@@ -38,6 +41,9 @@ func Print(w io.Writer) Report {
 			fmt.Fprintf(w, "starting sandbox (%s, state in %s)\n", BackendTitle(backend), d.Root)
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
+		ClusterReady: func(sb *sandbox.Sandbox) {
+			fmt.Fprintf(w, "cluster ready in %.2fs on %s\n", sb.ClusterReady.Seconds(), Info(sb.Backend()).Backend)
+		},
 	}
 }
 
