@@ -1,8 +1,10 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,3 +52,12 @@ func zombie(pid int) bool {
 	k, err := kinfo(pid)
 	return err == nil && k.Proc.P_stat == sZomb
 }
+
+// ErrNotMeasured: the figure is read from /proc, which macOS lacks.
+var ErrNotMeasured = errors.New("not measured on macOS")
+
+// CPUTime is not measured on macOS.
+func CPUTime(int) (time.Duration, error) { return 0, ErrNotMeasured }
+
+// RSS is not measured on macOS.
+func RSS() (now, peak uint64, err error) { return 0, 0, ErrNotMeasured }

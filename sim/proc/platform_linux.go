@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,4 +68,54 @@ func startTime(pid int) (uint64, error) {
 func zombie(pid int) bool {
 	f, err := statFields(pid)
 	return err == nil && len(f) > 0 && f[0] == "Z"
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
+
+// CPUTime is the processor time pid has used, its waited-for children's
+// included (a shell loop's kubectl runs count towards the loop): fields
+// 14–17 of /proc/<pid>/stat.
+func CPUTime(pid int) (time.Duration, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 15 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	var ticks uint64
+	for _, s := range f[11:15] { // utime stime cutime cstime
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// RSS is this process's resident set now and at its peak (VmRSS, VmHWM).
+func RSS() (now, peak uint64, err error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/self/status %s: %w", k, err)
+		}
+		if k == "VmRSS" {
+			now = kb << 10
+		} else {
+			peak = kb << 10
+		}
+	}
+	return now, peak, nil
 }

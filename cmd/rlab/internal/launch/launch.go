@@ -303,3 +303,8 @@ func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {
 	ctrllog.SetLogger(lr)
 	return slog.New(h), f, nil
 }
+
+// Assets is the local control plane's directory, built first if missing.
+func Assets(ctx context.Context) (string, error) {
+	return ensureAssets(ctx, sandbox.BackendEnvtest, Report{})
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/bench"
+	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+type benchFlags struct {
+	Rounds       int
+	Reps         int
+	Echoes       int
+	Replicas     int
+	ScaleTimeout time.Duration
+	Idle         time.Duration
+	Output       string
+	Kwokctl      string
+	clusterFlags
+}
+
+func newBenchCmd() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the sandbox: start-up, convergence, repair, GC, failover, API cost, scale, idle CPU",
+		Long: `Run the standard measurements on fresh sandboxes in your state dir and print
+one table (or JSON): start-up phases over --rounds starts (alternated with
+kwokctl's bare cluster if --kwokctl is given), then on the last sandbox
+edit → converged, drift → repaired, garbage collection and failover per style,
+API requests at rest and per edit, CPU at rest of every process and of rlab,
+and --echoes Echoes per style applied at once until converged.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&f.Rounds, "rounds", 3, "sandbox starts to time (the last one is measured further)")
+	fs.IntVar(&f.Reps, "reps", 10, "repetitions of each edit and drift (half as many GCs and failovers)")
+	fs.IntVar(&f.Echoes, "echoes", 500, "Echoes per style to apply at once (0: skip the scale run)")
+	fs.IntVar(&f.Replicas, "replicas", 1, "replicas of each of those Echoes")
+	fs.DurationVar(&f.ScaleTimeout, "scale-timeout", 3*time.Minute, "how long the scale run waits for a style to converge")
+	fs.DurationVar(&f.Idle, "idle", 30*time.Second, "window for API cost and CPU at rest")
+	fs.StringVar(&f.Output, "output", "text", "text (a table) or json")
+	fs.StringVar(&f.Kwokctl, "kwokctl", os.Getenv("RLAB_KWOKCTL"), "kwokctl `BINARY` whose bare cluster (same control-plane binaries) to time alternately with the sandbox (or $RLAB_KWOKCTL)")
+	f.clusterFlags.register(fs)
+	return cmd
+}
+
+func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if f.Output != "text" && f.Output != "json" {
+		return fmt.Errorf("--output %q: want text or json", f.Output)
+	}
+	if f.Rounds < 1 || f.Reps < 1 {
+		return errors.New("--rounds and --reps must be at least 1")
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	say := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	r := bench.Report{}
+	var (
+		l  *launch.Launcher
+		sb *sandbox.Sandbox
+	)
+	defer func() {
+		if l != nil {
+			_ = l.Close()
+		}
+	}()
+	for round := 1; round <= f.Rounds; round++ {
+		if f.Kwokctl != "" && round%2 == 1 { // alternate who goes first
+			if err := f.peer(ctx, &r, say); err != nil {
+				return err
+			}
+		}
+		say("round %d/%d: starting a sandbox", round, f.Rounds)
+		var err error
+		l, sb, err = f.start(ctx)
+		if err != nil {
+			return err
+		}
+		st := bench.Startup{ClusterReady: msOf(sb.ClusterReady), Ready: msOf(sb.Ready),
+			Phases: map[string]float64{}, Converged: map[string]float64{}}
+		for _, p := range sb.Phases() {
+			st.Phases[p.Name] = msOf(p.Took)
+			if round == 1 {
+				r.PhaseList = append(r.PhaseList, p.Name)
+			}
+		}
+		for s, d := range sb.Converged {
+			st.Converged[s.String()] = msOf(d)
+		}
+		r.Backend, r.Version = launch.Info(sb.Backend()).Backend, sb.Backend().Version()
+		if round < f.Rounds {
+			if st.Stop, err = stopTimed(l); err != nil {
+				return err
+			}
+			l, sb = nil, nil
+		}
+		r.Startups = append(r.Startups, st)
+		if f.Kwokctl != "" && round%2 == 0 {
+			if err := f.peer(ctx, &r, say); err != nil {
+				return err
+			}
+		}
+	}
+	f.measure(ctx, sb, l, &r, say)
+	if now, _, err := proc.RSS(); err == nil {
+		r.RSSMiB = float64(now) / (1 << 20)
+	}
+	say("stopping the sandbox")
+	took, err := stopTimed(l)
+	l = nil
+	if err != nil {
+		return err
+	}
+	r.Startups[len(r.Startups)-1].Stop = took
+	if f.Output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(stdout, "rlab bench on %s (Kubernetes %s)\n", r.Backend, r.Version)
+	return bench.WriteTable(stdout, r, style.All())
+}
+
+// measure runs every measurement on the running sandbox; one that fails is
+// noted in the report and the others go on.
+func (f benchFlags) measure(ctx context.Context, sb *sandbox.Sandbox, l *launch.Launcher, r *bench.Report, say func(string, ...any)) {
+	b := bench.New(sb)
+	defer b.Close()
+	fail := func(what string, err error) bool {
+		if err != nil {
+			r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", what, err))
+			say("%s failed: %v", what, err)
+		}
+		return err != nil
+	}
+	half := max(1, f.Reps/2)
+	say("%d edits", f.Reps)
+	if e, err := b.Edits(ctx, f.Reps); !fail("edits", err) {
+		r.Edit = &e
+	}
+	say("%d drifts", f.Reps)
+	if d, err := b.Drift(ctx, f.Reps); !fail("drift", err) {
+		r.Drift = d
+	}
+	say("%d Echo deletions", half)
+	if g, err := b.GC(ctx, half); !fail("gc", err) {
+		r.GC = g
+	}
+	say("%d failovers per way and style", half)
+	if fo, err := b.Failover(ctx, half); !fail("failover", err) {
+		r.Failover = fo
+	}
+	say("%s at rest", f.Idle)
+	var (
+		cpu     bench.CPU
+		cpuErr  error
+		cpuDone = make(chan struct{})
+	)
+	go func() {
+		defer close(cpuDone)
+		cpu, cpuErr = b.IdleCPU(ctx, l.Dir.PIDs(), f.Idle)
+	}()
+	idle, err := b.Idle(ctx, f.Idle)
+	<-cpuDone
+	if !fail("idle API", err) {
+		r.Idle = idle
+	}
+	if !fail("idle CPU", cpuErr) {
+		r.CPU = &cpu
+	}
+	if f.Echoes > 0 {
+		say("%d Echoes per style at once", f.Echoes)
+		s, err := b.Scale(ctx, f.Echoes, f.Replicas, f.ScaleTimeout, func(m string) { say("%s", m) })
+		if !fail("scale", err) {
+			r.Scale = &s
+		}
+	}
+}
+
+// start starts one sandbox, as `rlab run` would, and waits for the sample.
+func (f benchFlags) start(ctx context.Context) (*launch.Launcher, *sandbox.Sandbox, error) {
+	opts := launch.Options{Styles: style.All(), ShellInterval: 5 * time.Second, Sample: true, Report: launch.Report{}}
+	if err := f.apply(&opts); err != nil {
+		return nil, nil, err
+	}
+	l, err := launch.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := l.Start(ctx, opts)
+	if err != nil {
+		_ = l.Close()
+		return nil, nil, startErr(ctx, err)
+	}
+	return l, sb, nil
+}
+
+// peer times one start and stop of kwokctl's bare cluster.
+func (f benchFlags) peer(ctx context.Context, r *bench.Report, say func(string, ...any)) error {
+	assets, err := launch.Assets(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "rlab-bench-kwokctl-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	say("kwokctl: create and delete a bare cluster")
+	start, stop, err := bench.KwokctlStartStop(ctx, f.Kwokctl, assets, dir)
+	if err != nil {
+		return fmt.Errorf("kwokctl: %w", err)
+	}
+	r.PeerName = "kwokctl"
+	r.Peers = append(r.Peers, bench.Peer{Start: msOf(start), Stop: msOf(stop)})
+	return nil
+}
+
+func stopTimed(l *launch.Launcher) (float64, error) {
+	t0 := time.Now()
+	err := l.Close()
+	return msOf(time.Since(t0)), err
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

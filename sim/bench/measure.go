@@ -1,0 +1,410 @@
+// Package bench measures a running sandbox the way `rlab bench` reports it:
+// edit → converged, drift → repaired, garbage collection, failover, API cost
+// at rest and per edit, N Echoes per style to converged, and what the
+// sandbox's processes cost at rest. Every figure is a view of something that
+// happened in the apiserver, observed by the world, the proxies or the trace.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// Dist summarises repeated timings.
+type Dist struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P95 float64 `json:"p95_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+// NewDist summarises ds (nearest-rank percentiles).
+func NewDist(ds []time.Duration) Dist {
+	if len(ds) == 0 {
+		return Dist{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) float64 { return ms(s[int(float64(len(s)-1)*p)]) }
+	return Dist{N: len(s), P50: at(0.5), P95: at(0.95), Max: ms(s[len(s)-1])}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Median of xs (0 if empty).
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// Bench measures one running sandbox. Create it before the measurements, so
+// that its trace recorder sees every event.
+type Bench struct {
+	sb     *sandbox.Sandbox
+	sub    *bus.Sub
+	mu     sync.Mutex
+	seen   []trace.Event // drift.repaired, the only kind read back
+	stop   chan struct{}
+	done   chan struct{}
+	closed sync.Once
+}
+
+// New starts recording sb's trace; Close stops it.
+func New(sb *sandbox.Sandbox) *Bench {
+	b := &Bench{sb: sb, sub: sb.Bus().Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		for {
+			select {
+			case <-b.sub.Wait():
+			case <-b.stop:
+				return
+			}
+			events, _ := b.sub.Drain()
+			b.mu.Lock()
+			for _, e := range events {
+				if e.Kind == trace.DriftRepaired {
+					b.seen = append(b.seen, e)
+				}
+			}
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// Close stops recording.
+func (b *Bench) Close() {
+	b.closed.Do(func() {
+		b.sub.Close()
+		close(b.stop)
+		<-b.done
+	})
+}
+
+func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
+	if ns := sn.Style(st); ns != nil {
+		return ns.Echoes[name]
+	}
+	return nil
+}
+
+// converged: the Echo's Deployment has replicas Ready and its status says so.
+func converged(sn world.Snapshot, st style.Style, name string, replicas int32) bool {
+	e := echoOf(sn, st, name)
+	return e != nil && e.Deployment != nil && e.Deployment.Replicas == replicas &&
+		e.Deployment.ReadyReplicas == replicas && e.Ready == fmt.Sprintf("%d/%d", replicas, replicas)
+}
+
+// apiTotals is each style's requests so far, all replicas together.
+func (b *Bench) apiTotals() map[style.Style]int {
+	out := map[style.Style]int{}
+	for _, st := range b.sb.Styles() {
+		for _, r := range sandbox.Replicas(st) {
+			if p := b.sb.Proxy(st.Source(r)); p != nil {
+				out[st] += p.Total()
+			}
+		}
+	}
+	return out
+}
+
+// leaseTotals is each style's Lease requests so far.
+func (b *Bench) leaseTotals() map[style.Style]int {
+	out := map[style.Style]int{}
+	for _, st := range b.sb.Styles() {
+		for _, r := range sandbox.Replicas(st) {
+			p := b.sb.Proxy(st.Source(r))
+			if p == nil {
+				continue
+			}
+			for k, n := range p.Counts() {
+				if strings.HasSuffix(k, " leases") {
+					out[st] += n
+				}
+			}
+		}
+	}
+	return out
+}
+
+// timeEach runs act, then times each style until cond holds for it.
+func (b *Bench) timeEach(ctx context.Context, act func() error, cond func(sn world.Snapshot, st style.Style) bool) (map[style.Style]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		out  = map[style.Style]time.Duration{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	t0 := time.Now()
+	if err := act(); err != nil {
+		return nil, err
+	}
+	for _, st := range b.sb.Styles() {
+		wg.Go(func() {
+			err := b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", st, err))
+				return
+			}
+			out[st] = time.Since(t0)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return out, nil
+}
+
+// EditResult is edit → converged per style, and what an edit cost.
+type EditResult struct {
+	Converge   map[style.Style]Dist    `json:"converge"`
+	APIPerEdit map[style.Style]float64 `json:"api_requests_per_edit"`
+}
+
+// Edits changes the sample's replicas (2↔3) reps times and times each style
+// from the edit until its Deployment and status match.
+func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
+	got := map[style.Style][]time.Duration{}
+	before := b.apiTotals()
+	for i := range reps {
+		n := int32(3 - i%2)
+		res, err := b.timeEach(ctx, func() error { return b.sb.SetReplicas(ctx, sandbox.SampleName, int(n)) },
+			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, sandbox.SampleName, n) })
+		if err != nil {
+			return EditResult{}, fmt.Errorf("edit %d: %w", i+1, err)
+		}
+		for st, d := range res {
+			got[st] = append(got[st], d)
+		}
+	}
+	after := b.apiTotals()
+	out := EditResult{Converge: map[style.Style]Dist{}, APIPerEdit: map[style.Style]float64{}}
+	for _, st := range b.sb.Styles() {
+		out.Converge[st] = NewDist(got[st])
+		out.APIPerEdit[st] = float64(after[st]-before[st]) / float64(reps)
+	}
+	if err := b.sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
+		return out, err
+	}
+	return out, b.settle(ctx)
+}
+
+// settle waits until the sample is converged at its own replicas everywhere
+// and the world expects nothing more.
+func (b *Bench) settle(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool {
+		for _, st := range b.sb.Styles() {
+			if !converged(sn, st, sandbox.SampleName, sandbox.SampleReplicas) {
+				return false
+			}
+		}
+		return b.sb.World().Settling() == 0
+	})
+}
+
+// Drift scales the sample's Deployments to 1 by hand reps times and times
+// each style until the world saw the drift repaired (drift.repaired): a fast
+// repair can come before a snapshot shows the drift at all.
+func (b *Bench) Drift(ctx context.Context, reps int) (map[style.Style]Dist, error) {
+	got := map[style.Style][]time.Duration{}
+	for i := range reps {
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := b.sb.ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
+			return nil, err
+		}
+		for _, st := range b.sb.Styles() {
+			var d time.Duration
+			err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				for _, e := range b.seen {
+					if e.Namespace == b.sb.Namespace(st) && e.Time.After(t0) {
+						d = e.Time.Sub(t0)
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("drift %d: %s: no drift.repaired within a minute", i+1, st)
+			}
+			got[st] = append(got[st], d)
+		}
+	}
+	out := map[style.Style]Dist{}
+	for st, ds := range got {
+		out[st] = NewDist(ds)
+	}
+	return out, b.settle(ctx)
+}
+
+// GC creates and deletes an Echo reps times and times each style from the
+// delete until the garbage collector has removed its Deployment and Pods.
+func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) {
+	const name = "gcbench"
+	got := map[style.Style][]time.Duration{}
+	for i := range reps {
+		if _, err := b.timeEach(ctx, func() error { return b.sb.CreateEcho(ctx, name, "collect me", 2) },
+			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, name, 2) }); err != nil {
+			return nil, fmt.Errorf("gc %d: create: %w", i+1, err)
+		}
+		t0 := time.Now()
+		if err := b.sb.DeleteEcho(ctx, name); err != nil {
+			return nil, err
+		}
+		done := map[style.Style]bool{}
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			sn := b.sb.World().Snapshot()
+			for _, st := range b.sb.Styles() {
+				if done[st] || echoOf(sn, st, name) != nil || len(sn.Style(st).Orphans) > 0 {
+					continue
+				}
+				pods, err := b.sb.Kube().CoreV1().Pods(b.sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+				if err == nil && len(pods.Items) == 0 {
+					done[st] = true
+					got[st] = append(got[st], time.Since(t0))
+				}
+			}
+			return len(done) == len(b.sb.Styles()), nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gc %d: not collected within 2 minutes (collected: %v)", i+1, done)
+		}
+	}
+	out := map[style.Style]Dist{}
+	for st, ds := range got {
+		out[st] = NewDist(ds)
+	}
+	return out, nil
+}
+
+// Failover kills (SIGKILL) or stops (SIGTERM) the leader of each Go style
+// reps times and times until another replica holds the Lease.
+func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[string]Dist, error) {
+	out := map[style.Style]map[string]Dist{}
+	for _, st := range b.sb.Styles() {
+		if len(sandbox.Replicas(st)) < 2 {
+			continue
+		}
+		out[st] = map[string]Dist{}
+		for _, how := range []string{"kill", "stop"} {
+			var ds []time.Duration
+			for range reps {
+				old, err := b.waitLeader(ctx, st, "")
+				if err != nil {
+					return nil, err
+				}
+				t0 := time.Now()
+				if how == "kill" {
+					_, err = b.sb.KillLeader(ctx, st)
+				} else {
+					_, err = b.sb.StopLeader(ctx, st)
+				}
+				if err != nil {
+					return nil, err
+				}
+				if _, err := b.waitLeader(ctx, st, old); err != nil {
+					return nil, err
+				}
+				ds = append(ds, time.Since(t0))
+				// The restarted replica comes back as the standby first.
+				if err := b.waitReplicas(ctx, st); err != nil {
+					return nil, err
+				}
+			}
+			out[st][how] = NewDist(ds)
+		}
+	}
+	return out, nil
+}
+
+// waitLeader polls every 10 ms (the measurement's resolution) until a
+// replica other than not holds st's Lease.
+func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (string, error) {
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, _, err := b.sb.Leader(ctx, st)
+		got = n
+		return err == nil && n != "" && n != not, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("no new leader of %s within a minute: %w", st, err)
+	}
+	return got, nil
+}
+
+func (b *Bench) waitReplicas(ctx context.Context, st style.Style) error {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		running := 0
+		for _, s := range b.sb.Supervisor().Statuses() {
+			if s.Style == st && s.Running {
+				running++
+			}
+		}
+		return running == len(sandbox.Replicas(st)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s replicas not back within a minute: %w", st, err)
+	}
+	return nil
+}
+
+// IdleAPI is what a style asks of the apiserver with nothing to do.
+type IdleAPI struct {
+	PerMin      float64 `json:"requests_per_min"`
+	LeasePerMin float64 `json:"lease_requests_per_min"` // of PerMin: leader election
+}
+
+// Idle counts each style's requests over window while nothing changes.
+func (b *Bench) Idle(ctx context.Context, window time.Duration) (map[style.Style]IdleAPI, error) {
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
+	before, lbefore := b.apiTotals(), b.leaseTotals()
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	after, lafter := b.apiTotals(), b.leaseTotals()
+	perMin := func(n int) float64 { return float64(n) * float64(time.Minute) / float64(window) }
+	out := map[style.Style]IdleAPI{}
+	for _, st := range b.sb.Styles() {
+		out[st] = IdleAPI{PerMin: perMin(after[st] - before[st]), LeasePerMin: perMin(lafter[st] - lbefore[st])}
+	}
+	return out, nil
+}

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proc"
+)
+
+// ScaleLabel marks the Echoes Scale creates, so that it deletes them all.
+const ScaleLabel = "rlab.kkloud.io/bench"
+
+// ScaleResult is N Echoes per style, applied at once, to converged.
+type ScaleResult struct {
+	Echoes   int     `json:"echoes_per_style"`
+	Replicas int     `json:"replicas"`
+	Applied  float64 `json:"applied_ms"` // until the apiserver had accepted every Echo
+	// Converged is per style the time from the first create until every one
+	// of its Echoes had its Deployment Ready and its status written; a style
+	// that did not make it within the timeout is absent from Converged and
+	// has its count in Done.
+	Converged map[style.Style]float64 `json:"converged_ms"`
+	Done      map[style.Style]int     `json:"done"`
+	// API is each style's requests from the apply until its convergence
+	// (or the timeout).
+	API map[style.Style]int `json:"api_requests"`
+	// RSS is rlab's resident set at the end, and its peak so far, in MiB.
+	RSSMiB     float64 `json:"rlab_rss_mib"`
+	PeakRSSMiB float64 `json:"rlab_peak_rss_mib"`
+}
+
+// Scale creates n Echoes (replicas each) in every style's namespace at once,
+// from several connections with no client-side limit, as `kubectl apply` of
+// a big file would, and times each style until all are converged, for at
+// most timeout. It deletes them again and waits until they are gone.
+// progress, if set, is told the counts now and then.
+func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duration, progress func(string)) (ScaleResult, error) {
+	out := ScaleResult{Echoes: n, Replicas: replicas, Converged: map[style.Style]float64{},
+		Done: map[style.Style]int{}, API: map[style.Style]int{}}
+	cfg := b.sb.Backend().Config()
+	cfg.QPS = -1
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return out, fmt.Errorf("client: %w", err)
+	}
+	name := func(i int) string { return fmt.Sprintf("scale-%04d", i) }
+	before := b.apiTotals()
+	t0 := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, st := range b.sb.Styles() {
+		ri := dyn.Resource(echov1.Resource).Namespace(b.sb.Namespace(st))
+		for i := range n {
+			g.Go(func() error {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+					"metadata": map[string]any{"name": name(i), "labels": map[string]any{ScaleLabel: "scale"}},
+					"spec":     map[string]any{"message": "echo " + name(i), "replicas": int64(replicas)},
+				}}
+				if _, err := ri.Create(gctx, u, metav1.CreateOptions{FieldManager: "rlab-bench"}); err != nil {
+					return fmt.Errorf("create %s/%s: %w", b.sb.Namespace(st), name(i), err)
+				}
+				return nil
+			})
+		}
+	}
+	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx), dyn) }()
+	if err := g.Wait(); err != nil {
+		return out, err
+	}
+	out.Applied = ms(time.Since(t0))
+
+	// Poll the world (not WaitFor: a snapshot per change would cost more
+	// than the thing measured): 100 ms is the resolution.
+	deadline := time.Now().Add(timeout)
+	lastSaid := time.Now()
+	for {
+		sn := b.sb.World().Snapshot()
+		pending := 0
+		for _, st := range b.sb.Styles() {
+			if _, ok := out.Converged[st]; ok {
+				continue
+			}
+			done := 0
+			for i := range n {
+				if converged(sn, st, name(i), int32(replicas)) {
+					done++
+				}
+			}
+			out.Done[st] = done
+			if done == n {
+				out.Converged[st] = ms(time.Since(t0))
+				out.API[st] = b.apiTotals()[st] - before[st]
+			} else {
+				pending++
+			}
+		}
+		if pending == 0 || time.Now().After(deadline) {
+			break
+		}
+		if progress != nil && time.Since(lastSaid) >= 5*time.Second {
+			lastSaid = time.Now()
+			progress(fmt.Sprintf("%d Echoes per style: %s after %.0fs", n, doneString(b.sb.Styles(), out.Done, n), time.Since(t0).Seconds()))
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	after := b.apiTotals()
+	for _, st := range b.sb.Styles() {
+		if _, ok := out.Converged[st]; !ok {
+			out.API[st] = after[st] - before[st]
+		}
+	}
+	if now, peak, err := proc.RSS(); err == nil {
+		out.RSSMiB, out.PeakRSSMiB = float64(now)/(1<<20), float64(peak)/(1<<20)
+	}
+	return out, nil
+}
+
+func doneString(sts []style.Style, done map[style.Style]int, n int) string {
+	s := ""
+	for i, st := range sts {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %d/%d", st, done[st], n)
+	}
+	return s
+}
+
+// deleteScale deletes Scale's Echoes and waits until the world has seen
+// them and their Deployments go (the garbage collector's work).
+func (b *Bench) deleteScale(ctx context.Context, dyn dynamic.Interface) error {
+	for _, st := range b.sb.Styles() {
+		err := dyn.Resource(echov1.Resource).Namespace(b.sb.Namespace(st)).DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: ScaleLabel})
+		if err != nil {
+			return fmt.Errorf("delete scale Echoes: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for {
+		sn := b.sb.World().Snapshot()
+		left := 0
+		for _, st := range b.sb.Styles() {
+			if ns := sn.Style(st); ns != nil {
+				left += len(ns.Echoes) - 1 + len(ns.Orphans) // the sample stays
+			}
+		}
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scale Echoes not gone: %d left: %w", left, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// CPU is processor time as a share of one core over a window, in percent.
+type CPU struct {
+	Window  float64            `json:"window_s"`
+	Sandbox float64            `json:"sandbox_pct"` // rlab and every process it started
+	Rlab    float64            `json:"rlab_pct"`
+	By      map[string]float64 `json:"by_process_pct"`
+}
+
+// IdleCPU measures, over window, the processor time of rlab and of every
+// process the sandbox recorded in pidDir, once the world has settled.
+func (b *Bench) IdleCPU(ctx context.Context, pidDir string, window time.Duration) (CPU, error) {
+	if err := b.settle(ctx); err != nil {
+		return CPU{}, err
+	}
+	entries, err := proc.Entries(pidDir)
+	if err != nil {
+		return CPU{}, err
+	}
+	self := os.Getpid()
+	type sample struct {
+		name string
+		pid  int
+		t    time.Duration
+	}
+	read := func() ([]sample, error) {
+		var out []sample
+		t, err := proc.CPUTime(self)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sample{"rlab", self, t})
+		for _, e := range entries {
+			if t, err := proc.CPUTime(e.PID); err == nil {
+				out = append(out, sample{e.Name, e.PID, t})
+			}
+		}
+		return out, nil
+	}
+	first, err := read()
+	if err != nil {
+		return CPU{}, err
+	}
+	began := time.Now()
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return CPU{}, ctx.Err()
+	}
+	second, err := read()
+	if err != nil {
+		return CPU{}, err
+	}
+	took := time.Since(began)
+	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(took) }
+	prev := map[int]time.Duration{}
+	for _, s := range first {
+		prev[s.pid] = s.t
+	}
+	out := CPU{Window: took.Seconds(), By: map[string]float64{}}
+	for _, s := range second {
+		p, ok := prev[s.pid]
+		if !ok {
+			continue // started during the window (a restart): not idle
+		}
+		out.By[s.name] += pct(s.t - p)
+		out.Sandbox += pct(s.t - p)
+	}
+	out.Rlab = out.By["rlab"]
+	return out, nil
+}
