@@ -68,6 +68,36 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// count new Echoes prefix-001 … in every style, all at once.
+	"create_echoes": {
+		args: spec{required: argTypes{"prefix": tName, "count": tInt}, optional: argTypes{"replicas": tInt, "message": tString}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			n, _ := a.Int("count")
+			r, ok := a.Int("replicas")
+			if !ok {
+				r = 1
+			}
+			msg := a.Str("message")
+			if msg == "" {
+				msg = a.Str("prefix")
+			}
+			return p.sb.CreateEchoes(ctx, a.Str("prefix"), n, r, msg)
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("count")
+			return fmt.Sprintf("create %d Echoes %s at once", n, setNames(a.Str("prefix"), n))
+		},
+	},
+
+	// Delete every Echo create_echoes made with prefix, in every style.
+	"delete_echoes": {
+		args: spec{required: argTypes{"prefix": tName}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.sb.DeleteEchoes(ctx, a.Str("prefix"))
+		},
+		words: func(a Args) string { return fmt.Sprintf("delete the Echoes %s-*", a.Str("prefix")) },
+	},
+
 	// Change spec.replicas in every style.
 	"set_replicas": {
 		args: spec{required: argTypes{"name": tName, "replicas": tInt}},
@@ -461,4 +491,12 @@ func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) e
 		return fmt.Errorf("want 409 Conflict, got: %w", err)
 	}
 	return nil
+}
+
+// setNames says which Echoes a set holds: "load-001 … load-100".
+func setNames(prefix string, n int) string {
+	if n <= 1 {
+		return sandbox.SetName(prefix, 1)
+	}
+	return sandbox.SetName(prefix, 1) + " … " + sandbox.SetName(prefix, n)
 }

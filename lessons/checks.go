@@ -10,6 +10,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
@@ -54,6 +55,52 @@ var checks = map[string]checkKind{
 			return styleResult{detail: "still there"}
 		},
 		words: func(a Args) string { return fmt.Sprintf("Echo %s is gone", a.Str("name")) },
+	},
+
+	// Every Echo of a set (create_echoes) is there and reports ready n/n.
+	"echoes_ready": {
+		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n, _ := a.Int("count")
+			ns, ready := nsView(v, st), 0
+			for i := 1; i <= n; i++ {
+				if e := ns.Echoes[sandbox.SetName(a.Str("prefix"), i)]; e != nil && e.Ready != "" &&
+					e.Ready == fmt.Sprintf("%d/%d", e.Replicas, e.Replicas) {
+					ready++
+				}
+			}
+			return styleResult{ok: ready == n, detail: fmt.Sprintf("%d of %d ready", ready, n)}
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("count")
+			return fmt.Sprintf("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
+		},
+	},
+
+	// No Echo of a set is left, and none of their Deployments.
+	"echoes_absent": {
+		args: spec{required: argTypes{"style": tStyle, "prefix": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			ns, pre := nsView(v, st), a.Str("prefix")+"-"
+			echoes, deps := 0, 0
+			for name, e := range ns.Echoes {
+				if strings.HasPrefix(name, pre) {
+					echoes++
+				}
+				if e.Deployment != nil && strings.HasPrefix(e.Deployment.Name, echo.DeploymentName(pre)) {
+					deps++
+				}
+			}
+			for _, d := range ns.Orphans {
+				if strings.HasPrefix(d.Name, echo.DeploymentName(pre)) {
+					deps++
+				}
+			}
+			return styleResult{ok: echoes == 0 && deps == 0, detail: fmt.Sprintf("%d Echoes and %d Deployments left", echoes, deps)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("no Echo %s-* is left, nor its Deployment", a.Str("prefix"))
+		},
 	},
 
 	// Its Deployment asks for replicas (and, with ready, has them ready).

@@ -6,18 +6,13 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// ScaleLabel marks the Echoes Scale creates, so that it deletes them all.
-const ScaleLabel = "rlab.kkloud.io/bench"
+// ScalePrefix names the Echoes Scale creates (scale-001, …).
+const ScalePrefix = "scale"
 
 // ScaleResult is N Echoes per style, applied at once, to converged.
 type ScaleResult struct {
@@ -38,43 +33,18 @@ type ScaleResult struct {
 	PeakRSSMiB float64 `json:"rlab_peak_rss_mib"`
 }
 
-// Scale creates n Echoes (replicas each) in every style's namespace at once,
-// from several connections with no client-side limit, as `kubectl apply` of
-// a big file would, and times each style until all are converged, for at
+// Scale creates n Echoes (replicas each) in every style's namespace at once
+// (Sandbox.CreateEchoes), and times each style until all are converged, for at
 // most timeout. It deletes them again and waits until they are gone.
 // progress, if set, is told the counts now and then.
 func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duration, progress func(string)) (ScaleResult, error) {
 	out := ScaleResult{Echoes: n, Replicas: replicas, Converged: map[style.Style]float64{},
 		Done: map[style.Style]int{}, API: map[style.Style]int{}}
-	cfg := b.sb.Backend().Config()
-	cfg.QPS = -1
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return out, fmt.Errorf("client: %w", err)
-	}
-	name := func(i int) string { return fmt.Sprintf("scale-%04d", i) }
+	name := func(i int) string { return sandbox.SetName(ScalePrefix, i+1) }
 	before := b.apiTotals()
 	t0 := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for _, st := range b.sb.Styles() {
-		ri := dyn.Resource(echov1.Resource).Namespace(b.sb.Namespace(st))
-		for i := range n {
-			g.Go(func() error {
-				u := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
-					"metadata": map[string]any{"name": name(i), "labels": map[string]any{ScaleLabel: "scale"}},
-					"spec":     map[string]any{"message": "echo " + name(i), "replicas": int64(replicas)},
-				}}
-				if _, err := ri.Create(gctx, u, metav1.CreateOptions{FieldManager: "rlab-bench"}); err != nil {
-					return fmt.Errorf("create %s/%s: %w", b.sb.Namespace(st), name(i), err)
-				}
-				return nil
-			})
-		}
-	}
-	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx), dyn) }()
-	if err := g.Wait(); err != nil {
+	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx)) }()
+	if err := b.sb.CreateEchoes(ctx, ScalePrefix, n, replicas, "echo"); err != nil {
 		return out, err
 	}
 	out.Applied = ms(time.Since(t0))
@@ -142,13 +112,9 @@ func doneString(sts []style.Style, done map[style.Style]int, n int) string {
 
 // deleteScale deletes Scale's Echoes and waits until the world has seen
 // them and their Deployments go (the garbage collector's work).
-func (b *Bench) deleteScale(ctx context.Context, dyn dynamic.Interface) error {
-	for _, st := range b.sb.Styles() {
-		err := dyn.Resource(echov1.Resource).Namespace(b.sb.Namespace(st)).DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: ScaleLabel})
-		if err != nil {
-			return fmt.Errorf("delete scale Echoes: %w", err)
-		}
+func (b *Bench) deleteScale(ctx context.Context) error {
+	if err := b.sb.DeleteEchoes(ctx, ScalePrefix); err != nil {
+		return fmt.Errorf("delete scale Echoes: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

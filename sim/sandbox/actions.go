@@ -34,6 +34,10 @@ type clients struct {
 func newClients(cfg *rest.Config) (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "rlab"
+	// No client-side limit on rlab's own requests: a bulk create (a lesson's
+	// 100 Echoes, rlab bench's 500) must reach the apiserver at once, as one
+	// `kubectl apply -f` of a big file does.
+	cfg.QPS = -1
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
