@@ -89,8 +89,14 @@ func startRun(t testing.TB, e sandboxEnv, args ...string) *run {
 // startRunOf is startRun with another rlab binary.
 func startRunOf(t testing.TB, bin string, e sandboxEnv, args ...string) *run {
 	t.Helper()
+	return startRlab(t, bin, e, append([]string{"run"}, args...)...)
+}
+
+// startRlab runs any rlab command the way startRun runs `rlab run`.
+func startRlab(t testing.TB, bin string, e sandboxEnv, args ...string) *run {
+	t.Helper()
 	r := &run{stdout: &simtest.Buffer{}, stderr: &simtest.Buffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
+	r.cmd = exec.Command(bin, args...)
 	r.cmd.Env, r.cmd.Dir = e.env, e.dir
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
