@@ -23,6 +23,7 @@ type runFlags struct {
 	Output        string
 	Operators     string
 	ShellInterval time.Duration
+	CPUProfile    string // rlab's own CPU profile, to find what a sandbox at rest costs
 	clusterFlags
 }
 
@@ -43,6 +44,8 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
 	cmd.Flags().StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to run, comma-separated, or none")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
+	cmd.Flags().StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
 	f.clusterFlags.register(cmd.Flags())
 	return cmd
 }
@@ -68,6 +71,11 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer l.Close()
+	stopProfile, err := startProfile(f.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	defer printTimeline(l.Bus.Subscribe(1<<16), f.Output, stdout)() // until the sandbox has stopped
 	sb, err := l.Start(ctx, opts)
 	if err != nil {
