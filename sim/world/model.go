@@ -140,11 +140,6 @@ func controllerOf(o metav1.Object) string {
 	return ""
 }
 
-func controlledBy(o metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == uid
-}
-
 // messageOf is the http-echo -text= argument of a pod template.
 func messageOf(spec corev1.PodSpec) string {
 	for _, c := range spec.Containers {
@@ -168,6 +163,7 @@ func podReady(p *corev1.Pod) bool {
 
 func (m *nsModel) view() *NamespaceView {
 	v := &NamespaceView{Echoes: make(map[string]*EchoView, len(m.echoes))}
+	owned := m.byController()
 	shown := map[string]bool{}
 	for name, e := range m.echoes {
 		ev := &EchoView{
@@ -184,14 +180,14 @@ func (m *nsModel) view() *NamespaceView {
 			ev.Edited = tr.edited
 		}
 		if d := m.deployments[echo.DeploymentName(name)]; d != nil {
-			ev.Deployment = m.deploymentView(d)
+			ev.Deployment = owned.deploymentView(d)
 			shown[d.Name] = true
 		}
 		v.Echoes[name] = ev
 	}
 	for name, d := range m.deployments {
 		if !shown[name] {
-			v.Orphans = append(v.Orphans, m.deploymentView(d))
+			v.Orphans = append(v.Orphans, owned.deploymentView(d))
 		}
 	}
 	slices.SortFunc(v.Orphans, func(a, b *DeploymentView) int { return cmp.Compare(a.Name, b.Name) })
@@ -217,7 +213,31 @@ func (m *nsModel) view() *NamespaceView {
 	return v
 }
 
-func (m *nsModel) deploymentView(d *appsv1.Deployment) *DeploymentView {
+// controlled indexes a namespace's ReplicaSets and Pods by their controller's
+// UID, once per view: a view then costs one pass over the objects, not one
+// per Deployment (500 Echoes make 500 Deployments, ReplicaSets and Pods).
+type controlled struct {
+	replicaSets map[types.UID][]*appsv1.ReplicaSet
+	pods        map[types.UID][]*corev1.Pod
+}
+
+func (m *nsModel) byController() controlled {
+	c := controlled{replicaSets: make(map[types.UID][]*appsv1.ReplicaSet, len(m.replicaSets)),
+		pods: make(map[types.UID][]*corev1.Pod, len(m.replicaSets))}
+	for _, rs := range m.replicaSets {
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+			c.replicaSets[ref.UID] = append(c.replicaSets[ref.UID], rs)
+		}
+	}
+	for _, p := range m.pods {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			c.pods[ref.UID] = append(c.pods[ref.UID], p)
+		}
+	}
+	return c
+}
+
+func (c controlled) deploymentView(d *appsv1.Deployment) *DeploymentView {
 	dv := &DeploymentView{
 		Name:          d.Name,
 		UID:           string(d.UID),
@@ -230,25 +250,20 @@ func (m *nsModel) deploymentView(d *appsv1.Deployment) *DeploymentView {
 	if d.Spec.Replicas != nil {
 		dv.Replicas = *d.Spec.Replicas
 	}
-	for _, rs := range m.replicaSets {
-		if !controlledBy(rs, d.UID) {
-			continue
-		}
+	for _, rs := range c.replicaSets[d.UID] {
 		rv := &ReplicaSetView{Name: rs.Name, ReadyReplicas: rs.Status.ReadyReplicas, Deleting: deleting(rs), Replicas: 1}
 		if rs.Spec.Replicas != nil {
 			rv.Replicas = *rs.Spec.Replicas
 		}
 		dv.ReplicaSets = append(dv.ReplicaSets, rv)
-		for _, p := range m.pods {
-			if controlledBy(p, rs.UID) {
-				dv.Pods = append(dv.Pods, &PodView{
-					Name:     p.Name,
-					Phase:    string(p.Status.Phase),
-					Ready:    podReady(p),
-					Deleting: deleting(p),
-					Created:  p.CreationTimestamp.Time,
-				})
-			}
+		for _, p := range c.pods[rs.UID] {
+			dv.Pods = append(dv.Pods, &PodView{
+				Name:     p.Name,
+				Phase:    string(p.Status.Phase),
+				Ready:    podReady(p),
+				Deleting: deleting(p),
+				Created:  p.CreationTimestamp.Time,
+			})
 		}
 	}
 	slices.SortFunc(dv.ReplicaSets, func(a, b *ReplicaSetView) int { return cmp.Compare(a.Name, b.Name) })
