@@ -63,8 +63,8 @@ func (r *redraw) tick(now time.Time, flashing, moving bool) {
 // held back by the gap, or the clock's next step (now on the screen's
 // clock, wall on the wall clock); at most idleWake.
 func (r *redraw) due(now, wall time.Time) time.Duration {
-	if r.dirty {
-		return r.gap() - wall.Sub(r.drawn)
+	if held := r.gap() - wall.Sub(r.drawn); r.dirty && !r.urgent && held > 0 {
+		return held // View will not draw it before then
 	}
 	step := r.step
 	if step <= 0 {
