@@ -48,7 +48,8 @@ type feed struct {
 	seenEcho bool // the focused Echo was in some snapshot
 
 	snapAt   time.Time // wall clock of the last snapshot taken in pull
-	snapWait bool      // the world changed, its snapshot waits for the gap
+	snapWait bool      // the world changed, its snapshot waits for the gap…
+	snapNext time.Time // …until then (wall clock)
 	// shown is, per style, what the screen shows of the world: a new
 	// snapshot redraws only if it differs.
 	shown   map[style.Style]worldShown
@@ -95,7 +96,7 @@ func (f *feed) pull() bool {
 			f.ver, f.snapAt = v, wall
 			dirty = f.setSnapshot(f.src.Snapshot()) || dirty
 		} else {
-			f.snapWait = true
+			f.snapWait, f.snapNext = true, f.snapAt.Add(gap)
 		}
 	}
 	return dirty

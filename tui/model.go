@@ -226,9 +226,10 @@ func (m *Model) onFrame() tea.Cmd {
 	if len(m.feed.backlog) > 0 {
 		return m.schedule(pumpPlan{})
 	}
-	after := m.draw.due(now, m.wall())
+	wall := m.wall()
+	after := m.draw.due(now, wall)
 	if m.feed.snapWait {
-		after = min(after, snapGapBusy) // the world changed: take it soon
+		after = min(after, m.feed.snapNext.Sub(wall)) // the world changed: take it once the gap is over
 	}
 	return m.schedule(pumpPlan{after: max(after, m.opts.Frame), onBus: true})
 }
