@@ -8,6 +8,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
@@ -147,4 +150,112 @@ func BenchmarkTUIKeyLatencyBurst(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "ms-max")
+}
+
+// Scale of the scale benchmarks: 1,500 Echoes (500 a style, 2 pods each)
+// and a 10-second busy trace at 2,000 events a second.
+const (
+	scalePerStyle = 500
+	scaleEvents   = 20_000
+	scaleRate     = 2_000
+)
+
+// scaleModel is the screen on the scale fixture, 200x60, every event kind
+// in the timeline, the clock at the trace's end.
+func scaleModel(tb testing.TB) (*Model, *fixture.Source) {
+	tb.Helper()
+	src := fixture.NewSource(fixture.ScaleSnapshot(scalePerStyle))
+	evs := append(fixture.Events(), fixture.ScaleEvents(scalePerStyle, scaleEvents, scaleRate)...)
+	end := evs[len(evs)-1].Time
+	m := New(Options{Source: src, Info: Info{Backend: "envtest", Version: "v1.36.3"},
+		Now: func() time.Time { return end }, Start: fixture.T0, Frame: 10 * time.Millisecond, Dark: true})
+	m.Ingest(evs)
+	for m.Pending() > 0 {
+		m.Ingest(nil)
+	}
+	m.SetSnapshot(src.Snapshot())
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	m.Update(keyMsg("T"))
+	return m, src
+}
+
+// BenchmarkTUIViewScale200x60 is one full redraw at 200x60 with 1,500
+// Echoes (target ≤ 8 ms).
+// go test ./tui -run '^$' -bench TUIViewScale -benchmem
+func BenchmarkTUIViewScale200x60(b *testing.B) {
+	m, _ := scaleModel(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		m.draw.now()
+		_ = m.View()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
+}
+
+// BenchmarkTUIIngestScale is the fold of one event (stats and timeline) on
+// a screen with 1,500 Echoes; ns/op is per event.
+// go test ./tui -run '^$' -bench TUIIngestScale -benchmem
+func BenchmarkTUIIngestScale(b *testing.B) {
+	m, _ := scaleModel(b)
+	evs := fixture.ScaleEvents(scalePerStyle, 1<<14, scaleRate)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 1024 {
+		n := min(1024, b.N-i)
+		batch := make([]trace.Event, n)
+		for j := range batch {
+			batch[j] = evs[(i+j)%len(evs)]
+		}
+		m.Ingest(batch)
+		for m.Pending() > 0 {
+			m.Ingest(nil)
+		}
+	}
+}
+
+// BenchmarkTUISnapshotScale is the screen taking a new world of 1,500
+// Echoes: a Lease renewed (what an idle sandbox does every second or two),
+// and one pod turned ready.
+// go test ./tui -run '^$' -bench TUISnapshotScale -benchmem
+func BenchmarkTUISnapshotScale(b *testing.B) {
+	renewed := func(s world.Snapshot, d time.Duration) world.Snapshot {
+		out := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
+		for ns, v := range s.Namespaces {
+			c := *v
+			if v.Lease != nil {
+				l := *v.Lease
+				l.Renewed = l.Renewed.Add(d)
+				c.Lease = &l
+			}
+			out.Namespaces[ns] = &c
+		}
+		return out
+	}
+	podReady := func(s world.Snapshot, ready bool) world.Snapshot {
+		out := fixture.ScaleSnapshot(scalePerStyle)
+		out.Namespaces[style.ClientGo.Namespace()].Echoes[fixture.ScaleName(7)].Deployment.Pods[1].Ready = ready
+		return out
+	}
+	for _, bc := range []struct {
+		name string
+		a, b func() world.Snapshot
+	}{
+		{"lease-renewed", func() world.Snapshot { return renewed(fixture.ScaleSnapshot(scalePerStyle), time.Second) },
+			func() world.Snapshot { return renewed(fixture.ScaleSnapshot(scalePerStyle), 2*time.Second) }},
+		{"pod-ready", func() world.Snapshot { return podReady(world.Snapshot{}, false) },
+			func() world.Snapshot { return podReady(world.Snapshot{}, true) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, _ := scaleModel(b)
+			snaps := []world.Snapshot{bc.a(), bc.b()}
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				m.SetSnapshot(snaps[i%2])
+				i++
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -16,6 +17,15 @@ import (
 	"github.com/kkloud/rlab/tui/timeline"
 )
 
+// Snapshots of the world are taken at most this often: while events move
+// the screen, as often as it is redrawn; else (Lease renewals, which change
+// the world every second or two) once a second, since a snapshot copies the
+// whole world (1,500 Echoes and their pods in a class).
+const (
+	snapGapBusy = minRedraw
+	snapGapIdle = idleRedraw
+)
+
 // feed is the screen's one view of the sandbox: the events of the Source
 // folded into stats and the timeline, and the world model, taken when its
 // version changes. Everything the panes show comes from here. It owns the
@@ -23,26 +33,49 @@ import (
 type feed struct {
 	src    Source
 	now    func() time.Time
+	wall   func() time.Time // spaces the snapshots (now may be a replay's clock)
 	budget time.Duration
 	styles []style.Style
+	focus  string // the Echo whose tree is shown
 
 	stats   *stats.Stats
 	tl      *timeline.Model
 	backlog []trace.Event // drained, not folded yet
 
-	snap    world.Snapshot
-	ver     uint64
-	hasSnap bool
-	podSeen map[string]time.Time // "style/pod" → first seen
+	snap     world.Snapshot
+	ver      uint64
+	hasSnap  bool
+	seenEcho bool // the focused Echo was in some snapshot
+
+	snapAt   time.Time // wall clock of the last snapshot taken in pull
+	snapWait bool      // the world changed, its snapshot waits for the gap…
+	snapNext time.Time // …until then (wall clock)
+	// shown is, per style, what the screen shows of the world: a new
+	// snapshot redraws only if it differs.
+	shown   map[style.Style]worldShown
+	podSeen map[string]time.Time // "style/pod" → first seen, of the focused Echo's pods
+}
+
+// worldShown is what the screen shows of one style's namespace: the
+// summary of all its Echoes, the focused Echo's tree, and the Lease but
+// its renewal time (redrawn once a second anyway).
+type worldShown struct {
+	present bool
+	sum     pane.Summary
+	echo    *world.EchoView
+	orphans []*world.DeploymentView // named after the focused Echo
+	lease   world.LeaseView
+	hasLse  bool
 }
 
 func newFeed(o Options, styles []style.Style) *feed {
-	return &feed{src: o.Source, now: o.Now, budget: o.Budget, styles: styles,
-		stats: stats.New(styles), tl: timeline.New(o.TimelineSize, styles), podSeen: map[string]time.Time{}}
+	return &feed{src: o.Source, now: o.Now, wall: time.Now, budget: o.Budget, styles: styles, focus: o.Echo,
+		stats: stats.New(styles), tl: timeline.New(o.TimelineSize, styles),
+		shown: map[style.Style]worldShown{}, podSeen: map[string]time.Time{}}
 }
 
-// pull drains the bus once and takes the world if it changed; it says
-// whether anything on screen changed.
+// pull drains the bus once and takes the world if it changed (at most once
+// a snapshot gap); it says whether anything on screen changed.
 func (f *feed) pull() bool {
 	var evs []trace.Event
 	if sub := f.src.Sub(); sub != nil {
@@ -53,9 +86,18 @@ func (f *feed) pull() bool {
 		}
 	}
 	dirty := f.ingest(evs)
+	f.snapWait = false
 	if v := f.src.Version(); v != f.ver || !f.hasSnap {
-		f.ver = v
-		dirty = f.setSnapshot(f.src.Snapshot()) || dirty
+		gap := snapGapIdle
+		if dirty {
+			gap = snapGapBusy // something moves: the tree should keep up
+		}
+		if wall := f.wall(); !f.hasSnap || wall.Sub(f.snapAt) >= gap {
+			f.ver, f.snapAt = v, wall
+			dirty = f.setSnapshot(f.src.Snapshot()) || dirty
+		} else {
+			f.snapWait, f.snapNext = true, f.snapAt.Add(gap)
+		}
 	}
 	return dirty
 }
@@ -120,79 +162,80 @@ func (f *feed) reset() {
 	f.stats = stats.New(f.styles)
 	f.tl.Clear()
 	f.backlog = nil
-	f.snap, f.hasSnap = world.Snapshot{}, false
+	f.snap, f.hasSnap, f.seenEcho = world.Snapshot{}, false, false
+	f.shown = map[style.Style]worldShown{}
 	f.podSeen = map[string]time.Time{}
 }
 
-// setSnapshot takes a new world model and notes which pods are new; it
-// says whether anything on screen changed.
+// setSnapshot takes a new world model and notes which of the focused
+// Echo's pods are new; it says whether anything on screen changed. Its work
+// is one pass over each namespace's Echoes, with no allocation per Echo: a
+// class's world holds 1,500 of them and changes every second.
 func (f *feed) setSnapshot(s world.Snapshot) bool {
 	now := f.now()
+	changed := !f.hasSnap
 	seen := make(map[string]time.Time, len(f.podSeen))
-	for ns, v := range s.Namespaces {
-		for _, d := range deploymentsOf(v) {
-			for _, p := range d.Pods {
-				k := string(style.FromNamespace(ns)) + "/" + p.Name
-				t, ok := f.podSeen[k]
-				switch {
-				case ok:
-				case !f.hasSnap:
-					t = time.Time{} // there from the start: not new
-				default:
-					t = now
-				}
-				seen[k] = t
-			}
+	for _, st := range f.styles {
+		ns := s.Style(st)
+		sh := f.worldShown(ns)
+		if !changed && !sameShown(f.shown[st], sh) {
+			changed = true
 		}
+		f.shown[st] = sh
+		f.seenEcho = f.seenEcho || sh.echo != nil
+		f.seePods(st, sh, seen, now)
 	}
 	f.podSeen = seen
-	// A Lease renewal (each Go style, every second) changes only the
-	// Lease's time left, which is redrawn once a second anyway.
-	renewalOnly := f.hasSnap && onlyRenewed(f.snap, s)
 	f.snap, f.hasSnap = s, true
-	return !renewalOnly
+	return changed
 }
 
-func deploymentsOf(v *world.NamespaceView) []*world.DeploymentView {
-	if v == nil {
-		return nil
+// worldShown is what the screen shows of namespace ns.
+func (f *feed) worldShown(ns *world.NamespaceView) worldShown {
+	if ns == nil {
+		return worldShown{}
 	}
-	var out []*world.DeploymentView
-	for _, e := range v.Echoes {
-		if e.Deployment != nil {
-			out = append(out, e.Deployment)
+	sh := worldShown{present: true, sum: pane.Summarize(ns), echo: ns.Echoes[f.focus]}
+	for _, o := range ns.Orphans {
+		if o.Name == echo.DeploymentName(f.focus) {
+			sh.orphans = append(sh.orphans, o)
 		}
 	}
-	return append(out, v.Orphans...)
+	if ns.Lease != nil {
+		sh.lease, sh.hasLse = *ns.Lease, true
+		sh.lease.Renewed = time.Time{}
+	}
+	return sh
 }
 
-// onlyRenewed says whether b differs from a in Lease renewal times alone.
-func onlyRenewed(a, b world.Snapshot) bool {
-	if len(a.Namespaces) != len(b.Namespaces) {
-		return false
+// sameShown compares what two snapshots show; only the focused Echo's tree
+// is compared deeply, and it is small.
+func sameShown(a, b worldShown) bool {
+	return a.present == b.present && a.sum == b.sum && a.lease == b.lease && a.hasLse == b.hasLse &&
+		reflect.DeepEqual(a.echo, b.echo) && reflect.DeepEqual(a.orphans, b.orphans)
+}
+
+// seePods notes when each pod of the focused Echo was first seen (a new one
+// fades in).
+func (f *feed) seePods(st style.Style, sh worldShown, seen map[string]time.Time, now time.Time) {
+	var ds []*world.DeploymentView
+	if sh.echo != nil && sh.echo.Deployment != nil {
+		ds = append(ds, sh.echo.Deployment)
 	}
-	for ns, bv := range b.Namespaces {
-		av := a.Namespaces[ns]
-		if av == nil || bv == nil {
-			return av == bv
-		}
-		if (av.Lease == nil) != (bv.Lease == nil) {
-			return false
-		}
-		if av.Lease != nil {
-			al, bl := *av.Lease, *bv.Lease
-			al.Renewed, bl.Renewed = time.Time{}, time.Time{}
-			if al != bl {
-				return false
+	for _, d := range append(ds, sh.orphans...) {
+		for _, p := range d.Pods {
+			k := string(st) + "/" + p.Name
+			t, ok := f.podSeen[k]
+			switch {
+			case ok:
+			case !f.hasSnap:
+				t = time.Time{} // there from the start: not new
+			default:
+				t = now
 			}
-		}
-		ac, bc := *av, *bv
-		ac.Lease, bc.Lease = nil, nil
-		if !reflect.DeepEqual(ac, bc) {
-			return false
+			seen[k] = t
 		}
 	}
-	return true
 }
 
 // animating says how the screen moves by itself now. flashing: a garbage

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/stats"
@@ -29,9 +30,10 @@ const (
 	// shown as dropped.
 	SubSize    = 1 << 14
 	maxBacklog = 1 << 17
-	// idleFrames: while nothing moves the bus is drained every idleFrames
-	// frames (200 ms); the first event makes the marker move again.
-	idleFrames = 6
+	// idleWake: with nothing on the bus and nothing to redraw, the pump
+	// still comes once this often (the clock, countdowns, the world's
+	// Lease). An event wakes it at once.
+	idleWake = time.Second
 )
 
 // Minimum terminal size.
@@ -123,6 +125,17 @@ type Model struct {
 	lesson *lesson
 
 	draw redraw
+	plan pumpPlan // when the next frame comes, as last decided
+	// wall is the wall clock that spaces redraws and world snapshots
+	// (Options.Now may be a replay's virtual clock); tests simulate it.
+	wall func() time.Time
+}
+
+// pumpPlan is when the next frame comes: after a delay, or at the first
+// event on the bus if that comes sooner.
+type pumpPlan struct {
+	after time.Duration
+	onBus bool
 }
 
 // New returns the main screen model.
@@ -140,7 +153,9 @@ func New(opts Options) *Model {
 		panes:  &panes{order: order},
 		ctl:    newControls(opts),
 		lesson: newLesson(opts.Guide),
+		wall:   time.Now,
 	}
+	m.feed.wall = func() time.Time { return m.wall() }
 	if m.lesson.on() {
 		m.keys = m.keys.Lesson()
 	}
@@ -192,7 +207,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // onFrame drains the bus once, folds what it can within the budget, looks
 // at the world if it changed, and re-arms the pump: at once if events are
-// still waiting, else after one frame.
+// still waiting; else at the next event on the bus, or when the screen
+// must be drawn again by itself (a redraw held back, the clock), whichever
+// comes first. At rest that is once a second.
 func (m *Model) onFrame() tea.Cmd {
 	now := m.opts.Now()
 	if m.feed.pull() {
@@ -206,15 +223,43 @@ func (m *Model) onFrame() tea.Cmd {
 	// redrawn ten times a second while something moves, else once a second.
 	flashing, moving := m.feed.animating(now)
 	m.draw.tick(now, flashing, moving)
-	switch {
-	case len(m.feed.backlog) > 0:
-		return func() tea.Msg { return FrameMsg{} }
-	case !moving:
-		// Nothing moves: look at the bus idleFrames times less often. Keys do
-		// not wait for frames, and the first event lights the marker.
-		return tea.Tick(idleFrames*m.opts.Frame, func(time.Time) tea.Msg { return FrameMsg{} })
+	if len(m.feed.backlog) > 0 {
+		return m.schedule(pumpPlan{})
 	}
-	return m.frame()
+	wall := m.wall()
+	after := m.draw.due(now, wall)
+	if m.feed.snapWait {
+		after = min(after, m.feed.snapNext.Sub(wall)) // the world changed: take it once the gap is over
+	}
+	return m.schedule(pumpPlan{after: max(after, m.opts.Frame), onBus: true})
+}
+
+// schedule arms the pump for p. Waiting on the bus, a wake-up waits one
+// frame more, so that a burst is drained in one go.
+func (m *Model) schedule(p pumpPlan) tea.Cmd {
+	m.plan = p
+	var sub *bus.Sub
+	if p.onBus && m.opts.Source != nil {
+		sub = m.opts.Source.Sub()
+	}
+	switch {
+	case p.after <= 0:
+		return func() tea.Msg { return FrameMsg{} }
+	case sub == nil:
+		return tea.Tick(p.after, func(time.Time) tea.Msg { return FrameMsg{} })
+	}
+	frame := m.opts.Frame
+	return func() tea.Msg {
+		t := time.NewTimer(p.after)
+		defer t.Stop()
+		select {
+		case <-sub.Wait():
+			t.Reset(frame)
+			<-t.C
+		case <-t.C:
+		}
+		return FrameMsg{}
+	}
 }
 
 // onKey routes a key: to the open prompt or lesson list, which take every

@@ -387,3 +387,70 @@ func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
 		})
 	}
 }
+
+// TestTUIRaceFromStart: the screen opens as the operators start, before
+// the sample Echo has a Deployment; each pane follows its own style's
+// convergence, and keeps the time once converged.
+func TestTUIRaceFromStart(t *testing.T) {
+	world0 := func(f func(st style.Style, ns *world.NamespaceView)) world.Snapshot {
+		s := fixture.Snapshot()
+		for _, st := range style.All() {
+			f(st, s.Namespaces[st.Namespace()])
+		}
+		return s
+	}
+	steps := []struct {
+		name  string
+		world world.Snapshot
+		evs   []trace.Event
+		want  []string // in the shell, client-go and runtime panes, in order
+	}{
+		{"not seen yet", world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}, nil, []string{"not seen yet"}},
+		{"creating", world0(func(_ style.Style, ns *world.NamespaceView) {
+			e := ns.Echoes["hello"]
+			e.Ready, e.Deployment = "", nil
+		}), nil, []string{"Echo/hello -/2 creating", "Echo/hello -/2 creating", "Echo/hello -/2 creating", "no Deployment yet"}},
+		{"the Go styles first", world0(func(st style.Style, ns *world.NamespaceView) {
+			e := ns.Echoes["hello"]
+			switch st {
+			case style.Shell:
+				e.Ready, e.Deployment.ReadyReplicas = "", 0
+			default:
+				e.Ready = "2/2"
+			}
+		}), []trace.Event{
+			{Time: fixture.At(3 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.ClientGo.Namespace(), Object: "Echo/hello",
+				Fields: map[string]any{trace.FieldLatencyMS: 1100.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+			{Time: fixture.At(3 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.Runtime.Namespace(), Object: "Echo/hello",
+				Fields: map[string]any{trace.FieldLatencyMS: 1020.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+		}, []string{"waiting for pods 0/2", "converged in 1.10s", "converged in 1.02s"}},
+		{"the shell loop last", fixture.Snapshot(), []trace.Event{
+			{Time: fixture.At(11 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.Shell.Namespace(), Object: "Echo/hello",
+				Fields: map[string]any{trace.FieldLatencyMS: 9300.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+		}, []string{"converged in 9.30s", "converged in 1.10s", "converged in 1.02s"}},
+	}
+	src := fixture.NewSource(world.Snapshot{})
+	m := New(Options{Source: src, Now: func() time.Time { return fixture.At(12 * time.Second) }, Start: fixture.T0})
+	wall := fixture.At(0)
+	m.wall = func() time.Time { return wall }
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	for _, step := range steps {
+		wall = wall.Add(2 * snapGapIdle) // past the snapshot gap
+		src.SetWorld(step.world)
+		for _, e := range step.evs {
+			src.Bus.Publish(e)
+		}
+		m.Update(keyMsg("esc")) // a key: drawn at once
+		m.Update(FrameMsg{})
+		m.draw.now()
+		out := ansi.Strip(m.View().Content)
+		at := 0
+		for _, w := range step.want {
+			i := strings.Index(out[at:], w)
+			if i < 0 {
+				t.Fatalf("%s: no %q (in order) on screen:\n%s", step.name, w, out)
+			}
+			at += i + len(w)
+		}
+	}
+}

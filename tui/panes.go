@@ -70,6 +70,7 @@ func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single
 		Fresh:   f.fresh(st, now),
 		Verbs:   p.showVerbs || (p.full && single),
 		Focused: st == p.focused(),
+		Summary: f.shown[st].sum,
 	}
 }
 

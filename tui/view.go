@@ -29,7 +29,9 @@ type redraw struct {
 	urgent  bool // a key, a resize or an action's result: draw at once
 	cache   string
 	timeKey int64
-	drawn   time.Time // when the cache was drawn (wall clock)
+	step    time.Duration // of timeKey
+	drawn   time.Time     // when the cache was drawn (wall clock)
+	renders int           // how often the screen was drawn (tests count them)
 
 	helpLine string // the short help, drawn for helpW and helpDark
 	helpW    int
@@ -50,10 +52,35 @@ func (r *redraw) tick(now time.Time, flashing, moving bool) {
 	} else if moving {
 		step = pane.MarkerHot
 	}
+	r.step = step
 	if tk := now.UnixMilli() / step.Milliseconds(); tk != r.timeKey {
 		r.timeKey = tk
 		r.dirty = true
 	}
+}
+
+// due is how long until the screen must be drawn again by itself: a redraw
+// held back by the gap, or the clock's next step (now on the screen's
+// clock, wall on the wall clock); at most idleWake.
+func (r *redraw) due(now, wall time.Time) time.Duration {
+	if held := r.gap() - wall.Sub(r.drawn); r.dirty && !r.urgent && held > 0 {
+		return held // View will not draw it before then
+	}
+	step := r.step
+	if step <= 0 {
+		step = time.Second
+	}
+	next := time.UnixMilli((r.timeKey + 1) * step.Milliseconds())
+	return min(next.Sub(now), idleWake)
+}
+
+// gap is the least time between two redraws that events and the clock
+// cause.
+func (r *redraw) gap() time.Duration {
+	if r.moving {
+		return minRedraw
+	}
+	return idleRedraw
 }
 
 // View is the screen. It is drawn again only when something changed (an
@@ -62,14 +89,11 @@ func (r *redraw) tick(now time.Time, flashing, moving bool) {
 // returned as is, and the renderer finds nothing to do.
 func (m *Model) View() tea.View {
 	r := &m.draw
-	gap := idleRedraw
-	if r.moving {
-		gap = minRedraw
-	}
-	if r.cache == "" || r.dirty && (r.urgent || time.Since(r.drawn) >= gap) {
+	if r.cache == "" || r.dirty && (r.urgent || m.wall().Sub(r.drawn) >= r.gap()) {
 		r.cache = m.Render()
 		r.dirty, r.urgent = false, false
-		r.drawn = time.Now()
+		r.drawn = m.wall()
+		r.renders++
 	}
 	v := tea.NewView(r.cache)
 	v.AltScreen = true
@@ -157,8 +181,12 @@ func (m *Model) header(now time.Time, w int) string {
 		if ev.Deleting {
 			l.Add(s.Warn, "  deleting")
 		}
-	} else if m.feed.hasSnap {
+	} else if m.feed.seenEcho {
 		l.Add(s.Warn, "  not found ("+m.keys.CreateEcho.Help().Key+" creates it)")
+	} else if m.feed.hasSnap {
+		// The sandbox creates it as the operators start: the world may not
+		// show it yet.
+		l.Add(s.Dim, "  not seen yet")
 	}
 	right := &common.Line{}
 	if m.opts.Extra != nil {

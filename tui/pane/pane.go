@@ -6,6 +6,7 @@ package pane
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,15 @@ type Data struct {
 	// Verbs: the API requests are shown by verb too.
 	Verbs   bool
 	Focused bool
+	// Summary counts all the style's Echoes (the tree shows Echo only).
+	Summary Summary
+}
+
+// Summary is what a pane says of all its style's Echoes: a class runs
+// hundreds, too many to list.
+type Summary struct {
+	Echoes, Ready   int // Echoes, and those whose status says every replica is ready
+	Pods, PodsReady int // pods of their Deployments
 }
 
 // Timing of the animations.
@@ -61,8 +71,51 @@ func Body(d Data, w int, s *common.Styles) []string {
 	out = append(out, api(d, st, w, s)...)
 	out = append(out, reconciles(d, st, w, s)...)
 	out = append(out, leader(d, st, w, s)...)
+	out = append(out, summary(d, w, s))
 	out = append(out, Tree(d, st, w, s)...)
 	return append(out, drift(d, st, w, s))
+}
+
+// summary counts all the style's Echoes and their pods: a class runs
+// hundreds, and the tree shows the focused one only.
+func summary(d Data, w int, s *common.Styles) string {
+	l := &common.Line{}
+	if d.NS == nil {
+		return l.Add(s.Dim, "Echoes …").Fit(w)
+	}
+	sm := d.Summary
+	l.Plain("Echoes ").Add(s.Bold, strconv.Itoa(sm.Echoes))
+	l.Add(s.Dim, " · ").Plain(strconv.Itoa(sm.Ready) + " ready")
+	l.Add(s.Dim, " · ").Plain(fmt.Sprintf("pods %d/%d ready", sm.PodsReady, sm.Pods))
+	return l.Fit(w)
+}
+
+// Summarize counts a namespace's Echoes, those whose status says every
+// replica is ready, and their pods.
+func Summarize(ns *world.NamespaceView) Summary {
+	var sum Summary
+	for _, e := range ns.Echoes {
+		sum.Echoes++
+		if readyAll(e) {
+			sum.Ready++
+		}
+		if d := e.Deployment; d != nil {
+			sum.Pods += len(d.Pods)
+			for _, p := range d.Pods {
+				if p.Ready && !p.Deleting {
+					sum.PodsReady++
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// readyAll says whether e's status is "n/n" for its n replicas, without
+// building the string.
+func readyAll(e *world.EchoView) bool {
+	r, d, ok := strings.Cut(e.Ready, "/")
+	return ok && r == d && d == strconv.Itoa(int(e.Replicas))
 }
 
 // work is the shell loop's poll timer, or a Go style's workqueue.
@@ -97,7 +150,22 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
+	// The client limit goes on the same line if it fits; a Go style's gets a
+	// line of its own otherwise.
+	var own string
+	if c := (&common.Line{}); clientLimit(c, d.Style, st, s) {
+		switch {
+		case l.Width()+3+c.Width() <= w:
+			l.Add(s.Dim, " · ")
+			clientLimit(l, d.Style, st, s)
+		case d.Style != style.Shell:
+			own = c.Fit(w)
+		}
+	}
 	out := []string{l.Fit(w)}
+	if own != "" {
+		out = append(out, own)
+	}
 	if !d.Verbs {
 		return out
 	}
@@ -111,6 +179,24 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	return out
 }
 
+// clientLimit adds the client-side rate limit of the style's API client to
+// l, as the replicas reported what their library set; false if there is
+// nothing to say. Whether a request waited for it is not seen from outside,
+// so nothing is claimed about throttling.
+func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styles) bool {
+	switch lim := st.Limit; {
+	case op == style.Shell:
+		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
+	case lim == nil:
+		return false // not reported (yet, or a recording from before)
+	case lim.None():
+		l.Plain("client limit ").Add(s.Bold, "none").Add(s.Dim, " (server APF only)")
+	default:
+		l.Plain("client limit ").Add(s.Bold, strconv.FormatFloat(lim.QPS, 'f', -1, 64)+"/s burst "+strconv.Itoa(lim.Burst))
+	}
+	return true
+}
+
 // reconciles is two lines: the count and the last (or running) call, then
 // its cause, or its error.
 func reconciles(d Data, st *stats.Style, w int, s *common.Styles) []string {
@@ -119,7 +205,11 @@ func reconciles(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	cause := ""
 	switch {
 	case st.Running != nil:
-		l.Plain(" · ").Add(s.Accent, "running …")
+		running := "running …"
+		if n := st.InFlight(); n > 1 {
+			running = strconv.Itoa(n) + " running …" // workers reconcile several Echoes at once
+		}
+		l.Plain(" · ").Add(s.Accent, running)
 		cause = causeOf(st.Running)
 	case st.Last != nil:
 		r := st.Last
@@ -365,9 +455,6 @@ func drift(d Data, st *stats.Style, w int, s *common.Styles) string {
 		l.Add(s.Warn, "drift: "+dr.What).Plain(" · not repaired, since " + common.Ago(d.Now.Sub(dr.Detected)))
 	default:
 		l.Plain("drift repaired in ").Add(s.Bold, common.MS(dr.LatencyMS)).Add(s.Dim, " ("+dr.What+")")
-	}
-	if !st.ConvergedAt.IsZero() {
-		l.Add(s.Dim, " · converged in "+common.MS(st.ConvergedMS))
 	}
 	return l.Fit(w)
 }

@@ -23,6 +23,8 @@ func folded() *stats.Stats {
 	return s
 }
 
+func vk(verb, resource string) stats.VerbKey { return stats.VerbKey{Verb: verb, Resource: resource} }
+
 // TestTUIPaneGolden renders one pane per case, ANSI stripped; refresh the
 // files with `go test ./tui/pane -update`.
 func TestTUIPaneGolden(t *testing.T) {
@@ -57,7 +59,7 @@ func TestTUIPaneGolden(t *testing.T) {
 		{name: "no-echo", style: style.Runtime, w: 53, h: 14, ns: noEcho.Namespaces[style.Runtime.Namespace()]},
 		{name: "no-world-yet", style: style.Runtime, w: 53, h: 14},
 		{name: "fresh-pod-and-verbs", style: style.ClientGo, w: 60, h: 22, ns: scaling, edit: func(s *stats.Stats) {
-			s.Styles[style.ClientGo].Verbs = map[string]int{"list echoes": 3, "watch echoes": 2, "update leases": 40, "create deployments": 2, "get leases": 1}
+			s.Styles[style.ClientGo].Verbs = map[stats.VerbKey]int{vk("list", "echoes"): 3, vk("watch", "echoes"): 2, vk("update", "leases"): 40, vk("create", "deployments"): 2, vk("get", "leases"): 1}
 			s.Styles[style.ClientGo].APITotal = 48
 		}, data: func(d *Data) {
 			d.Fresh = func(p string) bool { return strings.Contains(p, "-cmz") }
@@ -74,6 +76,9 @@ func TestTUIPaneGolden(t *testing.T) {
 				tt.edit(s)
 			}
 			d := Data{Style: tt.style, Stats: s.Styles[tt.style], NS: tt.ns, Echo: "hello", Now: now, Focused: true}
+			if tt.ns != nil {
+				d.Summary = Summarize(tt.ns)
+			}
 			if tt.data != nil {
 				tt.data(&d)
 			}
@@ -101,5 +106,83 @@ func TestTUISpark(t *testing.T) {
 		if got := Spark(tt.in); got != tt.want {
 			t.Errorf("Spark(%v) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestTUIPaneConverging: the focused Echo's line says how it converges,
+// from the world and the world's echo.converged report alone.
+func TestTUIPaneConverging(t *testing.T) {
+	now := fixture.At(10 * time.Second)
+	created := &stats.Convergence{CreatedMS: 1234, CreatedAt: fixture.At(3 * time.Second)}
+	edited := &stats.Convergence{CreatedMS: 1234, CreatedAt: fixture.At(3 * time.Second), EditMS: 45, EditAt: fixture.At(9 * time.Second)}
+	ns := func(replicas, deployReady int, status string, deploy bool) *world.NamespaceView {
+		n := fixture.Namespace(style.ClientGo, replicas, deployReady, "")
+		e := n.Echoes["hello"]
+		e.Ready = status
+		if !deploy {
+			e.Deployment = nil
+		}
+		return n
+	}
+	tests := []struct {
+		name string
+		ns   *world.NamespaceView
+		conv *stats.Convergence
+		want string
+	}{
+		{"creating", ns(2, 0, "", false), nil, `Echo/hello -/2 creating ×2`},
+		{"waiting for pods", ns(2, 1, "0/2", true), nil, `Echo/hello 0/2 waiting for pods 1/2 ×2`},
+		{"status not written", ns(2, 2, "1/2", true), nil, `Echo/hello 1/2 pods ready, status not written yet ×2`},
+		{"converged", ns(2, 2, "2/2", true), created, `Echo/hello 2/2 converged in 1.23s ×2`},
+		{"converged, then edited", ns(2, 2, "2/2", true), edited, `Echo/hello 2/2 converged in 1.23s · edit 45ms ×2`},
+		{"an edit under way keeps the time", ns(3, 2, "2/3", true), created, `Echo/hello 2/3 waiting for pods 2/3 · created in 1.23s ×3`},
+		{"Deployment deleted after converging", ns(2, 2, "2/2", false), created, `Echo/hello 2/2 no Deployment · created in 1.23s ×2`},
+		{"ready before the screen saw it", ns(2, 2, "2/2", true), nil, `Echo/hello 2/2 ×2`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := stats.New([]style.Style{style.ClientGo}).Styles[style.ClientGo]
+			if tt.conv != nil {
+				st.Converged["hello"] = tt.conv
+			}
+			d := Data{Style: style.ClientGo, Stats: st, NS: tt.ns, Echo: "hello", Now: now}
+			got := ansi.Strip(Tree(d, st, 120, common.NewStyles(true))[0])
+			if !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("got  %q\nwant %q…", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTUIPaneClientLimit: each Go pane says the client-side limit its
+// replicas reported; the shell pane that each kubectl is a process.
+func TestTUIPaneClientLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		style style.Style
+		limit *stats.ClientLimit
+		want  string
+	}{
+		{"client-go default", style.ClientGo, &stats.ClientLimit{QPS: 5, Burst: 10}, "client limit 5/s burst 10"},
+		{"fractional", style.ClientGo, &stats.ClientLimit{QPS: 2.5, Burst: 4}, "client limit 2.5/s burst 4"},
+		{"controller-runtime", style.Runtime, &stats.ClientLimit{QPS: -1}, "client limit none"},
+		{"not reported", style.Runtime, nil, ""},
+		{"shell", style.Shell, nil, "a new kubectl per call: no shared limiter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := stats.New([]style.Style{tt.style}).Styles[tt.style]
+			st.Limit = tt.limit
+			body := ansi.Strip(strings.Join(Body(Data{Style: tt.style, Stats: st, Echo: "hello"}, 100, common.NewStyles(true)), "\n"))
+			if tt.want == "" {
+				if strings.Contains(body, "limit") {
+					t.Fatalf("a limit nobody reported:\n%s", body)
+				}
+				return
+			}
+			if !strings.Contains(body, tt.want) {
+				t.Fatalf("no %q in:\n%s", tt.want, body)
+			}
+		})
 	}
 }

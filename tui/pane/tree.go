@@ -28,9 +28,12 @@ func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	case ev == nil:
 		out = append(out, (&common.Line{}).Add(s.Dim, "Echo/"+d.Echo+" not found").Fit(w))
 	default:
-		out = append(out, echoLine(ev, s).Fit(w))
+		out = append(out, echoLine(ev, st.Converged[d.Echo], s).Fit(w))
 		if ev.Deployment != nil {
 			out = append(out, deployment(d, ev.Deployment, "└ ", "  ", w, s)...)
+		} else if c := st.Converged[d.Echo]; c == nil || c.CreatedAt.IsZero() {
+			// Not converged yet: its operator has not created it so far.
+			out = append(out, (&common.Line{}).Add(s.Dim, "└ no Deployment yet").Fit(w))
 		} else {
 			out = append(out, (&common.Line{}).Add(s.Dim, "└ ").Add(s.Warn, "no Deployment").Fit(w))
 		}
@@ -43,19 +46,21 @@ func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
 	return append(out, collected(d, st, w, s)...)
 }
 
-// echoLine is the Echo: its readiness, its spec, and what holds its deletion.
-func echoLine(ev *world.EchoView, s *common.Styles) *common.Line {
+// echoLine is the Echo: its readiness, how it converges, its spec, and
+// what holds its deletion.
+func echoLine(ev *world.EchoView, c *stats.Convergence, s *common.Styles) *common.Line {
 	l := &common.Line{}
 	l.Add(s.Bold, "Echo/"+ev.Name).Plain(" ")
 	ready := ev.Ready
 	if ready == "" {
 		ready = "-/" + strconv.Itoa(int(ev.Replicas))
 	}
-	if ready == fmt.Sprintf("%d/%d", ev.Replicas, ev.Replicas) {
+	if readyAll(ev) {
 		l.Add(s.OK, ready)
 	} else {
 		l.Add(s.Warn, ready)
 	}
+	converging(l, ev, c, s)
 	l.Add(s.Dim, fmt.Sprintf(" ×%d %q", ev.Replicas, ev.Message))
 	if ev.Deleting {
 		l.Add(s.Warn, " deleting")
@@ -64,6 +69,47 @@ func echoLine(ev *world.EchoView, s *common.Styles) *common.Line {
 		}
 	}
 	return l
+}
+
+// converging says how the Echo converges, from what the world shows and
+// reported (c, nil if nothing): creating (no Deployment yet), waiting for
+// pods, waiting for the status, then "converged in" the time from its
+// creation, which stays so that the styles can be compared.
+func converging(l *common.Line, ev *world.EchoView, c *stats.Convergence, s *common.Styles) {
+	done := c != nil && !c.CreatedAt.IsZero()
+	dv := ev.Deployment
+	switch {
+	case ev.Deleting:
+		return // said after the spec, with what holds it
+	case dv == nil && !done:
+		l.Add(s.Accent, " creating")
+	case dv == nil:
+		l.Add(s.Warn, " no Deployment")
+	case dv.ReadyReplicas < ev.Replicas || dv.Replicas != ev.Replicas:
+		l.Add(s.Accent, fmt.Sprintf(" waiting for pods %d/%d", dv.ReadyReplicas, ev.Replicas))
+	case !readyAll(ev):
+		l.Add(s.Accent, " pods ready").Add(s.Dim, ", status not written yet")
+	case done:
+		l.Add(s.OK, " converged in ").Add(s.Bold, took(c.CreatedMS))
+		if !c.EditAt.IsZero() {
+			l.Add(s.Dim, " · edit "+took(c.EditMS))
+		}
+		return
+	default:
+		return // ready before the screen saw it converge (a replay begun late)
+	}
+	if done {
+		l.Add(s.Dim, " · created in "+took(c.CreatedMS))
+	}
+}
+
+// took is a convergence time, to the hundredth of a second, so that the
+// styles compare: "850ms", "1.23s".
+func took(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.0fms", ms)
+	}
+	return fmt.Sprintf("%.2fs", ms/1000)
 }
 
 // collected are the objects garbage-collected lately: the newest few,

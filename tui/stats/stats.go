@@ -84,6 +84,28 @@ type Drift struct {
 	LatencyMS    float64
 }
 
+// Convergence is what the world observer reported of one Echo: how long
+// it took from its creation until its Deployment and status caught up, and
+// the same for its last edit.
+type Convergence struct {
+	CreatedMS float64
+	CreatedAt time.Time // zero until the creation converged
+	EditMS    float64
+	EditAt    time.Time // zero until an edit converged
+}
+
+// ClientLimit is the client-side rate limit a replica's library set.
+type ClientLimit struct {
+	QPS   float64 // < 0: none, left to the apiserver's priority and fairness
+	Burst int
+}
+
+// None says there is no client-side limit.
+func (l ClientLimit) None() bool { return l.QPS < 0 }
+
+// VerbKey is one line of the by-verb count: "get deployments".
+type VerbKey struct{ Verb, Resource string }
+
 // Style is everything known about one operator style.
 type Style struct {
 	Name style.Style
@@ -103,10 +125,17 @@ type Style struct {
 	Reconciles, Errors int
 	Running            *Reconcile // started, not ended
 	Last               *Reconcile
+	// inFlight are the reconciles started and not ended, by replica then
+	// id: workers run several at once, and a dead replica ends none.
+	inFlight map[string]map[float64]struct{}
 
-	APITotal int            // api.request events, and the requests a proxy dropped from the trace
-	Verbs    map[string]int // "verb resource" → count, of the api.request events
-	apiSec   [60]secBucket
+	APITotal int             // api.request events, and the requests a proxy dropped from the trace
+	Verbs    map[VerbKey]int // of the api.request events
+	// Limit is the client-side rate limit the replicas reported
+	// (client.limits), nil before any did; the replicas of a style run the
+	// same code, so the last report stands for all.
+	Limit  *ClientLimit
+	apiSec [60]secBucket
 
 	Leader      string // replica holding the Lease ("a"), from the operators' own events
 	LeaderAt    time.Time
@@ -115,9 +144,11 @@ type Style struct {
 
 	Replicas map[string]*Replica
 
-	Drift         *Drift
-	ConvergedMS   float64
-	ConvergedAt   time.Time
+	Drift *Drift
+	// Converged is, by Echo name, what the world reported of its
+	// convergence; forgotten when the Echo is deleted.
+	Converged     map[string]*Convergence
+	createdN      int         // of Converged, those whose creation converged
 	CollectedRecv []Collected // newest last, at most maxCollected
 
 	Events int
@@ -154,7 +185,8 @@ func New(styles []style.Style) *Stats {
 }
 
 func newStyle(name style.Style) *Style {
-	return &Style{Name: name, Stage: -1, Verbs: map[string]int{}, Replicas: map[string]*Replica{}}
+	return &Style{Name: name, Stage: -1, Verbs: map[VerbKey]int{}, Replicas: map[string]*Replica{},
+		inFlight: map[string]map[float64]struct{}{}, Converged: map[string]*Convergence{}}
 }
 
 // StyleOf is the operator style an event is about: its source's style, or
@@ -234,8 +266,11 @@ func (st *Style) apply(e trace.Event) {
 		st.leader(e)
 	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
 		st.process(e)
-	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged:
+	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted:
 		st.observed(e)
+	case trace.ClientLimits:
+		qps, _ := e.Num(trace.FieldQPS)
+		st.Limit = &ClientLimit{QPS: qps, Burst: num(e, trace.FieldBurst)}
 	}
 }
 
@@ -287,6 +322,7 @@ func (st *Style) queue(e trace.Event) {
 // reconcile folds the start and the end of a call of reconcile. The shell
 // loop reconciles within its poll: the poll lasts until it ends.
 func (st *Style) reconcile(e trace.Event) {
+	st.track(e)
 	if e.Kind == trace.ReconcileStart {
 		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
 			CauseEvent: e.Str(trace.FieldCauseEvent), Causes: num(e, trace.FieldCauses)}
@@ -327,7 +363,7 @@ func (st *Style) api(e trace.Event) {
 		return
 	}
 	st.APITotal++
-	st.Verbs[e.Str(trace.FieldVerb)+" "+e.Str(trace.FieldResource)]++
+	st.Verbs[VerbKey{e.Str(trace.FieldVerb), e.Str(trace.FieldResource)}]++ // no string built per event
 	sec := e.Time.Unix()
 	b := &st.apiSec[sec%int64(len(st.apiSec))]
 	if b.sec != sec {
@@ -401,8 +437,31 @@ func (st *Style) observed(e trace.Event) {
 		}
 		st.Drift = d
 	case trace.Converged:
-		st.ConvergedMS, _ = e.Num(trace.FieldLatencyMS)
-		st.ConvergedAt = e.Time
+		name := e.Str(trace.FieldEcho)
+		if name == "" {
+			name = strings.TrimPrefix(e.Object, "Echo/")
+		}
+		c := st.Converged[name]
+		if c == nil {
+			c = &Convergence{}
+			st.Converged[name] = c
+		}
+		ms, _ := e.Num(trace.FieldLatencyMS)
+		if created, _ := e.Fields[trace.FieldCreated].(bool); created || e.Str(trace.FieldCreated) == "true" {
+			if c.CreatedAt.IsZero() {
+				st.createdN++
+			}
+			c.CreatedMS, c.CreatedAt = ms, e.Time
+		} else {
+			c.EditMS, c.EditAt = ms, e.Time
+		}
+	case trace.EchoDeleted:
+		// A new Echo of the same name converges anew.
+		name := strings.TrimPrefix(e.Object, "Echo/")
+		if c := st.Converged[name]; c != nil && !c.CreatedAt.IsZero() {
+			st.createdN--
+		}
+		delete(st.Converged, name)
 	}
 }
 
@@ -416,6 +475,7 @@ func (st *Style) process(e trace.Event) {
 		}
 		return
 	}
+	delete(st.inFlight, name) // a replica that starts or exits has no call under way
 	r := st.Replicas[name]
 	if r == nil {
 		r = &Replica{Name: name}
@@ -437,6 +497,38 @@ func (st *Style) process(e trace.Event) {
 	case trace.ProcessResume:
 		r.Paused = false
 	}
+}
+
+// track counts the calls under way, by replica and id.
+func (st *Style) track(e trace.Event) {
+	id, ok := e.Num(trace.FieldID) // a call number within the replica
+	if !ok {
+		return
+	}
+	r := replicaOf(e.Source)
+	calls := st.inFlight[r]
+	if e.Kind == trace.ReconcileEnd {
+		delete(calls, id)
+		return
+	}
+	if calls == nil {
+		calls = map[float64]struct{}{}
+		st.inFlight[r] = calls
+	}
+	calls[id] = struct{}{}
+}
+
+// CreatedConverged is how many of the style's Echoes converged after their
+// creation (and were not deleted since).
+func (st *Style) CreatedConverged() int { return st.createdN }
+
+// InFlight is how many reconciles are under way now.
+func (st *Style) InFlight() int {
+	n := 0
+	for _, calls := range st.inFlight {
+		n += len(calls)
+	}
+	return n
 }
 
 func (st *Style) depth(e trace.Event) {
@@ -518,15 +610,15 @@ func (st *Style) Collected(now time.Time, d time.Duration) []Collected {
 
 // Verb is one line of the by-verb breakdown.
 type Verb struct {
-	Key   string
+	Key   string // "get deployments"
 	Count int
 }
 
 // TopVerbs sorts counts by count, then name.
-func TopVerbs(counts map[string]int) []Verb {
+func TopVerbs(counts map[VerbKey]int) []Verb {
 	out := make([]Verb, 0, len(counts))
 	for k, v := range counts {
-		out = append(out, Verb{k, v})
+		out = append(out, Verb{k.Verb + " " + k.Resource, v})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {

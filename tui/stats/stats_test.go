@@ -95,7 +95,7 @@ func TestTUIStatsFold(t *testing.T) {
 		{"last error", st.Last.Error, "conflict"},
 		{"api total", st.APITotal, 3},
 		{"per minute drops the first", st.PerMinute(now), 2},
-		{"verbs", st.Verbs, map[string]int{"list echoes": 2, "get leases": 1}},
+		{"verbs", st.Verbs, map[VerbKey]int{{Verb: "list", Resource: "echoes"}: 2, {Verb: "get", Resource: "leases"}: 1}},
 		{"drift latency", st.Drift.LatencyMS, 21.0},
 		{"collected", len(st.Collected(now, 4*time.Second)), 1},
 		{"collected forgotten", len(st.Collected(at(70_000), 4*time.Second)), 0},
@@ -219,6 +219,55 @@ func TestTUIReplicaOfIdentity(t *testing.T) {
 	for id, want := range map[string]string{style.ClientGo.Identity("a", 4121): "a", style.Runtime.Identity("b", 7): "b", "odd": "odd"} {
 		if got := ReplicaOfIdentity(id); got != want {
 			t.Errorf("ReplicaOfIdentity(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestTUIStatsConvergence: echo.converged is kept per Echo, creation and
+// edit apart, and forgotten with the Echo; client.limits is kept; the
+// reconciles under way are counted per replica.
+func TestTUIStatsConvergence(t *testing.T) {
+	cg, ns := style.ClientGo, style.ClientGo.Namespace()
+	conv := func(ms int, name string, took float64, created bool) trace.Event {
+		f := map[string]any{trace.FieldLatencyMS: took, trace.FieldEcho: name}
+		if created {
+			f[trace.FieldCreated] = true
+		}
+		return ev(ms, trace.SourceWorld, trace.Converged, ns, "Echo/"+name, f)
+	}
+	rec := func(ms int, src string, kind trace.Kind, id int) trace.Event {
+		return ev(ms, src, kind, ns, "Echo/x", map[string]any{trace.FieldID: id})
+	}
+	s := New([]style.Style{cg})
+	for _, e := range []trace.Event{
+		ev(1, cg.Source("a"), trace.ClientLimits, ns, "", map[string]any{trace.FieldQPS: 5.0, trace.FieldBurst: 10}),
+		conv(10, "hello", 1234, true),
+		conv(11, "other", 800, true),
+		conv(20, "hello", 45, false),
+		ev(30, trace.SourceWorld, trace.EchoDeleted, ns, "Echo/other", nil),
+		rec(40, cg.Source("a"), trace.ReconcileStart, 1),
+		rec(41, cg.Source("a"), trace.ReconcileStart, 2),
+		rec(42, cg.Source("b"), trace.ReconcileStart, 1),
+		rec(43, cg.Source("a"), trace.ReconcileEnd, 1),
+		ev(44, supervisor.Source, trace.ProcessExit, "", cg.Source("b"), map[string]any{trace.FieldPID: 9}),
+	} {
+		s.Apply(e)
+	}
+	st := s.Styles[cg]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"limit", *st.Limit, ClientLimit{QPS: 5, Burst: 10}},
+		{"hello created", st.Converged["hello"].CreatedMS, 1234.0},
+		{"hello edit", st.Converged["hello"].EditMS, 45.0},
+		{"other forgotten", st.Converged["other"] == nil, true},
+		{"created converged", st.CreatedConverged(), 1},
+		{"in flight: a's 2 (b died)", st.InFlight(), 1},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
 }
