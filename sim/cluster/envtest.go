@@ -12,32 +12,66 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kkloud/rlab/sim/proc"
 )
 
-// NodeName is the fake Node kwok plays the kubelet for.
+// NodeName is the first fake Node kwok plays the kubelet for.
 const NodeName = "rlab-node-1"
+
+// Fake Nodes: a few with room for many Pods, so 500 Echoes per style fit (3
+// styles × 500 × up to 2 replicas = 3000 Pods, plus the sample Echoes). Pods
+// have no resource requests; only the pod count limits a node. More than one
+// node so the scheduler spreads them, as on a real cluster.
+const (
+	NodeCount   = 4
+	PodsPerNode = 1000
+)
+
+// NodeNames are the fake Nodes, NodeName first.
+func NodeNames() []string {
+	names := make([]string, NodeCount)
+	for i := range names {
+		names[i] = fmt.Sprintf("rlab-node-%d", i+1)
+	}
+	return names
+}
 
 // Controllers kube-controller-manager runs: the three envtest lacks (garbage
 // collection, Deployments→ReplicaSets→Pods, namespace deletion) and node
 // lifecycle, which lifts the not-ready taint once kwok reports the Node Ready.
 const Controllers = "garbagecollector,deployment,replicaset,nodelifecycle,namespace"
 
+// Client limits of kube-controller-manager and kube-scheduler. Their defaults
+// (20/30 and 50/100 requests per second) would make 3000 Pods take minutes;
+// the apiserver on loopback is the real limit. kwok needs none: its clientset
+// sets a fake always-allow rate limiter (sigs.k8s.io/kwok v0.8.0,
+// pkg/utils/client/clientset.go).
+const (
+	controllerQPS   = "1000"
+	controllerBurst = "2000"
+)
+
+// startPoll is how often start-up waits look: they are on the critical path.
+const startPoll = 10 * time.Millisecond
+
 // EnvtestOptions configures the envtest backend.
 type EnvtestOptions struct {
 	Assets string // directory with the control-plane binaries
 	Self   string // a binary that runs proc.MaybeRunWrapper (rlab, or a test binary)
-	RunDir string // scratch: certs, etcd data, wrappers; removed by Stop
+	RunDir string // scratch: certs, etcd data, kubeconfig; removed by Stop
 	LogDir string // one log file per component
 	PIDDir string // live child pids, reaped by the next run after a crash
 	Log    *slog.Logger
@@ -45,18 +79,24 @@ type EnvtestOptions struct {
 	Progress func(Phase)
 }
 
-// Envtest is the default backend: a real control plane from local binaries.
+// Envtest is the default backend: a real control plane from local binaries,
+// the ones controller-runtime's envtest runs (etcd, kube-apiserver) and the
+// ones it lacks (kube-controller-manager, kube-scheduler, kwok). It starts
+// them itself: envtest starts etcd and the apiserver one after the other,
+// runs each binary's --help first to probe its flags, and polls their health
+// every 100 ms, which together cost about a second of a start.
 type Envtest struct {
 	opts EnvtestOptions
-	env  *envtest.Environment
 
 	phases
 	mu       sync.Mutex
-	children []*proc.Child
+	core     []*proc.Child // etcd, kube-apiserver
+	children []*proc.Child // the controllers
 	logs     []*os.File
 	cfg      *rest.Config
 	kubecfg  []byte
 	version  string
+	pki      pkiFiles
 }
 
 // NewEnvtest returns an unstarted envtest backend.
@@ -83,6 +123,15 @@ func (e *Envtest) Kubeconfig() []byte { return e.kubecfg }
 func (e *Envtest) Version() string { return e.version }
 
 // Start implements Backend. On error everything started so far is stopped.
+//
+// The phases are the steps Start waits on, in order; other work overlaps
+// them. etcd and the apiserver start together (the apiserver spends about a
+// second building its handlers before it needs etcd). Once the apiserver
+// serves, kube-scheduler, kwok and the Nodes start while the CRD installs;
+// kube-controller-manager waits for the CRD alone, since its garbage collector
+// discovers resource types at start and re-syncs only every 30 s. The
+// apiserver's post-start hooks (RBAC bootstrap among them) first try after a
+// fixed second; only the operators need them, so the last phase waits for them.
 func (e *Envtest) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -94,27 +143,44 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("envtest dirs: %w", err)
 		}
 	}
-	if err := e.step("apiserver+etcd", e.startAPIServer); err != nil {
+	if err := e.step("apiserver+etcd", func() error { return e.startAPIServer(ctx) }); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(e.cfg)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	if err := e.step("echo crd", func() error { return e.installCRD(ctx) }); err != nil {
+	var health []string
+	nodes := make(chan error, 1)
+	if err := e.step("echo crd", func() error {
+		// The scheduler and kwok need only a serving apiserver: let them
+		// load while the CRD installs.
+		h, err := e.startControllers("kube-scheduler", "kwok")
+		if err != nil {
+			return err
+		}
+		health = append(health, h...)
+		go func() { nodes <- e.createNodes(ctx, cs) }()
+		return e.installCRD(ctx)
+	}); err != nil {
 		return err
 	}
-	var health []string
-	if err := e.step("controllers", func() (err error) {
-		health, err = e.startControllers()
+	if err := e.step("controllers", func() error {
+		h, err := e.startControllers("kube-controller-manager")
+		health = append(health, h...)
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := e.step("node ready", func() error { return e.readyNode(ctx, cs) }); err != nil {
+	if err := e.step("nodes ready", func() error {
+		if err := <-nodes; err != nil {
+			return err
+		}
+		return e.readyNodes(ctx, cs)
+	}); err != nil {
 		return err
 	}
-	return e.step("controllers healthy", func() error { return e.waitHealthy(ctx, health) })
+	return e.step("healthy", func() error { return e.waitHealthy(ctx, cs, health) })
 }
 
 func (e *Envtest) logFile(name string) (*os.File, error) {
@@ -128,61 +194,127 @@ func (e *Envtest) logFile(name string) (*os.File, error) {
 	return f, nil
 }
 
-// startAPIServer starts etcd and kube-apiserver through envtest. envtest starts
-// them in their own process group with no parent-death signal, so it is given
-// wrapper scripts that add one (see proc.WriteWrapper).
-func (e *Envtest) startAPIServer() error {
-	wrapDir := filepath.Join(e.opts.RunDir, "bin")
-	paths := map[string]string{}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		p, err := proc.WriteWrapper(wrapDir, name, e.opts.Self, filepath.Join(e.opts.Assets, name), e.opts.PIDDir)
-		if err != nil {
+// start runs one component as a child of rlab (its own process group, killed
+// if rlab dies), output to its log file.
+func (e *Envtest) start(name string, args []string, core bool) error {
+	lf, err := e.logFile(name)
+	if err != nil {
+		return err
+	}
+	c, err := proc.Start(e.opts.PIDDir, name, filepath.Join(e.opts.Assets, name), args, lf)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if core {
+		e.core = append(e.core, c)
+	} else {
+		e.children = append(e.children, c)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// startAPIServer starts etcd and kube-apiserver at once and returns when the
+// apiserver answers an admin's request.
+func (e *Envtest) startAPIServer(ctx context.Context) error {
+	pk, err := newPKI()
+	if err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	if e.pki, err = pk.write(filepath.Join(e.opts.RunDir, "pki")); err != nil {
+		return err
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
 			return err
 		}
-		paths[name] = p
 	}
-	apiLog, err := e.logFile("kube-apiserver")
-	if err != nil {
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	apiPort := strconv.Itoa(ports[2])
+	if err := e.start("etcd", []string{
+		"--data-dir=" + filepath.Join(e.opts.RunDir, "etcd"),
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		// Scratch data, removed by Stop.
+		"--unsafe-no-fsync=true",
+		// One member: the first election needs no real timeout. With the
+		// defaults (100 ms ticks, 1 s) it took about 0.3 s.
+		"--heartbeat-interval=10",
+		"--election-timeout=100",
+	}, true); err != nil {
 		return err
 	}
-	etcdLog, err := e.logFile("etcd")
-	if err != nil {
+	// envtest's flags, less its probes, plus what a sandbox does without.
+	if err := e.start("kube-apiserver", []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + apiPort,
+		"--tls-cert-file=" + e.pki.servingCert,
+		"--tls-private-key-file=" + e.pki.servingKey,
+		"--client-ca-file=" + e.pki.ca,
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		// No token volume in Pods: no kubelet would mount it.
+		"--disable-admission-plugins=ServiceAccount",
+		"--service-account-issuer=https://127.0.0.1:" + apiPort,
+		"--service-account-key-file=" + e.pki.saKey,
+		"--service-account-signing-key-file=" + e.pki.saKey,
+		// One user and a handful of clients: flow control only costs (its
+		// bootstrap writes dozens of objects at start).
+		"--enable-priority-and-fairness=false",
+	}, true); err != nil {
 		return err
 	}
-	certDir := filepath.Join(e.opts.RunDir, "apiserver")
-	dataDir := filepath.Join(e.opts.RunDir, "etcd")
-	for _, d := range []string{certDir, dataDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("envtest dirs: %w", err)
-		}
-	}
-	e.env = &envtest.Environment{
-		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: paths["kube-apiserver"], CertDir: certDir, Out: apiLog, Err: apiLog},
-			Etcd:      &envtest.Etcd{Path: paths["etcd"], DataDir: dataDir, Out: etcdLog, Err: etcdLog},
+	e.cfg = &rest.Config{
+		Host: "https://127.0.0.1:" + apiPort,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: pk.ca.cert, CertData: pk.admin.cert, KeyData: pk.admin.key,
 		},
-		BinaryAssetsDirectory:    e.opts.Assets,
-		ControlPlaneStartTimeout: 60 * time.Second,
-		ControlPlaneStopTimeout:  10 * time.Second,
+		QPS: 200, Burst: 400,
 	}
-	e.env.ControlPlane.KubectlPath = filepath.Join(e.opts.Assets, "kubectl")
-	cfg, err := e.env.Start()
-	if err != nil {
-		return fmt.Errorf("envtest: %w", err)
+	if e.kubecfg, err = kubeconfig(e.cfg); err != nil {
+		return err
 	}
-	cfg.QPS, cfg.Burst = 200, 400
-	e.cfg = cfg
-	e.kubecfg = e.env.KubeConfig
-	dc, err := kubernetes.NewForConfig(cfg)
+	if err := os.WriteFile(e.adminKubeconfig(), e.kubecfg, 0o600); err != nil {
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	probe := rest.CopyConfig(e.cfg)
+	probe.Timeout = 2 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	v, err := dc.Discovery().ServerVersion()
+	return e.poll(ctx, 60*time.Second, "kube-apiserver to serve", func(context.Context) (bool, error) {
+		v, err := dc.ServerVersion()
+		if err != nil {
+			return false, err
+		}
+		e.version = v.GitVersion
+		return true, nil
+	})
+}
+
+// kubeconfig is cfg's admin identity as a kubeconfig file, with the names
+// envtest gave it.
+func kubeconfig(cfg *rest.Config) ([]byte, error) {
+	const name = "envtest"
+	c := clientcmdapi.NewConfig()
+	c.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	c.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	c.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	c.CurrentContext = name
+	b, err := clientcmd.Write(*c)
 	if err != nil {
-		return fmt.Errorf("server version: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	e.version = v.GitVersion
-	return os.WriteFile(e.adminKubeconfig(), e.kubecfg, 0o600)
+	return b, nil
 }
 
 func (e *Envtest) adminKubeconfig() string { return filepath.Join(e.opts.RunDir, "admin.kubeconfig") }
@@ -204,18 +336,16 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startControllers starts kube-controller-manager, kube-scheduler and kwok as
-// children of rlab and returns the health URLs of the first two.
-func (e *Envtest) startControllers() ([]string, error) {
+// startControllers starts the named components (kube-controller-manager,
+// kube-scheduler, kwok) as children of rlab and returns the health URLs of
+// those that serve one.
+func (e *Envtest) startControllers(names ...string) ([]string, error) {
 	kc := e.adminKubeconfig()
-	kwokCfg := filepath.Join(e.opts.RunDir, "kwok.yaml")
-	if err := os.WriteFile(kwokCfg, []byte(kwokConfig()), 0o600); err != nil {
-		return nil, fmt.Errorf("kwok config: %w", err)
-	}
-	// Both serve /healthz on loopback only, and it is the only way to know
-	// they have started their controllers. The admin kubeconfig doubles as
-	// their delegated authn/authz config.
-	serving := func(name string) ([]string, string, error) {
+	// kube-controller-manager and kube-scheduler serve /healthz on loopback
+	// only, and it is the only way to know they have started their
+	// controllers. The admin kubeconfig doubles as their delegated authn/authz
+	// config. Given a certificate, they skip generating RSA keys for one.
+	serving := func() ([]string, string, error) {
 		port, err := freePort()
 		if err != nil {
 			return nil, "", err
@@ -225,45 +355,49 @@ func (e *Envtest) startControllers() ([]string, error) {
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(port),
-			"--cert-dir=" + filepath.Join(e.opts.RunDir, name),
+			"--tls-cert-file=" + e.pki.servingCert,
+			"--tls-private-key-file=" + e.pki.servingKey,
 			"--authentication-kubeconfig=" + kc,
 			"--authorization-kubeconfig=" + kc,
+			"--kube-api-qps=" + controllerQPS,
+			"--kube-api-burst=" + controllerBurst,
 		}, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil
 	}
-	kcmArgs, kcmHealth, err := serving("kube-controller-manager")
-	if err != nil {
-		return nil, err
-	}
-	kcmArgs = append(kcmArgs,
-		"--controllers="+Controllers,
-		"--use-service-account-credentials=false",
-	)
-	schedArgs, schedHealth, err := serving("kube-scheduler")
-	if err != nil {
-		return nil, err
-	}
-	procs := []struct {
-		name string
-		args []string
-	}{
-		{"kube-controller-manager", kcmArgs},
-		{"kube-scheduler", schedArgs},
-		{"kwok", []string{"--kubeconfig=" + kc, "--config=" + kwokCfg}},
-	}
-	for _, p := range procs {
-		lf, err := e.logFile(p.name)
-		if err != nil {
-			return nil, err
+	var health []string
+	for _, name := range names {
+		var args []string
+		switch name {
+		case "kube-controller-manager", "kube-scheduler":
+			a, h, err := serving()
+			if err != nil {
+				return health, err
+			}
+			args = a
+			health = append(health, h)
+			if name == "kube-controller-manager" {
+				args = append(args,
+					"--controllers="+Controllers,
+					"--use-service-account-credentials=false",
+					// Twice the default workers: thousands of Pods at once.
+					"--concurrent-deployment-syncs=10",
+					"--concurrent-replicaset-syncs=10",
+					"--concurrent-gc-syncs=40",
+				)
+			}
+		case "kwok":
+			cfg := filepath.Join(e.opts.RunDir, "kwok.yaml")
+			if err := os.WriteFile(cfg, []byte(kwokConfig()), 0o600); err != nil {
+				return health, fmt.Errorf("kwok config: %w", err)
+			}
+			args = []string{"--kubeconfig=" + kc, "--config=" + cfg}
+		default:
+			return health, fmt.Errorf("unknown component %q", name)
 		}
-		c, err := proc.Start(e.opts.PIDDir, p.name, filepath.Join(e.opts.Assets, p.name), p.args, lf)
-		if err != nil {
-			return nil, err
+		if err := e.start(name, args, false); err != nil {
+			return health, err
 		}
-		e.mu.Lock()
-		e.children = append(e.children, c)
-		e.mu.Unlock()
 	}
-	return []string{kcmHealth, schedHealth}, nil
+	return health, nil
 }
 
 // exited returns an error naming the first child that has exited, with where
@@ -271,7 +405,7 @@ func (e *Envtest) startControllers() ([]string, error) {
 func (e *Envtest) exited() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, c := range e.children {
+	for _, c := range append(e.core[:len(e.core):len(e.core)], e.children...) {
 		select {
 		case <-c.Done():
 			return fmt.Errorf("%s exited (%v); see %s", c.Name, c.Err(), filepath.Join(e.opts.LogDir, c.Name+".log"))
@@ -283,43 +417,78 @@ func (e *Envtest) exited() error {
 
 // poll calls cond until it is true, ctx ends, a child dies or timeout passes.
 func (e *Envtest) poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	return poll(ctx, timeout, what, e.exited, cond)
+	return pollEvery(ctx, startPoll, timeout, what, e.exited, cond)
 }
 
-// readyNode registers the fake Node and waits until kwok has marked it Ready
-// and node lifecycle has lifted the not-ready taint the apiserver put on it.
-func (e *Envtest) readyNode(ctx context.Context, cs kubernetes.Interface) error {
+// createNodes registers the fake Nodes, all at once.
+func (e *Envtest) createNodes(ctx context.Context, cs kubernetes.Interface) error {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("4Ti"),
+		corev1.ResourcePods:   *resource.NewQuantity(PodsPerNode, resource.DecimalSI),
 	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName,
-			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
-			Labels:      map[string]string{"kubernetes.io/hostname": NodeName, "type": "kwok"},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	var wg sync.WaitGroup
+	errs := make([]error, NodeCount)
+	for i, name := range NodeNames() {
+		wg.Go(func() {
+			node := &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:        name,
+					Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+					Labels:      map[string]string{"kubernetes.io/hostname": name, "type": "kwok"},
+				},
+				Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+			}
+			if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				errs[i] = fmt.Errorf("create node %s: %w", name, err)
+			}
+		})
 	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create node: %w", err)
-	}
-	return e.poll(ctx, 60*time.Second, "node "+NodeName+" Ready and untainted", func(ctx context.Context) (bool, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// readyNodes waits until kwok has marked every fake Node Ready and node
+// lifecycle has lifted the not-ready taint the apiserver put on it.
+func (e *Envtest) readyNodes(ctx context.Context, cs kubernetes.Interface) error {
+	want := NodeNames()
+	return e.poll(ctx, 60*time.Second, fmt.Sprintf("%d nodes Ready and untainted", len(want)), func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		return NodeReady(n), nil
+		ready := map[string]bool{}
+		for i := range list.Items {
+			ready[list.Items[i].Name] = NodeReady(&list.Items[i])
+		}
+		for _, n := range want {
+			if !ready[n] {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 
-func (e *Envtest) waitHealthy(ctx context.Context, urls []string) error {
+// waitHealthy waits for the apiserver's readiness (its post-start hooks: RBAC
+// roles, the default namespace) and for the controllers' health endpoints.
+func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls []string) error {
+	err := e.poll(ctx, 60*time.Second, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+		if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return false, err
+		}
+		_, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
 	client := &http.Client{
 		Timeout: 2 * time.Second,
-		// Self-signed serving certs on loopback; only the answer matters.
+		// Our own serving cert on loopback; only the answer matters.
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
+	defer client.CloseIdleConnections()
 	for _, u := range urls {
 		err := e.poll(ctx, 60*time.Second, u, func(ctx context.Context) (bool, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -345,33 +514,38 @@ func (e *Envtest) waitHealthy(ctx context.Context, urls []string) error {
 
 // Stop implements Backend: controllers first (so they do not log errors
 // against a vanishing apiserver), then apiserver and etcd, then the files.
+// The apiserver's graceful shutdown takes about a second and etcd's data is
+// thrown away, so both are killed outright.
 func (e *Envtest) Stop() error {
 	e.mu.Lock()
-	children := e.children
-	e.children = nil
+	children, core := e.children, e.core
+	e.children, e.core = nil, nil
 	logs := e.logs
 	e.logs = nil
 	e.mu.Unlock()
 
 	var errs []error
-	var wg sync.WaitGroup
 	var emu sync.Mutex
-	for _, c := range children {
-		wg.Go(func() {
-			if err := c.Stop(5 * time.Second); err != nil {
-				emu.Lock()
-				errs = append(errs, err)
-				emu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if e.env != nil {
-		if err := e.env.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("envtest stop: %w", err))
+	stopAll := func(cs []*proc.Child, grace time.Duration) {
+		var wg sync.WaitGroup
+		for _, c := range cs {
+			wg.Go(func() {
+				if err := c.Stop(grace); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
+			})
 		}
-		e.env = nil
+		wg.Wait()
 	}
+	stopAll(children, 5*time.Second)
+	for _, c := range core {
+		if err := c.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, proc.ErrExited) {
+			errs = append(errs, fmt.Errorf("kill %s: %w", c.Name, err))
+		}
+	}
+	stopAll(core, 5*time.Second)
 	for _, f := range logs {
 		_ = f.Close()
 	}

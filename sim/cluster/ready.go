@@ -22,8 +22,13 @@ type pollFunc func(ctx context.Context, timeout time.Duration, what string, cond
 // poll calls cond every 25 ms until it is true, ctx ends, timeout passes or
 // alive (if set) reports that something the wait depends on has died.
 func poll(ctx context.Context, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
+	return pollEvery(ctx, 25*time.Millisecond, timeout, what, alive, cond)
+}
+
+// pollEvery is poll with its interval.
+func pollEvery(ctx context.Context, every, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
 		if alive != nil {
 			if err := alive(); err != nil {
 				return false, err
