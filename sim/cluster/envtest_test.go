@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +19,17 @@ import (
 	"github.com/kkloud/rlab/sim/simtest"
 )
 
-// TestReady checks what Start promised: a Ready, untainted node and the
+// TestReady checks what Start promised: Ready, untainted nodes and the
 // pinned version.
 func TestReady(t *testing.T) {
-	n, err := shared.cs.CoreV1().Nodes().Get(t.Context(), cluster.NodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cluster.NodeReady(n) {
-		t.Fatalf("node not ready/untainted: taints=%v conditions=%v", n.Spec.Taints, n.Status.Conditions)
+	for _, name := range cluster.NodeNames() {
+		n, err := shared.cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cluster.NodeReady(n) {
+			t.Fatalf("node %s not ready/untainted: taints=%v conditions=%v", name, n.Spec.Taints, n.Status.Conditions)
+		}
 	}
 	if v := shared.backend.Version(); v != "v1.36.3" {
 		t.Fatalf("server version %q, want v1.36.3", v)
@@ -35,7 +38,7 @@ func TestReady(t *testing.T) {
 	for _, p := range shared.backend.Phases() {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "apiserver+etcd,echo crd,controllers,node ready,controllers healthy" {
+	if got := strings.Join(names, ","); got != "apiserver+etcd,echo crd,controllers,nodes ready,healthy" {
 		t.Fatalf("phases = %s", got)
 	}
 }
@@ -163,4 +166,34 @@ func TestEchoValidation(t *testing.T) {
 			t.Fatalf("spec.replicas = %d (found=%v, %v), want default 1", r, found, err)
 		}
 	})
+}
+
+// TestCapacity: the fake Nodes hold what a sandbox can ask for (500 Echoes
+// per style, 3 styles, up to 2 replicas each, plus the sample Echoes), and a
+// Deployment of many replicas, more than one node of the old size held,
+// becomes Ready: scheduler, controllers and kwok keep up.
+func TestCapacity(t *testing.T) {
+	const need = 3*500*2 + 100
+	nodes, err := shared.cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods int64
+	for _, n := range nodes.Items {
+		if n.Annotations[cluster.FakeNodeAnnotation] == "fake" {
+			pods += n.Status.Allocatable.Pods().Value()
+		}
+	}
+	if pods < need {
+		t.Fatalf("fake nodes hold %d pods, want at least %d", pods, need)
+	}
+
+	const replicas = 300
+	ns := clustertest.Namespace(t, shared.cs, "many")
+	start := time.Now()
+	if _, err := shared.cs.AppsV1().Deployments(ns).Create(t.Context(), deployment(ns, "many", replicas, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, 3*time.Minute, fmt.Sprintf("Deployment many %d/%d Ready", replicas, replicas), deploymentReady(ns, "many", replicas))
+	t.Logf("%d replicas Ready in %s", replicas, time.Since(start).Round(time.Millisecond))
 }
