@@ -1,10 +1,11 @@
 // Package cluster provides the Kubernetes control plane a sandbox runs on.
 //
 // Backend is what the rest of rlab needs from a cluster; Envtest, the default,
-// starts a real one on this machine with no Docker: envtest's kube-apiserver and
-// etcd, plus kube-controller-manager (garbage collection, Deployments,
-// ReplicaSets, node lifecycle, namespace deletion), kube-scheduler and kwok,
-// which plays the kubelet of one fake Node so Pods become Ready. Other backends
+// starts a real one on this machine with no Docker: the kube-apiserver and etcd
+// that controller-runtime's envtest runs, plus kube-controller-manager (garbage
+// collection, Deployments, ReplicaSets, node lifecycle, namespace deletion),
+// kube-scheduler and kwok, which plays the kubelet of a few fake Nodes so Pods
+// become Ready. Other backends
 // (kind, an existing kubeconfig) implement the same interface. Operators'
 // identities are ServiceAccounts on every backend (see ServiceAccount).
 package cluster

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,7 +71,11 @@ const startPoll = 10 * time.Millisecond
 // EnvtestOptions configures the envtest backend.
 type EnvtestOptions struct {
 	Assets string // directory with the control-plane binaries
-	Self   string // a binary that runs proc.MaybeRunWrapper (rlab, or a test binary)
+	// Self is a binary that runs proc.MaybeRunWrapper (rlab, or a test
+	// binary). Unused since this backend starts etcd and the apiserver
+	// itself, as rlab's children, rather than through envtest and the
+	// wrapper; kept for callers.
+	Self   string
 	RunDir string // scratch: certs, etcd data, kubeconfig; removed by Stop
 	LogDir string // one log file per component
 	PIDDir string // live child pids, reaped by the next run after a crash
@@ -216,7 +221,10 @@ func (e *Envtest) start(name string, args []string, core bool) error {
 }
 
 // startAPIServer starts etcd and kube-apiserver at once and returns when the
-// apiserver answers an admin's request.
+// apiserver answers an admin's request. Their ports are picked free but only
+// bound a moment (about a second, for the apiserver) later; if one was taken
+// meanwhile (the apiserver's own etcd clients take ephemeral ports), they
+// start again on new ones, as envtest did.
 func (e *Envtest) startAPIServer(ctx context.Context) error {
 	pk, err := newPKI()
 	if err != nil {
@@ -225,8 +233,55 @@ func (e *Envtest) startAPIServer(ctx context.Context) error {
 	if e.pki, err = pk.write(filepath.Join(e.opts.RunDir, "pki")); err != nil {
 		return err
 	}
+	for attempt := 1; ; attempt++ {
+		err := e.tryAPIServer(ctx, pk)
+		if err == nil || attempt == 3 || !e.portClash() {
+			return err
+		}
+		e.opts.Log.Info("port taken, starting etcd and kube-apiserver again", "err", err)
+		e.stopCore()
+		if err := os.RemoveAll(filepath.Join(e.opts.RunDir, "etcd")); err != nil {
+			return fmt.Errorf("etcd data: %w", err)
+		}
+	}
+}
+
+// portClash tells whether etcd or the apiserver died of a port in use.
+func (e *Envtest) portClash() bool {
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		b, err := os.ReadFile(filepath.Join(e.opts.LogDir, name+".log"))
+		if err == nil && strings.Contains(string(b), "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+// stopCore kills etcd and the apiserver: their data is thrown away, and the
+// apiserver's graceful shutdown takes about a second.
+func (e *Envtest) stopCore() []error {
+	e.mu.Lock()
+	core := e.core
+	e.core = nil
+	e.mu.Unlock()
+	var errs []error
+	for _, c := range core {
+		if err := c.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, proc.ErrExited) {
+			errs = append(errs, fmt.Errorf("kill %s: %w", c.Name, err))
+		}
+	}
+	for _, c := range core {
+		if err := c.Stop(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (e *Envtest) tryAPIServer(ctx context.Context, pk *pki) error {
 	var ports [3]int
 	for i := range ports {
+		var err error
 		if ports[i], err = freePort(); err != nil {
 			return err
 		}
@@ -279,9 +334,11 @@ func (e *Envtest) startAPIServer(ctx context.Context) error {
 		},
 		QPS: 200, Burst: 400,
 	}
-	if e.kubecfg, err = kubeconfig(e.cfg); err != nil {
+	kc, err := kubeconfig(e.cfg)
+	if err != nil {
 		return err
 	}
+	e.kubecfg = kc
 	if err := os.WriteFile(e.adminKubeconfig(), e.kubecfg, 0o600); err != nil {
 		return fmt.Errorf("admin kubeconfig: %w", err)
 	}
@@ -326,8 +383,9 @@ func (e *Envtest) installCRD(ctx context.Context) error {
 	return installEchoCRD(ctx, e.cfg, e.poll)
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
+// freePort asks the kernel for a free loopback port. (A variable: a test
+// hands out a taken one.)
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
@@ -513,39 +571,30 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 }
 
 // Stop implements Backend: controllers first (so they do not log errors
-// against a vanishing apiserver), then apiserver and etcd, then the files.
-// The apiserver's graceful shutdown takes about a second and etcd's data is
-// thrown away, so both are killed outright.
+// against a vanishing apiserver), then apiserver and etcd, killed outright
+// (see stopCore), then the files.
 func (e *Envtest) Stop() error {
 	e.mu.Lock()
-	children, core := e.children, e.core
-	e.children, e.core = nil, nil
+	children := e.children
+	e.children = nil
 	logs := e.logs
 	e.logs = nil
 	e.mu.Unlock()
 
 	var errs []error
 	var emu sync.Mutex
-	stopAll := func(cs []*proc.Child, grace time.Duration) {
-		var wg sync.WaitGroup
-		for _, c := range cs {
-			wg.Go(func() {
-				if err := c.Stop(grace); err != nil {
-					emu.Lock()
-					errs = append(errs, err)
-					emu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Go(func() {
+			if err := c.Stop(5 * time.Second); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		})
 	}
-	stopAll(children, 5*time.Second)
-	for _, c := range core {
-		if err := c.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, proc.ErrExited) {
-			errs = append(errs, fmt.Errorf("kill %s: %w", c.Name, err))
-		}
-	}
-	stopAll(core, 5*time.Second)
+	wg.Wait()
+	errs = append(errs, e.stopCore()...)
 	for _, f := range logs {
 		_ = f.Close()
 	}
