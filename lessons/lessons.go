@@ -35,6 +35,29 @@ type Lesson struct {
 	Summary string
 	README  string
 	Steps   []Step
+	// Backends are the sandbox backends the lesson runs on (empty: every
+	// one), for a lesson that needs what some backend lacks: lesson 11's
+	// 300 Pods fit kwok's fake Nodes, not kind's one real node.
+	Backends []string
+	// Needs says why, for the student whose backend is not listed.
+	Needs string
+}
+
+// lessonBackends are the values `backends` takes.
+var lessonBackends = []string{"envtest", "kind", "kubeconfig"}
+
+// RunsOn reports whether the lesson runs on backend.
+func (l *Lesson) RunsOn(backend string) bool {
+	return len(l.Backends) == 0 || slices.Contains(l.Backends, backend)
+}
+
+// NotOn says why the lesson does not run on backend, "" if it does.
+func (l *Lesson) NotOn(backend string) string {
+	if l.RunsOn(backend) {
+		return ""
+	}
+	return fmt.Sprintf("lesson %d runs on %s only (it needs %s); this sandbox is %s",
+		l.Number, strings.Join(l.Backends, " or "), l.Needs, backend)
 }
 
 // Step is one thing to do and see.
@@ -299,11 +322,29 @@ func (p *parser) duration(n *yaml.Node, what string) time.Duration {
 }
 
 func (p *parser) lesson(n *yaml.Node) *Lesson {
-	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, nil)
+	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, []string{"backends", "needs"})
 	if f == nil {
 		return nil
 	}
 	l := &Lesson{}
+	if v := f["backends"]; v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.errorf(v, "backends: want a list of %s", strings.Join(lessonBackends, ", "))
+		}
+		for _, b := range v.Content {
+			if b.Kind != yaml.ScalarNode || !slices.Contains(lessonBackends, b.Value) {
+				p.errorf(b, "backends: %s is not one of %s", kindName(b), strings.Join(lessonBackends, ", "))
+				continue
+			}
+			l.Backends = append(l.Backends, b.Value)
+		}
+		if f["needs"] == nil {
+			p.errorf(v, "backends: say what the others lack in needs")
+		}
+	}
+	if v := f["needs"]; v != nil {
+		l.Needs = p.text(v, "needs")
+	}
 	if v := f["title"]; v != nil {
 		l.Title = p.text(v, "title")
 	}

@@ -111,6 +111,10 @@ func TestParseErrors(t *testing.T) {
 		{"expect_error only on actions", lesson("  - title: a\n    text: b\n    check:\n      echo_absent: {style: all, name: a, expect_error: invalid}\n    hint: h\n"),
 			[]string{`unknown field "expect_error"`}},
 		{"alias", "title: &t T\nsummary: *t\nsteps:\n" + okStep, []string{"anchors and aliases are not used"}},
+		{"unknown backend", "title: T\nsummary: S\nbackends: [envtest, minikube]\nneeds: fake Nodes\nsteps:\n" + okStep,
+			[]string{`l.yaml:3: backends: "minikube" is not one of envtest, kind, kubeconfig`}},
+		{"backends without needs", "title: T\nsummary: S\nbackends: [envtest]\nsteps:\n" + okStep,
+			[]string{"l.yaml:3: backends: say what the others lack in needs"}},
 		{"second step counted", lesson(okStep + "  - title: a\n"), []string{`l.yaml:13: step 2: "text" is required`}},
 		{"cascade", lesson("  - title: a\n    text: b\n    action:\n      key: x\n      play:\n        - delete_echo: {name: a, cascade: foreground}\n"),
 			[]string{"l.yaml:9: step 1: action: play 1: delete_echo: cascade: want background or orphan"}},
@@ -241,4 +245,32 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRunsOn: a lesson with backends runs only there, and says why not
+// elsewhere; one without runs everywhere.
+func TestRunsOn(t *testing.T) {
+	l, err := Parse("l.yaml", []byte("title: T\nsummary: S\nbackends: [envtest, kubeconfig]\nneeds: fake Nodes\nsteps:\n"+okStep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Number = 11
+	tests := []struct {
+		backend string
+		runs    bool
+	}{{"envtest", true}, {"kubeconfig", true}, {"kind", false}}
+	for _, tc := range tests {
+		if got := l.RunsOn(tc.backend); got != tc.runs {
+			t.Errorf("RunsOn(%s) = %v, want %v", tc.backend, got, tc.runs)
+		}
+		if why := l.NotOn(tc.backend); (why == "") != tc.runs {
+			t.Errorf("NotOn(%s) = %q", tc.backend, why)
+		}
+	}
+	if want := "lesson 11 runs on envtest or kubeconfig only (it needs fake Nodes); this sandbox is kind"; l.NotOn("kind") != want {
+		t.Errorf("NotOn(kind) = %q, want %q", l.NotOn("kind"), want)
+	}
+	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn("kind") {
+		t.Errorf("a lesson with no backends runs everywhere: %v", err)
+	}
 }

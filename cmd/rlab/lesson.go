@@ -15,6 +15,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -147,7 +148,28 @@ func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer,
 
 // verify autoplays the chosen lessons on a new sandbox.
 func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
+	backend, err := sandbox.ParseBackend(f.Backend)
+	if err != nil {
+		return err
+	}
+	// A lesson this backend cannot hold is said so, not played: with
+	// --all it is skipped, named on its own it is an error.
+	var runs, skipped []*lessons.Lesson
+	for _, l := range chosen {
+		if l.RunsOn(backend) {
+			runs = append(runs, l)
+		} else {
+			skipped = append(skipped, l)
+		}
+	}
+	if !f.All && len(skipped) > 0 {
+		return errors.New(skipped[0].NotOn(backend))
+	}
 	return f.withLessonSandbox(ctx, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+		for _, l := range skipped {
+			fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend))
+		}
+		chosen := runs
 		t0 := time.Now()
 		results := p.Verify(ctx, chosen, stdout)
 		failed := 0
@@ -185,6 +207,13 @@ a (play) or q, then Enter.`,
 				return err
 			}
 			l := chosen[0]
+			backend, err := sandbox.ParseBackend(f.Backend)
+			if err != nil {
+				return err
+			}
+			if why := l.NotOn(backend); why != "" {
+				return errors.New(why)
+			}
 			if f.Text {
 				return f.startText(cmd.Context(), l, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}

@@ -37,6 +37,9 @@ func TestLessonCommands(t *testing.T) {
 		{[]string{"lesson", "verify", "--all", "1"}, 1, []string{"not both"}},
 		{[]string{"lesson", "start", "x"}, 1, []string{`lesson "x": want a number`}},
 		{[]string{"lesson", "start"}, 1, []string{"accepts 1 arg"}},
+		// Refused before anything starts: kind's one node cannot hold it.
+		{[]string{"lesson", "verify", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only", "this sandbox is kind"}},
+		{[]string{"lesson", "start", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
