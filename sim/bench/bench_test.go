@@ -11,12 +11,9 @@ import (
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bench"
-	"github.com/kkloud/rlab/sim/proc"
 )
 
 func TestMain(m *testing.M) {
-	// The backend's components may be run through this binary's exec wrapper.
-	proc.MaybeRunWrapper()
 	// envtest's CRD installer logs through controller-runtime, which prints a
 	// warning with a stack trace after 30 s if no logger was ever set.
 	ctrllog.SetLogger(logr.Discard())
