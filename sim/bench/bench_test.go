@@ -65,11 +65,7 @@ func BenchmarkStartVsKwokctl(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	o := bench.Options{Kwokctl: kwokctl, Assets: dir, Self: self, Dir: b.TempDir(),
+	o := bench.Options{Kwokctl: kwokctl, Assets: dir, Dir: b.TempDir(),
 		Progress: func(which string, round int, t bench.Times) {
 			b.Logf("round %d %-7s start %6.3fs stop %6.3fs", round, which, t.Start.Seconds(), t.Stop.Seconds())
 		},

@@ -38,13 +38,8 @@ func Start(ctx context.Context, prefix string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	b := cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets: dir,
-		Self:   self,
 		RunDir: filepath.Join(root, "run"),
 		LogDir: filepath.Join(root, "logs"),
 		PIDDir: filepath.Join(root, "pids"),
