@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/kkloud/rlab/sim/proc"
 )
 
 func main() {
-	proc.MaybeRunWrapper() // never returns when rlab runs as the exec wrapper
 	err := newRootCmd().Execute()
 	var ec exitCode
 	switch {

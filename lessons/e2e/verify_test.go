@@ -17,7 +17,6 @@ import (
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -29,7 +28,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
 	os.Exit(run(m))
 }
 

@@ -30,14 +30,8 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
-	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/simtest"
 )
-
-func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
-	os.Exit(m.Run())
-}
 
 // completeLines returns the complete lines of s: a process may be midway
 // through writing the last one.

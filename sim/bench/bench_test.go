@@ -11,12 +11,9 @@ import (
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bench"
-	"github.com/kkloud/rlab/sim/proc"
 )
 
 func TestMain(m *testing.M) {
-	// The backend's components may be run through this binary's exec wrapper.
-	proc.MaybeRunWrapper()
 	// envtest's CRD installer logs through controller-runtime, which prints a
 	// warning with a stack trace after 30 s if no logger was ever set.
 	ctrllog.SetLogger(logr.Discard())
@@ -68,11 +65,7 @@ func BenchmarkStartVsKwokctl(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	o := bench.Options{Kwokctl: kwokctl, Assets: dir, Self: self, Dir: b.TempDir(),
+	o := bench.Options{Kwokctl: kwokctl, Assets: dir, Dir: b.TempDir(),
 		Progress: func(which string, round int, t bench.Times) {
 			b.Logf("round %d %-7s start %6.3fs stop %6.3fs", round, which, t.Start.Seconds(), t.Stop.Seconds())
 		},

@@ -70,10 +70,9 @@ func KwokctlStartStop(ctx context.Context, kwokctl, assets, workdir string) (sta
 }
 
 // EnvtestStartStop starts the sandbox's envtest backend from the binaries in
-// assets, in a new directory under dir, and stops it. self is a binary that
-// runs proc.MaybeRunWrapper first thing (rlab itself, or a test binary). The
-// directory is removed unless something failed; then it keeps the logs.
-func EnvtestStartStop(ctx context.Context, assets, self, dir string) (start, stop time.Duration, err error) {
+// assets, in a new directory under dir, and stops it. The directory is
+// removed unless something failed; then it keeps the logs.
+func EnvtestStartStop(ctx context.Context, assets, dir string) (start, stop time.Duration, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, 0, fmt.Errorf("envtest dir: %w", err)
 	}
@@ -84,7 +83,6 @@ func EnvtestStartStop(ctx context.Context, assets, self, dir string) (start, sto
 	}
 	b := cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets: assets,
-		Self:   self,
 		RunDir: filepath.Join(root, "run"),
 		LogDir: filepath.Join(root, "logs"),
 		PIDDir: filepath.Join(root, "pids"),
@@ -127,7 +125,6 @@ func (r Result) Ratio() float64 {
 type Options struct {
 	Kwokctl string // kwokctl binary
 	Assets  string // control-plane binaries
-	Self    string // for EnvtestStartStop
 	Dir     string // scratch for both
 	Rounds  int    // for Compare
 	// Progress, if set, is called after each run: which ("envtest",
@@ -167,7 +164,7 @@ func Round(ctx context.Context, o Options, i int) (envtest, kwokctl Times, err e
 		var t Times
 		var err error
 		if which == "envtest" {
-			t.Start, t.Stop, err = EnvtestStartStop(ctx, o.Assets, o.Self, filepath.Join(o.Dir, "envtest"))
+			t.Start, t.Stop, err = EnvtestStartStop(ctx, o.Assets, filepath.Join(o.Dir, "envtest"))
 			envtest = t
 		} else {
 			t.Start, t.Stop, err = KwokctlStartStop(ctx, o.Kwokctl, o.Assets, filepath.Join(o.Dir, "kwok"))

@@ -71,11 +71,6 @@ const startPoll = 10 * time.Millisecond
 // EnvtestOptions configures the envtest backend.
 type EnvtestOptions struct {
 	Assets string // directory with the control-plane binaries
-	// Self is a binary that runs proc.MaybeRunWrapper (rlab, or a test
-	// binary). Unused since this backend starts etcd and the apiserver
-	// itself, as rlab's children, rather than through envtest and the
-	// wrapper; kept for callers.
-	Self   string
 	RunDir string // scratch: certs, etcd data, kubeconfig; removed by Stop
 	LogDir string // one log file per component
 	PIDDir string // live child pids, reaped by the next run after a crash

@@ -15,12 +15,8 @@
 //     SIGKILL when rlab dies. Set NoPdeathsigEnv to turn it off and leave the
 //     lifeline alone, as the tests do.
 //
-// Processes rlab does not start itself (kube-apiserver and etcd, started by
-// envtest) go through an exec wrapper, a hidden mode of the rlab binary that
-// makes itself a process group leader if it is not one, starts a watcher in
-// that group on the lifeline fd it inherited (the watcher stays until rlab
-// ends), sets the parent-death signal on itself (Linux), records its pid and
-// execs the real binary. The caller wrapper (kubectl, run by the shell operator)
-// only sets the parent-death signal and execs: it stays in its caller's
-// process group, whose watcher covers it.
+// The control plane (etcd and kube-apiserver included: the envtest backend
+// starts them itself) and the operators' replicas all go through Start or
+// StartCmd. What a child starts in turn (the kubectl a shell operator runs)
+// stays in the child's process group, whose watcher covers it.
 package proc

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 )
@@ -20,9 +19,8 @@ const NoPdeathsigEnv = "RLAB_TEST_NO_PDEATHSIG"
 // end, then sees EOF and kills its whole group.
 var lifeline struct {
 	once sync.Once
-	// w is close-on-exec: a child that held it would keep the pipe open.
-	// r is not: envtest starts kube-apiserver and etcd itself, and the exec
-	// wrapper finds r under the same number.
+	// Both ends are close-on-exec: a child that held w would keep the pipe
+	// open, and a watcher gets r as its fd 3 (ExtraFiles).
 	r, w *os.File
 	err  error
 }
@@ -36,15 +34,7 @@ func lifelineReader() (*os.File, error) {
 			lifeline.err = fmt.Errorf("lifeline: %w", err)
 			return
 		}
-		// dup clears close-on-exec on the copy.
-		fd, err := syscall.Dup(int(r.Fd()))
-		r.Close()
-		if err != nil {
-			w.Close()
-			lifeline.err = fmt.Errorf("lifeline: dup: %w", err)
-			return
-		}
-		lifeline.r, lifeline.w = os.NewFile(uintptr(fd), "rlab-lifeline"), w
+		lifeline.r, lifeline.w = r, w
 	})
 	return lifeline.r, lifeline.err
 }
@@ -70,34 +60,4 @@ func startWatcher() (*exec.Cmd, error) {
 		return nil, fmt.Errorf("start watcher: %w", err)
 	}
 	return w, nil
-}
-
-// detachWatcher starts a watcher in the caller's own process group, reading
-// the inherited lifeline fd, and lets go of it (the shell in between exits at
-// once), so the program the caller is about to exec gets no stray child. The
-// watcher ends with the group: when the lifeline ends it kills the group,
-// itself included.
-func detachWatcher(fd int) error {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("lifeline fd %d: %w", fd, err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
-		return fmt.Errorf("lifeline fd %d is not a pipe", fd)
-	}
-	w := exec.Command("/bin/sh", "-c", "("+watchScript+") &")
-	w.ExtraFiles = []*os.File{os.NewFile(uintptr(fd), "rlab-lifeline")}
-	if err := w.Run(); err != nil {
-		return fmt.Errorf("start watcher: %w", err)
-	}
-	return nil
-}
-
-// lifelineArg is the lifeline's fd number as the exec wrapper takes it.
-func lifelineArg() (string, error) {
-	r, err := lifelineReader()
-	if err != nil {
-		return "", err
-	}
-	return strconv.Itoa(int(r.Fd())), nil
 }

@@ -17,9 +17,6 @@ func ChildAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// setDeathSignal does nothing: macOS has no parent-death signal.
-func setDeathSignal() error { return nil }
-
 // kinfo is pid's kernel process record.
 func kinfo(pid int) (*unix.KinfoProc, error) {
 	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ChildAttr is the SysProcAttr for every process rlab starts: its own process
@@ -21,19 +19,6 @@ func ChildAttr() *syscall.SysProcAttr {
 		a.Pdeathsig = syscall.SIGKILL
 	}
 	return a
-}
-
-// setDeathSignal makes the calling thread's process get SIGKILL when its
-// parent dies. The signal belongs to the thread and survives exec, so the
-// caller must hold the thread locked through its exec.
-func setDeathSignal() error {
-	if os.Getenv(NoPdeathsigEnv) != "" {
-		return nil
-	}
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("set parent-death signal: %w", err)
-	}
-	return nil
 }
 
 // statFields returns the fields of /proc/<pid>/stat after the command name,

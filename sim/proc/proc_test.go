@@ -22,16 +22,9 @@ import (
 const (
 	helperEnv     = "RLAB_PROC_TEST_HELPER"
 	helperModeEnv = "RLAB_PROC_TEST_MODE"
-	// pgrpEnv makes the test binary print its pid and process group.
-	pgrpEnv = "RLAB_PROC_TEST_PGRP"
 )
 
 func TestMain(m *testing.M) {
-	MaybeRunWrapper()
-	if os.Getenv(pgrpEnv) != "" {
-		fmt.Println(os.Getpid(), syscall.Getpgrp())
-		os.Exit(0)
-	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(helper(dir, os.Getenv(helperModeEnv)))
 	}
@@ -41,9 +34,6 @@ func TestMain(m *testing.M) {
 // helper starts one child in dir and waits. "started": proc.Start of a shell
 // that leaves a grandchild in its group and writes its pid to dir/grandchild.
 // "paused": the same, then the child's group is stopped (SIGSTOP).
-// "wrapped": like envtest, a child in its own process group, with no death
-// signal of the helper's own, running a shell through the exec wrapper that
-// writes its pid to dir/execd and then execs sleep.
 func helper(dir, mode string) int {
 	fail := func(err error) int { fmt.Println("error", err); return 1 }
 	pids := filepath.Join(dir, "pids")
@@ -69,23 +59,6 @@ func helper(dir, mode string) int {
 		}
 		fmt.Println("child", c.PID())
 		<-c.Done()
-	case "wrapped":
-		self, err := os.Executable()
-		if err != nil {
-			return fail(err)
-		}
-		w, err := WriteWrapper(filepath.Join(dir, "bin"), "sh", self, "/bin/sh", pids)
-		if err != nil {
-			return fail(err)
-		}
-		out := filepath.Join(dir, "execd")
-		cmd := exec.Command(w, "-c", fmt.Sprintf("echo $$ > %[1]q.tmp && mv %[1]q.tmp %[1]q; exec sleep 600", out))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return fail(err)
-		}
-		fmt.Println("child", cmd.Process.Pid)
-		_ = cmd.Wait()
 	default:
 		return fail(fmt.Errorf("mode %q", mode))
 	}
@@ -102,11 +75,11 @@ func readPID(path string) int {
 	return pid
 }
 
-// TestChildDiesWithParent: a child rlab started itself, with a grandchild in
-// its group, and a child started by someone else through the exec wrapper
-// (as envtest starts kube-apiserver), die when rlab is SIGKILLed. With
-// NoPdeathsigEnv the lifeline alone must kill them, on Linux as on macOS;
-// without, Linux has the parent-death signal too.
+// TestChildDiesWithParent: a child rlab started (as it starts etcd,
+// kube-apiserver and the operators), with a grandchild in its group, dies
+// with the grandchild when rlab is SIGKILLed. With NoPdeathsigEnv the
+// lifeline alone must kill them, on Linux as on macOS; without, Linux has the
+// parent-death signal too.
 func TestChildDiesWithParent(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -118,9 +91,7 @@ func TestChildDiesWithParent(t *testing.T) {
 	}{
 		{"started, lifeline alone", "started", true},
 		{"started and paused, lifeline alone", "paused", true},
-		{"wrapped, lifeline alone", "wrapped", true},
 		{"started, lifeline and death signal", "started", false},
-		{"wrapped, lifeline and death signal", "wrapped", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,26 +137,16 @@ func TestChildDiesWithParent(t *testing.T) {
 					return false
 				}
 				procs = es[:1]
-				mark := "grandchild"
-				if tc.mode == "wrapped" {
-					mark = "execd"
-				}
-				pid := readPID(filepath.Join(dir, mark))
+				pid := readPID(filepath.Join(dir, "grandchild"))
 				if pid == 0 {
 					return false
 				}
-				if tc.mode != "wrapped" {
-					st, err := startTime(pid)
-					procs = append(procs, Entry{PID: pid, Start: st, Name: "grandchild"})
-					return err == nil
-				}
-				return pid == child
+				st, err := startTime(pid)
+				procs = append(procs, Entry{PID: pid, Start: st, Name: "grandchild"})
+				return err == nil
 			}))
 			if e := procs[0]; e.PID != child || !e.Alive() {
 				t.Fatalf("entry = %+v, want pid %d, alive", e, child)
-			}
-			if e := procs[0]; tc.mode == "wrapped" && (e.Name != "sh" || e.PGID != child) {
-				t.Fatalf("entry = %+v, want sh leading its own group", e)
 			}
 			for _, p := range procs {
 				if !p.Alive() {
@@ -297,45 +258,6 @@ func TestStartTime(t *testing.T) {
 	_ = cmd.Wait()
 	if _, err := startTime(pid); err == nil {
 		t.Fatal("startTime of a reaped pid succeeded")
-	}
-}
-
-// TestWrapperOwnGroup: the exec wrapper leads its own process group, also
-// when its caller started it in the caller's (as envtest runs `--help`):
-// its watcher kills that group when the lifeline ends, which must not take
-// the caller's group with it.
-func TestWrapperOwnGroup(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := WriteWrapper(t.TempDir(), "self", self, self, "-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name    string
-		setpgid bool
-	}{
-		{"started in a group of its own", true},
-		{"started in its caller's group", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(w)
-			cmd.Env = append(os.Environ(), pgrpEnv+"=1")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tc.setpgid}
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("wrapper: %v (%q)", err, out)
-			}
-			var pid, pgrp int
-			if _, err := fmt.Sscan(string(out), &pid, &pgrp); err != nil {
-				t.Fatalf("wrapped binary said %q: %v", out, err)
-			}
-			if pid != cmd.Process.Pid || pgrp != pid {
-				t.Fatalf("wrapped pid %d in group %d; want pid %d leading its group", pid, pgrp, cmd.Process.Pid)
-			}
-		})
 	}
 }
 

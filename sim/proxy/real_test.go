@@ -24,7 +24,6 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
-	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/simtest"
 )
 
@@ -37,7 +36,6 @@ var real struct {
 }
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper() // the test binary is envtest's exec wrapper too
 	os.Exit(run(m))
 }
 

@@ -27,7 +27,6 @@ import (
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster/kindtest"
-	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
@@ -57,7 +56,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	proc.MaybeRunWrapper()
 	os.Exit(run(m))
 }
 
@@ -157,8 +155,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildRlab builds the rlab binary: it runs the Go operators (`rlab operator`)
-// and the exec wrapper.
+// buildRlab builds the rlab binary: it runs the Go operators (`rlab operator`).
 func buildRlab() (string, error) {
 	dir, err := os.MkdirTemp("", "rlab-bin-")
 	if err != nil {

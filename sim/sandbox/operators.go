@@ -143,10 +143,9 @@ func (s *Sandbox) startOperators() error {
 	if err := os.WriteFile(s.shellScript, shell.Script, 0o700); err != nil {
 		return fmt.Errorf("shell operator: %w", err)
 	}
-	// kubectl runs as it is, no wrapper: it stays in bash's process group,
-	// which dies with rlab (its lifeline watcher), when the supervisor
-	// signals the replica, and when bash exits (proc.StartCmd). A wrapper
-	// cost a Go binary's start per call, every poll.
+	// kubectl runs as it is: it stays in bash's process group, which dies
+	// with rlab (its lifeline watcher), when the supervisor signals the
+	// replica, and when bash exits (proc.StartCmd).
 	s.shellKubectl = filepath.Join(s.opts.Assets, "kubectl")
 	s.super = supervisor.New(supervisor.Options{
 		PIDDir: s.opts.State.PIDs(), Publish: s.bus.Publish, Log: s.opts.Log,

@@ -31,7 +31,7 @@ import (
 type Options struct {
 	State  state.Dir
 	Assets string // control-plane binaries
-	Self   string // rlab itself: exec wrapper and Go operators; os.Executable() if empty
+	Self   string // rlab itself, which runs the Go operators; os.Executable() if empty
 	Log    *slog.Logger
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(cluster.Phase)
@@ -260,7 +260,6 @@ func newBackend(opts Options, prefix style.Prefix) (cluster.Backend, error) {
 	}
 	return cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets:   opts.Assets,
-		Self:     opts.Self,
 		RunDir:   opts.State.Run(),
 		LogDir:   opts.State.Logs(),
 		PIDDir:   opts.State.PIDs(),

@@ -1,7 +1,5 @@
 // Package clustertest starts a real envtest backend for the tests of other
-// packages, the same way everywhere. A test binary that calls Start itself
-// must call proc.MaybeRunWrapper first thing in TestMain (it serves as
-// envtest's exec wrapper); Main does.
+// packages, the same way everywhere.
 package clustertest
 
 import (
@@ -18,7 +16,6 @@ import (
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
-	"github.com/kkloud/rlab/sim/proc"
 )
 
 // Env is a started backend and the temporary directory holding its state.
@@ -41,13 +38,8 @@ func Start(ctx context.Context, prefix string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	b := cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets: dir,
-		Self:   self,
 		RunDir: filepath.Join(root, "run"),
 		LogDir: filepath.Join(root, "logs"),
 		PIDDir: filepath.Join(root, "pids"),
@@ -73,11 +65,10 @@ func (e *Env) Stop() error {
 //
 //	func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, "world-test", setup)) }
 //
-// It serves as envtest's exec wrapper, starts the backend, gives it to use,
-// runs the tests and stops the backend. Without the control plane the tests
-// fail: they are the proof that the sandbox works, never skipped.
+// It starts the backend, gives it to use, runs the tests and stops the
+// backend. Without the control plane the tests fail: they are the proof that
+// the sandbox works, never skipped.
 func Main(m *testing.M, prefix string, use func(*Env)) int {
-	proc.MaybeRunWrapper()
 	env, err := Start(context.Background(), prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
