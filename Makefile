@@ -71,7 +71,11 @@ lint: cross ## gofmt and go vet, here and for the cross platforms
 bench: assets ## Measure start-up, GC, per style (convergence, drift repair, API cost, failover), the screen and lesson checks
 	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./sim/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./sim/sandbox/
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./tui/ ./lessons/
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./tui/ ./lessons/ ./sim/world/
+
+.PHONY: bench-rlab
+bench-rlab: build assets ## rlab bench: every figure of the README's speed table, start-up alternated with kwokctl (built first)
+	$(BIN) bench --rounds 5 --kwokctl "$$(bash scripts/build-kwokctl.sh)"
 
 .PHONY: bench-backends
 bench-backends: assets ## The same measurements on envtest and on kind, alternated, in one table (needs make kind-image)
