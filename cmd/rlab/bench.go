@@ -26,6 +26,7 @@ type benchFlags struct {
 	ScaleTimeout time.Duration
 	Idle         time.Duration
 	Output       string
+	JSON         string
 	Kwokctl      string
 	clusterFlags
 }
@@ -54,6 +55,7 @@ and --echoes Echoes per style applied at once until converged.`,
 	fs.DurationVar(&f.ScaleTimeout, "scale-timeout", 3*time.Minute, "how long the scale run waits for a style to converge")
 	fs.DurationVar(&f.Idle, "idle", 30*time.Second, "window for API cost and CPU at rest")
 	fs.StringVar(&f.Output, "output", "text", "text (a table) or json")
+	fs.StringVar(&f.JSON, "json", "", "also write the report as JSON to `FILE`")
 	fs.StringVar(&f.Kwokctl, "kwokctl", os.Getenv("RLAB_KWOKCTL"), "kwokctl `BINARY` whose bare cluster (same control-plane binaries) to time alternately with the sandbox (or $RLAB_KWOKCTL)")
 	f.clusterFlags.register(fs)
 	return cmd
@@ -127,6 +129,15 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.Startups[len(r.Startups)-1].Stop = took
+	if f.JSON != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.JSON, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
 	if f.Output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +17,24 @@ import (
 // sense: the report is what the README's numbers come from.
 func TestBench(t *testing.T) {
 	e := newSandboxEnv(t)
-	r := startRlab(t, rlabBin, e, "bench", "--rounds", "1", "--reps", "2", "--echoes", "5", "--idle", "5s", "--output", "json")
+	file := filepath.Join(t.TempDir(), "bench.json")
+	r := startRlab(t, rlabBin, e, "bench", "--rounds", "1", "--reps", "2", "--echoes", "5", "--idle", "5s", "--json", file)
 	if err := r.wait(t, 10*time.Minute); err != nil {
 		t.Fatalf("rlab bench: %v\nstderr:\n%s", err, r.stderr)
 	}
+	// The table on stdout, the same report as JSON in the file.
+	for _, row := range []string{"screen opens: cluster ready", "edit → converged p50", "API at rest, requests/min", "5 Echoes (replicas 1) → converged", "CPU at rest, sandbox"} {
+		if !strings.Contains(r.stdout.String(), row) {
+			t.Errorf("table lacks %q:\n%s", row, r.stdout)
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rep bench.Report
-	if err := json.Unmarshal([]byte(r.stdout.String()), &rep); err != nil {
-		t.Fatalf("rlab bench --output json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("rlab bench --json: %v\n%s", err, data)
 	}
 	if len(rep.Errors) > 0 {
 		t.Fatalf("measurements failed: %v", rep.Errors)
@@ -35,6 +49,9 @@ func TestBench(t *testing.T) {
 	for _, st := range style.All() {
 		if d := rep.Edit.Converge[st]; d.N != 2 || d.P50 <= 0 {
 			t.Errorf("%s edit → converged = %+v, want 2 timings", st, d)
+		}
+		if d, c := rep.Edit.Ready[st], rep.Edit.Converge[st]; d.N != 2 || d.P50 < c.P50 {
+			t.Errorf("%s edit → every Pod Ready = %+v, want 2 timings, none before the operator caught up (%+v)", st, d, c)
 		}
 		if rep.Edit.APIPerEdit[st] <= 0 {
 			t.Errorf("%s made no request per edit", st)

@@ -149,31 +149,37 @@ func (b *Bench) leaseTotals() map[style.Style]int {
 	return out
 }
 
-// timeEach runs act, then times each style until cond holds for it.
-func (b *Bench) timeEach(ctx context.Context, act func() error, cond func(sn world.Snapshot, st style.Style) bool) (map[style.Style]time.Duration, error) {
+// timeEach runs act, then times each style until each of conds holds for
+// it: out[i][st] is when conds[i] first held for style st.
+func (b *Bench) timeEach(ctx context.Context, act func() error, conds ...func(sn world.Snapshot, st style.Style) bool) ([]map[style.Style]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var (
 		mu   sync.Mutex
-		out  = map[style.Style]time.Duration{}
+		out  = make([]map[style.Style]time.Duration, len(conds))
 		errs []error
 		wg   sync.WaitGroup
 	)
+	for i := range out {
+		out[i] = map[style.Style]time.Duration{}
+	}
 	t0 := time.Now()
 	if err := act(); err != nil {
 		return nil, err
 	}
-	for _, st := range b.sb.Styles() {
-		wg.Go(func() {
-			err := b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", st, err))
-				return
-			}
-			out[st] = time.Since(t0)
-		})
+	for i, cond := range conds {
+		for _, st := range b.sb.Styles() {
+			wg.Go(func() {
+				err := b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", st, err))
+					return
+				}
+				out[i][st] = time.Since(t0)
+			})
+		}
 	}
 	wg.Wait()
 	if len(errs) > 0 {
@@ -184,36 +190,54 @@ func (b *Bench) timeEach(ctx context.Context, act func() error, cond func(sn wor
 
 // EditResult is edit → converged per style, and what an edit cost.
 type EditResult struct {
-	Converge   map[style.Style]Dist    `json:"converge"`
+	// Converge is until the operator caught up: its Deployment asks for the
+	// new replicas and its status says "x/n" (the world's echo.converged).
+	Converge map[style.Style]Dist `json:"converge"`
+	// Ready is until every Pod is Ready and the status says "n/n": the
+	// controller manager, the scheduler and the kubelet (kwok) in the path.
+	Ready      map[style.Style]Dist    `json:"ready"`
 	APIPerEdit map[style.Style]float64 `json:"api_requests_per_edit"`
 }
 
 // Edits changes the sample's replicas (2↔3) reps times and times each style
-// from the edit until its Deployment and status match.
+// from the edit until it caught up, and until it reports every Pod Ready.
 func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
-	got := map[style.Style][]time.Duration{}
+	caught := map[style.Style][]time.Duration{}
+	ready := map[style.Style][]time.Duration{}
 	before := b.apiTotals()
 	for i := range reps {
 		n := int32(3 - i%2)
 		res, err := b.timeEach(ctx, func() error { return b.sb.SetReplicas(ctx, sandbox.SampleName, int(n)) },
+			func(sn world.Snapshot, st style.Style) bool { return caughtUp(sn, st, sandbox.SampleName, n) },
 			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, sandbox.SampleName, n) })
 		if err != nil {
 			return EditResult{}, fmt.Errorf("edit %d: %w", i+1, err)
 		}
-		for st, d := range res {
-			got[st] = append(got[st], d)
+		for st, d := range res[0] {
+			caught[st] = append(caught[st], d)
+		}
+		for st, d := range res[1] {
+			ready[st] = append(ready[st], d)
 		}
 	}
 	after := b.apiTotals()
-	out := EditResult{Converge: map[style.Style]Dist{}, APIPerEdit: map[style.Style]float64{}}
+	out := EditResult{Converge: map[style.Style]Dist{}, Ready: map[style.Style]Dist{}, APIPerEdit: map[style.Style]float64{}}
 	for _, st := range b.sb.Styles() {
-		out.Converge[st] = NewDist(got[st])
+		out.Converge[st] = NewDist(caught[st])
+		out.Ready[st] = NewDist(ready[st])
 		out.APIPerEdit[st] = float64(after[st]-before[st]) / float64(reps)
 	}
 	if err := b.sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
 		return out, err
 	}
 	return out, b.settle(ctx)
+}
+
+// caughtUp: the operator has done its part of an edit to n replicas: the
+// Deployment asks for n and the status is written for n ("x/n").
+func caughtUp(sn world.Snapshot, st style.Style, name string, n int32) bool {
+	e := echoOf(sn, st, name)
+	return e != nil && e.Deployment != nil && e.Deployment.Replicas == n && strings.HasSuffix(e.Ready, fmt.Sprintf("/%d", n))
 }
 
 // settle waits until the sample is converged at its own replicas everywhere

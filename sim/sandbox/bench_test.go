@@ -36,6 +36,7 @@ func BenchmarkEditConverge(b *testing.B) {
 			b.Fatal(err)
 		}
 		reportDists(b, "converge", res.Converge)
+		reportDists(b, "ready", res.Ready)
 		for st, n := range res.APIPerEdit {
 			b.ReportMetric(n, st.String()+"-api-req/edit")
 		}
