@@ -116,7 +116,7 @@ func WriteTable(w io.Writer, r Report, styles []style.Style) error {
 	if r.Edit != nil {
 		dist("edit → converged", r.Edit.Converge)
 		dist("edit → every Pod Ready", r.Edit.Ready)
-		perStyle("API requests per edit", func(st style.Style) string { return fmt.Sprintf("%.1f", r.Edit.APIPerEdit[st]) })
+		perStyle("API requests per edit (Lease aside)", func(st style.Style) string { return fmt.Sprintf("%.1f", r.Edit.APIPerEdit[st]) })
 	}
 	dist("drift → repaired", r.Drift)
 	dist("Echo deleted → children collected", r.GC)
