@@ -106,6 +106,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	stopHost := func() error { return nil }
 	opts := sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
 		Styles: style.All(), ShellInterval: time.Second, Sample: true,
@@ -123,7 +124,10 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "start the host cluster:", err, "logs in", filepath.Join(root, "host", "logs"))
 			return 1
 		}
-		defer func() { _ = host.Stop() }()
+		// Stopped before root is removed (a deferred Stop ran after it and
+		// left root/host behind), and on every early return.
+		stopHost = host.Stop
+		defer func() { _ = stopHost() }()
 		opts.Kubeconfig, opts.NamespacePrefix = host.Kubeconfig(), testPrefix
 		if hostBackend == sandbox.BackendKind {
 			opts.Image = host.Image() // what its node has
@@ -147,6 +151,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "stop sandbox:", err)
 		code = 1
 	}
+	if err := stopHost(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the host cluster:", err)
+		code = 1
+	}
+	stopHost = func() error { return nil }
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "logs kept in", filepath.Join(root, "state", "logs"))
 	} else {
