@@ -190,22 +190,7 @@ func median(ts []Times) Times {
 		starts = append(starts, t.Start)
 		stops = append(stops, t.Stop)
 	}
-	return Times{Start: medianDuration(starts), Stop: medianDuration(stops)}
-}
-
-// medianDuration of ds (the mean of the middle two for an even count); 0 for
-// none.
-func medianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return Times{Start: Median(starts), Stop: Median(stops)}
 }
 
 func lastLines(b []byte, n int) string {

@@ -45,8 +45,9 @@ func NewDist(ds []time.Duration) Dist {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Median of xs (0 if empty).
-func Median(xs []float64) float64 {
+// Median of xs, the mean of the middle two for an even count (0 if empty):
+// of milliseconds in the report, of durations in the kwokctl rounds.
+func Median[T ~float64 | ~int64](xs []T) T {
 	if len(xs) == 0 {
 		return 0
 	}
