@@ -262,7 +262,7 @@ var actions = map[string]actionKind{
 	"heal": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			for _, r := range sandbox.Replicas(st) {
+			for _, r := range p.sb.Replicas(st) {
 				if err := p.sb.Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
 				}
@@ -280,7 +280,7 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			for _, r := range sandbox.Replicas(st) {
+			for _, r := range p.sb.Replicas(st) {
 				px := p.sb.Proxy(st.Source(r))
 				if px == nil {
 					return fmt.Errorf("no proxy for %s", st.Source(r))

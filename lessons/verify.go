@@ -23,7 +23,7 @@ import (
 // in every style only the sample Echo, 2/2 with its message, its
 // Deployment 2 ready and nothing orphaned; every replica running and the
 // Go styles led.
-func Baseline(sn world.Snapshot, running []string, styles []style.Style) (bool, string) {
+func Baseline(sn world.Snapshot, running []string, styles []style.Style, replicasOf func(style.Style) []string) (bool, string) {
 	var problems []string
 	for _, st := range styles {
 		name := st.String()
@@ -54,7 +54,7 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style) (bool, 
 			problems = append(problems, name+": no leader")
 		}
 		var replicas []string
-		for _, r := range sandbox.Replicas(st) {
+		for _, r := range replicasOf(st) {
 			replicas = append(replicas, st.Source(r))
 		}
 		for _, r := range replicas {
@@ -81,7 +81,7 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 				running = append(running, r.Name)
 			}
 		}
-		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles())
+		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), p.sb.Replicas)
 		if ok {
 			return "", nil
 		}
@@ -99,7 +99,7 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 func (p *Player) Restore(ctx context.Context) error {
 	var errs []error
 	for _, st := range p.sb.Styles() {
-		for _, r := range sandbox.Replicas(st) {
+		for _, r := range p.sb.Replicas(st) {
 			if px := p.sb.Proxy(st.Source(r)); px != nil {
 				px.SetMode(proxy.Normal)
 				px.SetLatency(0)

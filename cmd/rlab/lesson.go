@@ -227,6 +227,7 @@ a (play) or q, then Enter.`,
 	cmd.Flags().BoolVar(&f.FromStart, "from-start", false, "start at step 1 even if you got further before")
 	cmd.Flags().BoolVar(&f.Text, "text", false, "plain text on stdin/stdout instead of the screen")
 	f.clusterFlags.register(cmd.Flags())
+	up.operatorFlags.register(cmd.Flags())
 	cmd.Flags().StringVar(&up.Record, "record", "", "record the session to `FILE`, as rlab up --record does")
 	return cmd
 }

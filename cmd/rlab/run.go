@@ -25,6 +25,7 @@ type runFlags struct {
 	ShellInterval time.Duration
 	CPUProfile    string // rlab's own CPU profile, to find what a sandbox at rest costs
 	clusterFlags
+	operatorFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -47,6 +48,7 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	cmd.Flags().StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
 	f.clusterFlags.register(cmd.Flags())
+	f.operatorFlags.register(cmd.Flags())
 	return cmd
 }
 
@@ -60,10 +62,14 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := launch.Options{Styles: styles, ShellInterval: f.ShellInterval, Sample: len(styles) > 0, Report: launch.Print(stderr)}
-	if err := f.apply(&opts); err != nil {
+	opts := launch.Options{Styles: styles, ShellInterval: f.ShellInterval, Report: launch.Print(stderr)}
+	if err := f.clusterFlags.apply(&opts); err != nil {
 		return err
 	}
+	if err := f.operatorFlags.apply(&opts); err != nil {
+		return err
+	}
+	opts.Sample = len(opts.Styles)+len(opts.Custom) > 0
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	l, err := launch.New()
@@ -106,7 +112,7 @@ func printReady(w io.Writer, sb *sandbox.Sandbox) {
 	}
 	if len(sb.Converged) > 0 {
 		var per []string
-		for _, st := range style.All() {
+		for _, st := range sb.Styles() {
 			if d, ok := sb.Converged[st]; ok {
 				per = append(per, fmt.Sprintf("%s %.2fs", st, d.Seconds()))
 			}

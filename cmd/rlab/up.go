@@ -28,6 +28,7 @@ type upFlags struct {
 	Follow        *launch.Follow // the lesson on the screen (rlab lesson start)
 	Title         string         // of the start-up view, if not the default
 	clusterFlags
+	operatorFlags
 }
 
 func (f *upFlags) register(fs *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (f *upFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
 	f.clusterFlags.register(fs)
+	f.operatorFlags.register(fs)
 }
 
 func newUpCmd() *cobra.Command {
@@ -58,7 +60,10 @@ running.`,
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Screen: true, Follow: f.Follow}
-	if err := f.apply(&opts); err != nil {
+	if err := f.clusterFlags.apply(&opts); err != nil {
+		return err
+	}
+	if err := f.operatorFlags.apply(&opts); err != nil {
 		return err
 	}
 	l, err := launch.New()
@@ -100,7 +105,7 @@ func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tu
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
 		Info:   tui.Info{Backend: launch.BackendTitle(o.Backend)}, // until ReadyMsg brings launch.Info
-		Styles: o.Styles, Echo: sandbox.SampleName, Start: l.Began, Dark: true,
+		Styles: o.AllStyles(), Echo: sandbox.SampleName, Start: l.Began, Dark: true,
 	}})
 }
 

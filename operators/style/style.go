@@ -1,17 +1,19 @@
 // Package style is the vocabulary of Reconcile Lab: the three ways the Echo
-// operator is written, and every name derived from one (namespace, labels,
-// trace source, leader identity). Nothing else builds these strings, so a
-// fourth style, or a prefix for shared clusters, changes one file.
+// operator is written, a student's own operators (`--operator NAME=COMMAND`),
+// and every name derived from one (namespace, labels, trace source, leader
+// identity). Nothing else builds these strings.
 package style
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// Style is one way of writing the Echo operator: "shell", "clientgo",
-// "runtime". A Style is also how its replicas, namespace and Lease are named.
+// Style is one way of writing the Echo operator: a built-in one ("shell",
+// "clientgo", "runtime") or a student's own, named on the command line
+// ("mine"). A Style is also how its replicas, namespace and Lease are named.
 type Style string
 
 // The three built-in styles, in screen order.
@@ -34,6 +36,42 @@ func Parse(name string) (Style, error) {
 	return "", fmt.Errorf("unknown operator style %q (want shell, clientgo or runtime)", name)
 }
 
+// Custom checks the name of a student's own operator: lower-case letters and
+// digits, starting with a letter, at most 20, and neither a built-in style
+// nor a name rlab's own trace sources use. No dashes, so that the namespace
+// "echo-NAME" and the identity "NAME-a-PID" parse back unambiguously.
+func Custom(name string) (Style, error) {
+	if _, err := Parse(name); err == nil {
+		return "", fmt.Errorf("operator name %q is a built-in style: pick another (e.g. \"mine\")", name)
+	}
+	if !validCustom(name) {
+		return "", fmt.Errorf("operator name %q: want 1 to %d lower-case letters and digits, starting with a letter", name, maxCustom)
+	}
+	return Style(name), nil
+}
+
+// maxCustom keeps a custom operator's names short enough for the screen and
+// within a DNS label under any prefix.
+const maxCustom = 20
+
+// reserved are trace sources of rlab itself, which no operator may be named.
+var reserved = []string{"world", "supervisor", "rlab", "proxy"}
+
+func validCustom(name string) bool {
+	if name == "" || len(name) > maxCustom || slices.Contains(reserved, name) {
+		return false
+	}
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Builtin says whether s is one of the three operators rlab ships.
+func (s Style) Builtin() bool { return slices.Contains(All(), s) }
+
 // String is the style's name.
 func (s Style) String() string { return string(s) }
 
@@ -51,8 +89,9 @@ func (s Style) Title() string {
 }
 
 // ElectsLeader says whether the style's replicas elect a leader on a Lease.
-// The shell loop does not: that is what a lesson shows.
-func (s Style) ElectsLeader() bool { return s != Shell }
+// The shell loop does not: that is what a lesson shows. Of a student's own
+// operator rlab cannot know, so it is not assumed.
+func (s Style) ElectsLeader() bool { return s == ClientGo || s == Runtime }
 
 // namespacePrefix starts every style's namespace and managed-by label.
 const namespacePrefix = "echo-"
@@ -99,28 +138,37 @@ func ParseIdentity(id string) (s Style, replica string, pid int, ok bool) {
 	return Style(id[:j]), id[j+1 : i], pid, true
 }
 
-// FromSource is the built-in style of a trace source ("clientgo/a",
-// "proxy/clientgo/a"), or "" for sources that are not a replica ("world").
+// FromSource is the style of a trace source ("clientgo/a",
+// "proxy/mine/a"), or "" for sources that are not a replica ("world").
 func FromSource(source string) Style {
 	source = strings.TrimPrefix(source, "proxy/")
-	name, _, _ := strings.Cut(source, "/")
-	s, err := Parse(name)
-	if err != nil {
+	name, replica, ok := strings.Cut(source, "/")
+	if !ok || replica == "" {
 		return ""
 	}
-	return s
+	return named(name)
 }
 
-// FromNamespace is the built-in style whose namespace is ns, with or without
-// a shared cluster's prefix ("rlab-alice-echo-shell" is Shell), or "".
-func FromNamespace(ns string) Style {
-	for _, s := range All() {
-		rest, ok := strings.CutSuffix(ns, s.Namespace())
-		if ok && (rest == "" || strings.HasSuffix(rest, "-")) {
-			return s
-		}
+// named is the style called name, built-in or custom, or "".
+func named(name string) Style {
+	if s, err := Parse(name); err == nil {
+		return s
+	}
+	if validCustom(name) {
+		return Style(name)
 	}
 	return ""
+}
+
+// FromNamespace is the style whose namespace is ns, with or without a
+// shared cluster's prefix ("rlab-alice-echo-shell" is Shell,
+// "echo-mine" is the custom "mine"), or "".
+func FromNamespace(ns string) Style {
+	i := strings.LastIndex(ns, namespacePrefix)
+	if i < 0 || i > 0 && ns[i-1] != '-' {
+		return ""
+	}
+	return named(ns[i+len(namespacePrefix):])
 }
 
 // Prefix starts the namespaces of one sandbox on a shared cluster, so that

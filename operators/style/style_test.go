@@ -79,10 +79,59 @@ func TestIdentityRoundTrip(t *testing.T) {
 
 func TestFromSource(t *testing.T) {
 	tests := map[string]Style{"clientgo/a": ClientGo, "proxy/runtime/b": Runtime, "shell/a": Shell,
-		"world": "", "supervisor": "", "proxy/other/a": ""}
+		"world": "", "supervisor": "", "rlab": "", "proxy/mine/a": "mine", "mine/b": "mine",
+		"mine": "", "proxy/world/a": "", "My-Op/a": ""}
 	for src, want := range tests {
 		if got := FromSource(src); got != want {
 			t.Errorf("FromSource(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+func TestCustom(t *testing.T) {
+	tests := []struct {
+		name    string
+		wantErr string
+	}{
+		{"mine", ""},
+		{"py3", ""},
+		{"shell", "built-in"},
+		{"clientgo", "built-in"},
+		{"world", "lower-case"},
+		{"my-op", "lower-case"},
+		{"Mine", "lower-case"},
+		{"3op", "lower-case"},
+		{"", "lower-case"},
+		{strings.Repeat("a", 21), "lower-case"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Custom(tt.name)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Custom(%q) = %q, %v; want an error about %q", tt.name, s, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Builtin() || s.ElectsLeader() {
+				t.Errorf("%q: Builtin %v, ElectsLeader %v; want neither", s, s.Builtin(), s.ElectsLeader())
+			}
+			for _, ns := range []string{s.Namespace(), "rlab-alice-" + s.Namespace()} {
+				if got := FromNamespace(ns); got != s {
+					t.Errorf("FromNamespace(%q) = %q, want %q", ns, got, s)
+				}
+			}
+			if got := FromSource("proxy/" + s.Source("b")); got != s {
+				t.Errorf("FromSource = %q, want %q", got, s)
+			}
+		})
+	}
+	for _, ns := range []string{"default", "kube-system", "myecho-mine", "echo-", "echo-my-op"} {
+		if got := FromNamespace(ns); got != "" {
+			t.Errorf("FromNamespace(%q) = %q, want none", ns, got)
 		}
 	}
 }
@@ -143,7 +192,7 @@ func TestUserPrefix(t *testing.T) {
 			t.Errorf("UserPrefix(%q) = %q is not a valid prefix: %v", tt.user, got, err)
 		}
 	}
-	for _, ns := range []string{"xecho-shell", "echo-shellx", "default"} {
+	for _, ns := range []string{"xecho-shell", "echo-shell-x", "default"} {
 		if got := FromNamespace(ns); got != "" {
 			t.Errorf("FromNamespace(%q) = %q, want none", ns, got)
 		}

@@ -122,7 +122,7 @@ func converged(sn world.Snapshot, st style.Style, name string, replicas int32) b
 func (b *Bench) apiTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range sandbox.Replicas(st) {
+		for _, r := range b.sb.Replicas(st) {
 			if p := b.sb.Proxy(st.Source(r)); p != nil {
 				out[st] += p.Total()
 			}
@@ -135,7 +135,7 @@ func (b *Bench) apiTotals() map[style.Style]int {
 func (b *Bench) leaseTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range sandbox.Replicas(st) {
+		for _, r := range b.sb.Replicas(st) {
 			p := b.sb.Proxy(st.Source(r))
 			if p == nil {
 				continue
@@ -343,7 +343,7 @@ func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) 
 func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[string]Dist, error) {
 	out := map[style.Style]map[string]Dist{}
 	for _, st := range b.sb.Styles() {
-		if len(sandbox.Replicas(st)) < 2 {
+		if len(b.sb.Replicas(st)) < 2 {
 			continue
 		}
 		out[st] = map[string]Dist{}
@@ -401,7 +401,7 @@ func (b *Bench) waitReplicas(ctx context.Context, st style.Style) error {
 				running++
 			}
 		}
-		return running == len(sandbox.Replicas(st)), nil
+		return running == len(b.sb.Replicas(st)), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s replicas not back within a minute: %w", st, err)

@@ -64,7 +64,7 @@ func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
 		errs []error
 	)
 	start := make(chan struct{})
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		wg.Go(func() {
 			<-start
 			if err := fn(st); err != nil {
@@ -274,7 +274,7 @@ func (s *Sandbox) SetFinalizer(st style.Style, on bool) error {
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
 func (s *Sandbox) setFlag(st style.Style, prefix, arg string, on bool) error {
-	for _, r := range Replicas(st) {
+	for _, r := range s.Replicas(st) {
 		name := st.Source(r)
 		sp, err := s.super.Spec(name)
 		if err != nil {
@@ -339,7 +339,7 @@ func (s *Sandbox) RemoveShellReplica() error {
 // PauseOperators freezes every replica of a style (SIGSTOP), as if the
 // operator were uninstalled or hung; ResumeOperators lets them go on.
 func (s *Sandbox) PauseOperators(st style.Style) error {
-	for _, r := range Replicas(st) {
+	for _, r := range s.Replicas(st) {
 		if err := s.super.Pause(st.Source(r)); err != nil {
 			return err
 		}

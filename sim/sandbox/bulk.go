@@ -26,7 +26,7 @@ func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replic
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := 1; i <= count; i++ {
-		for _, st := range s.opts.Styles {
+		for _, st := range s.styles {
 			g.Go(func() error {
 				u := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,

@@ -26,22 +26,119 @@ import (
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
-// Replicas are the replicas a style runs: two that elect a leader, or the
-// shell loop's one (it has no leader election).
+// Replicas are the replicas a built-in style runs by default: two that
+// elect a leader, or the shell loop's one (it has no leader election).
+// (*Sandbox).Replicas says what a running sandbox runs.
 func Replicas(st style.Style) []string {
 	if st.ElectsLeader() {
-		return []string{"a", "b"}
+		return replicaNames(2)
 	}
-	return []string{"a"}
+	return replicaNames(1)
 }
+
+// replicaNames are n replica names: "a", "b", ...
+func replicaNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = string(rune('a' + i))
+	}
+	return names
+}
+
+// MaxReplicas bounds the replicas of one operator (names "a" to "e").
+const MaxReplicas = 5
+
+// Replicas are the replicas style st runs in this sandbox.
+func (s *Sandbox) Replicas(st style.Style) []string {
+	if c := s.custom(st); c != nil {
+		return replicaNames(c.Replicas)
+	}
+	if n := s.opts.Replicas[st]; n > 0 {
+		return replicaNames(n)
+	}
+	return Replicas(st)
+}
+
+// Custom is a student's own Echo operator (`--operator NAME=COMMAND`). rlab
+// runs it as it runs its own, in namespace echo-NAME as ServiceAccount
+// echo-NAME-operator, through a counting proxy per replica; it knows the
+// operator only from outside (its requests, and what the cluster shows).
+type Custom struct {
+	Name style.Style // from style.Custom
+	// Command is a shell command line, run by /bin/sh -c in rlab's working
+	// directory with KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, POD_NAME
+	// and ECHO_IMAGE set, and rlab's kubectl first on PATH.
+	Command string
+	// Replicas to run (1 if 0), named "a", "b", ...
+	Replicas int
+	// Role is RoleLeast (the default) or RoleNamespaceAdmin.
+	Role string
+}
+
+// Roles of a custom operator.
+const (
+	// RoleLeast is the Role the course teaches an Echo operator.
+	RoleLeast = "least"
+	// RoleNamespaceAdmin binds cluster-admin in the operator's namespace
+	// only: for an operator that needs more, while the student finds out
+	// what (rlab check still lists what least privilege would deny).
+	RoleNamespaceAdmin = "namespace-admin"
+)
+
+// ParseRole checks a custom operator's role; "" is RoleLeast.
+func ParseRole(r string) (string, error) {
+	switch r {
+	case "", RoleLeast:
+		return RoleLeast, nil
+	case RoleNamespaceAdmin:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown operator role %q: use %s or %s", r, RoleLeast, RoleNamespaceAdmin)
+}
+
+// custom is the custom operator named st, or nil.
+func (s *Sandbox) custom(st style.Style) *Custom {
+	for i := range s.opts.Custom {
+		if s.opts.Custom[i].Name == st {
+			return &s.opts.Custom[i]
+		}
+	}
+	return nil
+}
+
+// Env names a custom operator finds its cluster and namespace by.
+const (
+	EnvKubeconfig     = "KUBECONFIG"
+	EnvWatchNamespace = "WATCH_NAMESPACE"
+	EnvPodNamespace   = "POD_NAMESPACE"
+	EnvPodName        = "POD_NAME"
+	EnvImage          = "ECHO_IMAGE"
+)
 
 // replicaFile is the file of one replica in dir: <style>-<replica><ext>.
 func replicaFile(dir string, st style.Style, replica, ext string) string {
 	return filepath.Join(dir, string(st)+"-"+replica+ext)
 }
 
+// CourseRules are the Role the course teaches an Echo operator: its Echoes
+// and their status, the Deployments it owns, Events, and a Lease for leader
+// election. A custom operator runs with these, and rlab check measures any
+// operator against them.
+func CourseRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	}
+}
+
 // rules are all an operator may do in its own namespace, and no more.
 func rules(st style.Style) []rbacv1.PolicyRule {
+	if !st.Builtin() {
+		return CourseRules()
+	}
 	r := []rbacv1.PolicyRule{
 		// update and patch: finalizers live in the Echo's metadata.
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
@@ -74,7 +171,7 @@ const RoleName = "echo-operator"
 // in a classroom the instructor made them and a student may only read and
 // update them. owned says whether the namespace was created here (labels
 // mark it); on a shared cluster only an owned namespace is deleted at exit.
-func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, ns string, labels map[string]string, st style.Style) (id *cluster.Identity, owned bool, err error) {
+func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, ns string, labels map[string]string, st style.Style, roleName string) (id *cluster.Identity, owned bool, err error) {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 		metav1.CreateOptions{})
 	switch {
@@ -113,12 +210,25 @@ func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface
 	if err != nil {
 		return nil, owned, fmt.Errorf("rolebinding in %s: %w", ns, err)
 	}
+	if roleName == RoleNamespaceAdmin {
+		admin := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: RoleName + "-admin", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{id.Subject},
+		}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, admin, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, owned, fmt.Errorf("widen the operator's role in %s: %w", ns, err)
+		}
+	}
 	return id, owned, nil
 }
 
 // replicaArgs is the command line of one replica.
 func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (string, []string) {
 	ns := s.Namespace(st)
+	if c := s.custom(st); c != nil {
+		return "/bin/sh", []string{"-c", c.Command}
+	}
 	if st == style.Shell {
 		return "bash", []string{s.shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
 			"--interval", strconv.Itoa(int(s.opts.ShellInterval / time.Second)),
@@ -153,9 +263,13 @@ func (s *Sandbox) startOperators() error {
 		// before the crashed replica is back, which then waits as standby.
 		Backoff: 5 * time.Second,
 	})
-	for _, st := range s.opts.Styles {
+	bin := filepath.Join(dir, "bin")
+	if err := s.linkKubectl(bin); err != nil {
+		return err
+	}
+	for _, st := range s.styles {
 		id := s.identities[st]
-		for _, r := range Replicas(st) {
+		for _, r := range s.Replicas(st) {
 			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log})
 			if err != nil {
@@ -171,14 +285,37 @@ func (s *Sandbox) startOperators() error {
 				return fmt.Errorf("kubeconfig for %s: %w", name, err)
 			}
 			path, args := s.replicaArgs(st, r, kcPath)
-			if err := s.super.Add(supervisor.Spec{
+			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
 				Env:     []string{"RLAB_TRACE=1"},
 				LogFile: replicaFile(s.opts.State.Logs(), st, r, ".log"),
-			}); err != nil {
+			}
+			if !st.Builtin() {
+				ns := s.Namespace(st)
+				spec.Untraced = true
+				spec.Env = []string{
+					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
+					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
+					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+				}
+			}
+			if err := s.super.Add(spec); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// linkKubectl puts rlab's kubectl alone in dir, which goes first on a custom
+// operator's PATH: a bash operator finds the kubectl that matches the
+// cluster, and nothing else of the control plane's binaries.
+func (s *Sandbox) linkKubectl(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("operators bin dir: %w", err)
+	}
+	if err := os.Symlink(s.shellKubectl, filepath.Join(dir, "kubectl")); err != nil {
+		return fmt.Errorf("kubectl for custom operators: %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,12 @@ type Options struct {
 
 	// Styles are the operator styles to run (none: only the cluster).
 	Styles []style.Style
+	// Custom are the student's own operators, each with a pane of its own
+	// after the built-in styles.
+	Custom []Custom
+	// Replicas overrides how many replicas a built-in style runs (2 for
+	// the Go styles, 1 for the shell loop, if absent).
+	Replicas map[style.Style]int
 	// Unwatched styles run with --watch-owned=false (the never-repaired bug).
 	Unwatched []style.Style
 	// ShellInterval is the shell loop's poll interval (default 5 s).
@@ -102,6 +109,8 @@ type Sandbox struct {
 	world   *world.World
 	super   *supervisor.Supervisor
 	proxies map[string]*proxy.Proxy
+	// styles are the built-in styles, then the custom operators' names.
+	styles []style.Style
 	// identities are the operators' ServiceAccounts, one per style.
 	identities map[style.Style]*cluster.Identity
 	// prefix starts the style namespaces; shared says the cluster outlives
@@ -151,17 +160,16 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 		opts.Self = self
 	}
-	for _, st := range opts.Styles {
-		if _, err := style.Parse(string(st)); err != nil {
-			return nil, err
-		}
+	styles, err := checkStyles(&opts)
+	if err != nil {
+		return nil, err
 	}
 	lock, err := opts.State.Acquire()
 	if err != nil {
 		return nil, err
 	}
 	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}, identities: map[style.Style]*cluster.Identity{},
-		began: began}
+		began: began, styles: styles}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -212,6 +220,46 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	s.ClusterReady = time.Since(began)
 	s.Ready = s.ClusterReady
 	return s, nil
+}
+
+// checkStyles checks the built-in styles and the custom operators (and
+// fills in their defaults), and returns every style's name in screen order.
+func checkStyles(opts *Options) ([]style.Style, error) {
+	var all []style.Style
+	for _, st := range opts.Styles {
+		if _, err := style.Parse(string(st)); err != nil {
+			return nil, err
+		}
+		if n := opts.Replicas[st]; n < 0 || n > MaxReplicas {
+			return nil, fmt.Errorf("%s: %d replicas, want 1 to %d", st, n, MaxReplicas)
+		}
+		all = append(all, st)
+	}
+	for i := range opts.Custom {
+		c := &opts.Custom[i]
+		if _, err := style.Custom(string(c.Name)); err != nil {
+			return nil, err
+		}
+		if slices.Contains(all, c.Name) {
+			return nil, fmt.Errorf("two operators are named %q", c.Name)
+		}
+		if strings.TrimSpace(c.Command) == "" {
+			return nil, fmt.Errorf("operator %s: no command to run", c.Name)
+		}
+		if c.Replicas == 0 {
+			c.Replicas = 1
+		}
+		if c.Replicas < 0 || c.Replicas > MaxReplicas {
+			return nil, fmt.Errorf("operator %s: %d replicas, want 1 to %d", c.Name, c.Replicas, MaxReplicas)
+		}
+		role, err := ParseRole(c.Role)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s: %w", c.Name, err)
+		}
+		c.Role = role
+		all = append(all, c.Name)
+	}
+	return all, nil
 }
 
 // workloadImage is the image Echo pods run: the one asked for, else the
@@ -276,8 +324,13 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return err
 	}
 	s.admin = admin
-	if len(s.opts.Styles) == 0 {
+	if len(s.styles) == 0 {
 		return nil
+	}
+	for _, st := range s.styles {
+		if ns := s.Namespace(st); len(ns) > 63 {
+			return fmt.Errorf("namespace %s is longer than 63 characters: use a shorter operator name or namespace prefix", ns)
+		}
 	}
 	if s.shared {
 		t0 := time.Now()
@@ -293,10 +346,14 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	if s.shared {
 		labels = cluster.OwnedLabels(s.prefix)
 	}
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		ns := s.Namespace(st)
 		nss = append(nss, ns)
-		id, owned, err := setupStyle(ctx, s.backend.Config(), admin.kube, ns, labels, st)
+		role := RoleLeast
+		if c := s.custom(st); c != nil {
+			role = c.Role
+		}
+		id, owned, err := setupStyle(ctx, s.backend.Config(), admin.kube, ns, labels, st, role)
 		if owned {
 			s.owned = append(s.owned, ns)
 		}
@@ -335,7 +392,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 // each style's time since the operators started (Converged) and the phase,
 // and moves Ready on. Start must have created the sample (Options.Sample).
 func (s *Sandbox) WaitSample(ctx context.Context) error {
-	if !s.opts.Sample || len(s.opts.Styles) == 0 {
+	if !s.opts.Sample || len(s.styles) == 0 {
 		return nil
 	}
 	// The shell loop polls: give it a few intervals.
@@ -349,7 +406,7 @@ func (s *Sandbox) WaitSample(ctx context.Context) error {
 		wg   sync.WaitGroup
 	)
 	converged := map[style.Style]time.Duration{}
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		wg.Go(func() {
 			err := s.world.WaitFor(ctx, func(sn world.Snapshot) bool { return styleReady(sn, st, SampleName, want) })
 			mu.Lock()
@@ -377,7 +434,7 @@ func (s *Sandbox) podTrouble() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out strings.Builder
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		pods, err := s.admin.kube.CoreV1().Pods(s.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 		if err != nil {
 			continue
@@ -431,8 +488,21 @@ func (s *Sandbox) Namespace(st style.Style) string { return s.prefix.Namespace(s
 // Prefix starts every style namespace ("" on a sandbox's own cluster).
 func (s *Sandbox) Prefix() style.Prefix { return s.prefix }
 
-// Styles are the styles running.
-func (s *Sandbox) Styles() []style.Style { return s.opts.Styles }
+// Styles are the styles running: the built-in ones, then the custom ones.
+func (s *Sandbox) Styles() []style.Style { return s.styles }
+
+// Custom is the custom operator named st, if it is one.
+func (s *Sandbox) Custom(st style.Style) (Custom, bool) {
+	if c := s.custom(st); c != nil {
+		return *c, true
+	}
+	return Custom{}, false
+}
+
+// LogFile is the log file of a replica ("<style>/<replica>").
+func (s *Sandbox) LogFile(st style.Style, replica string) string {
+	return replicaFile(s.opts.State.Logs(), st, replica, ".log")
+}
 
 // Backend is the running cluster.
 func (s *Sandbox) Backend() cluster.Backend { return s.backend }

@@ -51,7 +51,7 @@ func (s *Sandbox) removeLeftovers(ctx context.Context) error {
 		s.opts.Note(fmt.Sprintf("removed namespaces %v left by a previous run", gone))
 	}
 	var borrowed []string
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		if ns := s.Namespace(st); !slices.Contains(gone, ns) {
 			borrowed = append(borrowed, ns)
 		}
@@ -68,7 +68,7 @@ func (s *Sandbox) removeOwn() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cleanupWait)
 	defer cancel()
 	var errs, borrowed []string
-	for _, st := range s.opts.Styles {
+	for _, st := range s.styles {
 		ns := s.Namespace(st)
 		if !slices.Contains(s.owned, ns) {
 			borrowed = append(borrowed, ns)

@@ -31,6 +31,9 @@ type Spec struct {
 	Args    []string
 	Env     []string // added to rlab's environment
 	LogFile string
+	// Untraced replicas write no trace: their stdout goes to the log file
+	// with their stderr (a student's operator prints what it likes).
+	Untraced bool
 }
 
 // Name is "<style>/<replica>", the replica's trace source.
@@ -124,10 +127,15 @@ func (s *Supervisor) start(r *replica) error {
 		return fmt.Errorf("log file: %w", err)
 	}
 	pr, pw := io.Pipe()
+	var stdout io.Writer = pw
+	if r.spec.Untraced {
+		stdout = logf
+		pw.Close() // nothing to decode: the reader below ends at once
+	}
 	c, err := proc.StartCmd(s.opts.PIDDir, proc.Cmd{
 		Name: r.spec.Name(), Path: r.spec.Path, Args: r.spec.Args,
 		Env:    append(os.Environ(), r.spec.Env...),
-		Stdout: pw, Stderr: logf,
+		Stdout: stdout, Stderr: logf,
 	})
 	if err != nil {
 		logf.Close()

@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -215,5 +217,30 @@ func TestSupervisorSetArgsWhileWaiting(t *testing.T) {
 	rec.Wait(t, timeout, trace.Log, "", func(e trace.Event) bool { return e.Str(trace.FieldMsg) == "v2" })
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("restarted with the new arguments after %s: it waited out the 10 s backoff", took)
+	}
+}
+
+// TestSupervisorUntraced: a student's operator prints what it likes; with
+// Untraced its stdout lands in the log file beside stderr, and none of it is
+// read as a trace.
+func TestSupervisorUntraced(t *testing.T) {
+	dir := t.TempDir()
+	rec := &simtest.Recorder{}
+	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish})
+	defer s.Close(timeout)
+	logFile := filepath.Join(dir, "mine-a.log")
+	if err := s.Add(Spec{Style: "mine", Replica: "a", Path: "/bin/sh", Untraced: true, LogFile: logFile,
+		Args: []string{"-c", fakeOperator + "\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, timeout, "stdout in the log file", simtest.True(func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "this is not json") && strings.Contains(string(b), `"kind":"reconcile.start"`)
+	}))
+	if n := rec.Count(trace.ReconcileStart, "mine/a") + rec.Count(trace.Malformed, "mine/a"); n != 0 {
+		t.Fatalf("%d events read from an untraced replica's stdout, want 0", n)
+	}
+	if st := s.Statuses(); len(st) != 1 || !st[0].Running || st[0].Malformed != 0 {
+		t.Fatalf("statuses = %+v", st)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,7 +39,9 @@ import (
 // Options say what to start and who is told how it goes.
 type Options struct {
 	// Styles are the operator styles to run (none: only the cluster).
-	Styles        []style.Style
+	Styles []style.Style
+	// Custom are the student's own operators, one pane each.
+	Custom        []sandbox.Custom
 	ShellInterval time.Duration
 	// Sample creates Echo "hello" in every style. Start then waits until
 	// every style has it ready, but not for the screen, whose panes show
@@ -60,6 +63,16 @@ type Options struct {
 	// Image is what Echo pods run; "" lets the sandbox pick the backend's
 	// default (sandbox.Options.Image).
 	Image string
+}
+
+// AllStyles are the built-in styles, then the custom operators' names: the
+// panes, in order.
+func (o Options) AllStyles() []style.Style {
+	all := slices.Clone(o.Styles)
+	for _, c := range o.Custom {
+		all = append(all, c.Name)
+	}
+	return all
 }
 
 // StartError is a sandbox that did not start; everything it had started was
@@ -149,7 +162,7 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 		l.source = newSandboxSource(ctx, sb, screen)
 	}
 	if l.recTo != nil {
-		l.record(recSub, o.Styles)
+		l.record(recSub, sb.Styles())
 	}
 	if o.Follow != nil {
 		return sb, l.follow(ctx, o.Follow)
@@ -165,7 +178,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
-		Styles: o.Styles, ShellInterval: o.ShellInterval, Sample: o.Sample,
+		Styles: o.Styles, Custom: o.Custom, ShellInterval: o.ShellInterval, Sample: o.Sample,
 		Backend: o.Backend, KindImage: o.KindImage, Image: o.Image, Note: o.Report.Note,
 		Kubeconfig: o.Kubeconfig, Context: o.Context, NamespacePrefix: o.NamespacePrefix,
 	})
