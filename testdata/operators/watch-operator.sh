@@ -4,8 +4,8 @@
 # hands it over: KUBECONFIG, WATCH_NAMESPACE and ECHO_IMAGE.
 #
 # Two `kubectl get --watch` (Echoes, and the Deployments it owns) print one
-# Echo name per event, and each name is reconciled: apply the Deployment it
-# asks for, then write status.ready.
+# Echo name per event; the names that arrive together are reconciled once
+# each: apply the Deployment the Echo asks for, then write status.ready.
 #
 # VARIANT is "good", or one deliberate mistake that rlab check must catch:
 #   no-owner          sets no ownerReference on the Deployment
@@ -62,6 +62,13 @@ reconcile() {
   fi
   wait
 } | while read -r kind name; do
-  [[ $kind == deployment ]] && name=${name#echo-}
-  reconcile "$name"
+  # A bash workqueue: names that arrive within 0.2 s are reconciled once.
+  declare -A queue=()
+  while :; do
+    [[ $kind == deployment ]] && name=${name#echo-}
+    queue[$name]=1
+    read -r -t 0.2 kind name || break
+  done
+  for name in "${!queue[@]}"; do reconcile "$name"; done
+  unset queue
 done

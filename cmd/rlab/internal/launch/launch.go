@@ -41,12 +41,17 @@ type Options struct {
 	// Styles are the operator styles to run (none: only the cluster).
 	Styles []style.Style
 	// Custom are the student's own operators, one pane each.
-	Custom        []sandbox.Custom
+	Custom []sandbox.Custom
+	// Replicas overrides how many replicas a built-in style runs.
+	Replicas      map[style.Style]int
 	ShellInterval time.Duration
 	// Sample creates Echo "hello" in every style. Start then waits until
 	// every style has it ready, but not for the screen, whose panes show
 	// that race as it happens.
 	Sample bool
+	// NoWait leaves the sample's convergence to the caller, who judges it
+	// (rlab check): Start returns once the operators have started.
+	NoWait bool
 	Report Report
 	// Screen makes Source, the screen's view of the sandbox.
 	Screen bool
@@ -178,7 +183,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{
 		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
-		Styles: o.Styles, Custom: o.Custom, ShellInterval: o.ShellInterval, Sample: o.Sample,
+		Styles: o.Styles, Custom: o.Custom, Replicas: o.Replicas, ShellInterval: o.ShellInterval, Sample: o.Sample,
 		Backend: o.Backend, KindImage: o.KindImage, Image: o.Image, Note: o.Report.Note,
 		Kubeconfig: o.Kubeconfig, Context: o.Context, NamespacePrefix: o.NamespacePrefix,
 	})
@@ -196,7 +201,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	if o.Report.ClusterReady != nil {
 		o.Report.ClusterReady(sb)
 	}
-	if o.Sample && !o.Screen {
+	if o.Sample && !o.Screen && !o.NoWait {
 		if err := sb.WaitSample(ctx); err != nil {
 			_ = sb.Stop()
 			return nil, &StartError{Err: err, Logs: l.Dir.Logs()}

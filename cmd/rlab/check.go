@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+type checkFlags struct {
+	Name          string
+	Replicas      int
+	Output        string
+	Role          string
+	Within        time.Duration
+	Settle, Rest  time.Duration
+	ShellInterval time.Duration
+	Only          []string
+	clusterFlags
+}
+
+func newCheckCmd() *cobra.Command {
+	f := checkFlags{}
+	cmd := &cobra.Command{
+		Use:   "check COMMAND [ARG...]",
+		Short: "Grade an Echo operator against a fresh sandbox: each check passes or fails with a reason",
+		Long: `Start a fresh sandbox, run COMMAND as an Echo operator in it (as
+rlab up --operator does: namespace echo-NAME, the course's least-privilege Role,
+KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's
+kubectl on PATH), create Echo "hello", and check from outside what it does:
+the Deployment and its ownerReference, replicas, message, status, scaling, drift
+repair, garbage collection, an invalid spec, a restart, the API cost at rest and
+least privilege; with --replicas 2 also leader election and failover.
+
+COMMAND is a shell command line (one argument, quoted, or several), or the name
+of a built-in operator: shell, clientgo or runtime. The exit status is 1 when a
+required check fails.`,
+		Example: `  rlab check ./my-operator.sh
+  rlab check 'python3 operator.py --verbose'
+  rlab check --replicas 2 -- go run ./cmd/manager --leader-elect
+  rlab check runtime --replicas 2 --output json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.Name, "name", "mine", "the operator's `NAME`: its namespace is echo-NAME")
+	fs.IntVar(&f.Replicas, "replicas", 1, "replicas to run; 2 or more adds the leader election checks")
+	fs.StringVar(&f.Output, "output", "text", "text, or json for course graders")
+	fs.StringVar(&f.Role, "operator-role", sandbox.RoleLeast, "what the operator may do: "+sandbox.RoleLeast+" or "+sandbox.RoleNamespaceAdmin+
+		" (the least privilege check still lists what the course's Role would deny)")
+	fs.DurationVar(&f.Within, "within", 30*time.Second, "how long the operator has to act on each change")
+	fs.DurationVar(&f.Settle, "settle", 10*time.Second, "how long a restarted operator is watched for writes")
+	fs.DurationVar(&f.Rest, "rest", 30*time.Second, "how long the API cost at rest is counted")
+	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the built-in shell loop")
+	fs.StringSliceVar(&f.Only, "only", nil, "run only these checks (`IDS`, comma-separated): "+strings.Join(checkIDs(), ", "))
+	f.clusterFlags.register(fs)
+	return cmd
+}
+
+// checkReport is what --output json prints.
+type checkReport struct {
+	Operator string         `json:"operator"`
+	Command  string         `json:"command"`
+	Replicas int            `json:"replicas"`
+	Backend  string         `json:"backend"`
+	Passed   bool           `json:"passed"`
+	Seconds  float64        `json:"seconds"`
+	Checks   []check.Result `json:"checks"`
+}
+
+// operator is what to check: a built-in style, or a custom one running
+// the command line.
+func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, string, error) {
+	if len(args) == 1 {
+		if st, err := style.Parse(args[0]); err == nil {
+			o.Styles = []style.Style{st}
+			o.Replicas = map[style.Style]int{st: f.Replicas}
+			return st, "built-in " + st.Title(), nil
+		}
+	}
+	st, err := style.Custom(f.Name)
+	if err != nil {
+		return "", "", fmt.Errorf("--name: %w", err)
+	}
+	role, err := sandbox.ParseRole(f.Role)
+	if err != nil {
+		return "", "", fmt.Errorf("--operator-role: %w", err)
+	}
+	command := args[0]
+	if len(args) > 1 {
+		command = shellJoin(args)
+	}
+	o.Custom = []sandbox.Custom{{Name: st, Command: command, Replicas: f.Replicas, Role: role}}
+	return st, command, nil
+}
+
+// shellJoin quotes each argument for /bin/sh, so that several arguments
+// run as given.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if f.Output != "text" && f.Output != "json" {
+		return fmt.Errorf("--output %q: want text or json", f.Output)
+	}
+	for _, id := range f.Only {
+		if !slices.Contains(checkIDs(), id) {
+			return fmt.Errorf("--only %s: no such check; the checks are %s", id, strings.Join(checkIDs(), ", "))
+		}
+	}
+	if f.Replicas < 1 || f.Replicas > sandbox.MaxReplicas {
+		return fmt.Errorf("--replicas %d: want 1 to %d", f.Replicas, sandbox.MaxReplicas)
+	}
+	began := time.Now()
+	opts := launch.Options{ShellInterval: f.ShellInterval, Sample: true, NoWait: true, Report: launch.Print(stderr)}
+	if err := f.clusterFlags.apply(&opts); err != nil {
+		return err
+	}
+	st, command, err := f.operator(args, &opts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	l, err := launch.New()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	rec := check.NewRecorder(l.Bus, st)
+	defer rec.Close()
+	sb, err := l.Start(ctx, opts)
+	if err != nil {
+		return startErr(ctx, err)
+	}
+	text := f.Output == "text"
+	if text {
+		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, launch.Info(sb.Backend()).Backend)
+	}
+	results, err := check.Run(ctx, sb, rec, check.Options{
+		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only,
+		Progress: func(r check.Result) {
+			if text {
+				printResult(stdout, r)
+			}
+		},
+	})
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	passed := check.Passed(results)
+	rep := checkReport{Operator: st.String(), Command: command, Replicas: f.Replicas, Backend: launch.Info(sb.Backend()).Backend,
+		Passed: passed, Seconds: time.Since(began).Seconds(), Checks: results}
+	if text {
+		printSummary(stdout, rep)
+	} else {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	if !passed {
+		return exitCode(1)
+	}
+	return nil
+}
+
+func checkIDs() []string {
+	var ids []string
+	for _, c := range check.All() {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// printResult is one check's line: PASS or FAIL (or INFO for a failing
+// check that does not count), the time, the title and the reason.
+func printResult(w io.Writer, r check.Result) {
+	mark := "PASS"
+	if !r.Pass {
+		mark = "FAIL"
+		if !r.Required {
+			mark = "INFO"
+		}
+	}
+	fmt.Fprintf(w, "%s %6.1fs  %s\n               %s\n", mark, r.Seconds, r.Title, r.Reason)
+}
+
+func printSummary(w io.Writer, r checkReport) {
+	var req, ok int
+	for _, c := range r.Checks {
+		if c.Required {
+			req++
+			if c.Pass {
+				ok++
+			}
+		}
+	}
+	verdict := "PASSED"
+	if !r.Passed {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "%s: %d of %d required checks passed in %.0fs\n", verdict, ok, req, r.Seconds)
+}

@@ -1,0 +1,289 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// restart: every replica killed and restarted finds the world as it wants
+// it, changes nothing, and then follows an edit again.
+func (r *run) restart(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.converge(ctx, sample, "before the restart"); !ok || err != nil {
+		return ok, why, err
+	}
+	before, err := r.versions(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	t0 := time.Now()
+	for _, rep := range r.replicas {
+		if err := r.sb.Supervisor().Kill(r.st.Source(rep)); err != nil {
+			return false, "", fmt.Errorf("kill %s: %w", r.st.Source(rep), err)
+		}
+	}
+	// The supervisor restarts them after its backoff.
+	if _, why, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
+		for _, s := range r.sb.Supervisor().Statuses() {
+			if s.Style == r.st && (!s.Running || s.Restarts <= r.restarts[s.Replica]) {
+				return false, s.Name + " has not restarted", nil
+			}
+		}
+		return true, "", nil
+	}); err != nil {
+		return outcome(0, err, "", why)
+	}
+	r.restarts = r.restartCounts() // the kills were ours
+	up := time.Now()
+	if _, _, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
+		return len(r.rec.Requests(up)) > 0, "", nil
+	}); err != nil {
+		return outcome(0, err, "", fmt.Sprintf("it made no request %s after its restart (see its log, %s)", secs(r.opts.Within), r.sb.LogFile(r.st, r.replicas[0])))
+	}
+	select {
+	case <-ctx.Done():
+		return false, "", ctx.Err()
+	case <-time.After(r.opts.Settle):
+	}
+	after, err := r.versions(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	var changed []string
+	for name, v := range after {
+		if before[name] != v {
+			changed = append(changed, name)
+		}
+	}
+	slices.Sort(changed)
+	writes := 0
+	for _, q := range r.rec.Requests(up) {
+		if q.Write() && !q.Housekeeping() {
+			writes++
+		}
+	}
+	if len(changed) > 0 {
+		return false, fmt.Sprintf("after a restart it changed %s although nothing had changed (%d writes in %s): compare with what is there before you write",
+			strings.Join(changed, ", "), writes, secs(r.opts.Settle)), nil
+	}
+	if err := r.setReplicas(ctx, sample, 3); err != nil {
+		return false, "", err
+	}
+	ok, why, err := r.converge(ctx, sample, "after the restart, spec.replicas 4 → 3")
+	if !ok || err != nil {
+		return ok, why, err
+	}
+	noop := ""
+	if writes > 0 {
+		noop = fmt.Sprintf(" (%d write requests changed nothing)", writes)
+	}
+	return true, fmt.Sprintf("restarted %s after the kill, no object changed in %s%s, then %s", secs(up.Sub(t0)), secs(r.opts.Settle), noop, why), nil
+}
+
+// versions are the resourceVersions of the Echoes and Deployments in the
+// operator's namespace, by kind/name.
+func (r *run) versions(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	ds, err := r.kube.AppsV1().Deployments(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Deployments: %w", err)
+	}
+	for _, d := range ds.Items {
+		out["Deployment/"+d.Name] = d.ResourceVersion
+	}
+	es, err := r.echoes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Echoes: %w", err)
+	}
+	for _, e := range es.Items {
+		out["Echo/"+e.GetName()] = e.GetResourceVersion()
+	}
+	return out, nil
+}
+
+// restLimit is the request rate at rest above which an operator is busy
+// doing nothing: ten requests a second.
+const restLimit = 600
+
+// rest: requests per minute while nothing changes.
+func (r *run) rest(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.converge(ctx, sample, "before the rest"); !ok || err != nil {
+		return ok, why, err
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return false, "", ctx.Err()
+	case <-time.After(r.opts.Rest):
+	}
+	n := map[string]int{}
+	total, lease := 0, 0
+	for _, q := range r.rec.Requests(t0) {
+		if q.Time.After(t0.Add(r.opts.Rest)) {
+			break
+		}
+		total++
+		if q.Housekeeping() {
+			lease++
+		}
+		n[q.Key()]++
+	}
+	perMin := float64(total) / r.opts.Rest.Minutes()
+	how := "watching: nothing asked"
+	switch {
+	case n["list echoes"]+n["get echoes"] > 1:
+		how = "polling"
+	case total > lease:
+		how = "acting on events"
+	case lease > 0:
+		how = "watching; the requests are leader election"
+	}
+	top := counted(n)
+	if len(top) > 4 {
+		top = top[:4]
+	}
+	reason := fmt.Sprintf("%.0f requests/min (%s)", perMin, how)
+	if len(top) > 0 {
+		reason += ": " + strings.Join(top, ", ")
+	}
+	if perMin > restLimit {
+		return false, reason + fmt.Sprintf("; over %d/min at rest: it is working while nothing changes", restLimit), nil
+	}
+	return true, reason, nil
+}
+
+// courseVerbs are the verbs the course's Role allows, by resource (see
+// sandbox.CourseRules).
+var courseVerbs = map[string]sets.Set[string]{
+	"echoes":        sets.New("get", "list", "watch", "update", "patch"),
+	"echoes/status": sets.New("get", "update", "patch"),
+	"deployments":   sets.New("get", "list", "watch", "create", "update", "patch", "delete"),
+	"events":        sets.New("create", "patch"),
+	"leases":        sets.New("get", "list", "watch", "create", "update", "patch"),
+}
+
+// beyondCourse says whether the course's Role would deny q. Discovery and
+// the other non-resource paths are open to every authenticated user.
+func beyondCourse(q Request) bool {
+	if q.Resource == "discovery" || strings.HasPrefix(q.Resource, "/") {
+		return false
+	}
+	verbs := courseVerbs[q.Resource]
+	return verbs == nil || !verbs.Has(q.Verb)
+}
+
+// privilege: no request was denied, and none needed more than the course's
+// Role (which matters when the operator runs with a wider one).
+func (r *run) privilege() (bool, string, error) {
+	var qs []Request
+	probes := 0
+	for _, q := range r.rec.Requests(time.Time{}) {
+		// kubectl looks up the namespace after a 404, only to word its
+		// error: a denial that costs the operator nothing.
+		if q.Key() == "get namespaces" && q.Object == "Namespace/"+r.ns {
+			probes++
+			continue
+		}
+		qs = append(qs, q)
+	}
+	note := ""
+	if probes > 0 {
+		note = fmt.Sprintf(" (not counted: kubectl's lookup of namespace %s after a 404 ×%d)", r.ns, probes)
+	}
+	if d := denied(qs); len(d) > 0 {
+		return false, "denied: " + strings.Join(d, ", ") + note + ": the course's Role allows Echoes, their status, Deployments, Events and Leases in its namespace; get what you need from those (e.g. the Deployment's status, not its pods)", nil
+	}
+	n := map[string]int{}
+	for _, q := range qs {
+		if beyondCourse(q) {
+			n[q.Key()]++
+		}
+	}
+	if b := counted(n); len(b) > 0 {
+		return false, "beyond the course's Role: " + strings.Join(b, ", ") + note, nil
+	}
+	return true, fmt.Sprintf("%d requests, none denied%s", len(qs), note), nil
+}
+
+// writes are the requests that change Echoes or their children, oldest
+// first.
+func (r *run) writes() []Request {
+	var out []Request
+	for _, q := range r.rec.Requests(time.Time{}) {
+		if q.Write() && !q.Housekeeping() {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// maxHandovers is how often writing may pass from one replica to another in
+// a run: the restart check kills every replica once.
+const maxHandovers = 2
+
+// leader: one replica writes at a time. Writing passes from one replica to
+// another only when the leader goes.
+func (r *run) leader() (bool, string, error) {
+	ws := r.writes()
+	handovers, by := 0, map[string]int{}
+	for i, q := range ws {
+		by[q.Replica]++
+		if i > 0 && q.Replica != ws[i-1].Replica {
+			handovers++
+		}
+	}
+	var who []string
+	for _, rep := range r.replicas {
+		if by[rep] > 0 {
+			who = append(who, fmt.Sprintf("%s %d", rep, by[rep]))
+		}
+	}
+	switch {
+	case len(ws) == 0:
+		return false, "no replica wrote anything", nil
+	case handovers > maxHandovers:
+		return false, fmt.Sprintf("the replicas took turns writing %d times (writes: %s): elect a leader, so that only the one holding a Lease acts", handovers, strings.Join(who, ", ")), nil
+	}
+	return true, fmt.Sprintf("writes: %s; writing passed %d times, with the restart", strings.Join(who, ", "), handovers), nil
+}
+
+// failover: killing the replica that writes leaves the Echo in the hands
+// of another.
+func (r *run) failover(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.converge(ctx, sample, "before the kill"); !ok || err != nil {
+		return ok, why, err
+	}
+	ws := r.writes()
+	if len(ws) == 0 {
+		return false, "no replica wrote anything: no leader to kill", nil
+	}
+	leader := ws[len(ws)-1].Replica
+	t0 := time.Now()
+	if err := r.sb.Supervisor().Kill(r.st.Source(leader)); err != nil {
+		return false, "", fmt.Errorf("kill %s: %w", r.st.Source(leader), err)
+	}
+	if err := r.setReplicas(ctx, sample, 2); err != nil {
+		return false, "", err
+	}
+	ok, why, err := r.converge(ctx, sample, fmt.Sprintf("after %s was killed, spec.replicas → 2", r.st.Source(leader)))
+	r.restarts = r.restartCounts()
+	if !ok || err != nil {
+		return ok, why, err
+	}
+	var after string
+	for _, q := range r.rec.Requests(t0) {
+		if q.Write() && !q.Housekeeping() {
+			after = q.Replica
+			break
+		}
+	}
+	if after == leader {
+		return true, fmt.Sprintf("%s was killed; it restarted and acted again, %s after the kill (no standby took over first)", leader, secs(time.Since(t0))), nil
+	}
+	return true, fmt.Sprintf("%s was killed; %s took over and converged %s after the kill", leader, after, secs(time.Since(t0))), nil
+}

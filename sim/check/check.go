@@ -1,0 +1,368 @@
+// Package check grades an Echo operator from outside, the way `rlab check`
+// does: whatever it is written in, rlab sees its requests (its counting
+// proxies) and what the cluster shows, and nothing else. Each check passes
+// or fails with a one-line reason a student can act on.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// IDs of the checks, in the order they run.
+const (
+	Deployment   = "deployment"
+	Owner        = "owner"
+	Replicas     = "replicas"
+	Message      = "message"
+	Status       = "status"
+	Scale        = "scale"
+	DriftScaled  = "drift-scaled"
+	DriftDeleted = "drift-deleted"
+	Quoting      = "quoting"
+	Invalid      = "invalid"
+	GC           = "gc"
+	Restart      = "restart"
+	Rest         = "rest"
+	Privilege    = "privilege"
+	Leader       = "leader"
+	Failover     = "failover"
+)
+
+// Info describes one check.
+type Info struct {
+	ID, Title string
+	// Required checks decide the exit status; the others inform.
+	Required bool
+	// Replicated checks run only with two replicas or more.
+	Replicated bool
+}
+
+// All lists every check in the order it runs.
+func All() []Info {
+	return []Info{
+		{ID: Deployment, Title: "creates the Deployment echo-<name>", Required: true},
+		{ID: Owner, Title: "Deployment has a controller ownerReference to its Echo", Required: true},
+		{ID: Replicas, Title: "spec.replicas → Deployment replicas", Required: true},
+		{ID: Message, Title: "spec.message → container args, image " + sandbox.EnvImage, Required: true},
+		{ID: Status, Title: "status.ready says ready/replicas", Required: true},
+		{ID: Scale, Title: "scale 2 → 4", Required: true},
+		{ID: DriftScaled, Title: "drift: Deployment scaled by hand is repaired", Required: true},
+		{ID: DriftDeleted, Title: "drift: Deployment deleted is recreated", Required: true},
+		{ID: Quoting, Title: "a message with quotes, $ and unicode arrives intact", Required: true},
+		{ID: Invalid, Title: "an invalid spec is rejected by the server; the operator keeps running", Required: true},
+		{ID: GC, Title: "Echo deleted → children removed by the garbage collector", Required: true},
+		{ID: Restart, Title: "kill and restart → no extra writes, converges again", Required: true},
+		{ID: Rest, Title: "API cost at rest", Required: false},
+		{ID: Privilege, Title: "least privilege: nothing denied, nothing beyond the course's Role", Required: true},
+		{ID: Leader, Title: "only one replica writes at a time", Required: true, Replicated: true},
+		{ID: Failover, Title: "a killed leader is replaced", Required: true, Replicated: true},
+	}
+}
+
+// Result is one check's outcome.
+type Result struct {
+	ID       string  `json:"id"`
+	Title    string  `json:"title"`
+	Required bool    `json:"required"`
+	Pass     bool    `json:"pass"`
+	Seconds  float64 `json:"seconds"`
+	// Reason is one line: on a failure what to fix, on a pass what was
+	// measured.
+	Reason string `json:"reason"`
+}
+
+// Options configure a run.
+type Options struct {
+	// Operator is the style to check; the sandbox runs it (a custom
+	// operator or a built-in style) with the sample Echo created.
+	Operator style.Style
+	// Within bounds every wait for the operator to act (default 30 s).
+	Within time.Duration
+	// Settle is how long a restarted operator is watched for writes
+	// (default 10 s); Rest how long API cost at rest is counted (30 s).
+	Settle, Rest time.Duration
+	// Only runs these checks (IDs), if set. A check that needs state an
+	// earlier one makes (scale needs the Deployment) sets it up itself.
+	Only []string
+	// Progress is told each result as it comes.
+	Progress func(Result)
+}
+
+// Run runs the checks on opts.Operator in sb and returns every result. rec
+// must record the operator's proxies from before its start (NewRecorder).
+// The error is for a sandbox that could not be driven at all; a failing
+// operator is a failing Result.
+func Run(ctx context.Context, sb *sandbox.Sandbox, rec *Recorder, opts Options) ([]Result, error) {
+	if opts.Within == 0 {
+		opts.Within = 30 * time.Second
+	}
+	if opts.Settle == 0 {
+		opts.Settle = 10 * time.Second
+	}
+	if opts.Rest == 0 {
+		opts.Rest = 30 * time.Second
+	}
+	st := opts.Operator
+	if !slices.Contains(sb.Styles(), st) {
+		return nil, fmt.Errorf("operator %s is not running in this sandbox", st)
+	}
+	ns := sb.Namespace(st)
+	r := &run{
+		sb: sb, st: st, ns: ns, rec: rec, opts: opts, began: time.Now(),
+		kube: sb.Kube(), echoes: sb.Dynamic().Resource(echov1.Resource).Namespace(ns),
+		replicas: sb.Replicas(st),
+	}
+	r.restarts = r.restartCounts()
+	var out []Result
+	for _, c := range All() {
+		if len(opts.Only) > 0 && !slices.Contains(opts.Only, c.ID) {
+			continue
+		}
+		if c.Replicated && len(r.replicas) < 2 {
+			continue
+		}
+		t0 := time.Now()
+		pass, reason, err := r.do(ctx, c.ID)
+		if err != nil {
+			return out, fmt.Errorf("check %s: %w", c.ID, err)
+		}
+		res := Result{ID: c.ID, Title: c.Title, Required: c.Required, Pass: pass,
+			Seconds: time.Since(t0).Seconds(), Reason: reason}
+		out = append(out, res)
+		if opts.Progress != nil {
+			opts.Progress(res)
+		}
+	}
+	return out, nil
+}
+
+// Passed says whether every required check passed.
+func Passed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Required && !r.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// run is one Run's state.
+type run struct {
+	sb       *sandbox.Sandbox
+	st       style.Style
+	ns       string
+	rec      *Recorder
+	opts     Options
+	began    time.Time
+	kube     kubernetes.Interface
+	echoes   dynamic.ResourceInterface
+	replicas []string
+	restarts map[string]int // per replica at the start
+}
+
+// The Echoes the checks use besides the sample.
+const (
+	quotesEcho  = "check-quotes"
+	gcEcho      = "check-gc"
+	invalidEcho = "check-invalid"
+	// trickyMessage is what a shell operator that does not quote mangles.
+	trickyMessage = `it's "quoted" — $HOME, 100% ünïcode \ and a * glob`
+)
+
+func (r *run) do(ctx context.Context, id string) (bool, string, error) {
+	switch id {
+	case Deployment:
+		return r.deployment(ctx)
+	case Owner:
+		return r.owner(ctx)
+	case Replicas:
+		return r.replicaCount(ctx)
+	case Message:
+		return r.message(ctx)
+	case Status:
+		return r.status(ctx)
+	case Scale:
+		return r.scale(ctx)
+	case DriftScaled:
+		return r.driftScaled(ctx)
+	case DriftDeleted:
+		return r.driftDeleted(ctx)
+	case Quoting:
+		return r.quoting(ctx)
+	case Invalid:
+		return r.invalid(ctx)
+	case GC:
+		return r.gc(ctx)
+	case Restart:
+		return r.restart(ctx)
+	case Rest:
+		return r.rest(ctx)
+	case Privilege:
+		return r.privilege()
+	case Leader:
+		return r.leader()
+	case Failover:
+		return r.failover(ctx)
+	}
+	return false, "", fmt.Errorf("unknown check %q", id)
+}
+
+// waitFor polls cond every 100 ms until it holds or Within passes. cond
+// says why not yet, for the failure's reason.
+func (r *run) waitFor(ctx context.Context, cond func(ctx context.Context) (bool, string, error)) (time.Duration, string, error) {
+	t0 := time.Now()
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.opts.Within, true, func(ctx context.Context) (bool, error) {
+		ok, w, err := cond(ctx)
+		why = w
+		return ok, err
+	})
+	if err != nil && !wait.Interrupted(err) {
+		return 0, why, err
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, why, ctx.Err()
+		}
+		return 0, why, errTimeout
+	}
+	return time.Since(t0), "", nil
+}
+
+// errTimeout is a wait the operator did not finish within the bound; the
+// checks turn it into a failing result.
+var errTimeout = errors.New("timed out")
+
+// outcome turns a waitFor into a check result: a timeout fails with reason,
+// any other error is the sandbox's.
+func outcome(took time.Duration, err error, pass, fail string) (bool, string, error) {
+	if errors.Is(err, errTimeout) {
+		return false, fail, nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	return true, fmt.Sprintf("%s in %s", pass, secs(took)), nil
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+// getEcho returns Echo name, nil if absent.
+func (r *run) getEcho(ctx context.Context, name string) (*echov1.Echo, error) {
+	u, err := r.echoes.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get Echo %s: %w", name, err)
+	}
+	var e echov1.Echo
+	if err := runtimeFromUnstructured(u, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// getDeployment returns Echo name's Deployment, nil if absent.
+func (r *run) getDeployment(ctx context.Context, echoName string) (*appsv1.Deployment, error) {
+	d, err := r.kube.AppsV1().Deployments(r.ns).Get(ctx, echo.DeploymentName(echoName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get Deployment %s: %w", echo.DeploymentName(echoName), err)
+	}
+	return d, nil
+}
+
+// createEcho creates Echo name as the student would, with kubectl apply.
+func (r *run) createEcho(ctx context.Context, name, message string, replicas int64) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+		"metadata": map[string]any{"name": name, "namespace": r.ns},
+		"spec":     map[string]any{"message": message, "replicas": replicas},
+	}}
+	_, err := r.echoes.Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab-check"})
+	return err
+}
+
+// setReplicas sets spec.replicas of Echo name.
+func (r *run) setReplicas(ctx context.Context, name string, n int) error {
+	_, err := r.echoes.Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n),
+		metav1.PatchOptions{FieldManager: "rlab-check"})
+	if err != nil {
+		return fmt.Errorf("scale Echo %s: %w", name, err)
+	}
+	return nil
+}
+
+// hint says what the operator's requests tell about a wait it lost: it made
+// none, or what it was denied.
+func (r *run) hint(since time.Time) string {
+	qs := r.rec.Requests(since)
+	if len(qs) == 0 {
+		return "it made no request at all since: is it running? (its log: " + r.sb.LogFile(r.st, r.replicas[0]) + ")"
+	}
+	if d := denied(qs); len(d) > 0 {
+		return "it was denied " + strings.Join(d, ", ")
+	}
+	return ""
+}
+
+// denied lists the distinct requests answered 403, with counts.
+func denied(qs []Request) []string {
+	n := map[string]int{}
+	for _, q := range qs {
+		if q.Code == 403 {
+			n[q.Key()]++
+		}
+	}
+	return counted(n)
+}
+
+// counted formats "verb resource ×n", most first.
+func counted(n map[string]int) []string {
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if n[keys[i]] != n[keys[j]] {
+			return n[keys[i]] > n[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s ×%d", k, n[k])
+	}
+	return out
+}
+
+// join adds a hint to a reason, if there is one.
+func join(reason, hint string) string {
+	if hint == "" {
+		return reason
+	}
+	return reason + "; " + hint
+}

@@ -1,0 +1,357 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("decode %s: %w", u.GetName(), err)
+	}
+	return nil
+}
+
+// sample is the Echo every check of the Deployment looks at.
+const sample = sandbox.SampleName
+
+// deployment: the sample's Deployment appears.
+func (r *run) deployment(ctx context.Context) (bool, string, error) {
+	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := r.getDeployment(ctx, sample)
+		return d != nil, "", err
+	})
+	name := echo.DeploymentName(sample)
+	return outcome(took, err, "Deployment "+name+" there",
+		join(fmt.Sprintf("no Deployment %s %s after Echo %s was created", name, secs(r.opts.Within), sample), r.hint(time.Time{})))
+}
+
+// owner: the Deployment names the Echo as its controller.
+func (r *run) owner(ctx context.Context) (bool, string, error) {
+	e, d, why, err := r.pair(ctx, sample)
+	if why != "" || err != nil {
+		return false, why, err
+	}
+	ref := metav1.GetControllerOf(d)
+	switch {
+	case len(d.OwnerReferences) == 0:
+		return false, fmt.Sprintf("Deployment %s has no ownerReference: add one to Echo %s (uid %s) with controller: true, or the garbage collector will never remove it", d.Name, e.Name, e.UID), nil
+	case ref == nil:
+		return false, fmt.Sprintf("Deployment %s has ownerReferences but none with controller: true", d.Name), nil
+	case ref.Kind != echov1.Kind || ref.Name != e.Name:
+		return false, fmt.Sprintf("Deployment %s is controlled by %s/%s, want Echo/%s", d.Name, ref.Kind, ref.Name, e.Name), nil
+	case ref.UID != e.UID:
+		return false, fmt.Sprintf("Deployment %s's ownerReference has uid %s, but Echo %s's uid is %s: copy it from the Echo", d.Name, ref.UID, e.Name, e.UID), nil
+	case ref.APIVersion != echov1.GroupVersion.String():
+		return false, fmt.Sprintf("Deployment %s's ownerReference has apiVersion %q, want %q", d.Name, ref.APIVersion, echov1.GroupVersion.String()), nil
+	}
+	return true, fmt.Sprintf("Echo/%s controller=true, uid matches", e.Name), nil
+}
+
+// pair is Echo name and its Deployment, or why not.
+func (r *run) pair(ctx context.Context, name string) (*echov1.Echo, *appsv1.Deployment, string, error) {
+	e, err := r.getEcho(ctx, name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if e == nil {
+		return nil, nil, "Echo " + name + " is gone", nil
+	}
+	d, err := r.getDeployment(ctx, name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if d == nil {
+		return nil, nil, "no Deployment " + echo.DeploymentName(name), nil
+	}
+	return e, d, "", nil
+}
+
+// replicaCount: Deployment replicas follow spec.replicas.
+func (r *run) replicaCount(ctx context.Context) (bool, string, error) {
+	var e *echov1.Echo
+	var d *appsv1.Deployment
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		var why string
+		var err error
+		e, d, why, err = r.pair(ctx, sample)
+		if why != "" || err != nil {
+			return false, why, err
+		}
+		return deploymentReplicas(d) == echo.Replicas(e.Spec), fmt.Sprintf("Deployment %s has replicas %d, Echo %s asks for %d", d.Name, deploymentReplicas(d), e.Name, echo.Replicas(e.Spec)), nil
+	})
+	return outcome(took, err, "replicas match", why)
+}
+
+func deploymentReplicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// message: the pod template runs the image rlab handed out with
+// -text=<message>.
+func (r *run) message(ctx context.Context) (bool, string, error) {
+	e, d, why, err := r.pair(ctx, sample)
+	if why != "" || err != nil {
+		return false, why, err
+	}
+	if why := r.templateProblem(d, e.Spec.Message); why != "" {
+		return false, why, nil
+	}
+	return true, fmt.Sprintf("args [%s], image %s", echo.Arg(e.Spec.Message), r.sb.Image()), nil
+}
+
+// templateProblem says how d's pod template differs from what an Echo with
+// message asks for, or "".
+func (r *run) templateProblem(d *appsv1.Deployment, message string) string {
+	cs := d.Spec.Template.Spec.Containers
+	if len(cs) != 1 {
+		return fmt.Sprintf("Deployment %s has %d containers, want 1", d.Name, len(cs))
+	}
+	want := []string{echo.Arg(message)}
+	if !slices.Equal(cs[0].Args, want) {
+		return fmt.Sprintf("container args are %q, want %q: pass the message as one argument, -text=<message>", cs[0].Args, want)
+	}
+	if cs[0].Image != r.sb.Image() {
+		return fmt.Sprintf("container image is %q, want %q: use $%s, the image this cluster's nodes can run", cs[0].Image, r.sb.Image(), sandbox.EnvImage)
+	}
+	return ""
+}
+
+// status: status.ready reports the ready pods.
+func (r *run) status(ctx context.Context) (bool, string, error) {
+	return r.converge(ctx, sample, "")
+}
+
+// converge waits until Echo name's Deployment has spec.replicas, all ready,
+// and status.ready says so. What failed says what was being checked, for the
+// reason ("" for the status check itself).
+func (r *run) converge(ctx context.Context, name, after string) (bool, string, error) {
+	t0 := time.Now()
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		e, d, why, err := r.pair(ctx, name)
+		if why != "" || err != nil {
+			return false, why, err
+		}
+		n := echo.Replicas(e.Spec)
+		want := fmt.Sprintf("%d/%d", n, n)
+		switch {
+		case deploymentReplicas(d) != n:
+			return false, fmt.Sprintf("Deployment %s has replicas %d, Echo %s asks for %d", d.Name, deploymentReplicas(d), name, n), nil
+		case d.Status.ReadyReplicas != n:
+			return false, fmt.Sprintf("Deployment %s has %d of %d pods ready", d.Name, d.Status.ReadyReplicas, n), nil
+		case e.Status.Ready != want:
+			return false, fmt.Sprintf("status.ready is %q with %d of %d pods ready, want %q: write \"<ready>/<replicas>\" to the Echo's status subresource", e.Status.Ready, d.Status.ReadyReplicas, n, want), nil
+		}
+		return true, "", nil
+	})
+	if after != "" {
+		why = after + ": " + why
+	}
+	return outcome(took, err, "converged", join(why, r.hint(t0)))
+}
+
+// scale: the Echo scaled 2 → 4 is followed.
+func (r *run) scale(ctx context.Context) (bool, string, error) {
+	if err := r.setReplicas(ctx, sample, 4); err != nil {
+		return false, "", err
+	}
+	return r.converge(ctx, sample, "after spec.replicas 2 → 4")
+}
+
+// triggered says why an operator did not repair drift: it made no request
+// at all since (nothing triggered a reconcile), or it looked and left it.
+func (r *run) triggered(since time.Time, what string) string {
+	var seen []string
+	for _, q := range r.rec.Requests(since) {
+		if q.Verb != "watch" && !q.Housekeeping() && q.Resource != "discovery" {
+			seen = append(seen, q.Key())
+		}
+	}
+	if len(seen) == 0 {
+		return "nothing triggered a reconcile: does it watch the Deployments it owns?"
+	}
+	return fmt.Sprintf("it made %d requests since (%s) but left the %s", len(seen), seen[0], what)
+}
+
+// driftScaled: a hand scale of the Deployment is undone.
+func (r *run) driftScaled(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.converge(ctx, sample, "before the hand scale"); !ok || err != nil {
+		return ok, why, err
+	}
+	t0 := time.Now()
+	_, err := r.kube.AppsV1().Deployments(r.ns).Patch(ctx, echo.DeploymentName(sample), types.MergePatchType,
+		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{FieldManager: "kubectl-scale"})
+	if err != nil {
+		return false, "", fmt.Errorf("scale by hand: %w", err)
+	}
+	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := r.getDeployment(ctx, sample)
+		return d != nil && deploymentReplicas(d) == 4, "", err
+	})
+	return outcome(took, err, "back to 4 replicas",
+		fmt.Sprintf("Deployment %s still has 1 replica %s after a hand scale (Echo asks for 4): %s", echo.DeploymentName(sample), secs(r.opts.Within), r.triggered(t0, "Deployment at 1 replica")))
+}
+
+// driftDeleted: a deleted Deployment comes back.
+func (r *run) driftDeleted(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.converge(ctx, sample, "before the Deployment is deleted"); !ok || err != nil {
+		return ok, why, err
+	}
+	d, err := r.getDeployment(ctx, sample)
+	if err != nil || d == nil {
+		return false, "no Deployment to delete", err
+	}
+	t0 := time.Now()
+	if err := r.kube.AppsV1().Deployments(r.ns).Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil {
+		return false, "", fmt.Errorf("delete Deployment: %w", err)
+	}
+	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		n, err := r.getDeployment(ctx, sample)
+		return n != nil && n.UID != d.UID && n.DeletionTimestamp == nil, "", err
+	})
+	return outcome(took, err, "recreated",
+		fmt.Sprintf("Deployment %s was not recreated %s after it was deleted: %s", d.Name, secs(r.opts.Within), r.triggered(t0, "Deployment missing")))
+}
+
+// quoting: a message full of shell metacharacters reaches the container
+// unchanged.
+func (r *run) quoting(ctx context.Context) (bool, string, error) {
+	if err := r.createEcho(ctx, quotesEcho, trickyMessage, 1); err != nil {
+		return false, "", fmt.Errorf("create Echo %s: %w", quotesEcho, err)
+	}
+	defer r.cleanup(quotesEcho)
+	t0 := time.Now()
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := r.getDeployment(ctx, quotesEcho)
+		if d == nil || err != nil {
+			return false, "no Deployment " + echo.DeploymentName(quotesEcho), err
+		}
+		why := r.templateProblem(d, trickyMessage)
+		return why == "", why, nil
+	})
+	return outcome(took, err, "message intact", join(fmt.Sprintf("Echo %s with message %q: %s", quotesEcho, trickyMessage, why), r.hint(t0)))
+}
+
+// cleanup deletes a check's own Echo and waits (briefly) until its
+// Deployment is gone, so that the next check starts clean.
+func (r *run) cleanup(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Within)
+	defer cancel()
+	_ = r.echoes.Delete(ctx, name, metav1.DeleteOptions{})
+	_ = r.kube.AppsV1().Deployments(r.ns).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+	_, _, _ = r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		e, err := r.getEcho(ctx, name)
+		if err != nil || e != nil {
+			return false, "", err
+		}
+		d, err := r.getDeployment(ctx, name)
+		return d == nil, "", err
+	})
+}
+
+// invalid: the CRD's schema rejects a bad spec before any operator sees
+// it, and the operator is unharmed.
+func (r *run) invalid(ctx context.Context) (bool, string, error) {
+	err := r.createEcho(ctx, invalidEcho, "too many", 9)
+	if err == nil {
+		r.cleanup(invalidEcho)
+		return false, "Echo with replicas 9 was accepted: the Echo CRD's schema (maximum 5) is not installed as the course wrote it", nil
+	}
+	if !apierrors.IsInvalid(err) {
+		return false, "", fmt.Errorf("create invalid Echo: %w", err)
+	}
+	said := err.Error()
+	if ok, why, err := r.converge(ctx, sample, "after the rejected spec"); !ok || err != nil {
+		return ok, why, err
+	}
+	if why := r.restarted(); why != "" {
+		return false, why, nil
+	}
+	return true, "the apiserver said: " + said, nil
+}
+
+// restartCounts are the replicas' restarts now.
+func (r *run) restartCounts() map[string]int {
+	out := map[string]int{}
+	for _, s := range r.sb.Supervisor().Statuses() {
+		if s.Style == r.st {
+			out[s.Replica] = s.Restarts
+		}
+	}
+	return out
+}
+
+// restarted says which replicas exited on their own since the run began, or
+// is "".
+func (r *run) restarted() string {
+	var out []string
+	for rep, n := range r.restartCounts() {
+		if n > r.restarts[rep] {
+			out = append(out, fmt.Sprintf("%s/%s exited %d times", r.st, rep, n-r.restarts[rep]))
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, ", ") + ": see its log, " + r.sb.LogFile(r.st, r.replicas[0])
+}
+
+// gc: deleting an Echo removes its Deployment through the garbage
+// collector; the operator sends no DELETE of its own.
+func (r *run) gc(ctx context.Context) (bool, string, error) {
+	if err := r.createEcho(ctx, gcEcho, "collect me", 1); err != nil {
+		return false, "", fmt.Errorf("create Echo %s: %w", gcEcho, err)
+	}
+	defer r.cleanup(gcEcho)
+	name := echo.DeploymentName(gcEcho)
+	if _, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := r.getDeployment(ctx, gcEcho)
+		return d != nil, "no Deployment " + name + " for the new Echo " + gcEcho, err
+	}); err != nil {
+		return outcome(0, err, "", why)
+	}
+	t0 := time.Now()
+	if err := r.echoes.Delete(ctx, gcEcho, metav1.DeleteOptions{}); err != nil {
+		return false, "", fmt.Errorf("delete Echo %s: %w", gcEcho, err)
+	}
+	var owned bool
+	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d, err := r.getDeployment(ctx, gcEcho)
+		if d != nil {
+			owned = metav1.GetControllerOf(d) != nil
+		}
+		return d == nil, "", err
+	})
+	var deletes []string
+	for _, q := range r.rec.Requests(t0) {
+		if q.Verb == "delete" && strings.HasPrefix(q.Resource, "deployments") {
+			deletes = append(deletes, fmt.Sprintf("%s by %s/%s (%d)", q.Object, r.st, q.Replica, q.Code))
+		}
+	}
+	if len(deletes) > 0 && err == nil {
+		return false, fmt.Sprintf("the operator deleted the Deployment itself (DELETE %s): leave it to the garbage collector, which follows the controller ownerReference", strings.Join(deletes, ", ")), nil
+	}
+	fail := fmt.Sprintf("Deployment %s is still there %s after Echo %s was deleted", name, secs(r.opts.Within), gcEcho)
+	if !owned {
+		fail += ": it has no controller ownerReference to the Echo, so the garbage collector leaves it"
+	}
+	return outcome(took, err, "collected by the garbage collector", fail)
+}
