@@ -1,0 +1,119 @@
+package check
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// TestBeyondCourse: the local reading of the course's Role agrees with the
+// Role the sandbox grants (sandbox.CourseRules), verb by verb.
+func TestBeyondCourse(t *testing.T) {
+	allowed := map[string]bool{}
+	for _, r := range sandbox.CourseRules() {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				allowed[v+" "+res] = true
+			}
+		}
+	}
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	resources := []string{"echoes", "echoes/status", "deployments", "deployments/scale", "events", "leases", "pods", "secrets", "namespaces", "configmaps"}
+	for _, res := range resources {
+		for _, v := range verbs {
+			q := Request{Verb: v, Resource: res}
+			if got, want := beyondCourse(q), !allowed[q.Key()]; got != want {
+				t.Errorf("beyondCourse(%s) = %v, want %v", q.Key(), got, want)
+			}
+		}
+	}
+	for _, q := range []Request{{Verb: "get", Resource: "discovery"}, {Verb: "get", Resource: "/version"}} {
+		if beyondCourse(q) {
+			t.Errorf("%s is open to every user, not beyond the Role", q.Key())
+		}
+	}
+	// Every rule is namespaced and names no ClusterRole-only resource.
+	for _, r := range sandbox.CourseRules() {
+		if slices.Contains(r.Verbs, rbacv1.VerbAll) || slices.Contains(r.Resources, rbacv1.ResourceAll) {
+			t.Errorf("the course's Role has a wildcard: %+v", r)
+		}
+	}
+}
+
+func TestRequestKinds(t *testing.T) {
+	tests := []struct {
+		q                   Request
+		write, housekeeping bool
+	}{
+		{Request{Verb: "patch", Resource: "deployments"}, true, false},
+		{Request{Verb: "update", Resource: "echoes/status"}, true, false},
+		{Request{Verb: "delete", Resource: "deployments"}, true, false},
+		{Request{Verb: "update", Resource: "leases"}, true, true},
+		{Request{Verb: "create", Resource: "events"}, true, true},
+		{Request{Verb: "get", Resource: "deployments"}, false, false},
+		{Request{Verb: "watch", Resource: "echoes"}, false, false},
+	}
+	for _, tt := range tests {
+		if tt.q.Write() != tt.write || tt.q.Housekeeping() != tt.housekeeping {
+			t.Errorf("%s: write %v housekeeping %v, want %v %v", tt.q.Key(), tt.q.Write(), tt.q.Housekeeping(), tt.write, tt.housekeeping)
+		}
+	}
+}
+
+func TestDenied(t *testing.T) {
+	qs := []Request{
+		{Verb: "list", Resource: "pods", Code: 403},
+		{Verb: "list", Resource: "pods", Code: 403},
+		{Verb: "get", Resource: "secrets", Code: 403},
+		{Verb: "get", Resource: "echoes", Code: 200},
+		{Verb: "get", Resource: "deployments", Code: 404},
+	}
+	got := denied(qs)
+	want := []string{"list pods ×2", "get secrets ×1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("denied = %q, want %q", got, want)
+	}
+}
+
+// TestLeader: writing that passes between replicas only at a restart is
+// one leader at a time; replicas that take turns are not.
+func TestLeader(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(0, 0).Add(time.Duration(s) * time.Second) }
+	w := func(s int, replica string) Request {
+		return Request{Time: at(s), Replica: replica, Verb: "patch", Resource: "deployments"}
+	}
+	tests := []struct {
+		name   string
+		qs     []Request
+		pass   bool
+		reason string
+	}{
+		{"one leader", []Request{w(1, "a"), w(2, "a"), w(3, "a")}, true, "writes: a 3"},
+		{"failover and back", []Request{w(1, "a"), w(2, "b"), w(3, "b"), w(4, "a")}, true, "passed 2 times"},
+		{"lease renewals do not count", []Request{w(1, "a"), {Time: at(2), Replica: "b", Verb: "update", Resource: "leases"}, w(3, "a")}, true, "writes: a 2"},
+		{"two writers", []Request{w(1, "a"), w(1, "b"), w(2, "a"), w(2, "b"), w(3, "a")}, false, "took turns writing 4 times"},
+		{"nobody wrote", nil, false, "no replica wrote"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bus.New()
+			rec := NewRecorder(b, "mine")
+			defer rec.Close()
+			for _, q := range tt.qs {
+				b.Publish(q.event("mine"))
+				b.Publish(q.event("other")) // another operator's: not counted
+			}
+			r := &run{rec: rec, replicas: []string{"a", "b"}}
+			pass, reason, err := r.leader()
+			if err != nil || pass != tt.pass || !strings.Contains(reason, tt.reason) {
+				t.Fatalf("leader() = %v, %q, %v; want %v and %q", pass, reason, err, tt.pass, tt.reason)
+			}
+		})
+	}
+}
