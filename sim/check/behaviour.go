@@ -249,7 +249,7 @@ func (r *run) leader() (bool, string, error) {
 	case handovers > maxHandovers:
 		return false, fmt.Sprintf("the replicas took turns writing %d times (writes: %s): elect a leader, so that only the one holding a Lease acts", handovers, strings.Join(who, ", ")), nil
 	}
-	return true, fmt.Sprintf("writes: %s; writing passed %d times, with the restart", strings.Join(who, ", "), handovers), nil
+	return true, fmt.Sprintf("writes: %s; writing passed between replicas %d times (up to %d allowed: the restart check kills them all)", strings.Join(who, ", "), handovers, maxHandovers), nil
 }
 
 // failover: killing the replica that writes leaves the Echo in the hands

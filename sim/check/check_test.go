@@ -95,7 +95,7 @@ func TestLeader(t *testing.T) {
 		reason string
 	}{
 		{"one leader", []Request{w(1, "a"), w(2, "a"), w(3, "a")}, true, "writes: a 3"},
-		{"failover and back", []Request{w(1, "a"), w(2, "b"), w(3, "b"), w(4, "a")}, true, "passed 2 times"},
+		{"failover and back", []Request{w(1, "a"), w(2, "b"), w(3, "b"), w(4, "a")}, true, "passed between replicas 2 times"},
 		{"lease renewals do not count", []Request{w(1, "a"), {Time: at(2), Replica: "b", Verb: "update", Resource: "leases"}, w(3, "a")}, true, "writes: a 2"},
 		{"two writers", []Request{w(1, "a"), w(1, "b"), w(2, "a"), w(2, "b"), w(3, "a")}, false, "took turns writing 4 times"},
 		{"nobody wrote", nil, false, "no replica wrote"},
