@@ -14,8 +14,11 @@ import (
 // restart: every replica killed and restarted finds the world as it wants
 // it, changes nothing, and then follows an edit again.
 func (r *run) restart(ctx context.Context) (bool, string, error) {
-	if ok, why, err := r.converge(ctx, sample, "before the restart"); !ok || err != nil {
+	if ok, why, err := r.settled(ctx, sample, "before the restart"); !ok || err != nil {
 		return ok, why, err
+	}
+	if err := r.quiet(ctx); err != nil {
+		return false, "", err
 	}
 	before, err := r.versions(ctx)
 	if err != nil {
@@ -74,7 +77,7 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	if err := r.setReplicas(ctx, sample, 3); err != nil {
 		return false, "", err
 	}
-	ok, why, err := r.converge(ctx, sample, "after the restart, spec.replicas 4 → 3")
+	ok, why, err := r.follows(ctx, sample, "after the restart, spec.replicas 4 → 3")
 	if !ok || err != nil {
 		return ok, why, err
 	}
@@ -112,8 +115,11 @@ const restLimit = 600
 
 // rest: requests per minute while nothing changes.
 func (r *run) rest(ctx context.Context) (bool, string, error) {
-	if ok, why, err := r.converge(ctx, sample, "before the rest"); !ok || err != nil {
+	if ok, why, err := r.settled(ctx, sample, "before the rest"); !ok || err != nil {
 		return ok, why, err
+	}
+	if err := r.quiet(ctx); err != nil {
+		return false, "", err
 	}
 	t0 := time.Now()
 	select {
@@ -179,18 +185,11 @@ func beyondCourse(q Request) bool {
 
 // privilege: no request was denied, and none needed more than the course's
 // Role (which matters when the operator runs with a wider one).
-func (r *run) privilege() (bool, string, error) {
-	var qs []Request
-	probes := 0
-	for _, q := range r.rec.Requests(time.Time{}) {
-		// kubectl looks up the namespace after a 404, only to word its
-		// error: a denial that costs the operator nothing.
-		if q.Key() == "get namespaces" && q.Object == "Namespace/"+r.ns {
-			probes++
-			continue
-		}
-		qs = append(qs, q)
+func (r *run) privilege(ctx context.Context) (bool, string, error) {
+	if err := r.quiet(ctx); err != nil { // what it does about the last change counts too
+		return false, "", err
 	}
+	qs, probes := r.requests(time.Time{})
 	note := ""
 	if probes > 0 {
 		note = fmt.Sprintf(" (not counted: kubectl's lookup of namespace %s after a 404 ×%d)", r.ns, probes)
@@ -228,7 +227,10 @@ const maxHandovers = 2
 
 // leader: one replica writes at a time. Writing passes from one replica to
 // another only when the leader goes.
-func (r *run) leader() (bool, string, error) {
+func (r *run) leader(ctx context.Context) (bool, string, error) {
+	if err := r.quiet(ctx); err != nil {
+		return false, "", err
+	}
 	ws := r.writes()
 	handovers, by := 0, map[string]int{}
 	for i, q := range ws {
@@ -255,7 +257,7 @@ func (r *run) leader() (bool, string, error) {
 // failover: killing the replica that writes leaves the Echo in the hands
 // of another.
 func (r *run) failover(ctx context.Context) (bool, string, error) {
-	if ok, why, err := r.converge(ctx, sample, "before the kill"); !ok || err != nil {
+	if ok, why, err := r.settled(ctx, sample, "before the kill"); !ok || err != nil {
 		return ok, why, err
 	}
 	ws := r.writes()
@@ -270,7 +272,7 @@ func (r *run) failover(ctx context.Context) (bool, string, error) {
 	if err := r.setReplicas(ctx, sample, 2); err != nil {
 		return false, "", err
 	}
-	ok, why, err := r.converge(ctx, sample, fmt.Sprintf("after %s was killed, spec.replicas → 2", r.st.Source(leader)))
+	ok, why, err := r.follows(ctx, sample, fmt.Sprintf("after %s was killed, spec.replicas → 2", r.st.Source(leader)))
 	r.restarts = r.restartCounts()
 	if !ok || err != nil {
 		return ok, why, err

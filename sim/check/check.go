@@ -183,6 +183,7 @@ type run struct {
 // The Echoes the checks use besides the sample.
 const (
 	quotesEcho  = "check-quotes"
+	driftEcho   = "check-drift"
 	gcEcho      = "check-gc"
 	invalidEcho = "check-invalid"
 	// trickyMessage is what a shell operator that does not quote mangles.
@@ -218,9 +219,9 @@ func (r *run) do(ctx context.Context, id string) (bool, string, error) {
 	case Rest:
 		return r.rest(ctx)
 	case Privilege:
-		return r.privilege()
+		return r.privilege(ctx)
 	case Leader:
-		return r.leader()
+		return r.leader(ctx)
 	case Failover:
 		return r.failover(ctx)
 	}
@@ -232,8 +233,11 @@ func (r *run) do(ctx context.Context, id string) (bool, string, error) {
 func (r *run) waitFor(ctx context.Context, cond func(ctx context.Context) (bool, string, error)) (time.Duration, string, error) {
 	t0 := time.Now()
 	var why string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.opts.Within, true, func(ctx context.Context) (bool, error) {
-		ok, w, err := cond(ctx)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.opts.Within, true, func(pctx context.Context) (bool, error) {
+		ok, w, err := cond(pctx)
+		if err != nil && pctx.Err() != nil {
+			return false, nil // the bound cut a request short: keep the last why
+		}
 		why = w
 		return ok, err
 	})
@@ -247,6 +251,30 @@ func (r *run) waitFor(ctx context.Context, cond func(ctx context.Context) (bool,
 		return 0, why, errTimeout
 	}
 	return time.Since(t0), "", nil
+}
+
+// quietFor is how long an operator must make no request (leader election
+// aside) to be at rest.
+const quietFor = 2 * time.Second
+
+// quiet waits until the operator is at rest: no request but its Lease's
+// for quietFor, so that a check sees what it does about the check's change
+// and not the tail of the last one. An operator never at rest within the
+// bound is left as it is: the rest check reports its cost.
+func (r *run) quiet(ctx context.Context) error {
+	_, _, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
+		qs, _ := r.requests(time.Now().Add(-quietFor))
+		for _, q := range qs {
+			if !q.Housekeeping() && q.Verb != "watch" {
+				return false, "", nil
+			}
+		}
+		return true, "", nil
+	})
+	if errors.Is(err, errTimeout) {
+		return nil
+	}
+	return err
 }
 
 // errTimeout is a wait the operator did not finish within the bound; the
@@ -316,17 +344,34 @@ func (r *run) setReplicas(ctx context.Context, name string, n int) error {
 	return nil
 }
 
-// hint says what the operator's requests tell about a wait it lost: it made
-// none, or what it was denied.
+// hint says what else tells about a wait the operator lost: it is not
+// running, it made no request at all, or it was denied some.
 func (r *run) hint(since time.Time) string {
-	qs := r.rec.Requests(since)
+	if why := r.restarted(); why != "" {
+		return why
+	}
+	qs, _ := r.requests(since)
 	if len(qs) == 0 {
-		return "it made no request at all since: is it running? (its log: " + r.sb.LogFile(r.st, r.replicas[0]) + ")"
+		return "it made no request since (its log: " + r.sb.LogFile(r.st, r.replicas[0]) + ")"
 	}
 	if d := denied(qs); len(d) > 0 {
 		return "it was denied " + strings.Join(d, ", ")
 	}
 	return ""
+}
+
+// requests are the operator's requests since t, without kubectl's lookups
+// of the operator's own namespace after a 404 (only to word its error: a
+// denial that costs the operator nothing), which are counted apart.
+func (r *run) requests(since time.Time) (qs []Request, probes int) {
+	for _, q := range r.rec.Requests(since) {
+		if q.Key() == "get namespaces" && q.Object == "Namespace/"+r.ns {
+			probes++
+			continue
+		}
+		qs = append(qs, q)
+	}
+	return qs, probes
 }
 
 // denied lists the distinct requests answered 403, with counts.

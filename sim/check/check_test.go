@@ -110,7 +110,7 @@ func TestLeader(t *testing.T) {
 				b.Publish(q.event("other")) // another operator's: not counted
 			}
 			r := &run{rec: rec, replicas: []string{"a", "b"}}
-			pass, reason, err := r.leader()
+			pass, reason, err := r.leader(t.Context())
 			if err != nil || pass != tt.pass || !strings.Contains(reason, tt.reason) {
 				t.Fatalf("leader() = %v, %q, %v; want %v and %q", pass, reason, err, tt.pass, tt.reason)
 			}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func (r *run) deployment(ctx context.Context) (bool, string, error) {
 
 // owner: the Deployment names the Echo as its controller.
 func (r *run) owner(ctx context.Context) (bool, string, error) {
-	e, d, why, err := r.pair(ctx, sample)
+	e, d, why, err := r.waitPair(ctx, sample)
 	if why != "" || err != nil {
 		return false, why, err
 	}
@@ -81,6 +82,20 @@ func (r *run) pair(ctx context.Context, name string) (*echov1.Echo, *appsv1.Depl
 	return e, d, "", nil
 }
 
+// waitPair is pair once the Deployment is there, within the bound.
+func (r *run) waitPair(ctx context.Context, name string) (e *echov1.Echo, d *appsv1.Deployment, why string, err error) {
+	_, why, err = r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		var why string
+		var err error
+		e, d, why, err = r.pair(ctx, name)
+		return why == "", why, err
+	})
+	if errors.Is(err, errTimeout) {
+		return nil, nil, "not checked: " + why, nil
+	}
+	return e, d, why, err
+}
+
 // replicaCount: Deployment replicas follow spec.replicas.
 func (r *run) replicaCount(ctx context.Context) (bool, string, error) {
 	var e *echov1.Echo
@@ -107,7 +122,7 @@ func deploymentReplicas(d *appsv1.Deployment) int32 {
 // message: the pod template runs the image rlab handed out with
 // -text=<message>.
 func (r *run) message(ctx context.Context) (bool, string, error) {
-	e, d, why, err := r.pair(ctx, sample)
+	e, d, why, err := r.waitPair(ctx, sample)
 	if why != "" || err != nil {
 		return false, why, err
 	}
@@ -136,35 +151,56 @@ func (r *run) templateProblem(d *appsv1.Deployment, message string) string {
 
 // status: status.ready reports the ready pods.
 func (r *run) status(ctx context.Context) (bool, string, error) {
-	return r.converge(ctx, sample, "")
-}
-
-// converge waits until Echo name's Deployment has spec.replicas, all ready,
-// and status.ready says so. What failed says what was being checked, for the
-// reason ("" for the status check itself).
-func (r *run) converge(ctx context.Context, name, after string) (bool, string, error) {
 	t0 := time.Now()
 	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
-		e, d, why, err := r.pair(ctx, name)
-		if why != "" || err != nil {
-			return false, why, err
-		}
-		n := echo.Replicas(e.Spec)
-		want := fmt.Sprintf("%d/%d", n, n)
-		switch {
-		case deploymentReplicas(d) != n:
-			return false, fmt.Sprintf("Deployment %s has replicas %d, Echo %s asks for %d", d.Name, deploymentReplicas(d), name, n), nil
-		case d.Status.ReadyReplicas != n:
-			return false, fmt.Sprintf("Deployment %s has %d of %d pods ready", d.Name, d.Status.ReadyReplicas, n), nil
-		case e.Status.Ready != want:
-			return false, fmt.Sprintf("status.ready is %q with %d of %d pods ready, want %q: write \"<ready>/<replicas>\" to the Echo's status subresource", e.Status.Ready, d.Status.ReadyReplicas, n, want), nil
-		}
-		return true, "", nil
+		return r.matches(ctx, sample, true)
 	})
-	if after != "" {
-		why = after + ": " + why
+	return outcome(took, err, "status.ready right", join(why, r.hint(t0)))
+}
+
+// matches says whether Echo name's Deployment has spec.replicas, all Ready,
+// and with status, whether status.ready says so; or why not.
+func (r *run) matches(ctx context.Context, name string, status bool) (bool, string, error) {
+	e, d, why, err := r.pair(ctx, name)
+	if why != "" || err != nil {
+		return false, why, err
 	}
-	return outcome(took, err, "converged", join(why, r.hint(t0)))
+	n := echo.Replicas(e.Spec)
+	want := fmt.Sprintf("%d/%d", n, n)
+	switch {
+	case deploymentReplicas(d) != n:
+		return false, fmt.Sprintf("Deployment %s has replicas %d, Echo %s asks for %d", d.Name, deploymentReplicas(d), name, n), nil
+	case d.Status.ReadyReplicas != n:
+		return false, fmt.Sprintf("Deployment %s has %d of %d pods ready", d.Name, d.Status.ReadyReplicas, n), nil
+	case status && e.Status.Ready != want:
+		return false, fmt.Sprintf("status.ready is %q with %d of %d pods ready, want %q: write \"<ready>/<replicas>\" to the Echo's status subresource", e.Status.Ready, d.Status.ReadyReplicas, n, want), nil
+	}
+	return true, "", nil
+}
+
+// follows waits until Echo name's Deployment matches its spec after a
+// change (what): replicas, all Ready. Status is the status check's alone,
+// so that one mistake fails one check.
+func (r *run) follows(ctx context.Context, name, what string) (bool, string, error) {
+	t0 := time.Now()
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		return r.matches(ctx, name, false)
+	})
+	return outcome(took, err, "Deployment followed", join(what+": "+why, r.hint(t0)))
+}
+
+// settled is the precondition of a check that changes Echo name's world:
+// its Deployment matches the spec. If not, the check cannot be made, and
+// says so: an earlier check's failure shows here too.
+func (r *run) settled(ctx context.Context, name, when string) (bool, string, error) {
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		return r.matches(ctx, name, false)
+	})
+	ok, _, err := outcome(took, err, "", "")
+	if ok || err != nil {
+		return ok, "", err
+	}
+	return false, fmt.Sprintf("not checked: %s, %s", when, why), nil
 }
 
 // scale: the Echo scaled 2 → 4 is followed.
@@ -172,7 +208,7 @@ func (r *run) scale(ctx context.Context) (bool, string, error) {
 	if err := r.setReplicas(ctx, sample, 4); err != nil {
 		return false, "", err
 	}
-	return r.converge(ctx, sample, "after spec.replicas 2 → 4")
+	return r.follows(ctx, sample, "after spec.replicas 2 → 4")
 }
 
 // triggered says why an operator did not repair drift: it made no request
@@ -192,29 +228,56 @@ func (r *run) triggered(since time.Time, what string) string {
 
 // driftScaled: a hand scale of the Deployment is undone.
 func (r *run) driftScaled(ctx context.Context) (bool, string, error) {
-	if ok, why, err := r.converge(ctx, sample, "before the hand scale"); !ok || err != nil {
+	if ok, why, err := r.settled(ctx, sample, "before the hand scale"); !ok || err != nil {
 		return ok, why, err
 	}
+	if err := r.quiet(ctx); err != nil {
+		return false, "", err
+	}
+	e, err := r.getEcho(ctx, sample)
+	if err != nil || e == nil {
+		return false, "Echo " + sample + " is gone", err
+	}
+	want, hand := echo.Replicas(e.Spec), int32(1)
+	if want == 1 {
+		hand = 2
+	}
+	scale := func(n int32) error {
+		_, err := r.kube.AppsV1().Deployments(r.ns).Patch(ctx, echo.DeploymentName(sample), types.MergePatchType,
+			fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n), metav1.PatchOptions{FieldManager: "kubectl-scale"})
+		return err
+	}
 	t0 := time.Now()
-	_, err := r.kube.AppsV1().Deployments(r.ns).Patch(ctx, echo.DeploymentName(sample), types.MergePatchType,
-		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{FieldManager: "kubectl-scale"})
-	if err != nil {
+	if err := scale(hand); err != nil {
 		return false, "", fmt.Errorf("scale by hand: %w", err)
 	}
 	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
 		d, err := r.getDeployment(ctx, sample)
-		return d != nil && deploymentReplicas(d) == 4, "", err
+		return d != nil && deploymentReplicas(d) == want, "", err
 	})
-	return outcome(took, err, "back to 4 replicas",
-		fmt.Sprintf("Deployment %s still has 1 replica %s after a hand scale (Echo asks for 4): %s", echo.DeploymentName(sample), secs(r.opts.Within), r.triggered(t0, "Deployment at 1 replica")))
+	ok, why, err := outcome(took, err, fmt.Sprintf("back to %d replicas", want),
+		fmt.Sprintf("Deployment %s still has %d replica%s %s after a hand scale (Echo asks for %d): %s", echo.DeploymentName(sample), hand, plural(hand), secs(r.opts.Within), want,
+			r.triggered(t0, fmt.Sprintf("Deployment at %d", hand))))
+	if !ok && err == nil {
+		_ = scale(want) // put back by rlab, so that the next checks test what they test
+	}
+	return ok, why, err
 }
 
-// driftDeleted: a deleted Deployment comes back.
+// driftDeleted: a deleted Deployment comes back. It is its own Echo's, so
+// that a failure here leaves the sample as it was for the next checks.
 func (r *run) driftDeleted(ctx context.Context) (bool, string, error) {
-	if ok, why, err := r.converge(ctx, sample, "before the Deployment is deleted"); !ok || err != nil {
+	if err := r.createEcho(ctx, driftEcho, "delete my Deployment", 1); err != nil {
+		return false, "", fmt.Errorf("create Echo %s: %w", driftEcho, err)
+	}
+	defer r.cleanup(driftEcho)
+	if ok, why, err := r.settled(ctx, driftEcho, "for a new Echo "+driftEcho); !ok || err != nil {
 		return ok, why, err
 	}
-	d, err := r.getDeployment(ctx, sample)
+	if err := r.quiet(ctx); err != nil {
+		return false, "", err
+	}
+	d, err := r.getDeployment(ctx, driftEcho)
 	if err != nil || d == nil {
 		return false, "no Deployment to delete", err
 	}
@@ -223,7 +286,7 @@ func (r *run) driftDeleted(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("delete Deployment: %w", err)
 	}
 	took, _, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
-		n, err := r.getDeployment(ctx, sample)
+		n, err := r.getDeployment(ctx, driftEcho)
 		return n != nil && n.UID != d.UID && n.DeletionTimestamp == nil, "", err
 	})
 	return outcome(took, err, "recreated",
@@ -278,9 +341,6 @@ func (r *run) invalid(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("create invalid Echo: %w", err)
 	}
 	said := err.Error()
-	if ok, why, err := r.converge(ctx, sample, "after the rejected spec"); !ok || err != nil {
-		return ok, why, err
-	}
 	if why := r.restarted(); why != "" {
 		return false, why, nil
 	}
@@ -340,6 +400,9 @@ func (r *run) gc(ctx context.Context) (bool, string, error) {
 		}
 		return d == nil, "", err
 	})
+	if qerr := r.quiet(ctx); qerr != nil {
+		return false, "", qerr
+	}
 	var deletes []string
 	for _, q := range r.rec.Requests(t0) {
 		if q.Verb == "delete" && strings.HasPrefix(q.Resource, "deployments") {
@@ -354,4 +417,12 @@ func (r *run) gc(ctx context.Context) (bool, string, error) {
 		fail += ": it has no controller ownerReference to the Echo, so the garbage collector leaves it"
 	}
 	return outcome(took, err, "collected by the garbage collector", fail)
+}
+
+// plural is "s" unless n is 1.
+func plural(n int32) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -38,7 +38,9 @@ reconcile() {
   local name=$1 out ready
   if ! out=$("${kc[@]}" get echo "$name" -o go-template="$deployment" 2>&1); then
     if [[ $out == *NotFound* && $variant == deletes-children ]]; then
-      "${kc[@]}" delete deployment "echo-$name" --ignore-not-found >&2
+      # --raw sends the DELETE as it is: `kubectl delete deployment` would
+      # GET it first and, the garbage collector being quicker, send nothing.
+      "${kc[@]}" delete --raw "/apis/apps/v1/namespaces/$ns/deployments/echo-$name" >&2
     fi
     return 0
   fi
