@@ -39,6 +39,10 @@ const (
 
 	// APIRequest: one request through a replica's proxy.
 	APIRequest Kind = "api.request"
+	// APIWatchEvent: one event a watch delivered to a replica, through its
+	// proxy, so operators that trace nothing of their own still show what
+	// they were told.
+	APIWatchEvent Kind = "api.watch_event"
 
 	// PollTick: the shell loop woke up.
 	PollTick Kind = "poll.tick"

@@ -11,7 +11,7 @@ import (
 // (stats, timeline, lessons) reads them back through these constants, so a
 // key is spelled once. Schema says which kind carries which.
 const (
-	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request)
+	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request, api.watch_event)
 	FieldInitial     = "initial"     // informer.add of an object listed at start
 	FieldChange      = "change"      // informer.update: "spec" (generation moved) or "status"
 	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
@@ -58,6 +58,7 @@ const (
 	FieldMsg         = "msg"         // log
 	FieldQPS         = "qps"         // client.limits: requests per second (< 0: no client-side limit)
 	FieldBurst       = "burst"       // client.limits
+	FieldType        = "type"        // api.watch_event: "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"; "" if unreadable
 )
 
 // Values of FieldResult and FieldChanged.
@@ -81,6 +82,7 @@ var Schema = map[Kind][]string{
 	ReconcileStart: {FieldID, FieldCause, FieldCauseEvent, FieldCauses},
 	ReconcileEnd:   {FieldID, FieldResult, FieldDurationMS, FieldChanged, FieldStatus, FieldError},
 	APIRequest:     {FieldVerb, FieldResource, FieldCode, FieldLatencyMS, FieldUserAgent},
+	APIWatchEvent:  {FieldResource, FieldType},
 	PollTick:       {FieldIntervalS},
 	Kubectl:        {FieldVerb, FieldCode, FieldDurationMS},
 	LeaderAcquired: {FieldIdentity},

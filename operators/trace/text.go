@@ -69,6 +69,12 @@ func (e Event) Summary() string {
 		return s
 	case APIRequest:
 		return fmt.Sprintf("%s %s → %s in %s", e.Str(FieldVerb), e.Str(FieldResource), e.Str(FieldCode), ms(FieldLatencyMS))
+	case APIWatchEvent:
+		typ := e.Str(FieldType)
+		if typ == "" {
+			typ = "unreadable event"
+		}
+		return "watch " + e.Str(FieldResource) + " delivered " + typ
 	case Kubectl:
 		return fmt.Sprintf("kubectl %s → exit %s in %s", e.Str(FieldVerb), e.Str(FieldCode), ms(FieldDurationMS))
 	case LeaderAcquired, LeaderLost, LeaderObserved:

@@ -91,3 +91,22 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The proxy's api.watch_event carries only schema fields, and reads as a
+// timeline line whether or not its frame could be read.
+func TestAPIWatchEvent(t *testing.T) {
+	tests := []struct{ typ, want string }{
+		{"ADDED", "watch configmaps delivered ADDED"},
+		{"", "watch configmaps delivered unreadable event"},
+	}
+	for _, tc := range tests {
+		e := Event{Source: "proxy/clientgo/a", Kind: APIWatchEvent, Namespace: "ns", Object: "ConfigMap/a",
+			Fields: map[string]any{FieldResource: "configmaps", FieldType: tc.typ}}
+		if err := CheckSchema(e); err != nil {
+			t.Error(err)
+		}
+		if got := e.Summary(); got != tc.want {
+			t.Errorf("Summary() = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -1,9 +1,10 @@
 // Package proxy is the counting API proxy: one per operator replica, on
 // loopback between that replica and the kube-apiserver. It counts the
 // replica's requests by verb and resource, publishes one trace event per
-// request, and can partition the replica (refuse or hang its traffic) or slow
-// it down. It serves only the holder of its random bearer token and talks to
-// the apiserver as the replica's own identity (Options.Upstream).
+// request and one per event a watch delivers (watch.go), and can partition
+// the replica (refuse or hang its traffic) or slow it down. It serves only
+// the holder of its random bearer token and talks to the apiserver as the
+// replica's own identity (Options.Upstream).
 //
 // The proxy serves TLS, with a self-signed certificate made for it at Start
 // and trusted by its kubeconfig. Plain HTTP would not do: clientcmd, which
@@ -83,8 +84,9 @@ type Options struct {
 	// apiserver.
 	Upstream *rest.Config
 	// Publish is called for every finished request (for a watch: once its
-	// response headers arrive). It must not block; it is called from one
-	// goroutine of the proxy's own, never from the request path. May be nil.
+	// response headers arrive) and for every event a watch delivers. It
+	// must not block; it is called from one goroutine of the proxy's own,
+	// never from the request path. May be nil.
 	Publish func(trace.Event)
 	// Log may be nil.
 	Log *slog.Logger
@@ -136,6 +138,8 @@ type Proxy struct {
 	qclosed bool
 	dropped atomic.Int64
 	pumped  chan struct{}
+
+	watchEvents atomic.Int64 // see WatchEvents
 
 	closeOnce sync.Once
 	closeErr  error
@@ -488,12 +492,16 @@ func (p *Proxy) authorized(r *http.Request) bool {
 }
 
 // onResponse runs when upstream response headers arrive: a watch is
-// published now, as it may stay open for minutes.
+// published now, as it may stay open for minutes, and its body is wrapped to
+// count the events it delivers.
 func (p *Proxy) onResponse(res *http.Response) error {
 	x, ok := res.Request.Context().Value(ctxKey{}).(*exchange)
 	if ok && x.watch && !x.published {
 		x.published = true
 		p.publish(x, res.StatusCode)
+	}
+	if ok && x.watch && res.StatusCode == http.StatusOK {
+		p.countWatch(x, res)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ type seenReq struct {
 // fakeAPI is a TLS upstream that demands a client certificate and answers
 // just enough of the Kubernetes API for client-go. Its watches send one
 // ADDED event at once, then wait for release (then send MODIFIED and end) or
-// for the request to be cancelled.
+// for the request to be cancelled; a watch of secrets is refused (403).
 type fakeAPI struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -128,6 +128,12 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	info, err := requestInfo.NewRequestInfo(r)
 	if err != nil || !info.IsResourceRequest {
 		http.NotFound(w, r)
+		return
+	}
+	if info.Verb == "watch" && info.Resource == "secrets" {
+		// A refused watch: its Status is a JSON line like a watch event.
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"Forbidden","code":403}`)
 		return
 	}
 	gvk := kindFor[info.Resource]

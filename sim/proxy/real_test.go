@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kkloud/rlab/operators/trace"
@@ -66,29 +69,11 @@ func TestRealControlPlane(t *testing.T) {
 	admin := kubernetes.NewForConfigOrDie(real.env.Config())
 	ns := clustertest.Namespace(t, admin, "proxy")
 
-	// The replica's own least-privilege identity: it may read ConfigMaps in
-	// its namespace and nothing else.
-	id, err := cluster.ServiceAccount(t.Context(), real.env.Config(), ns, "proxy-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
-		Subjects:   []rbacv1.Subject{id.Subject},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	upstream := configMapReader(t, admin, ns)
 
 	events := &sink{}
 	t.Cleanup(func() { events.CheckSchema(t) }) // after Close: every event delivered
-	p, err := Start(Options{Name: "clientgo/a", Upstream: id.Config, Publish: events.Publish, Log: testLogger(t)})
+	p, err := Start(Options{Name: "clientgo/a", Upstream: upstream, Publish: events.Publish, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +200,30 @@ func TestRealControlPlane(t *testing.T) {
 	}
 }
 
+// configMapReader is the replica's own least-privilege identity in ns: it
+// may read ConfigMaps there and nothing else.
+func configMapReader(t *testing.T, admin kubernetes.Interface, ns string) *rest.Config {
+	t.Helper()
+	id, err := cluster.ServiceAccount(t.Context(), real.env.Config(), ns, "proxy-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
+		Subjects:   []rbacv1.Subject{id.Subject},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return id.Config
+}
+
 // testLogger keeps the proxy's debug log and prints it if the test fails.
 func testLogger(t *testing.T) *slog.Logger {
 	t.Helper()
@@ -225,4 +234,155 @@ func testLogger(t *testing.T) *slog.Logger {
 		}
 	})
 	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// roundTripperFunc adapts a function to http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRealWatchEvents: a client-go watch through the proxy, in each content
+// type the real apiserver streams, sees ADDED, MODIFIED and DELETED of a
+// ConfigMap, and the proxy publishes each as an api.watch_event.
+func TestRealWatchEvents(t *testing.T) {
+	<-real.ready
+	if real.err != nil {
+		t.Fatal(real.err)
+	}
+	admin := kubernetes.NewForConfigOrDie(real.env.Config())
+	ns := clustertest.Namespace(t, admin, "watch")
+	upstream := configMapReader(t, admin, ns)
+
+	const (
+		jsonStream  = "application/json"
+		protoStream = "application/vnd.kubernetes.protobuf;stream=watch"
+	)
+	tests := []struct {
+		name        string
+		contentType string // rest.Config ContentType and AcceptContentTypes; "" is client-go's default
+		want        []string
+	}{
+		{"client-go default", "", []string{jsonStream, protoStream}},
+		{"json", "application/json", []string{jsonStream}},
+		{"protobuf", "application/vnd.kubernetes.protobuf", []string{protoStream}},
+	}
+	streamed := map[string]bool{}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			events := &sink{}
+			t.Cleanup(func() { events.CheckSchema(t) }) // after Close
+			p, err := Start(Options{Name: "clientgo/a", Upstream: upstream, Publish: events.Publish, Log: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			cfg := clientConfig(t, p, ns)
+			cfg.ContentType, cfg.AcceptContentTypes = tc.contentType, tc.contentType
+			// The media type the watch really streamed, as the client got it.
+			var mu sync.Mutex
+			var wire []string
+			cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+				return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					res, err := next.RoundTrip(r)
+					if err == nil && r.URL.Query().Get("watch") == "true" {
+						mu.Lock()
+						wire = append(wire, res.Header.Get("Content-Type"))
+						mu.Unlock()
+					}
+					return res, err
+				})
+			})
+			cs := kubernetes.NewForConfigOrDie(cfg)
+
+			w, err := cs.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			mu.Lock()
+			if len(wire) != 1 || !slices.Contains(tc.want, wire[0]) {
+				t.Fatalf("watch streamed %q, want one of %q", wire, tc.want)
+			}
+			streamed[wire[0]] = true
+			t.Logf("watch streams %s", wire[0])
+			mu.Unlock()
+			requests := p.Total()
+
+			// What the client itself got, to compare with what the proxy saw.
+			name := fmt.Sprintf("watched-%d", i)
+			var cmu sync.Mutex
+			var client []string
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				for ev := range w.ResultChan() {
+					if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == name {
+						cmu.Lock()
+						client = append(client, string(ev.Type))
+						cmu.Unlock()
+					}
+				}
+			}()
+			clientSaw := func(n int) func() bool {
+				return func() bool { cmu.Lock(); defer cmu.Unlock(); return len(client) >= n }
+			}
+
+			cm, err := admin.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			simtest.Eventually(t, 20*time.Second, "client sees ADDED", simtest.True(clientSaw(1)))
+			cm.Data["k"] = "w"
+			if _, err := admin.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			simtest.Eventually(t, 20*time.Second, "client sees MODIFIED", simtest.True(clientSaw(2)))
+			if err := admin.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			simtest.Eventually(t, 20*time.Second, "client sees DELETED", simtest.True(clientSaw(3)))
+
+			want := []string{"ADDED", "MODIFIED", "DELETED"}
+			cmu.Lock()
+			if !slices.Equal(client, want) {
+				t.Errorf("client saw %v, want %v", client, want)
+			}
+			cmu.Unlock()
+			var got []string
+			simtest.Eventually(t, 20*time.Second, "api.watch_event ADDED, MODIFIED, DELETED", simtest.True(func() bool {
+				got = got[:0]
+				for _, e := range events.matching(isWatchEvent) {
+					if e.Object != "ConfigMap/"+name {
+						continue
+					}
+					if e.Namespace != ns || e.Str(trace.FieldResource) != "configmaps" || e.Source != "proxy/clientgo/a" {
+						t.Errorf("watch event = %+v", e)
+					}
+					got = append(got, e.Str(trace.FieldType))
+				}
+				return len(got) >= len(want)
+			}))
+			if !slices.Equal(got, want) {
+				t.Errorf("api.watch_event types of ConfigMap/%s = %v, want %v", name, got, want)
+			}
+			if p.Total() != requests {
+				t.Errorf("total = %d after the watch delivered events, want %d: they are not requests", p.Total(), requests)
+			}
+
+			// Close ends the watch and delivers what is queued: every
+			// counted event was published, each once.
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			<-drained
+			if n, all := p.WatchEvents(), len(events.matching(isWatchEvent)); n < 3 || n != all {
+				t.Errorf("WatchEvents = %d, %d api.watch_event events published; want the same, at least 3", n, all)
+			}
+		})
+	}
+	if !streamed[jsonStream] || !streamed[protoStream] {
+		t.Errorf("watches streamed %v, want both JSON and protobuf", streamed)
+	}
 }
