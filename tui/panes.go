@@ -100,7 +100,7 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, avail, room int, 
 			title = "▶ " + title
 			border = s.OpPaint(st)
 		}
-		blocks[i] = common.BoxFitted(s.OpBold[st].S(title), common.Width(title), bodies[i], widths[i], h, border)
+		blocks[i] = common.BoxFitted(s.OpTitle(st).S(title), common.Width(title), bodies[i], widths[i], h, border)
 	}
 	return common.JoinColumns(blocks, widths)
 }
