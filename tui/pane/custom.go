@@ -38,11 +38,12 @@ func customBody(d Data, st *stats.Style, w int, s *common.Styles) []string {
 
 // note says once where this pane's knowledge comes from.
 func note(w int, s *common.Styles) string {
-	const long, short = "no trace of its own: seen from its proxy and the cluster", "no own trace: seen from outside"
-	if len(long) <= w {
-		return (&common.Line{}).Add(s.Dim, long).Fit(w)
+	for _, n := range []string{"no trace of its own: seen from its proxy and the cluster", "no trace of its own: seen from outside"} {
+		if len(n) <= w {
+			return (&common.Line{}).Add(s.Dim, n).Fit(w)
+		}
 	}
-	return (&common.Line{}).Add(s.Dim, short).Fit(w)
+	return (&common.Line{}).Add(s.Dim, "no own trace: seen from outside").Fit(w)
 }
 
 // requests are the API requests: how many and how many a minute, whether
