@@ -138,7 +138,11 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 			}
 			blocks[i] = common.BoxFitted(s.OpTitle(st).S(title), common.Width(title), bodies[i], widths[i], h, border)
 		}
-		out = append(out, common.JoinColumns(blocks, widths[:len(row)])...)
+		joined := common.JoinColumns(blocks, widths[:len(row)])
+		if rows == 1 {
+			return joined
+		}
+		out = append(out, joined...)
 	}
 	return out
 }
