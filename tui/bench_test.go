@@ -259,3 +259,22 @@ func BenchmarkTUISnapshotScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTUIViewFour200x60 is BenchmarkTUIView200x60 with a student's
+// operator's pane beside the three (target ≤ 8 ms).
+// go test ./tui -run '^$' -bench TUIView -benchmem
+func BenchmarkTUIViewFour200x60(b *testing.B) {
+	m, _ := newCustomScreen(b, 200, 60)
+	m.Ingest(burst(20_000))
+	for m.Pending() > 0 {
+		m.Ingest(nil)
+	}
+	m.Update(keyMsg("T"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		m.draw.now()
+		_ = m.View()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/view")
+}

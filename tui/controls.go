@@ -94,6 +94,9 @@ func (c *controls) remember(ev *world.EchoView) {
 // clearStatus forgets the last action's result (esc).
 func (c *controls) clearStatus() { c.status = status{} }
 
+// say puts text on the status line, as an error if err.
+func (c *controls) say(text string, err bool) { c.status = status{text: text, err: err} }
+
 // onKey handles the action keys; ok is false for any other key.
 func (c *controls) onKey(msg tea.KeyPressMsg, k *common.KeyMap, at target) (ok bool, cmd tea.Cmd) {
 	name := c.name
@@ -152,6 +155,12 @@ func (c *controls) addReplicas(more bool, ev *world.EchoView) tea.Cmd {
 
 // signalLeader kills (SIGKILL) or stops (SIGTERM) the leader of a style.
 func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
+	if !st.Builtin() {
+		// Its Lease, if any, is named as it likes and held under an
+		// identity rlab did not make: the leader is not known for sure.
+		c.status = status{text: st.Title() + " is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", err: true}
+		return nil
+	}
 	if !st.ElectsLeader() {
 		c.status = status{text: "the shell loop has no leader: one replica, no election (focus a Go style with tab)", err: true}
 		return nil

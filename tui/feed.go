@@ -148,9 +148,17 @@ func (f *feed) ingest(evs []trace.Event) bool {
 
 // background says whether an event moves nothing on screen but a counter
 // that is redrawn once a second anyway: the Lease renewals and leader
-// events' API requests, which never leave the timeline's default filter.
+// events' API requests, which never leave the timeline's default filter,
+// and the built-in operators' watch events (their informer events move
+// their panes).
 func background(e trace.Event) bool {
-	if e.Kind != trace.APIRequest {
+	switch e.Kind {
+	case trace.APIRequest:
+	case trace.APIWatchEvent:
+		if stats.StyleOf(e).Builtin() {
+			return true
+		}
+	default:
 		return false
 	}
 	r := e.Str(trace.FieldResource)

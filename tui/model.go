@@ -123,6 +123,7 @@ type Model struct {
 	panes  *panes
 	ctl    *controls
 	lesson *lesson
+	logs   *logView
 
 	draw redraw
 	plan pumpPlan // when the next frame comes, as last decided
@@ -147,12 +148,13 @@ func New(opts Options) *Model {
 	}
 	m := &Model{
 		opts:   opts,
-		keys:   common.DefaultKeyMap(),
+		keys:   common.DefaultKeyMap().Panes(len(order)),
 		help:   help.New(),
 		feed:   newFeed(opts, order),
 		panes:  &panes{order: order},
 		ctl:    newControls(opts),
 		lesson: newLesson(opts.Guide),
+		logs:   newLogView(opts.Source),
 		wall:   time.Now,
 	}
 	m.feed.wall = func() time.Time { return m.wall() }
@@ -193,6 +195,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionMsg:
 		m.ctl.done(msg)
 		m.draw.now()
+	case logReadMsg:
+		cmd, changed := m.logs.onRead(msg)
+		if changed {
+			m.draw.now()
+		}
+		return m, cmd
+	case logTickMsg:
+		return m, m.logs.onTick(msg)
 	case tea.KeyPressMsg:
 		m.draw.now()
 		return m, m.onKey(msg)
@@ -282,15 +292,48 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case msg.String() == "esc":
 		m.showHelp = false
 		m.ctl.clearStatus()
+		m.logs.close()
 		return nil
+	case key.Matches(msg, k.Log):
+		if m.logs.open {
+			m.logs.close()
+			return nil
+		}
+		return m.showLog("")
+	case key.Matches(msg, k.LogReplica) && m.logs.open:
+		return m.showLog(nextReplica(m.feed.stats.Styles[m.logs.st], m.logs.replica))
 	}
 	if ok, cmd := m.ctl.onKey(msg, k, m.target()); ok {
 		return cmd
 	}
-	if !m.panes.onKey(msg, k) && !m.feed.onKey(msg, k) {
+	if m.panes.onKey(msg, k) {
+		if m.logs.open && m.logs.st != m.panes.focused() {
+			return m.showLog("") // the log follows the focus
+		}
+		return nil
+	}
+	if !m.feed.onKey(msg, k) {
 		m.lesson.onKey(msg, k, m.styles)
 	}
 	return nil
+}
+
+// showLog opens the log of replica of the focused pane's operator (""
+// for its leader, or its first replica).
+func (m *Model) showLog(replica string) tea.Cmd {
+	if m.logs.src == nil {
+		m.ctl.say("no operator logs here (a replay records the trace only)", true)
+		return nil
+	}
+	st := m.panes.focused()
+	if replica == "" {
+		holder := ""
+		if ns := m.feed.namespace(st); ns != nil && ns.Lease != nil {
+			holder = ns.Lease.Holder
+		}
+		replica = defaultReplica(m.feed.stats.Styles[st], holder)
+	}
+	return m.logs.show(st, replica)
 }
 
 // target is what the action keys act on now.

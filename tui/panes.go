@@ -48,12 +48,39 @@ func (p *panes) onKey(msg tea.KeyPressMsg, k *common.KeyMap) (ok bool) {
 	return true
 }
 
-// three says whether the panes stand side by side at width w.
-func (p *panes) three(w int) bool { return !p.full && w >= threeFrom && len(p.order) > 1 }
+// minPaneW is the least width of a pane beside others: narrower, its
+// lines are cut too much. Three panes stand side by side from 120 columns,
+// four from 160.
+const minPaneW = threeFrom / 3
 
-// shown are the styles whose panes are drawn at width w.
-func (p *panes) shown(w int) []style.Style {
-	if p.three(w) {
+// gridRowH is the height a row of a grid needs (a pane's usual body and
+// its frame): panes in two rows are chosen only if both rows fit.
+const gridRowH = 18
+
+// columns is how many panes stand in a row at width w with h rows for the
+// panes: all of them in one row if each gets minPaneW; else equal rows of
+// fewer (four panes in two rows of two) if those rows fit in h; else 0,
+// the focused pane alone under the strip.
+func (p *panes) columns(w, h int) int {
+	n := len(p.order)
+	if p.full || n < 2 {
+		return 0
+	}
+	for cols := min(n, w/minPaneW); cols >= 2; cols-- {
+		rows := n / cols
+		if n%cols != 0 {
+			continue // a row with a gap reads as a missing pane
+		}
+		if rows == 1 || rows*gridRowH <= h {
+			return cols
+		}
+	}
+	return 0
+}
+
+// shown are the styles whose panes are drawn with cols panes a row.
+func (p *panes) shown(cols int) []style.Style {
+	if cols > 0 {
 		return p.order
 	}
 	return []style.Style{p.focused()}
@@ -74,35 +101,50 @@ func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single
 	}
 }
 
-// render draws the panes w wide, as tall as the tallest body but leaving
-// at least room of the avail rows under them.
-func (p *panes) render(f *feed, echo string, now time.Time, w, avail, room int, s *common.Styles) []string {
-	shown := p.shown(w)
-	widths := make([]int, len(shown))
-	for i := range shown {
-		widths[i] = w / len(shown)
-		if i < w%len(shown) {
+// render draws the panes w wide, cols a row (0: the focused one alone),
+// each row as tall as its tallest body but leaving at least room of the
+// avail rows under them.
+func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room int, s *common.Styles) []string {
+	shown := p.shown(cols)
+	per := max(cols, 1)
+	rows := (len(shown) + per - 1) / per
+	widths := make([]int, per)
+	for i := range widths {
+		widths[i] = w / per
+		if i < w%per {
 			widths[i]++
 		}
 	}
-	bodies := make([][]string, len(shown))
-	tallest := 0
-	for i, st := range shown {
-		bodies[i] = pane.Body(p.data(f, echo, st, now, len(shown) == 1), common.BoxInner(widths[i]), s)
-		tallest = max(tallest, len(bodies[i]))
-	}
-	h := min(tallest+2, avail-room)
-	blocks := make([][]string, len(shown))
-	for i, st := range shown {
-		title := st.Title()
-		border := s.Border
-		if st == p.focused() && len(shown) > 1 {
-			title = "▶ " + title
-			border = s.OpPaint(st)
+	var out []string
+	left := avail - room
+	for r := range rows {
+		row := shown[r*per : min(len(shown), (r+1)*per)]
+		bodies := make([][]string, len(row))
+		tallest := 0
+		for i, st := range row {
+			bodies[i] = pane.Body(p.data(f, echo, st, now, len(shown) == 1), common.BoxInner(widths[i]), s)
+			tallest = max(tallest, len(bodies[i]))
 		}
-		blocks[i] = common.BoxFitted(s.OpBold[st].S(title), common.Width(title), bodies[i], widths[i], h, border)
+		// The rows share what is left: the last takes the rest.
+		h := min(tallest+2, left/(rows-r))
+		left -= h
+		blocks := make([][]string, len(row))
+		for i, st := range row {
+			title := st.Title()
+			border := s.Border
+			if st == p.focused() && len(shown) > 1 {
+				title = "▶ " + title
+				border = s.OpPaint(st)
+			}
+			blocks[i] = common.BoxFitted(s.OpTitle(st).S(title), common.Width(title), bodies[i], widths[i], h, border)
+		}
+		joined := common.JoinColumns(blocks, widths[:len(row)])
+		if rows == 1 {
+			return joined
+		}
+		out = append(out, joined...)
 	}
-	return common.JoinColumns(blocks, widths)
+	return out
 }
 
 // strip names the panes not shown on a narrow screen, with their status.
@@ -122,6 +164,6 @@ func (p *panes) strip(f *feed, echo string, w int, s *common.Styles) string {
 		}
 		l.Plain(" ")
 	}
-	l.Add(s.Dim, "tab/1-3 switch · f full width")
+	l.Add(s.Dim, fmt.Sprintf("tab/1-%d switch · f full width", len(p.order)))
 	return l.Fit(w)
 }

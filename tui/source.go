@@ -11,6 +11,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui/logfile"
 )
 
 // Source is what the screen reads: one stream of events and the world
@@ -67,3 +68,19 @@ type GuideState = lessons.SessionState
 
 // GuideEntry is one lesson in the lesson list.
 type GuideEntry = lessons.SessionEntry
+
+// Logs is what the log view reads: the log file of one operator replica
+// (a built-in's human log; everything a student's operator prints). A
+// Source that has logs implements it (the live sandbox's); a replay has
+// none, and the log key says so.
+type Logs interface {
+	// ReadLog reads replica's log from byte offset from, at most max
+	// bytes; from < 0 reads its last max bytes. A log shorter than from
+	// (begun anew) is read from its start. A replica that has written
+	// nothing yet may have no log: an error wrapping fs.ErrNotExist.
+	ReadLog(st style.Style, replica string, from int64, max int) (LogChunk, error)
+}
+
+// LogChunk is a piece of a log: Data, the bytes from offset From up to
+// Next, where the next read goes on.
+type LogChunk = logfile.Chunk

@@ -127,23 +127,26 @@ func (m *Model) Render() string {
 
 	footer := m.footer(w)
 	avail := h - 1 - len(footer)
-	if !m.panes.three(w) {
-		lines = append(lines, m.panes.strip(m.feed, m.opts.Echo, w, s))
-		avail--
-	}
 	// Panes: as tall as the tallest body, leaving the timeline at least 5
 	// rows, or the lesson panel its least.
 	lowMin := 5
 	if m.lesson.on() {
 		lowMin = lessonpanel.MinHeight
 	}
-	top := m.panes.render(m.feed, m.opts.Echo, now, w, avail, lowMin, s)
+	cols := m.panes.columns(w, avail-lowMin)
+	if cols == 0 {
+		lines = append(lines, m.panes.strip(m.feed, m.opts.Echo, w, s))
+		avail--
+	}
+	top := m.panes.render(m.feed, m.opts.Echo, now, w, cols, avail, lowMin, s)
 	lines = append(lines, top...)
 
 	lowH := avail - len(top)
 	switch {
 	case m.showHelp:
 		lines = append(lines, m.helpBox(w, lowH)...)
+	case m.logs.open:
+		lines = append(lines, m.logs.render(w, lowH, m.keys.Log.Help().Key, m.keys.LogReplica.Help().Key, s)...)
 	case m.lesson.on():
 		lines = append(lines, m.lesson.area(w, lowH, s, m.feed.tl)...)
 	default:
@@ -225,7 +228,11 @@ func (m *Model) helpBox(w, h int) []string {
 	m.help.SetWidth(w - 4)
 	body := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
 	body = append([]string{""}, body...)
-	body = append(body, "", m.styles.Dim.S("Edits apply to the Echo of the same name in all three namespaces at once, so the styles race fairly."),
+	all := "all three"
+	if n := len(m.panes.order); n != 3 {
+		all = fmt.Sprintf("all %d", n)
+	}
+	body = append(body, "", m.styles.Dim.S("Edits apply to the Echo of the same name in "+all+" namespaces at once, so the styles race fairly."),
 		m.styles.Dim.S("? or esc closes this help."))
 	return common.Box(m.styles.Bold.S("help"), 4, body, w, h, m.styles.Border)
 }

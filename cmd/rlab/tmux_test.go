@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,10 +97,11 @@ func panes(screen string) [][]string {
 	return nil
 }
 
-// everyPane says whether each of the three panes has all the texts.
+// everyPane says whether each pane (the three built-in ones, and any
+// student's operator's beside them) has all the texts.
 func everyPane(screen string, texts ...string) bool {
 	ps := panes(screen)
-	if len(ps) != 3 {
+	if len(ps) < 3 {
 		return false
 	}
 	for _, p := range ps {
@@ -128,6 +130,13 @@ type tmuxRun struct {
 // the session and any process of the sandbox that outlived it, by pid.
 func startTmux(t *testing.T, name string, args ...string) *tmuxRun {
 	t.Helper()
+	return startTmuxSized(t, name, 160, 45, args...)
+}
+
+// startTmuxSized is startTmux in a terminal of w×h. args are joined into
+// a shell command line: quote those with spaces.
+func startTmuxSized(t *testing.T, name string, w, h int, args ...string) *tmuxRun {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed; this real-terminal test needs it: install it with `apt-get install -y tmux` (.ci/run does)")
 	}
@@ -143,7 +152,7 @@ func startTmux(t *testing.T, name string, args ...string) *tmuxRun {
 	r := &tmuxRun{t: t, dir: dir,
 		env:  []string{"XDG_STATE_HOME=" + stateHome, "TMPDIR=" + tmp},
 		sd:   state.Dir{Root: filepath.Join(stateHome, "rlab")},
-		term: &tmuxTerm{t: t, socket: fmt.Sprintf("rlab-test-%d-%s", os.Getpid(), name), name: name, width: 160, height: 45},
+		term: &tmuxTerm{t: t, socket: fmt.Sprintf("rlab-test-%d-%s", os.Getpid(), name), name: name, width: w, height: h},
 	}
 	// The shell says how rlab exited and keeps the pane (and what rlab
 	// printed last) on screen until the session is killed.
@@ -266,4 +275,75 @@ func TestTmuxLesson(t *testing.T) {
 	if !strings.Contains(string(b), `"02-desired-vs-actual"`) || !strings.Contains(string(b), `"done": true`) {
 		t.Fatalf("progress after the lesson:\n%s", b)
 	}
+}
+
+// paneOf is the column of the pane titled title, joined, or "".
+func paneOf(screen, title string) string {
+	for _, p := range panes(screen) {
+		if len(p) > 0 && strings.Contains(p[0], "─ "+title+" ─") || len(p) > 0 && strings.Contains(p[0], "▶ "+title+" ─") {
+			return strings.Join(p, "\n")
+		}
+	}
+	return ""
+}
+
+var apiCount = regexp.MustCompile(`API (\d+) req`)
+
+// requestsOf is the request count the pane shows, -1 if none.
+func requestsOf(pane string) int {
+	m := apiCount.FindStringSubmatch(pane)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// TestTmuxOwnOperator runs `rlab up` with a student's own operator (the
+// bash watch-operator) in a real terminal at 160x48: four panes; mine's
+// shows the sample Echo at 2/2 from the cluster and counts its requests
+// from its proxy, with no pipeline of its own; after + its count grows as
+// it reconciles 3/3; o opens its log on screen with a line its process
+// wrote; q stops everything and no process is left.
+func TestTmuxOwnOperator(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "operators", "watch-operator.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startTmuxSized(t, "rlab-mine", 160, 48, "up", "--operator", "'mine=bash "+script+" good'")
+	r.ready()
+	before := -1
+	r.term.waitScreen("mine's pane did not show Echo/hello 2/2 and its requests", time.Minute, func(s string) bool {
+		p := paneOf(s, "mine")
+		before = requestsOf(p)
+		return strings.Contains(p, "no own trace") && strings.Contains(p, "Echo/hello 2/2") && before > 0 &&
+			strings.Contains(p, "watches") && !strings.Contains(p, "queue") && !strings.Contains(p, "reconciles")
+	})
+
+	r.term.send("+")
+	r.term.waitScreen("mine's requests did not grow as it reconciled 3/3", time.Minute, func(s string) bool {
+		p := paneOf(s, "mine")
+		return strings.Contains(p, "Echo/hello 3/3") && strings.Contains(p, "Deployment echo-hello 3/3") && requestsOf(p) > before
+	})
+
+	r.term.send("4")
+	r.term.send("o")
+	var line string
+	r.term.waitScreen("the log view did not show a line of mine's log", 30*time.Second, func(s string) bool {
+		b, err := os.ReadFile(filepath.Join(r.sd.Logs(), "mine-a.log"))
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(l, "serverside-applied") || strings.Contains(l, "patched") {
+				line = strings.TrimSpace(l)
+			}
+		}
+		return line != "" && strings.Contains(s, "log · mine replica a") && strings.Contains(s, line)
+	})
+	r.term.send("o")
+	r.term.waitScreen("o did not close the log view", 10*time.Second, func(s string) bool {
+		return !strings.Contains(s, "log · mine") && strings.Contains(s, "timeline ·")
+	})
+	r.quit()
 }

@@ -306,7 +306,16 @@ func statusCaughtUp(e *echov1.Echo, created bool) bool {
 // setLease records the leader Lease (l nil: deleted) and derives
 // leader.observed when its holder changed, including to nobody.
 func (m *nsModel) setLease(name string, l *coordinationv1.Lease, now time.Time) []trace.Event {
-	if name != echo.LeaseName {
+	switch {
+	case m.leases != nil:
+		// A student's operator: the Lease it made, whatever its name.
+		if l == nil {
+			delete(m.leases, name)
+		} else {
+			m.leases[name] = l
+		}
+		l, name = m.firstLease(name)
+	case name != echo.LeaseName:
 		return nil
 	}
 	prev := holderOf(m.lease)
@@ -322,4 +331,19 @@ func (m *nsModel) setLease(name string, l *coordinationv1.Lease, now time.Time) 
 	return []trace.Event{m.event(now, trace.LeaderObserved, "Lease/"+name, map[string]any{
 		trace.FieldIdentity: cur, trace.FieldPrevious: prev, trace.FieldTransitions: transitions, trace.FieldLease: name,
 	})}
+}
+
+// firstLease is the Lease shown of a student's operator's namespace: the
+// first by name, so that the choice is stable; nil and fallback if none.
+func (m *nsModel) firstLease(fallback string) (*coordinationv1.Lease, string) {
+	var first *coordinationv1.Lease
+	for n, l := range m.leases {
+		if first == nil || n < first.Name {
+			first = l
+		}
+	}
+	if first == nil {
+		return nil, fallback
+	}
+	return first, first.Name
 }

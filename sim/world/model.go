@@ -43,7 +43,10 @@ type NamespaceView struct {
 	// Orphans are the Deployments not shown under an Echo: their owner Echo
 	// is not present (e.g. after delete --cascade=orphan), or they have none.
 	Orphans []*DeploymentView
-	Lease   *LeaseView // the Lease named echo.LeaseName, nil if none
+	// Lease is the leader Lease: the one named echo.LeaseName, or in a
+	// student's operator's namespace whatever Lease it made (it names its
+	// own; the first by name if several); nil if none.
+	Lease *LeaseView
 	// Registry is the data of the ConfigMap echo.RegistryName (Echo name →
 	// uid), written by operators run with --finalizer; nil if absent.
 	Registry map[string]string
@@ -93,6 +96,7 @@ type PodView struct {
 
 // LeaseView is the leader Lease.
 type LeaseView struct {
+	Name            string
 	Holder          string
 	Renewed         time.Time
 	DurationSeconds int32
@@ -111,8 +115,11 @@ type nsModel struct {
 	replicaSets map[string]*appsv1.ReplicaSet
 	pods        map[string]*corev1.Pod
 	lease       *coordinationv1.Lease
-	registry    *corev1.ConfigMap
-	tracks      map[string]*echoTrack // by Echo name
+	// leases are every Lease of a namespace whose operator names its own
+	// (a student's), by name; nil in a built-in style's namespace.
+	leases   map[string]*coordinationv1.Lease
+	registry *corev1.ConfigMap
+	tracks   map[string]*echoTrack // by Echo name
 	// later runs fn on this model after the settle time (see Options.Settle);
 	// called with the World's lock held.
 	later func(fn func(m *nsModel, now time.Time) []trace.Event)
@@ -127,7 +134,18 @@ func newNSModel(name, image string) *nsModel {
 		replicaSets: map[string]*appsv1.ReplicaSet{},
 		pods:        map[string]*corev1.Pod{},
 		tracks:      map[string]*echoTrack{},
+		leases:      ownLeases(name),
 	}
+}
+
+// ownLeases is the map that tracks every Lease of namespace ns if its
+// operator is a student's, which names its Lease as it likes; nil for a
+// built-in style, whose Lease is echo.LeaseName (others there are not its).
+func ownLeases(ns string) map[string]*coordinationv1.Lease {
+	if st := style.FromNamespace(ns); st != "" && !st.Builtin() {
+		return map[string]*coordinationv1.Lease{}
+	}
+	return nil
 }
 
 func deleting(o metav1.Object) bool { return o.GetDeletionTimestamp() != nil }
@@ -198,7 +216,7 @@ func (m *nsModel) view() *NamespaceView {
 		}
 	}
 	if l := m.lease; l != nil {
-		lv := &LeaseView{Holder: holderOf(l)}
+		lv := &LeaseView{Name: l.Name, Holder: holderOf(l)}
 		if l.Spec.RenewTime != nil {
 			lv.Renewed = l.Spec.RenewTime.Time
 		}

@@ -1,12 +1,16 @@
 package common
 
-import "charm.land/bubbles/v2/key"
+import (
+	"fmt"
+
+	"charm.land/bubbles/v2/key"
+)
 
 // KeyMap is every key of the main screen. `?` help is generated from it.
 type KeyMap struct {
 	More, Less, Edit, DeleteDeployment, Scale, DeleteEcho, CreateEcho key.Binding
 	Kill, Stop                                                        key.Binding
-	Next, Prev, Focus, Full, Verbs                                    key.Binding
+	Next, Prev, Focus, Full, Verbs, Log, LogReplica                   key.Binding
 	Filter, Kinds, Pause, Up, Down, PageUp, PageDown, Top, Bottom     key.Binding
 	Help, Quit                                                        key.Binding
 	// Lesson keys: disabled (never matched, not in the help) until Lesson
@@ -33,9 +37,11 @@ func DefaultKeyMap() KeyMap {
 		Stop:             b([]string{"g"}, "g", "stop leader gracefully"),
 		Next:             b([]string{"tab"}, "tab", "next pane"),
 		Prev:             b([]string{"shift+tab"}, "shift+tab", "previous pane"),
-		Focus:            b([]string{"1", "2", "3"}, "1-3", "focus pane"),
+		Focus:            b([]string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}, "1-3", "focus pane"),
 		Full:             b([]string{"f"}, "f", "full-width pane"),
 		Verbs:            b([]string{"v"}, "v", "API requests by verb"),
+		Log:              b([]string{"o"}, "o", "operator log (focused pane)"),
+		LogReplica:       b([]string{"O"}, "O", "log: next replica"),
 		Filter:           b([]string{"t"}, "t", "timeline: filter style"),
 		Kinds:            b([]string{"T"}, "T", "timeline: filter kind"),
 		Pause:            b([]string{"p"}, "p", "timeline: pause"),
@@ -54,6 +60,12 @@ func DefaultKeyMap() KeyMap {
 		Open:             b([]string{"enter"}, "enter", "open"),
 		Close:            b([]string{"esc", "l", "q"}, "esc", "close"),
 	}
+}
+
+// Panes is the keymap for n panes: the focus keys' help says 1-n.
+func (k KeyMap) Panes(n int) KeyMap {
+	k.Focus.SetHelp(fmt.Sprintf("1-%d", max(n, 1)), k.Focus.Help().Desc)
+	return k
 }
 
 func off(b key.Binding) key.Binding {
@@ -88,7 +100,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		k.LessonKeys(), // shown only in a lesson
 		{k.More, k.Less, k.Edit, k.DeleteEcho, k.CreateEcho},
 		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop},
-		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs},
+		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs, k.Log, k.LogReplica},
 		{k.Filter, k.Kinds, k.Pause, k.Up, k.Down},
 		{k.PageUp, k.PageDown, k.Top, k.Bottom, k.Help, k.Quit},
 	}

@@ -46,6 +46,9 @@ type Styles struct {
 	// OpBold is the same, bold (pane titles, the active pipeline stage).
 	OpBold map[style.Style]Paint
 
+	// Own and OwnBold paint every student's own operator (`--operator`).
+	Own, OwnBold Paint
+
 	Text, Dim, Bold, OK, Warn, Err, Accent, Crown, Flash, Fresh Paint
 	Border, Key, Desc, Reverse                                  Paint
 }
@@ -81,6 +84,8 @@ func NewStyles(dark bool) *Styles {
 		Desc:    NewPaint(fg("#6C6C6C", "#9E9E9E")),
 		Reverse: NewPaint(lipgloss.NewStyle().Reverse(true).Bold(true)),
 	}
+	own := fg("#00875F", "#5FD7AF")
+	s.Own, s.OwnBold = NewPaint(own), NewPaint(own.Bold(true))
 	for op, lc := range opColors {
 		st := fg(lc[0], lc[1])
 		s.Op[op] = NewPaint(st)
@@ -89,10 +94,25 @@ func NewStyles(dark bool) *Styles {
 	return s
 }
 
-// OpPaint is the paint of an operator style, or Text for anything else.
+// OpPaint is the paint of an operator style (Own for a student's), or
+// Text for anything else.
 func (s *Styles) OpPaint(st style.Style) Paint {
 	if p, ok := s.Op[st]; ok {
 		return p
+	}
+	if st != "" && !st.Builtin() {
+		return s.Own
+	}
+	return s.Text
+}
+
+// OpTitle is the bold paint of an operator style, for its pane's title.
+func (s *Styles) OpTitle(st style.Style) Paint {
+	if p, ok := s.OpBold[st]; ok {
+		return p
+	}
+	if st != "" && !st.Builtin() {
+		return s.OwnBold
 	}
 	return s.Text
 }

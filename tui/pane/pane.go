@@ -51,7 +51,7 @@ const (
 func Render(d Data, w, h int, s *common.Styles) []string {
 	body := Body(d, common.BoxInner(w), s)
 	title := d.Style.Title()
-	tp := s.OpBold[d.Style]
+	tp := s.OpTitle(d.Style)
 	border := s.Border
 	if d.Focused {
 		border = s.OpPaint(d.Style)
@@ -65,6 +65,9 @@ func Body(d Data, w int, s *common.Styles) []string {
 	st := d.Stats
 	if st == nil {
 		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
+	}
+	if !d.Style.Builtin() {
+		return customBody(d, st, w, s)
 	}
 	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
 	out := []string{pipe, marker, work(d, st, w, s)}

@@ -6,6 +6,7 @@
 package stats
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,6 +104,30 @@ type ClientLimit struct {
 // None says there is no client-side limit.
 func (l ClientLimit) None() bool { return l.QPS < 0 }
 
+// WatchEvents are the events watches delivered to a style's replicas
+// (api.watch_event), by resource, and the last one.
+type WatchEvents struct {
+	N          int
+	ByResource map[string]int // "deployments" → count
+	Last       WatchEvent
+}
+
+// WatchEvent is one event a watch delivered.
+type WatchEvent struct {
+	Type     string // "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"; "" if unreadable
+	Resource string // "deployments"
+	Object   string // "Deployment/echo-hello", "" if not known
+	At       time.Time
+}
+
+// Denied counts the requests the apiserver refused with 403 Forbidden:
+// what the Role does not allow.
+type Denied struct {
+	N    int
+	Last VerbKey // the last one refused
+	At   time.Time
+}
+
 // VerbKey is one line of the by-verb count: "get deployments".
 type VerbKey struct{ Verb, Resource string }
 
@@ -136,6 +161,12 @@ type Style struct {
 	// same code, so the last report stands for all.
 	Limit  *ClientLimit
 	apiSec [60]secBucket
+
+	// What the proxies saw beyond counting: the watch events they
+	// delivered and the requests the apiserver denied. A student's
+	// operator traces nothing of its own, so its pane is made of these.
+	Watch  WatchEvents
+	Denied Denied
 
 	Leader      string // replica holding the Lease ("a"), from the operators' own events
 	LeaderAt    time.Time
@@ -186,6 +217,7 @@ func New(styles []style.Style) *Stats {
 
 func newStyle(name style.Style) *Style {
 	return &Style{Name: name, Stage: -1, Verbs: map[VerbKey]int{}, Replicas: map[string]*Replica{},
+		Watch:    WatchEvents{ByResource: map[string]int{}},
 		inFlight: map[string]map[float64]struct{}{}, Converged: map[string]*Convergence{}}
 }
 
@@ -262,6 +294,8 @@ func (st *Style) apply(e trace.Event) {
 		st.reconcile(e)
 	case trace.APIRequest, trace.Dropped:
 		st.api(e)
+	case trace.APIWatchEvent:
+		st.watchEvent(e)
 	case trace.LeaderAcquired, trace.LeaderLost, trace.LeaderObserved:
 		st.leader(e)
 	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
@@ -363,7 +397,12 @@ func (st *Style) api(e trace.Event) {
 		return
 	}
 	st.APITotal++
-	st.Verbs[VerbKey{e.Str(trace.FieldVerb), e.Str(trace.FieldResource)}]++ // no string built per event
+	k := VerbKey{e.Str(trace.FieldVerb), e.Str(trace.FieldResource)}
+	st.Verbs[k]++ // no string built per event
+	if num(e, trace.FieldCode) == 403 {
+		st.Denied.N++
+		st.Denied.Last, st.Denied.At = k, e.Time
+	}
 	sec := e.Time.Unix()
 	b := &st.apiSec[sec%int64(len(st.apiSec))]
 	if b.sec != sec {
@@ -371,8 +410,9 @@ func (st *Style) api(e trace.Event) {
 	}
 	b.n++
 	// Lease renewals and watches are background traffic: the marker
-	// follows the requests reconcile makes.
-	if !fromProxy || st.Name == style.Shell {
+	// follows the requests reconcile makes. A student's operator has no
+	// pipeline to mark.
+	if !fromProxy || st.Name == style.Shell || !st.Name.Builtin() {
 		return
 	}
 	switch e.Str(trace.FieldVerb) {
@@ -382,6 +422,17 @@ func (st *Style) api(e trace.Event) {
 		if r := e.Str(trace.FieldResource); r != "leases" && r != "events" {
 			st.stage(stAPI, e.Time)
 		}
+	}
+}
+
+// watchEvent folds one event a watch delivered through a replica's proxy.
+func (st *Style) watchEvent(e trace.Event) {
+	w := &st.Watch
+	w.N++
+	r := e.Str(trace.FieldResource)
+	w.ByResource[r]++
+	if !e.Time.Before(w.Last.At) {
+		w.Last = WatchEvent{Type: e.Str(trace.FieldType), Resource: r, Object: e.Object, At: e.Time}
 	}
 }
 
@@ -636,5 +687,100 @@ func (st *Style) ReplicaNames() []string {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// VerbOrder is how a pane lists verbs: reads, then watches, then writes;
+// a verb not listed here follows, by name.
+var VerbOrder = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// IsWrite says whether a request with this verb changes the cluster.
+func IsWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// Count is one name and how many.
+type Count struct {
+	Name string
+	N    int
+}
+
+// Resource is one resource's requests, by verb in VerbOrder.
+type Resource struct {
+	Name  string
+	Total int
+	Verbs []Count
+}
+
+// ByVerb sums the requests by verb over every resource, in VerbOrder.
+func ByVerb(counts map[VerbKey]int) []Count {
+	by := map[string]int{}
+	for k, n := range counts {
+		by[k.Verb] += n
+	}
+	return ordered(by)
+}
+
+// ByResource groups the requests by resource, busiest first (then by
+// name), each by verb in VerbOrder.
+func ByResource(counts map[VerbKey]int) []Resource {
+	by := map[string]map[string]int{}
+	for k, n := range counts {
+		if by[k.Resource] == nil {
+			by[k.Resource] = map[string]int{}
+		}
+		by[k.Resource][k.Verb] += n
+	}
+	out := make([]Resource, 0, len(by))
+	for r, verbs := range by {
+		res := Resource{Name: r, Verbs: ordered(verbs)}
+		for _, v := range res.Verbs {
+			res.Total += v.N
+		}
+		out = append(out, res)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Total != out[j].Total {
+			return out[i].Total > out[j].Total
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// ordered lists counts in VerbOrder, then the other verbs by name.
+func ordered(by map[string]int) []Count {
+	out := make([]Count, 0, len(by))
+	for _, v := range VerbOrder {
+		if n := by[v]; n > 0 {
+			out = append(out, Count{v, n})
+		}
+	}
+	var rest []Count
+	for v, n := range by {
+		if n > 0 && !slices.Contains(VerbOrder, v) {
+			rest = append(rest, Count{v, n})
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].Name < rest[j].Name })
+	return append(out, rest...)
+}
+
+// Resources lists the watch events by resource, most first (then by name).
+func (w *WatchEvents) Resources() []Count {
+	out := make([]Count, 0, len(w.ByResource))
+	for r, n := range w.ByResource {
+		out = append(out, Count{r, n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].N != out[j].N {
+			return out[i].N > out[j].N
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }

@@ -271,3 +271,69 @@ func TestTUIStatsConvergence(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIStatsCustom: a student's operator is known from its proxy alone:
+// its watch events by resource and the last one, the requests its Role
+// denied; its requests move no pipeline marker (it has none).
+func TestTUIStatsCustom(t *testing.T) {
+	mine := style.Style("mine")
+	ns, proxy := mine.Namespace(), "proxy/"+mine.Source("a")
+	req := func(ms int, verb, resource string, code int) trace.Event {
+		return ev(ms, proxy, trace.APIRequest, ns, "", map[string]any{trace.FieldVerb: verb, trace.FieldResource: resource, trace.FieldCode: code})
+	}
+	watched := func(ms int, typ, resource, obj string) trace.Event {
+		return ev(ms, proxy, trace.APIWatchEvent, ns, obj, map[string]any{trace.FieldType: typ, trace.FieldResource: resource})
+	}
+	s := New([]style.Style{style.ClientGo, mine})
+	for _, e := range []trace.Event{
+		req(0, "watch", "echoes", 200),
+		watched(10, "ADDED", "echoes", "Echo/hello"),
+		req(20, "patch", "deployments", 200),
+		watched(30, "ADDED", "deployments", "Deployment/echo-hello"),
+		watched(40, "MODIFIED", "deployments", "Deployment/echo-hello"),
+		req(50, "list", "pods", 403),
+		req(60, "get", "secrets", 403.0),     // as read back from JSON
+		watched(5, "BOOKMARK", "echoes", ""), // late: not the last
+	} {
+		s.Apply(e)
+	}
+	st := s.Styles[mine]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"requests", st.APITotal, 4},
+		{"watch events", st.Watch.N, 4},
+		{"by resource", st.Watch.Resources(), []Count{{"deployments", 2}, {"echoes", 2}}},
+		{"last", st.Watch.Last, WatchEvent{Type: "MODIFIED", Resource: "deployments", Object: "Deployment/echo-hello", At: at(40)}},
+		{"denied", st.Denied, Denied{N: 2, Last: VerbKey{"get", "secrets"}, At: at(60)}},
+		{"no marker", st.Stage, -1},
+		{"client-go untouched", s.Styles[style.ClientGo].Watch.N, 0},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestTUIStatsByVerb: requests sum by verb and group by resource in the
+// order a pane lists them (reads, watches, writes, then others by name).
+func TestTUIStatsByVerb(t *testing.T) {
+	counts := map[VerbKey]int{
+		{"patch", "deployments"}: 3, {"get", "deployments"}: 3, {"watch", "deployments"}: 1,
+		{"get", "echoes"}: 4, {"list", "echoes"}: 1, {"post", "/healthz"}: 1, {"delete", "pods"}: 1,
+	}
+	if got, want := ByVerb(counts), []Count{{"get", 7}, {"list", 1}, {"watch", 1}, {"patch", 3}, {"delete", 1}, {"post", 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ByVerb = %v, want %v", got, want)
+	}
+	want := []Resource{
+		{Name: "deployments", Total: 7, Verbs: []Count{{"get", 3}, {"watch", 1}, {"patch", 3}}},
+		{Name: "echoes", Total: 5, Verbs: []Count{{"get", 4}, {"list", 1}}},
+		{Name: "/healthz", Total: 1, Verbs: []Count{{"post", 1}}},
+		{Name: "pods", Total: 1, Verbs: []Count{{"delete", 1}}},
+	}
+	if got := ByResource(counts); !reflect.DeepEqual(got, want) {
+		t.Errorf("ByResource = %v, want %v", got, want)
+	}
+}

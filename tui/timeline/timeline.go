@@ -18,26 +18,32 @@ import (
 const DefaultSize = 4096
 
 // Kind filters, cycled by `T`. The first one hides API requests, which
-// outnumber everything else (lease renewals, the shell loop's kubectl).
+// outnumber everything else (lease renewals, the shell loop's kubectl), and
+// the watch events of the built-in operators, whose informer events say the
+// same; a student's operator's watch events stay, as it traces nothing else.
 var Kinds = []struct {
 	Name  string
-	Match func(trace.Kind) bool
+	Match func(trace.Kind, style.Style) bool
 }{
-	{"no api", func(k trace.Kind) bool { return k != trace.APIRequest }},
-	{"all kinds", func(trace.Kind) bool { return true }},
+	{"no api", func(k trace.Kind, st style.Style) bool {
+		return k != trace.APIRequest && (k != trace.APIWatchEvent || !st.Builtin())
+	}},
+	{"all kinds", func(trace.Kind, style.Style) bool { return true }},
 	{"informer", prefix("informer.")},
 	{"queue", prefix("queue.")},
 	{"reconcile", prefix("reconcile.")},
-	{"api", func(k trace.Kind) bool { return k == trace.APIRequest || k == trace.Kubectl }},
+	{"api", func(k trace.Kind, _ style.Style) bool {
+		return k == trace.APIRequest || k == trace.APIWatchEvent || k == trace.Kubectl
+	}},
 	{"leader", prefix("leader.")},
-	{"gc+drift", func(k trace.Kind) bool {
+	{"gc+drift", func(k trace.Kind, _ style.Style) bool {
 		return k == trace.GCCollected || k == trace.DriftDetected || k == trace.DriftRepaired || k == trace.Converged
 	}},
 	{"process", prefix("process.")},
 }
 
-func prefix(p string) func(trace.Kind) bool {
-	return func(k trace.Kind) bool { return strings.HasPrefix(string(k), p) }
+func prefix(p string) func(trace.Kind, style.Style) bool {
+	return func(k trace.Kind, _ style.Style) bool { return strings.HasPrefix(string(k), p) }
 }
 
 type entry struct {
@@ -147,7 +153,7 @@ func (m *Model) match(e *entry) bool {
 	if f := m.StyleFilter(); f != "" && e.style != f {
 		return false
 	}
-	return Kinds[m.kind].Match(e.ev.Kind)
+	return Kinds[m.kind].Match(e.ev.Kind, e.style)
 }
 
 // Title is the pane title: filters and the pause state.

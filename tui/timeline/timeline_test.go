@@ -89,3 +89,41 @@ func TestTUITimelineRing(t *testing.T) {
 		t.Fatal("Clear left events")
 	}
 }
+
+// TestTUITimelineWatchEvents: by default the timeline hides API requests
+// and the built-in operators' watch events (their informer events say the
+// same), but lists a student's operator's, which traces nothing else; the
+// api filter lists them all.
+func TestTUITimelineWatchEvents(t *testing.T) {
+	mine := style.Style("mine")
+	watched := func(st style.Style) trace.Event {
+		return trace.Event{Source: "proxy/" + st.Source("a"), Kind: trace.APIWatchEvent, Namespace: st.Namespace(),
+			Object: "Deployment/echo-hello", Fields: map[string]any{trace.FieldResource: "deployments", trace.FieldType: "MODIFIED"}}
+	}
+	req := trace.Event{Source: "proxy/" + mine.Source("a"), Kind: trace.APIRequest, Namespace: mine.Namespace(),
+		Fields: map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}}
+	tests := []struct {
+		name  string
+		kinds int // CycleKind presses
+		e     trace.Event
+		want  bool
+	}{
+		{"own operator's watch event", 0, watched(mine), true},
+		{"built-in's watch event", 0, watched(style.ClientGo), false},
+		{"own operator's request", 0, req, false},
+		{"api: built-in's watch event", 5, watched(style.ClientGo), true},
+		{"api: own request", 5, req, true},
+		{"informer: not a watch event", 2, watched(mine), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(16, append(style.All(), mine))
+			for range tt.kinds {
+				m.CycleKind()
+			}
+			if got := m.Shows(tt.e); got != tt.want {
+				t.Errorf("Shows under %q = %v, want %v", m.KindFilter(), got, tt.want)
+			}
+		})
+	}
+}

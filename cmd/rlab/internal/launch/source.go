@@ -4,10 +4,16 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/world"
+	"github.com/kkloud/rlab/tui"
+	"github.com/kkloud/rlab/tui/logfile"
 )
+
+// The screen's log view reads the operators' logs through the Source.
+var _ tui.Logs = (*sandboxSource)(nil)
 
 // sandboxSource is the screen's view of a running sandbox.
 type sandboxSource struct {
@@ -47,4 +53,9 @@ func (s *sandboxSource) Snapshot() world.Snapshot {
 		return w.Snapshot()
 	}
 	return world.Snapshot{}
+}
+
+// ReadLog is tui.Logs: the replica's log file, where the sandbox put it.
+func (s *sandboxSource) ReadLog(st style.Style, replica string, from int64, limit int) (tui.LogChunk, error) {
+	return logfile.ReadFile(s.sb.LogFile(st, replica), from, limit)
 }
