@@ -35,8 +35,22 @@ type actionKind struct {
 	words func(a Args) string
 }
 
+// actRunOperator swaps in another version of the student's operator.
+const actRunOperator = "run_operator"
+
 // actions is the closed set of actions autoplay performs.
 var actions = map[string]actionKind{
+	// Restart the student's operator running another script of the
+	// lesson's folder: the version with this step's fix, which the student
+	// would otherwise write.
+	actRunOperator: {
+		args: spec{required: argTypes{"operator": tOperator, "file": tFile}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("file"))
+		},
+		words: func(a Args) string { return "restart it running the lesson's " + a.File("file").Name },
+	},
+
 	// A new Echo in every style's namespace.
 	"create_echo": {
 		args: spec{required: argTypes{"name": tName, "message": tString, "replicas": tInt}},
@@ -371,7 +385,7 @@ var actions = map[string]actionKind{
 // Describe says in a sentence what the action does.
 func (op Op) Describe() string {
 	s := actions[op.Name].words(op.Args)
-	if op.Args.Str("style") != "" {
+	if op.Args.Str("style") != "" || op.Args.Str("operator") != "" {
 		s = who(op.Args) + ": " + s
 	}
 	if e := op.Args.Str("expect_error"); e != "" {
@@ -447,6 +461,44 @@ func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.C
 	}
 	_, err := fn(ctx, st)
 	return err
+}
+
+// runOperator restarts operator st running script f, and waits (a
+// bounded while) until every replica runs it: the old version is gone.
+func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error {
+	if !slices.Contains(p.sb.Styles(), st) {
+		return fmt.Errorf("this sandbox runs no operator %s: start the lesson with rlab lesson start, which runs it", st)
+	}
+	if f.Data == nil {
+		return fmt.Errorf("no script %s: the lesson was not loaded from its folder", f.Name)
+	}
+	before := map[string]int{}
+	for _, r := range p.sb.Supervisor().Statuses() {
+		if r.Style == st {
+			before[r.Name] = r.PID
+		}
+	}
+	if err := p.sb.RunCustomScript(st, f.Name, f.Data); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		waiting := ""
+		for _, r := range p.sb.Supervisor().Statuses() {
+			if r.Style == st && (!r.Running || r.PID == before[r.Name]) {
+				waiting = r.Name
+			}
+		}
+		if waiting == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s has not restarted: %w", waiting, ctx.Err())
+		case <-time.After(p.Poll):
+		}
+	}
 }
 
 // Annotation is what the lessons write to touch an Echo without changing

@@ -11,6 +11,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/check"
 )
 
 // argType is the type of one argument of an action or a check.
@@ -22,11 +23,14 @@ const (
 	tInt              // a small non-negative integer
 	tDuration         // 30s, 250ms
 	tBool
-	tStyle   // one style; go (the Go styles); all
-	tGoStyle // one style with a Lease and watches, or go
-	tStrings // a list of words
-	tErrKind // an apiserver error reason: invalid, conflict, forbidden
-	tMode    // a partition: refuse or hang
+	tStyle    // one style; go (the Go styles); all
+	tGoStyle  // one style with a Lease and watches, or go
+	tStrings  // a list of words
+	tErrKind  // an apiserver error reason: invalid, conflict, forbidden
+	tMode     // a partition: refuse or hang
+	tOperator // the name of the student's operator the lesson runs
+	tChecks   // a list of rlab check's check IDs
+	tFile     // a bash script in the lesson's folder: owner.sh
 )
 
 // spec is what arguments an action or a check takes.
@@ -59,9 +63,23 @@ func (a Args) Bool(k string) bool { b, _ := a[k].(bool); return b }
 // List is a list argument.
 func (a Args) List(k string) []string { l, _ := a[k].([]string); return l }
 
+// File is a file argument: its name, and its content once the loader has
+// read it from the lesson's folder.
+func (a Args) File(k string) File { f, _ := a[k].(File); return f }
+
+// Styles are the styles an action or a check is about: the student's
+// operator it names, or those its style argument means.
+func (a Args) Styles() []style.Style {
+	if op := a.Str("operator"); op != "" {
+		return []style.Style{style.Style(op)}
+	}
+	return ExpandStyle(a.Str("style"))
+}
+
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 	wordRE = regexp.MustCompile(`^[a-z][a-z0-9./_-]*$`)
+	fileRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*\.sh$`)
 )
 
 // Style arguments that name a group of styles.
@@ -146,6 +164,9 @@ func (p *parser) args(n *yaml.Node, what string, sp spec, isOp bool) Args {
 
 // value reads one scalar (or list) of type t.
 func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
+	if t == tChecks {
+		return p.checkIDs(n, what)
+	}
 	if t == tStrings {
 		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 			p.errorf(n, "%s: want a list of words, got %s", what, kindName(n))
@@ -218,6 +239,44 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 			return bad("refuse or hang")
 		}
 		return v, true
+	case tOperator:
+		if _, err := style.Custom(v); err != nil {
+			return bad("the name of the lesson's operator, e.g. mine")
+		}
+		return v, true
+	case tFile:
+		if !fileRE.MatchString(v) {
+			return bad("a bash script in the lesson's folder, e.g. owner.sh")
+		}
+		return File{Name: v}, true
 	}
 	return bad("a known type")
+}
+
+// checkIDs reads a list of rlab check's checks, each once.
+func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
+	var known []string
+	for _, c := range check.All() {
+		known = append(known, c.ID)
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.errorf(n, "%s: want a list of rlab check's checks (%s), got %s", what, strings.Join(known, ", "), kindName(n))
+		return nil, false
+	}
+	var out []string
+	for _, c := range n.Content {
+		switch {
+		case c.Kind != yaml.ScalarNode || !slices.Contains(known, c.Value):
+			p.errorf(c, "%s: %s is not one of rlab check's checks (%s)", what, kindName(c), strings.Join(known, ", "))
+			return nil, false
+		case slices.ContainsFunc(check.All(), func(i check.Info) bool { return i.ID == c.Value && i.Replicated }):
+			p.errorf(c, "%s: %s needs two replicas of the operator, and a lesson's runs one", what, c.Value)
+			return nil, false
+		case slices.Contains(out, c.Value):
+			p.errorf(c, "%s: %s given twice", what, c.Value)
+			return nil, false
+		}
+		out = append(out, c.Value)
+	}
+	return out, true
 }

@@ -26,6 +26,9 @@ type View struct {
 	// ByKind, if set, holds Events by kind (the Player keeps it as events
 	// come), so that a check looks only at the kinds it asks about.
 	ByKind map[trace.Kind][]trace.Event
+	// Grades are where the runs of rlab check's checks on the student's
+	// operator stand, by gradeKey of the operator_check they are for.
+	Grades map[string]Grade
 }
 
 // kind is the step's events of one kind, in arrival order.
@@ -75,7 +78,7 @@ func (c Cond) Eval(v View) Outcome {
 	eval := checks[c.Kind].eval
 	out := Outcome{OK: true}
 	var parts []string
-	for _, st := range ExpandStyle(c.Args.Str("style")) {
+	for _, st := range c.Args.Styles() {
 		r := eval(c.Args, v, st)
 		out.OK = out.OK && r.ok
 		out.Final = out.Final || r.final
@@ -103,6 +106,9 @@ func (c Cond) Describe() string { return who(c.Args) + ": " + checks[c.Kind].wor
 
 // who names the styles a condition or an action is about, for a sentence.
 func who(a Args) string {
+	if op := a.Str("operator"); op != "" {
+		return "operator " + op
+	}
 	switch st := a.Str("style"); st {
 	case StyleAll:
 		return "every style"

@@ -25,9 +25,30 @@ type checkKind struct {
 	words func(a Args) string
 }
 
+// condOperatorCheck grades the student's operator with rlab check's checks.
+const condOperatorCheck = "operator_check"
+
 // checks is the closed set of checks, over the world model and the trace
 // events since the step began.
 var checks = map[string]checkKind{
+	// rlab check's checks (IDs of sim/check) pass on the lesson's operator
+	// in one run. The runs go on in the background while the step waits
+	// (Player.grade); until one passes, the detail is the failing checks'
+	// reasons, which the lesson panel shows.
+	condOperatorCheck: {
+		args: spec{required: argTypes{"operator": tOperator, "checks": tChecks}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			g, ok := v.Grades[gradeKey(a)]
+			if !ok {
+				return styleResult{detail: "not checked yet"}
+			}
+			return g.result(a.List("checks"))
+		},
+		words: func(a Args) string {
+			return "passes rlab check's " + strings.Join(a.List("checks"), ", ")
+		},
+	},
+
 	// The Echo's status.ready reads ready.
 	"echo_status": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName, "ready": tString}},

@@ -21,9 +21,11 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kkloud/rlab/operators/style"
 )
 
-//go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml
+//go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
 var embedded embed.FS
 
 // Lesson is one lesson of the course.
@@ -41,6 +43,48 @@ type Lesson struct {
 	Backends []string
 	// Needs says why, for the student whose backend is not listed.
 	Needs string
+	// Operator, if set, is the student's own operator the lesson grades:
+	// rlab runs it (or the lesson's starter, when the student brings none)
+	// beside the built-in styles.
+	Operator *Operator
+}
+
+// Operator is the student's operator of a lesson that has one.
+type Operator struct {
+	Name style.Style // its --operator NAME: "mine"
+	// Starter is the operator the student begins with, in the lesson's
+	// folder; rlab runs it when the student brings none.
+	Starter File
+	Line    int
+}
+
+// File is a bash script in a lesson's folder.
+type File struct {
+	Name string // "starter.sh"
+	Data []byte // read by LoadFS
+}
+
+// Version is the operator as step i (from 0) leaves it: the script of its
+// last run_operator at or before step i, else the starter.
+func (l *Lesson) Version(i int) (File, error) {
+	if l.Operator == nil {
+		return File{}, fmt.Errorf("lesson %d has no operator of yours to write", l.Number)
+	}
+	if i < 0 || i >= len(l.Steps) {
+		return File{}, fmt.Errorf("lesson %d has steps 1 to %d", l.Number, len(l.Steps))
+	}
+	f := l.Operator.Starter
+	for _, s := range l.Steps[:i+1] {
+		if s.Action == nil {
+			continue
+		}
+		for _, op := range s.Action.Play {
+			if op.Name == actRunOperator {
+				f = op.Args.File("file")
+			}
+		}
+	}
+	return f, nil
 }
 
 // lessonBackends are the values `backends` takes.
@@ -181,6 +225,10 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 			continue
 		}
 		l.Number, l.Slug, l.Dir, l.README = n, m[2], e.Name(), string(readme)
+		if err := readFiles(fsys, file, l); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		out = append(out, l)
 	}
 	if len(errs) > 0 {
@@ -188,6 +236,37 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 	}
 	slices.SortFunc(out, func(a, b *Lesson) int { return a.Number - b.Number })
 	return out, nil
+}
+
+// readFiles reads the scripts l names (its starter, the files its actions
+// play) from its folder; file names lesson.yaml in errors.
+func readFiles(fsys fs.FS, file string, l *Lesson) error {
+	var errs []error
+	read := func(f *File, line int) {
+		data, err := fs.ReadFile(fsys, path.Join(path.Dir(file), f.Name))
+		if err != nil {
+			errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("no file %s in %s", f.Name, path.Dir(file))})
+			return
+		}
+		f.Data = data
+	}
+	if l.Operator != nil {
+		read(&l.Operator.Starter, l.Operator.Line)
+	}
+	for _, s := range l.Steps {
+		if s.Action == nil {
+			continue
+		}
+		for _, op := range s.Action.Play {
+			for k, v := range op.Args {
+				if f, ok := v.(File); ok {
+					read(&f, op.Line)
+					op.Args[k] = f
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Find returns lesson n.
@@ -322,7 +401,7 @@ func (p *parser) duration(n *yaml.Node, what string) time.Duration {
 }
 
 func (p *parser) lesson(n *yaml.Node) *Lesson {
-	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, []string{"backends", "needs"})
+	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, []string{"backends", "needs", "operator"})
 	if f == nil {
 		return nil
 	}
@@ -345,6 +424,9 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 	if v := f["needs"]; v != nil {
 		l.Needs = p.text(v, "needs")
 	}
+	if v := f["operator"]; v != nil {
+		l.Operator = p.operator(v)
+	}
 	if v := f["title"]; v != nil {
 		l.Title = p.text(v, "title")
 	}
@@ -360,7 +442,57 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 			}
 		}
 	}
+	p.sameOperator(l)
 	return l
+}
+
+// operator reads `operator: {name: mine, starter: starter.sh}`.
+func (p *parser) operator(n *yaml.Node) *Operator {
+	f := p.fields(n, "operator", []string{"name", "starter"}, nil)
+	if f == nil {
+		return nil
+	}
+	o := &Operator{Line: n.Line}
+	if v := f["name"]; v != nil {
+		if name, ok := p.value(v, "operator: name", tOperator); ok {
+			o.Name = style.Style(name.(string))
+		}
+	}
+	if v := f["starter"]; v != nil {
+		if file, ok := p.value(v, "operator: starter", tFile); ok {
+			o.Starter = file.(File)
+		}
+	}
+	return o
+}
+
+// sameOperator checks that every action and check about the student's
+// operator names the one the lesson runs.
+func (p *parser) sameOperator(l *Lesson) {
+	check := func(a Args, line int, what string) {
+		name := a.Str("operator")
+		switch {
+		case name == "":
+		case l.Operator == nil:
+			p.errs = append(p.errs, &Error{File: p.file, Line: line, Msg: fmt.Sprintf(
+				"%s: operator %s: the lesson runs no operator of the student's; add operator: {name: %s, starter: FILE}", what, name, name)})
+		case style.Style(name) != l.Operator.Name:
+			p.errs = append(p.errs, &Error{File: p.file, Line: line, Msg: fmt.Sprintf(
+				"%s: operator %s: the lesson's operator is %s", what, name, l.Operator.Name)})
+		}
+	}
+	for i, s := range l.Steps {
+		if s.Action != nil {
+			for j, op := range s.Action.Play {
+				check(op.Args, op.Line, fmt.Sprintf("step %d: action: play %d: %s", i+1, j+1, op.Name))
+			}
+		}
+		if s.Check != nil {
+			for _, c := range s.Check.Conds {
+				check(c.Args, c.Line, fmt.Sprintf("step %d: check: %s", i+1, c.Kind))
+			}
+		}
+	}
 }
 
 func (p *parser) step(n *yaml.Node, what string) Step {

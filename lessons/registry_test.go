@@ -18,7 +18,26 @@ func sample(name string, t argType) string {
 	return map[argType]string{
 		tString: "x", tName: "hello", tInt: "1", tDuration: "1s", tBool: "true",
 		tStyle: StyleAll, tGoStyle: StyleGo, tStrings: "[get]", tErrKind: "conflict", tMode: "refuse",
+		tOperator: "mine", tChecks: "[owner, gc]", tFile: "owner.sh",
 	}[t]
+}
+
+// withOperator is a lesson of steps that runs the student's operator mine;
+// the operator comes after the steps, so that their lines stay as lesson()
+// puts them.
+func withOperator(steps string) string {
+	return lesson(steps) + "operator: {name: mine, starter: starter.sh}\n"
+}
+
+// about is the argument that says whom an entry is about: its style, or
+// the student's operator.
+func about(sp spec) (string, argType, bool) {
+	for _, k := range []string{"style", "operator"} {
+		if t, ok := sp.required[k]; ok {
+			return k, t, true
+		}
+	}
+	return "", 0, false
 }
 
 // flow is sp's required arguments (and extra, "k: v"), as a YAML flow mapping.
@@ -40,13 +59,13 @@ func actionStep(name string, sp spec, extra ...string) string {
 	return fmt.Sprintf("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - %s: %s\n", name, flow(sp, extra...))
 }
 
-// Every entry of the registries is whole: a check has its style argument,
-// an evaluator and words; an action is done once or per style (exactly when
-// it takes a style) and has words.
+// Every entry of the registries is whole: a check has its style (or
+// operator) argument, an evaluator and words; an action is done once or per
+// style (exactly when it takes a style) and has words.
 func TestRegistry(t *testing.T) {
 	for name, c := range checks {
-		if _, ok := c.args.required["style"]; !ok || c.eval == nil || c.words == nil {
-			t.Errorf("check %s: want a style argument, eval and words", name)
+		if _, _, ok := about(c.args); !ok || c.eval == nil || c.words == nil {
+			t.Errorf("check %s: want a style or operator argument, eval and words", name)
 		}
 		for k := range c.args.optional {
 			if _, dup := c.args.required[k]; dup {
@@ -84,7 +103,12 @@ func TestRegistryLoads(t *testing.T) {
 	}
 	for _, e := range entries {
 		t.Run(e.what+" "+e.name, func(t *testing.T) {
-			l, err := Parse("l.yaml", []byte(lesson(e.step(e.name, e.sp))))
+			k, kt, _ := about(e.sp)
+			wrap, perStyle := lesson, "runtime "
+			if k == "operator" {
+				wrap, perStyle = withOperator, sample(k, kt)+" "
+			}
+			l, err := Parse("l.yaml", []byte(wrap(e.step(e.name, e.sp))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +118,7 @@ func TestRegistryLoads(t *testing.T) {
 				if c.Kind != e.name || c.Line != e.line {
 					t.Errorf("cond = %+v, want %s at line %d", c, e.name, e.line)
 				}
-				if o := c.Eval(View{}); !strings.Contains(o.Detail, "runtime ") {
+				if o := c.Eval(View{}); !strings.Contains(o.Detail, perStyle) {
 					t.Errorf("on an empty world: %+v, want a detail per style", o)
 				}
 				words = s.Check.Describe()
@@ -105,11 +129,11 @@ func TestRegistryLoads(t *testing.T) {
 				}
 				words = op.Describe()
 			}
-			if st, styled := e.sp.required["style"]; styled && !strings.HasPrefix(words, who(Args{"style": sample("style", st)})+": ") || len(words) < 15 {
+			if k != "" && !strings.HasPrefix(words, who(Args{k: sample(k, kt)})+": ") || len(words) < 15 {
 				t.Errorf("words %q: want a sentence, after the styles it is about", words)
 			}
 
-			_, err = Parse("l.yaml", []byte(lesson(e.step(e.name, e.sp, "bogus: 1"))))
+			_, err = Parse("l.yaml", []byte(wrap(e.step(e.name, e.sp, "bogus: 1"))))
 			if want := fmt.Sprintf(`l.yaml:%d: `, e.line); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `unknown field "bogus"`) {
 				t.Errorf("unknown argument: error %v, want %q and the field", err, want)
 			}
@@ -120,7 +144,7 @@ func TestRegistryLoads(t *testing.T) {
 						sp.required[k2] = t2
 					}
 				}
-				_, err := Parse("l.yaml", []byte(lesson(e.step(e.name, sp))))
+				_, err := Parse("l.yaml", []byte(wrap(e.step(e.name, sp))))
 				if want := fmt.Sprintf(`l.yaml:%d: `, e.line); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("%q is required", k)) {
 					t.Errorf("without %s: error %v, want %q and the argument", k, err, want)
 				}

@@ -20,9 +20,9 @@ import (
 )
 
 // Baseline says whether the sandbox is as a lesson must find and leave it:
-// in every style only the sample Echo, 2/2 with its message, its
-// Deployment 2 ready and nothing orphaned; every replica running and the
-// Go styles led.
+// in every style only the sample Echo with its message and 2 replicas,
+// every replica running; in the built-in styles the sample 2/2, its
+// Deployment 2 ready, nothing orphaned, and the Go styles led.
 func Baseline(sn world.Snapshot, running []string, styles []style.Style, replicasOf func(style.Style) []string) (bool, string) {
 	var problems []string
 	for _, st := range styles {
@@ -42,13 +42,21 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 		switch {
 		case e == nil:
 			problems = append(problems, name+": no Echo "+sandbox.SampleName)
-		case e.Ready != want || e.Message != sandbox.SampleMessage || e.Replicas != sandbox.SampleReplicas:
+		case e.Message != sandbox.SampleMessage || e.Replicas != sandbox.SampleReplicas:
+			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
+		case !st.Builtin():
+			// The student's operator is graded by its lesson's checks: a
+			// starter writes no status and owns nothing, and that is where
+			// the lesson begins. Only the sample's spec must be as found.
+		case e.Ready != want:
 			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
 		case e.Deployment == nil || e.Deployment.Replicas != sandbox.SampleReplicas || e.Deployment.ReadyReplicas != sandbox.SampleReplicas:
 			problems = append(problems, name+": Deployment not 2/2")
 		}
 		for _, d := range ns.Orphans {
-			problems = append(problems, name+": orphaned Deployment "+d.Name)
+			if st.Builtin() {
+				problems = append(problems, name+": orphaned Deployment "+d.Name)
+			}
 		}
 		if st.ElectsLeader() && (ns.Lease == nil || ns.Lease.Holder == "") {
 			problems = append(problems, name+": no leader")
@@ -108,6 +116,10 @@ func (p *Player) Restore(ctx context.Context) error {
 		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.ResumeOperators(st))
 		if st == style.Shell { // resumed first: a frozen loop does not stop
 			errs = append(errs, p.sb.RemoveShellReplica())
+		}
+		if !st.Builtin() { // a lesson swapped in another version: the starter again
+			errs = append(errs, p.sb.ResetCustom(st))
+			continue
 		}
 		// Restarted with a flag a lesson set: restarted without it.
 		if spec, err := p.sb.Supervisor().Spec(st.Source("a")); err == nil {

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,8 +29,114 @@ func newLessonCmd() *cobra.Command {
 		Short: "Step-by-step lessons that check themselves against the running operators",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newLessonListCmd(), newLessonStartCmd(), newLessonVerifyCmd())
+	cmd.AddCommand(newLessonListCmd(), newLessonStartCmd(), newLessonVerifyCmd(), newLessonStarterCmd())
 	return cmd
+}
+
+func newLessonStarterCmd() *cobra.Command {
+	var (
+		out  string
+		step int
+	)
+	cmd := &cobra.Command{
+		Use:   "starter N",
+		Short: "Print the operator a lesson has you write, to start from (lesson 12)",
+		Long: `Print the starter operator of lesson N, a bash script, for you to improve;
+with -o write it to FILE (executable), never over a file that exists. Then
+run the lesson with it: rlab lesson start N --operator NAME=./FILE.
+With --step K print instead the version that step K's autoplay (a) runs:
+the lesson's own fix, to compare with yours.`,
+		Example: `  rlab lesson starter 12 -o my-operator.sh
+  rlab lesson start 12 --operator mine=./my-operator.sh
+  rlab lesson starter 12 --step 3 | diff my-operator.sh -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, chosen, err := chooseLessons(args, false)
+			if err != nil {
+				return err
+			}
+			l := chosen[0]
+			if l.Operator == nil {
+				return fmt.Errorf("lesson %d has no operator for you to write; %s", l.Number, operatorLessons())
+			}
+			f, err := l.Version(max(step, 1) - 1)
+			if err != nil {
+				return fmt.Errorf("--step %d: %w", step, err)
+			}
+			if out == "" {
+				_, err := cmd.OutOrStdout().Write(f.Data)
+				return err
+			}
+			// O_EXCL: the student's own version is never overwritten.
+			w, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s exists already: it may be your work; remove it or name another file", out)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(f.Data); err != nil {
+				w.Close()
+				return err
+			}
+			if err := w.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s; run it with: rlab lesson start %d --operator %s=%s\n",
+				out, l.Number, l.Operator.Name, runnable(out))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write it to `FILE` (made executable) instead of stdout")
+	cmd.Flags().IntVar(&step, "step", 0, "print the version step `K` plays (its fix) instead of the starter")
+	return cmd
+}
+
+// runnable is path as a command /bin/sh runs: ./my-operator.sh, not a
+// command looked up on PATH.
+func runnable(path string) string {
+	if strings.Contains(path, "/") {
+		return path
+	}
+	return "./" + path
+}
+
+// operatorLessons names the lessons that have an operator of the student's.
+func operatorLessons() string {
+	all, err := lessons.Load()
+	if err != nil {
+		return err.Error()
+	}
+	var ns []string
+	for _, l := range all {
+		if l.Operator != nil {
+			ns = append(ns, strconv.Itoa(l.Number))
+		}
+	}
+	return "lessons with one: " + strings.Join(ns, ", ")
+}
+
+// lessonOperator adds to o the student's operator that lesson l grades:
+// the one the student named NAME with --operator, or else the lesson's
+// starter under that name. The sandbox then does not wait for the sample
+// in that operator's namespace: the starter never reports it ready, and a
+// lesson waits for its own baseline.
+func lessonOperator(l *lessons.Lesson, o *launch.Options) error {
+	if l == nil || l.Operator == nil {
+		return nil
+	}
+	want := l.Operator.Name
+	if slices.ContainsFunc(o.Custom, func(c sandbox.Custom) bool { return c.Name == want }) {
+		o.NoWait = true
+		return nil
+	}
+	if len(o.Custom) > 0 {
+		return fmt.Errorf("lesson %d grades the operator named %s: start it as --operator %s=COMMAND, e.g. --operator %s=./my-operator.sh",
+			l.Number, want, want, want)
+	}
+	o.Custom = append(o.Custom, sandbox.Custom{Name: want, Script: l.Operator.Starter.Data})
+	o.NoWait = true
+	return nil
 }
 
 func newLessonListCmd() *cobra.Command {
@@ -117,12 +227,16 @@ func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, er
 }
 
 // withLessonSandbox starts the sandbox every lesson expects (all styles and
-// the sample Echo, in the user's state dir), runs fn with a lesson player on
-// it until fn returns or a signal comes, and stops it.
-func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer,
+// the sample Echo, in the user's state dir), with what setup adds (the
+// student's operator), runs fn with a lesson player on it until fn returns
+// or a signal comes, and stops it.
+func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, setup func(*launch.Options) error,
 	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
 	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Report: launch.Print(stderr)}
 	if err := f.apply(&opts); err != nil {
+		return err
+	}
+	if err := setup(&opts); err != nil {
 		return err
 	}
 	ctx, cancel := interruptible(ctx)
@@ -165,26 +279,61 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	if !f.All && len(skipped) > 0 {
 		return errors.New(skipped[0].NotOn(backend))
 	}
-	return f.withLessonSandbox(ctx, stderr, func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
-		for _, l := range skipped {
-			fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend))
+	for _, l := range skipped {
+		fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend))
+	}
+	// A lesson with an operator of the student's gets a sandbox of its own
+	// that runs it: the other lessons act on every style's namespace, and
+	// must not act on (or wait for) that operator too.
+	t0 := time.Now()
+	var results []lessons.LessonResult
+	for _, group := range sandboxGroups(runs) {
+		interrupted := false
+		err := f.withLessonSandbox(ctx, stderr, func(o *launch.Options) error { return lessonOperator(group[0], o) },
+			func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+				results = append(results, p.Verify(ctx, group, stdout)...)
+				interrupted = ctx.Err() != nil
+				return nil
+			})
+		if err != nil {
+			return err
 		}
-		chosen := runs
-		t0 := time.Now()
-		results := p.Verify(ctx, chosen, stdout)
-		failed := 0
-		for _, r := range results {
-			if r.Err != nil {
-				failed++
-			}
+		if interrupted {
+			break
 		}
-		fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
-			len(results)-failed, len(chosen), time.Since(t0).Seconds(), f.ShellInterval)
-		if failed > 0 || len(results) < len(chosen) {
-			return exitCode(1)
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
 		}
-		return nil
-	})
+	}
+	fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
+		len(results)-failed, len(runs), time.Since(t0).Seconds(), f.ShellInterval)
+	if failed > 0 || len(results) < len(runs) {
+		return exitCode(1)
+	}
+	return nil
+}
+
+// sandboxGroups splits lessons, in order, into runs that share a sandbox:
+// the lessons in a row that need no operator of the student's, or the same.
+func sandboxGroups(ls []*lessons.Lesson) [][]*lessons.Lesson {
+	key := func(l *lessons.Lesson) string {
+		if l.Operator == nil {
+			return ""
+		}
+		return fmt.Sprintf("%s %d", l.Operator.Name, l.Number) // each its own starter
+	}
+	var out [][]*lessons.Lesson
+	for i, l := range ls {
+		if i > 0 && key(l) == key(ls[i-1]) {
+			out[len(out)-1] = append(out[len(out)-1], l)
+			continue
+		}
+		out = append(out, []*lessons.Lesson{l})
+	}
+	return out
 }
 
 func newLessonStartCmd() *cobra.Command {
@@ -199,7 +348,9 @@ or a key on the screen) and checks live that it happened.
 Keys: n next step · b back · a play the step for me · l the lesson list.
 Progress is kept in the state dir: start N again to resume.
 With --text the lesson runs on plain text instead of the screen: type n, b,
-a (play) or q, then Enter.`,
+a (play) or q, then Enter.
+A lesson about your own operator (12) runs the one you name with
+--operator NAME=COMMAND (see rlab lesson starter), or else its starter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all, chosen, err := chooseLessons(args, false)
@@ -215,7 +366,13 @@ a (play) or q, then Enter.`,
 				return errors.New(why)
 			}
 			if f.Text {
-				return f.startText(cmd.Context(), l, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				setup := func(o *launch.Options) error {
+					if err := up.operatorFlags.apply(o); err != nil {
+						return err
+					}
+					return lessonOperator(l, o)
+				}
+				return f.startText(cmd.Context(), l, setup, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			up.ShellInterval, up.clusterFlags = f.ShellInterval, f.clusterFlags
 			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
@@ -234,8 +391,8 @@ a (play) or q, then Enter.`,
 
 // startText follows lesson l on plain text: the student's lines on stdin
 // drive it, its steps and checks are written to stdout.
-func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, stdin io.Reader, stdout, stderr io.Writer) error {
-	return f.withLessonSandbox(ctx, stderr, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
+func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, setup func(*launch.Options) error, stdin io.Reader, stdout, stderr io.Writer) error {
+	return f.withLessonSandbox(ctx, stderr, setup, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
 		prog, from, err := launch.Resume(d, l, f.FromStart)
 		if err != nil {
 			return err

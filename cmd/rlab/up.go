@@ -66,6 +66,11 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 	if err := f.operatorFlags.apply(&opts); err != nil {
 		return err
 	}
+	if f.Follow != nil {
+		if err := lessonOperator(f.Follow.Lesson, &opts); err != nil {
+			return err
+		}
+	}
 	l, err := launch.New()
 	if err != nil {
 		return err

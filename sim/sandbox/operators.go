@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,10 @@ type Custom struct {
 	// directory with KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, POD_NAME
 	// and ECHO_IMAGE set, and rlab's kubectl first on PATH.
 	Command string
+	// Script, if set instead of Command, is a bash script the sandbox
+	// writes to its run dir and runs: a lesson's own starter operator, of
+	// which the student may have no file yet. Start sets Command to run it.
+	Script []byte
 	// Replicas to run (1 if 0), named "a", "b", ...
 	Replicas int
 	// Role is RoleLeast (the default) or RoleNamespaceAdmin.
@@ -223,6 +228,86 @@ func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface
 	return id, owned, nil
 }
 
+// scriptCommand is the command line that runs the bash script at path.
+func scriptCommand(path string) string { return "bash " + shellQuote(path) }
+
+// shellQuote quotes s for /bin/sh, whatever it holds.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// writeScript writes a custom operator's script as <style>-<name> in the
+// operators dir, and returns the command line that runs it.
+func (s *Sandbox) writeScript(st style.Style, name string, script []byte) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name[0] == '.' {
+		return "", fmt.Errorf("script name %q: want a plain file name", name)
+	}
+	path := replicaFile(filepath.Join(s.opts.State.Run(), "operators"), st, name, "")
+	if err := os.WriteFile(path, script, 0o700); err != nil {
+		return "", fmt.Errorf("script of %s: %w", st, err)
+	}
+	return scriptCommand(path), nil
+}
+
+// CustomCommand is the command line custom operator st's replicas run now.
+func (s *Sandbox) CustomCommand(st style.Style) (string, error) {
+	if s.custom(st) == nil {
+		return "", fmt.Errorf("no operator %s in this sandbox", st)
+	}
+	sp, err := s.super.Spec(st.Source(s.Replicas(st)[0]))
+	if err != nil {
+		return "", err
+	}
+	if len(sp.Args) != 2 || sp.Args[0] != "-c" {
+		return "", fmt.Errorf("operator %s runs %q, not a command line", st, sp.Args)
+	}
+	return sp.Args[1], nil
+}
+
+// SetCustomCommand restarts every replica of custom operator st with
+// another command line, at once and gracefully (SIGTERM): a new version
+// of the student's operator takes over from the old one.
+func (s *Sandbox) SetCustomCommand(st style.Style, command string) error {
+	if s.custom(st) == nil {
+		return fmt.Errorf("no operator %s in this sandbox", st)
+	}
+	if strings.TrimSpace(command) == "" {
+		return fmt.Errorf("operator %s: no command to run", st)
+	}
+	for _, r := range s.Replicas(st) {
+		if err := s.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
+			return fmt.Errorf("restart %s: %w", st.Source(r), err)
+		}
+	}
+	return nil
+}
+
+// RunCustomScript writes script to the run dir as <style>-<name> and
+// restarts custom operator st running it with bash: a lesson swaps in the
+// next version of its operator so.
+func (s *Sandbox) RunCustomScript(st style.Style, name string, script []byte) error {
+	if s.custom(st) == nil {
+		return fmt.Errorf("no operator %s in this sandbox", st)
+	}
+	command, err := s.writeScript(st, name, script)
+	if err != nil {
+		return err
+	}
+	return s.SetCustomCommand(st, command)
+}
+
+// ResetCustom restarts custom operator st with the command it started
+// with, if it runs another now.
+func (s *Sandbox) ResetCustom(st style.Style) error {
+	c := s.custom(st)
+	if c == nil {
+		return fmt.Errorf("no operator %s in this sandbox", st)
+	}
+	now, err := s.CustomCommand(st)
+	if err != nil || now == c.Command {
+		return err
+	}
+	return s.SetCustomCommand(st, c.Command)
+}
+
 // replicaArgs is the command line of one replica.
 func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (string, []string) {
 	ns := s.Namespace(st)
@@ -266,6 +351,17 @@ func (s *Sandbox) startOperators() error {
 	bin := filepath.Join(dir, "bin")
 	if err := s.linkKubectl(bin); err != nil {
 		return err
+	}
+	for i := range s.opts.Custom {
+		// Before any replica starts, and only here: Custom's fields stay
+		// as they are from then on.
+		if c := &s.opts.Custom[i]; c.Script != nil && c.Command == "" {
+			command, err := s.writeScript(c.Name, "starter.sh", c.Script)
+			if err != nil {
+				return err
+			}
+			c.Command = command
+		}
 	}
 	for _, st := range s.styles {
 		id := s.identities[st]

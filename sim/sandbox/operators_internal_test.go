@@ -1,13 +1,20 @@
 package sandbox
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/simtest"
+	"github.com/kkloud/rlab/sim/state"
+	"github.com/kkloud/rlab/sim/supervisor"
 )
 
 // TestReplicaArgsImage: every replica of every style is told the sandbox's
@@ -68,5 +75,91 @@ func TestWorkloadImage(t *testing.T) {
 				t.Errorf("workloadImage = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCustomScripts: a custom operator's command is swapped at once for a
+// script the sandbox writes to its run dir (a lesson's next version), and
+// put back; a starter Script runs the same way.
+func TestCustomScripts(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "version")
+	// Each version says which it is, then waits as an operator does.
+	version := func(v string) string { return "echo " + v + " > " + shellQuote(marker) + "; exec sleep 60" }
+	mine := style.Style("mine")
+	s := &Sandbox{
+		opts:  Options{State: state.Dir{Root: filepath.Join(dir, "it's a state dir")}, Custom: []Custom{{Name: mine, Command: version("v1"), Replicas: 1}}},
+		super: supervisor.New(supervisor.Options{PIDDir: filepath.Join(dir, "pids"), Backoff: 50 * time.Millisecond}),
+	}
+	t.Cleanup(func() { _ = s.super.Close(time.Second) })
+	if err := os.MkdirAll(filepath.Join(s.opts.State.Run(), "operators"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.super.Add(supervisor.Spec{Style: mine, Replica: "a", Path: "/bin/sh", Args: []string{"-c", s.opts.Custom[0].Command},
+		LogFile: filepath.Join(dir, "mine-a.log")}); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(want string) {
+		t.Helper()
+		defer func() {
+			if t.Failed() {
+				b, _ := os.ReadFile(filepath.Join(dir, "mine-a.log"))
+				t.Logf("log: %s; statuses %+v", b, s.super.Statuses())
+			}
+		}()
+		simtest.Eventually(t, 10*time.Second, "version "+want+" runs", simtest.True(func() bool {
+			b, _ := os.ReadFile(marker)
+			st := s.super.Statuses()
+			return strings.TrimSpace(string(b)) == want && st[0].Running
+		}))
+	}
+	runs("v1")
+
+	if err := s.RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
+		t.Fatal(err)
+	}
+	runs("v2")
+	path := filepath.Join(s.opts.State.Run(), "operators", "mine-v2.sh")
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("script %s: %v, %v", path, fi, err)
+	}
+	if got, err := s.CustomCommand(mine); err != nil || got != scriptCommand(path) {
+		t.Errorf("CustomCommand = %q, %v, want %q", got, err, scriptCommand(path))
+	}
+
+	if err := s.ResetCustom(mine); err != nil {
+		t.Fatal(err)
+	}
+	runs("v1")
+	if got, _ := s.CustomCommand(mine); got != version("v1") {
+		t.Errorf("after ResetCustom: %q", got)
+	}
+	restarts := s.super.Statuses()[0].Restarts
+	if err := s.ResetCustom(mine); err != nil || s.super.Statuses()[0].Restarts != restarts {
+		t.Errorf("ResetCustom on the starter restarted it: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"not an operator", s.RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
+		{"a path", s.RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
+		{"no command", s.SetCustomCommand(mine, " "), "no command to run"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)
+		}
+	}
+}
+
+// shellQuote keeps every string whole through /bin/sh.
+func TestShellQuote(t *testing.T) {
+	for _, in := range []string{"", "plain", "it's", `"$HOME" \ * ünï`, "a'b'c", "new\nline"} {
+		out, err := exec.Command("/bin/sh", "-c", "printf %s "+shellQuote(in)).Output()
+		if err != nil || string(out) != in {
+			t.Errorf("shellQuote(%q) gave %q, %v", in, out, err)
+		}
 	}
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# my-operator.sh: an Echo operator of your own, in bash.
+#
+# Lesson 12 of Reconcile Lab, as step 5 leaves it, and as rlab check wants
+# it: the starter, which now writes status.ready, applies the Deployment on
+# every poll, names its Echo as its owner, and escapes the message.
+#
+# rlab runs it with KUBECONFIG (the operator's own identity, with the
+# course's Role), WATCH_NAMESPACE (where its Echoes are) and ECHO_IMAGE (what
+# Echo pods run) set, and its kubectl first on PATH. What it prints goes to
+# its log. No `set -e`: one failed kubectl must not end the loop.
+set -u
+ns=${WATCH_NAMESPACE:?WATCH_NAMESPACE is not set}
+image=${ECHO_IMAGE:?ECHO_IMAGE is not set}
+interval=${INTERVAL:-2} # seconds between two polls
+
+# desired_deployment NAME UID MESSAGE REPLICAS prints the Deployment Echo NAME asks for.
+desired_deployment() {
+  local name=$1 uid=$2 message=$3 replicas=$4
+  # The message goes between double quotes in YAML, where a backslash, a
+  # double quote and a newline mean something else: escape them.
+  message=${message//\\/\\\\}
+  message=${message//\"/\\\"}
+  message=${message//$'\n'/\\n}
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: echo-$name
+  labels: {app.kubernetes.io/name: echo, app.kubernetes.io/instance: $name}
+  # The Echo controls it: the garbage collector deletes it with the Echo.
+  ownerReferences:
+    - {apiVersion: kkloud.io/v1, kind: Echo, name: $name, uid: $uid, controller: true, blockOwnerDeletion: true}
+spec:
+  replicas: $replicas
+  selector:
+    matchLabels: {app.kubernetes.io/instance: $name}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: echo, app.kubernetes.io/instance: $name}
+    spec:
+      containers:
+        - name: echo
+          image: $image
+          args: ["-text=$message"]
+EOF
+}
+
+# reconcile_echo NAME makes the cluster match what Echo NAME asks for.
+reconcile_echo() {
+  local name=$1 uid message replicas
+  # Step 1: fetch the Echo (gone since the list: nothing to do).
+  uid=$(kubectl -n "$ns" get echo "$name" -o jsonpath='{.metadata.uid}') || return 0
+  message=$(kubectl -n "$ns" get echo "$name" -o jsonpath='{.spec.message}') || return 0
+  replicas=$(kubectl -n "$ns" get echo "$name" -o jsonpath='{.spec.replicas}') || return 0
+  # Step 2 and 3: compute the desired Deployment, and create or update it.
+  # kubectl apply on every poll, there or not: it sends only what differs
+  # from the Deployment that is there, and so puts back a hand edit too.
+  desired_deployment "$name" "$uid" "$message" "$replicas" | kubectl -n "$ns" apply -f -
+  # Step 4: write status.
+  update_status "$name" "$replicas"
+}
+
+# update_status NAME REPLICAS writes status.ready = <ready pods>/<replicas>
+# to the Echo's status subresource: a write to the Echo itself would leave
+# its status as it was.
+update_status() {
+  local name=$1 replicas=$2 ready
+  ready=$(kubectl -n "$ns" get deployment "echo-$name" -o jsonpath='{.status.readyReplicas}') || return 0
+  kubectl -n "$ns" patch echo "$name" --subresource=status --type=merge \
+    -p "{\"status\":{\"ready\":\"${ready:-0}/$replicas\"}}"
+}
+
+while true; do
+  for name in $(kubectl -n "$ns" get echoes -o jsonpath='{.items[*].metadata.name}'); do
+    reconcile_echo "$name"
+  done
+  sleep "$interval"
+done
