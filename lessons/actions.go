@@ -17,6 +17,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/check"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -48,7 +49,9 @@ var actions = map[string]actionKind{
 		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("file"))
 		},
-		words: func(a Args) string { return "restart it running the lesson's " + a.File("file").Name },
+		words: func(a Args) string {
+			return "restart it running the lesson's " + a.File("file").Name + ", and wait for its first pass"
+		},
 	},
 
 	// A new Echo in every style's namespace.
@@ -464,7 +467,9 @@ func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.C
 }
 
 // runOperator restarts operator st running script f, and waits (a
-// bounded while) until every replica runs it: the old version is gone.
+// bounded while) until every replica runs it and it has made its first
+// pass: its requests began, then paused. Checked sooner, the new version
+// would be blamed for what the old one left.
 func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error {
 	if !slices.Contains(p.sb.Styles(), st) {
 		return fmt.Errorf("this sandbox runs no operator %s: start the lesson with rlab lesson start, which runs it", st)
@@ -478,24 +483,64 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 			before[r.Name] = r.PID
 		}
 	}
+	rec := check.NewRecorder(p.sb.Bus(), st)
+	defer rec.Close()
 	if err := p.sb.RunCustomScript(st, f.Name, f.Data); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		waiting := ""
+	restarted := func() string {
 		for _, r := range p.sb.Supervisor().Statuses() {
 			if r.Style == st && (!r.Running || r.PID == before[r.Name]) {
-				waiting = r.Name
+				return r.Name + " has not restarted"
 			}
 		}
-		if waiting == "" {
+		return ""
+	}
+	var began time.Time
+	if err := p.poll(ctx, 30*time.Second, func() string {
+		if why := restarted(); why != "" {
+			return why
+		}
+		if began.IsZero() {
+			began = time.Now()
+		}
+		return ""
+	}); err != nil {
+		return err
+	}
+	// An operator that makes no request, or never pauses, is checked as it
+	// is once the bound has passed: the checks will say what it does.
+	_ = p.poll(ctx, settleWithin, func() string {
+		qs := rec.Requests(began)
+		if len(qs) == 0 || time.Since(qs[len(qs)-1].Time) < settleQuiet {
+			return "busy"
+		}
+		return ""
+	})
+	return ctx.Err()
+}
+
+// An operator swapped in has made its first pass when it has made
+// requests and then none for settleQuiet; it is waited for settleWithin at
+// most.
+const (
+	settleQuiet  = time.Second
+	settleWithin = 15 * time.Second
+)
+
+// poll calls cond every p.Poll until it says nothing (""), within d; else
+// the error says what cond said last.
+func (p *Player) poll(ctx context.Context, d time.Duration, cond func() string) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		why := cond()
+		if why == "" {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s has not restarted: %w", waiting, ctx.Err())
+			return fmt.Errorf("%s: %w", why, ctx.Err())
 		case <-time.After(p.Poll):
 		}
 	}

@@ -31,6 +31,8 @@ type Grade struct {
 	Took    time.Duration // of the last finished run
 	// Err says why the checks could not run at all (no such operator).
 	Err string
+	// Log is the operator's log file, where the student looks next.
+	Log string
 }
 
 // gradeWithin bounds each wait of a check for the operator to act: a
@@ -96,6 +98,9 @@ func (g Grade) result(ids []string) styleResult {
 			done++
 			failing = append(failing, "✗ "+id+": "+r.Reason)
 		}
+	}
+	if len(failing) > 0 && g.Log != "" {
+		failing = append(failing, "its log: "+g.Log)
 	}
 	switch {
 	case len(failing) > 0 && g.Running:
@@ -164,6 +169,7 @@ func (p *Player) gradeLoop(ctx context.Context, g *grader, key string, st style.
 		})
 		return
 	}
+	g.update(key, func(gr *Grade) { gr.Log = p.sb.LogFile(st, p.sb.Replicas(st)[0]) })
 	for {
 		g.update(key, func(gr *Grade) { gr.Running, gr.Partial = true, nil })
 		t0 := time.Now()

@@ -33,8 +33,8 @@ func TestOperatorCheckEval(t *testing.T) {
 			[]string{"checking: 1 of 2 done"}, nil},
 		{"first run fails as it goes", &Grade{Running: true, Partial: []check.Result{fail("owner", "no ownerReference")}}, false,
 			[]string{"✗ owner: no ownerReference", "(checking again…)"}, nil},
-		{"failed", &Grade{Runs: 1, Last: []check.Result{fail("owner", "no ownerReference"), fail("gc", "still there")}}, false,
-			[]string{"✗ owner: no ownerReference\n✗ gc: still there"}, []string{"checking again"}},
+		{"failed", &Grade{Runs: 1, Log: "/state/logs/mine-a.log", Last: []check.Result{fail("owner", "no ownerReference"), fail("gc", "still there")}}, false,
+			[]string{"✗ owner: no ownerReference\n✗ gc: still there\nits log: /state/logs/mine-a.log"}, []string{"checking again"}},
 		{"failed, passing now in the next run", &Grade{Runs: 1, Running: true,
 			Last:    []check.Result{fail("owner", "no ownerReference"), fail("gc", "still there")},
 			Partial: []check.Result{pass("owner", "ok")}}, false,
@@ -116,7 +116,7 @@ func TestLessonOperator(t *testing.T) {
 	if f := op.Args.File("file"); f.Name != "owner.sh" || string(f.Data) != "echo owner" {
 		t.Errorf("run_operator file = %+v", f)
 	}
-	if got := op.Describe(); got != "operator mine: restart it running the lesson's owner.sh" {
+	if got := op.Describe(); got != "operator mine: restart it running the lesson's owner.sh, and wait for its first pass" {
 		t.Errorf("Describe = %q", got)
 	}
 	for i, want := range []string{"echo owner", "echo owner"} {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,14 @@ func TestLessonCommands(t *testing.T) {
 		// Refused before anything starts: kind's one node cannot hold it.
 		{[]string{"lesson", "verify", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only", "this sandbox is kind"}},
 		{[]string{"lesson", "start", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only"}},
+		// Lesson 12 grades the student's operator named mine.
+		{[]string{"lesson", "starter", "12"}, 0, []string{"#!/usr/bin/env bash", "reconcile_echo", "WATCH_NAMESPACE"}},
+		{[]string{"lesson", "starter", "12", "--step", "6"}, 0, []string{"ownerReferences", "update_status", `message=${message//\"/`}},
+		{[]string{"lesson", "starter", "12", "--step", "7"}, 1, []string{"--step 7: lesson 12 has steps 1 to 6"}},
+		{[]string{"lesson", "starter", "3"}, 1, []string{"lesson 3 has no operator for you to write; lessons with one: 12"}},
+		{[]string{"lesson", "start", "12", "--operator", "yours=./x.sh"}, 1, []string{"lesson 12 grades the operator named mine", "--operator mine=COMMAND"}},
+		{[]string{"lesson", "start", "12", "--text", "--operator", "yours=./x.sh"}, 1, []string{"lesson 12 grades the operator named mine"}},
+		{[]string{"lesson", "verify", "12", "--backend", "kubeconfig"}, 1, []string{"lesson 12 runs on envtest or kind only"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -61,6 +70,29 @@ func TestLessonCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	// -o writes the starter as an executable, and never over a file.
+	out := filepath.Join(t.TempDir(), "my-operator.sh")
+	for i, want := range []int{0, 1} {
+		cmd := exec.Command(rlabBin, "lesson", "starter", "12", "-o", out)
+		cmd.Env = e.env
+		b, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != want || err != nil && code == -1 {
+			t.Fatalf("starter -o, time %d: exit %d (%v), want %d\n%s", i+1, code, err, want, b)
+		}
+		if i == 1 && !strings.Contains(string(b), "exists already") {
+			t.Errorf("starter -o over a file: %s", b)
+		}
+	}
+	l12, err := lessons.Find(all, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v, %v; want mode 0755", out, fi, err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != string(l12.Operator.Starter.Data) {
+		t.Errorf("%s is not the starter", out)
 	}
 	// Nothing was started: no sandbox holds the state dir.
 	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
