@@ -44,8 +44,8 @@ func newLessonStarterCmd() *cobra.Command {
 		Long: `Print the starter operator of lesson N, a bash script, for you to improve;
 with -o write it to FILE (executable), never over a file that exists. Then
 run the lesson with it: rlab lesson start N --operator NAME=./FILE.
-With --step K print instead the version that step K's autoplay (a) runs:
-the lesson's own fix, to compare with yours.`,
+With --step K print instead the operator as step K leaves it when you let
+autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 		Example: `  rlab lesson starter 12 -o my-operator.sh
   rlab lesson start 12 --operator mine=./my-operator.sh
   rlab lesson starter 12 --step 3 | diff my-operator.sh -`,
@@ -88,7 +88,7 @@ the lesson's own fix, to compare with yours.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write it to `FILE` (made executable) instead of stdout")
-	cmd.Flags().IntVar(&step, "step", 0, "print the version step `K` plays (its fix) instead of the starter")
+	cmd.Flags().IntVar(&step, "step", 0, "print the operator as step `K` leaves it (with the lesson's fixes) instead of the starter")
 	return cmd
 }
 
