@@ -21,7 +21,7 @@
 set -u
 ns=${WATCH_NAMESPACE:?WATCH_NAMESPACE is not set}
 image=${ECHO_IMAGE:?ECHO_IMAGE is not set}
-interval=${INTERVAL:-2} # seconds between two polls
+interval=${INTERVAL:-3} # seconds between two polls
 
 # desired_deployment NAME MESSAGE REPLICAS prints the Deployment Echo NAME asks for.
 desired_deployment() {

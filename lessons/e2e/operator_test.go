@@ -32,15 +32,16 @@ func TestWriteYourOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What each check says of the version before its step's fix.
+	// What each check says of the version before its step's fix; a check
+	// not listed passes on it (create-once does put back a deleted
+	// Deployment).
 	reasons := map[string]string{
-		"status":        `status.ready is ""`,
-		"scale":         "asks for 4",
-		"drift-scaled":  "before the hand scale",
-		"drift-deleted": "before the Deployment is deleted",
-		"owner":         "has no ownerReference",
-		"gc":            "no controller ownerReference",
-		"quoting":       "no Deployment echo-check-quotes",
+		"status":       `status.ready is ""`,
+		"scale":        "asks for 4",
+		"drift-scaled": "before the hand scale",
+		"owner":        "has no ownerReference",
+		"gc":           "no controller ownerReference",
+		"quoting":      "no Deployment echo-check-quotes",
 	}
 	sb := startOperator(t, sandbox.Custom{Name: l.Operator.Name, Script: l.Operator.Starter.Data})
 	d := state.Dir{Root: t.TempDir()}
@@ -60,20 +61,33 @@ func TestWriteYourOwn(t *testing.T) {
 			s.Next()
 		}
 		if step.Action != nil && len(step.Action.Play) > 0 {
-			ids := step.Check.Conds[0].Args.List("checks")
+			var fails []string
+			for _, id := range step.Check.Conds[0].Args.List("checks") {
+				if _, ok := reasons[id]; ok {
+					fails = append(fails, id)
+				}
+			}
+			if len(fails) == 0 {
+				t.Fatalf("step %d fixes something, and no check of it fails before", i+1)
+			}
 			st := waitState(t, s, "step "+step.Title+" failing", func(st lessons.SessionState) bool {
-				for _, id := range ids {
+				for _, id := range fails {
 					if !strings.Contains(st.Detail, "✗ "+id+": ") {
 						return false
 					}
 				}
 				return true
 			})
-			for _, id := range ids {
-				if want, ok := reasons[id]; !ok || !strings.Contains(st.Detail, want) {
+			for _, id := range step.Check.Conds[0].Args.List("checks") {
+				want, fail := reasons[id]
+				switch {
+				case fail && !strings.Contains(st.Detail, want):
 					t.Errorf("step %d: %s fails, but not with %q:\n%s", i+1, id, want, st.Detail)
+				case !fail && strings.Contains(st.Detail, "✗ "+id+": "):
+					t.Errorf("step %d: %s fails before the fix:\n%s", i+1, id, st.Detail)
 				}
 			}
+			ids := fails
 			if st.Passed || !strings.Contains(st.Detail, "its log: ") {
 				t.Errorf("step %d failing: %+v", i+1, st)
 			}
