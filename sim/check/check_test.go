@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -116,4 +117,10 @@ func TestLeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// event is q as its proxy publishes it: for tests of what reads requests.
+func (q Request) event(st string) trace.Event {
+	return trace.Event{Time: q.Time, Source: "proxy/" + st + "/" + q.Replica, Kind: trace.APIRequest, Object: q.Object,
+		Fields: map[string]any{trace.FieldVerb: q.Verb, trace.FieldResource: q.Resource, trace.FieldCode: q.Code}}
 }

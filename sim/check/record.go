@@ -124,9 +124,3 @@ func (q Request) Housekeeping() bool {
 	r, _, _ := strings.Cut(q.Resource, "/")
 	return r == "leases" || r == "events"
 }
-
-// event is q as its proxy publishes it: for tests of what reads requests.
-func (q Request) event(st string) trace.Event {
-	return trace.Event{Time: q.Time, Source: "proxy/" + st + "/" + q.Replica, Kind: trace.APIRequest, Object: q.Object,
-		Fields: map[string]any{trace.FieldVerb: q.Verb, trace.FieldResource: q.Resource, trace.FieldCode: q.Code}}
-}
