@@ -18,8 +18,12 @@ type View struct {
 	Snapshot world.Snapshot
 	Events   []trace.Event // since Began, in arrival order
 	Began    time.Time     // the step was shown (or autoplay started it)
-	Acted    time.Time     // the step's action ended (Began if none)
-	Now      time.Time
+	// Acted is when autoplay's action ended, or else the first act found
+	// since the step was shown (zero while there is none); Acts are the
+	// acts by style.
+	Acted time.Time
+	Acts  Acts
+	Now   time.Time
 	// Holders are the Lease holders by style when the step began.
 	Holders  map[style.Style]string
 	Replicas []supervisor.Status

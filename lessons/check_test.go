@@ -237,7 +237,7 @@ func TestDescribe(t *testing.T) {
 		{"api_requests", Args{"style": "shell", "verbs": []string{"get", "list"}, "resource": "echoes", "max": 0}, 0},
 	}}
 	want := "every style: Deployment echo-hello asks for 4 replicas, all ready\n" +
-		"both Go styles: another replica takes the Lease, within 4s\n" +
+		"both Go styles: another replica takes the Lease, within 4s of the leader stopping\n" +
 		"shell: get/list requests on echoes (want ≤0)\n" +
 		"all of it holding for 6s"
 	if got := c.Describe(); got != want {

@@ -225,14 +225,15 @@ var checks = map[string]checkKind{
 			// in another terminal, long after the step began, and a poll
 			// before that noticed nothing.
 			from := v.Acted
-			if !v.Acted.After(v.Began) { // nothing autoplayed: measure from the edit
-				e := nsView(v, st).Echoes[a.Str("name")]
-				if e == nil || !e.Edited.After(v.Began) {
-					return styleResult{detail: "no edit yet"}
-				}
-				// The world's watch may see the edit a little after an
-				// operator's does.
+			e := nsView(v, st).Echoes[a.Str("name")]
+			edited := e != nil && e.Edited.After(v.Began)
+			switch {
+			case edited && (from.IsZero() || !e.Edited.Before(from)):
+				// From the edit as the world saw it; the world's watch may
+				// see it a little after an operator's does.
 				from = e.Edited.Add(-worldLag)
+			case !edited && !v.Acted.After(v.Began):
+				return styleResult{detail: "no edit yet"}
 			}
 			for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == trace.Object(echov1.Kind, a.Str("name")) }) {
 				if e.Time.After(from) {
@@ -279,32 +280,58 @@ var checks = map[string]checkKind{
 				return styleResult{detail: "not collected"}
 			}
 			pods := len(eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return strings.HasPrefix(e.Object, "Pod/") }))
-			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(v.Acted)), pods)}
+			// From the Echo's delete as the world saw it, else the act.
+			from := v.Acted
+			if del := eventsOf(v, st, trace.EchoDeleting, func(e trace.Event) bool {
+				return e.Object == trace.Object(echov1.Kind, a.Str("name"))
+			}); len(del) > 0 {
+				from = del[0].Time
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(from)), pods)}
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
 		},
 	},
 
-	// Someone other than the holder at the step's start holds the Lease,
-	// taken over after at least min and at most max.
+	// Someone other than the holder at the step's start took the Lease after
+	// the act that stopped the leader (its kill, its release, rlab's
+	// partition), at least min and at most max after it.
 	"new_leader": {
 		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"min": tDuration, "max": tDuration}},
 		eval: func(a Args, v View, st style.Style) styleResult {
 			old := v.Holders[st]
-			evs := eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
-				return e.Source == trace.SourceWorld && e.Str(trace.FieldIdentity) != "" && e.Str(trace.FieldIdentity) != old
-			})
-			if len(evs) == 0 {
-				return styleResult{detail: "still " + old}
+			if old == "" {
+				// Nobody led when the step was shown: the first election
+				// is not a takeover.
+				return styleResult{detail: "nobody led when the step began"}
 			}
-			took := evs[0].Time.Sub(v.Acted)
-			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", evs[0].Str(trace.FieldIdentity), old, secs(took))}
-			if mn := a.Dur("min"); mn > 0 && took < mn {
+			from := v.Acts.at(st)
+			if from.IsZero() {
+				from = v.Acted
+			}
+			var took *trace.Event
+			prev := old
+			for _, e := range eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
+				return e.Source == trace.SourceWorld && e.Str(trace.FieldIdentity) != ""
+			}) {
+				id := e.Str(trace.FieldIdentity)
+				if id != prev && !e.Time.Before(from) {
+					took = &e
+					break
+				}
+				prev = id
+			}
+			if took == nil {
+				return styleResult{detail: "still " + prev}
+			}
+			d := took.Time.Sub(from)
+			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", took.Str(trace.FieldIdentity), prev, secs(d))}
+			if mn := a.Dur("min"); mn > 0 && d < mn {
 				r.ok, r.final = false, true
 				r.detail += fmt.Sprintf(", sooner than %s", mn)
 			}
-			if mx := a.Dur("max"); mx > 0 && took > mx {
+			if mx := a.Dur("max"); mx > 0 && d > mx {
 				r.ok, r.final = false, true
 				r.detail += fmt.Sprintf(", later than %s", mx)
 			}
@@ -318,6 +345,9 @@ var checks = map[string]checkKind{
 			if d := a.Dur("max"); d > 0 {
 				s += fmt.Sprintf(", within %s", d)
 			}
+			if a.Dur("min") > 0 || a.Dur("max") > 0 {
+				s += " of the leader stopping"
+			}
 			return s
 		},
 	},
@@ -330,7 +360,7 @@ var checks = map[string]checkKind{
 			if len(evs) == 0 {
 				return styleResult{detail: "nobody lost the Lease"}
 			}
-			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, secs(evs[0].Time.Sub(v.Acted)))}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, secs(evs[0].Time.Sub(v.Acts.at(st))))}
 		},
 		words: func(Args) string { return "the leader loses the Lease" },
 	},

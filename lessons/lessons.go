@@ -144,6 +144,8 @@ type Check struct {
 	Hold  time.Duration
 	Conds []Cond
 	Line  int
+	// Gated: nothing passes until the student acts (Step.Gated).
+	Gated bool
 }
 
 // Cond is one condition with its arguments, validated against checks.
@@ -521,6 +523,9 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 		if s.Hint == "" {
 			p.errorf(v, "%s: hint_after without a hint", what)
 		}
+	}
+	if s.Check != nil {
+		s.Check.Gated = s.Gated()
 	}
 	if s.Check != nil && s.Hint == "" {
 		p.errorf(n, "%s: a step with a check needs a hint for the student who is stuck", what)

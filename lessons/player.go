@@ -28,8 +28,10 @@ type Player struct {
 	mu     sync.Mutex
 	events []trace.Event                // since the current step began
 	byKind map[trace.Kind][]trace.Event // the same, by kind
-	began  time.Time
-	seq    int // annotation values, so every write changes the Echo
+	began  time.Time                    // the step's window: events before it are dropped
+	shown  time.Time                    // when the step was shown (Begin)
+	acts   Acts                         // the acts found since, merged as they come
+	seq    int                          // annotation values, so every write changes the Echo
 	// grading holds a token while rlab check's checks run on an operator.
 	grading chan struct{}
 }
@@ -71,7 +73,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	_, _ = p.sub.Drain()
 	now := time.Now()
 	p.mu.Lock()
-	p.events, p.byKind, p.began = nil, map[trace.Kind][]trace.Event{}, now
+	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, Acts{}
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
 	sn := p.sb.World().Snapshot()
@@ -83,14 +85,27 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	return now, holders
 }
 
-// View is what the checks see now.
+// View is what the checks see now. acted is when autoplay's action ended;
+// zero when the student acts by hand: then the window opens at the first
+// act found after the step was shown (see act.go), and nothing from before
+// it counts.
 func (p *Player) View(began, acted time.Time, holders map[style.Style]string) View {
 	// Take what the bus holds first, so nothing published before now is missed.
 	evs, _ := p.sub.Drain()
+	sn := p.sb.World().Snapshot()
 	p.mu.Lock()
 	p.keep(evs)
+	found := FindActs(p.shown, p.events, sn, p.styleOfNamespace)
+	p.acts.merge(found)
+	acts := p.acts
+	if acted.IsZero() && !acts.First.IsZero() {
+		acted = acts.First
+		// The operators may see an edit a little before the world does.
+		p.openAt(acted.Add(-worldLag))
+	}
 	// No copies: keep only appends, so the first len elements never change
-	// (an append past cap moves to a new array; Begin starts new ones).
+	// (an append past cap moves to a new array; Begin and openAt start new
+	// ones).
 	events := p.events[:len(p.events):len(p.events)]
 	byKind := make(map[trace.Kind][]trace.Event, len(p.byKind))
 	for k, l := range p.byKind {
@@ -98,13 +113,35 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 	}
 	p.mu.Unlock()
 	return View{
-		Snapshot: p.sb.World().Snapshot(),
+		Snapshot: sn,
 		Events:   events,
-		Began:    began, Acted: acted, Now: time.Now(),
+		Began:    began, Acted: acted, Acts: acts, Now: time.Now(),
 		Holders:  holders,
 		Replicas: p.sb.Supervisor().Statuses(),
 		ByKind:   byKind,
 	}
+}
+
+// openAt drops the step's events from before t: the window opens there.
+// p.mu is held.
+func (p *Player) openAt(t time.Time) {
+	if !t.After(p.began) {
+		return
+	}
+	p.began = t
+	old := p.events
+	p.events, p.byKind = nil, map[trace.Kind][]trace.Event{}
+	p.keep(old)
+}
+
+// styleOfNamespace is the style whose namespace ns is, "" if none.
+func (p *Player) styleOfNamespace(ns string) style.Style {
+	for _, st := range p.sb.Styles() {
+		if p.sb.Namespace(st) == ns {
+			return st
+		}
+	}
+	return ""
 }
 
 // keep records the events of the current step. p.mu is held.
@@ -138,7 +175,12 @@ func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, ho
 	for {
 		v := p.View(began, acted, holders)
 		v.Grades = g.snapshot()
-		last = c.Eval(v)
+		if c.Gated && v.Acted.IsZero() {
+			// Nothing counts, and nothing can fail, before the act.
+			last = Outcome{Detail: waitingForAct}
+		} else {
+			last = c.Eval(v)
+		}
 		if tick != nil {
 			tick(last)
 		}
@@ -161,6 +203,9 @@ func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, ho
 		}
 	}
 }
+
+// waitingForAct is the detail of a gated check before the student acted.
+const waitingForAct = "waiting for you to act"
 
 // StepResult is how one autoplayed step went.
 type StepResult struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 // Session is a lesson followed on the screen: it shows one step at a
@@ -29,6 +30,7 @@ type Session struct {
 	gen    int                // bumped on every step change: stale watchers keep quiet
 	began  time.Time
 	hold   map[style.Style]string
+	ready  bool // a step was shown: the sandbox had started
 }
 
 // SessionState is what the lesson panel shows; the same fields, in the
@@ -67,8 +69,39 @@ func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from i
 	s := &Session{p: p, all: all, prog: prog, save: save, ctx: ctx}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.open(l, from)
+	s.starting(l, from)
 	return s
+}
+
+// starting shows step from of l while the sandbox starts, and opens it
+// once the sandbox is at its baseline: the operators' start-up (their first
+// lists, the first election) is not the student's act, and a step's window
+// must not hold it. Called with the lock held.
+func (s *Session) starting(l *Lesson, from int) {
+	s.l = l
+	i := min(max(from, 0), len(l.Steps)-1)
+	s.st = s.stateOf(i)
+	s.st.Waiting = "the sandbox to start: every style's Echo " + sandbox.SampleName + " ready, the Go styles led"
+	s.changed()
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.cancel = cancel
+	gen := s.gen
+	go func() {
+		_, err := s.p.awaitBaseline(ctx, func(why string) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if gen == s.gen && s.st.Detail != "starting: "+why {
+				s.st.Detail = "starting: " + why
+				s.changed()
+			}
+		})
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if gen != s.gen || err != nil {
+			return // the student moved, or the session ended
+		}
+		s.show(i)
+	}()
 }
 
 // Close stops the current step's watcher.
@@ -100,7 +133,7 @@ func (s *Session) Next() {
 	s.show(s.st.Step + 1)
 }
 
-// Back goes to the previous step.
+// Back goes to the previous step, or tries the first one again.
 func (s *Session) Back() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,9 +141,8 @@ func (s *Session) Back() {
 		s.show(len(s.l.Steps) - 1)
 		return
 	}
-	if s.st.Step > 0 {
-		s.show(s.st.Step - 1)
-	}
+	// On the first step, b tries it again from a clean window.
+	s.show(max(s.st.Step-1, 0))
 }
 
 // Play performs this step's action, then checks again, measured from the
@@ -121,6 +153,10 @@ func (s *Session) Play() {
 	step := &s.l.Steps[s.st.Step]
 	switch {
 	case s.st.Done || s.st.Playing:
+		return
+	case !s.ready:
+		s.st.PlayErr = "the sandbox is still starting"
+		s.changed()
 		return
 	case step.Action == nil || len(step.Action.Play) == 0:
 		s.st.PlayErr = "nothing to play in this step"
@@ -216,6 +252,17 @@ func (s *Session) stop() {
 // the lock held.
 func (s *Session) show(i int) {
 	s.stop()
+	s.st = s.stateOf(i)
+	s.record(i)
+	s.began, s.hold = s.p.Begin()
+	s.ready = true
+	// Measured from the student's act, whenever it comes.
+	s.watch(time.Time{})
+}
+
+// stateOf is the panel for step i, nothing checked yet. Called with the
+// lock held.
+func (s *Session) stateOf(i int) SessionState {
 	step := &s.l.Steps[i]
 	st := SessionState{
 		Version: s.st.Version + 1,
@@ -228,10 +275,7 @@ func (s *Session) show(i int) {
 	if step.Check != nil {
 		st.Waiting = step.Check.Describe()
 	}
-	s.st = st
-	s.record(i)
-	s.began, s.hold = s.p.Begin()
-	s.watch(s.began)
+	return st
 }
 
 // local is lesson text in this sandbox's namespaces.

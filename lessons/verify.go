@@ -80,7 +80,11 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 }
 
 // AwaitBaseline waits until Baseline holds.
-func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
+func (p *Player) AwaitBaseline(ctx context.Context) (string, error) { return p.awaitBaseline(ctx, nil) }
+
+// awaitBaseline waits until Baseline holds; tick, if not nil, gets what is
+// missing each time it looks.
+func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (string, error) {
 	var last string
 	for {
 		var running []string
@@ -94,6 +98,9 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 			return "", nil
 		}
 		last = why
+		if tick != nil {
+			tick(why)
+		}
 		select {
 		case <-ctx.Done():
 			return last, ctx.Err()

@@ -1,0 +1,130 @@
+package lessons
+
+import (
+	"time"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/world"
+)
+
+// A student acts in another terminal, long after the step was shown, or
+// not at all: a step's window opens at the first act the trace or the
+// world shows after the step was shown, and nothing before it counts. An
+// act is what a person or rlab does to the sandbox, never what the
+// operators do on their own:
+//
+//   - an rlab action (kindAct): autoplay, a key, or `rlab do`;
+//   - a replica killed by a signal (kill -9), or a leader that released its
+//     Lease on the way out (kill, SIGTERM): the operators only do that when
+//     told to stop;
+//   - an Echo created, edited or deleted, as the world saw it;
+//   - a Deployment changed by hand (the world's drift.detected).
+//
+// What leaves no trace (a request the apiserver refused, a read) is not an
+// act: steps whose action is only that are not gated (Step.Gated).
+
+// kindAct is the event every rlab action publishes as it starts
+// (lessons' Player.Do).
+const kindAct trace.Kind = "rlab.act"
+
+// Acts are the acts found so far in one step's window.
+type Acts struct {
+	First time.Time                 // the first act of any kind, zero if none
+	By    map[style.Style]time.Time // the first act that concerns each style
+}
+
+// at is the first act that concerns st, else the first act.
+func (a Acts) at(st style.Style) time.Time {
+	if t, ok := a.By[st]; ok {
+		return t
+	}
+	return a.First
+}
+
+// note records an act at t that concerns styles (none: every style).
+func (a *Acts) note(t time.Time, styles ...style.Style) {
+	if a.First.IsZero() || t.Before(a.First) {
+		a.First = t
+	}
+	if a.By == nil {
+		a.By = map[style.Style]time.Time{}
+	}
+	for _, st := range styles {
+		if old, ok := a.By[st]; !ok || t.Before(old) {
+			a.By[st] = t
+		}
+	}
+}
+
+// merge adds the acts of b that came first.
+func (a *Acts) merge(b Acts) {
+	if !b.First.IsZero() {
+		a.note(b.First)
+	}
+	for st, t := range b.By {
+		a.note(t, st)
+	}
+}
+
+// FindActs looks for acts among the events of a step (those since it was
+// shown) and in the world now: Echoes created or edited after began.
+// styleOfNS names the style a namespace belongs to ("" if none).
+func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfNS func(string) style.Style) Acts {
+	var a Acts
+	for _, e := range events {
+		if e.Time.Before(began) {
+			continue
+		}
+		switch e.Kind {
+		case kindAct:
+			a.note(e.Time, ExpandStyle(e.Str(fieldActStyle))...)
+		case trace.ProcessExit:
+			// Killed by a signal: a person's kill, or rlab's. An operator
+			// that exits on its own (a lost Lease, an error) says a code.
+			if e.Str(trace.FieldSignal) != "" {
+				a.note(e.Time, style.FromSource(e.Object))
+			}
+		case trace.LeaderLost:
+			// Released on the way out: the replica was told to stop.
+			if e.Str(trace.FieldReason) == trace.ReasonReleased {
+				a.note(e.Time, style.FromSource(e.Source))
+			}
+		case trace.EchoDeleting, trace.DriftDetected:
+			if e.Source == trace.SourceWorld {
+				a.note(e.Time, styleOfNS(e.Namespace))
+			}
+		}
+	}
+	for ns, view := range sn.Namespaces {
+		st := styleOfNS(ns)
+		if st == "" {
+			continue
+		}
+		for _, ev := range view.Echoes {
+			if ev.Edited.After(began) {
+				a.note(ev.Edited, st)
+			}
+		}
+	}
+	return a
+}
+
+// fieldActStyle is the style argument of the action an act event names.
+const fieldActStyle = "style"
+
+// Gated says whether the step's check waits for the student to act: it has
+// an action that leaves a trace. A step that only shows something, or whose
+// action is a request the apiserver refuses (nothing changes), is checked
+// from the moment it is shown.
+func (s *Step) Gated() bool {
+	if s.Action == nil || len(s.Action.Play) == 0 {
+		return false
+	}
+	for _, op := range s.Action.Play {
+		if op.Args.Str("expect_error") == "" {
+			return true
+		}
+	}
+	return false
+}
