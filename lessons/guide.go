@@ -12,7 +12,7 @@ import (
 // Guide commands, one per line on the student's input.
 const (
 	CmdNext = "n" // skip to the next step
-	CmdBack = "b" // back to the previous step
+	CmdBack = "b" // back to the previous step (the first: try it again)
 	CmdPlay = "a" // autoplay this step's action, the same key as on the screen
 	CmdQuit = "q" // stop; progress is kept
 )
@@ -20,15 +20,22 @@ const (
 // ErrQuit ends Guide when the student quits.
 var ErrQuit = errors.New("quit")
 
-// Guide walks a student through lesson l from step from, on plain text: it
-// shows each step, waits for its check to pass live (the student acts in
-// another terminal, or types p to let autoplay act), shows the hint after a
-// while, and moves on. in carries the student's command lines; save is
-// called with the next step to do each time it changes. It returns nil once
-// the last step is done.
+// Guide walks a student through lesson l from step from, on plain text, as
+// the screen does: it waits for the sandbox to start, shows each step, waits
+// for its check to pass live (the student acts in another terminal, or types
+// a to let autoplay act), shows the hint after a while, says so when the
+// check can no longer pass, and after a pass waits for the student (Enter)
+// before the next step. in carries the student's command lines; save is
+// called with the next step to do each time it changes. Once the last step
+// is done it waits for the student to leave (q, or the end of input): the
+// sandbox stays up meanwhile. It returns nil then.
 func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, save func(next int)) error {
 	fmt.Fprintf(out, "Lesson %d: %s\n%s\n\n", l.Number, l.Title, l.Summary)
-	fmt.Fprintf(out, "Commands: %s next · %s back · %s play it for me · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
+	fmt.Fprintf(out, "Commands: %s next · %s back (on the first step: again) · %s play it for me · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
+	fmt.Fprintln(out, "Waiting for the sandbox: every style's sample Echo ready, the Go styles led…")
+	if why, err := p.AwaitBaseline(ctx); err != nil {
+		return fmt.Errorf("the sandbox did not start: %s: %w", why, err)
+	}
 	i := min(max(from, 0), len(l.Steps))
 	for i < len(l.Steps) {
 		save(i)
@@ -39,44 +46,58 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 		i = max(i+move, 0)
 	}
 	save(len(l.Steps))
-	fmt.Fprintf(out, "\nLesson %d done.\n", l.Number)
-	return nil
+	fmt.Fprintf(out, "\nLesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.\n", l.Number, CmdQuit)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-in:
+			if !ok || strings.TrimSpace(line) == CmdQuit {
+				return nil
+			}
+		}
+	}
 }
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-// guideStep shows step i and waits; it returns +1 to go on, -1 to go back.
+// guideStep shows step i and waits; it returns +1 to go on, -1 to go back,
+// 0 to try it again.
 func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer) (int, error) {
 	s := &l.Steps[i]
-	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(s.Text))
+	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
+	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(local(s.Text)))
 	if a := s.Action; a != nil {
 		if a.Kubectl != "" {
-			fmt.Fprintf(out, "\n  In another terminal (after eval \"$(rlab env)\"):\n\n%s\n", indent(indent(a.Kubectl)))
+			fmt.Fprintf(out, "\n  In another terminal (after eval \"$(rlab env)\"):\n\n%s\n", indent(indent(local(a.Kubectl))))
 		}
 		// No screen here, so no key to press: the command, or autoplay.
 		if a.Note != "" {
-			fmt.Fprintf(out, "\n  %s\n", a.Note)
+			fmt.Fprintf(out, "\n  %s\n", local(a.Note))
 		}
 	}
 	began, holders := p.Begin()
 	if s.Check == nil {
-		fmt.Fprintf(out, "\n  (%s to go on)\n", CmdNext)
+		fmt.Fprintf(out, "\n  (Enter to go on)\n")
 	} else {
 		fmt.Fprintf(out, "\n  waiting for:\n%s\n", indent("• "+strings.ReplaceAll(s.Check.Describe(), "\n", "\n• ")))
 	}
-	// The check runs until it passes or the student moves; commands arrive
-	// meanwhile.
-	// Each wait has its own context: a step played with p is measured again
-	// from the moment it was played.
+	// The check runs until it passes, fails for good, or the student moves;
+	// commands arrive meanwhile. Each wait has its own context: a step
+	// played with a is measured again from the moment it was played.
 	var cancels []context.CancelFunc
 	defer func() {
 		for _, c := range cancels {
 			c()
 		}
 	}()
-	passed := make(chan Outcome, 1)
+	type result struct {
+		o   Outcome
+		err error
+	}
+	results := make(chan result, 1)
 	await := func(acted time.Time) {
 		if s.Check == nil {
 			return
@@ -87,45 +108,59 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		cctx, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
 		go func() {
-			if o, err := p.Await(cctx, s.Check, began, acted, holders, nil); err == nil {
-				select {
-				case passed <- o:
-				default:
-				}
+			o, err := p.Await(cctx, s.Check, began, acted, holders, nil)
+			if cctx.Err() != nil {
+				return // replaced, or the student moved
 			}
+			results <- result{o, err}
 		}()
 	}
-	// Until the student plays it, measured from when the step was shown.
-	await(began)
+	// Until the student plays it, measured from their own act.
+	await(time.Time{})
 	hint := time.NewTimer(s.HintAfter)
 	defer hint.Stop()
+	passed := s.Check == nil
 	for {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case o := <-passed:
-			fmt.Fprintf(out, "  ✓ %s\n", o.Detail)
-			return +1, nil
+		case r := <-results:
+			if r.err != nil {
+				fmt.Fprintf(out, "  ✗ %v\n  %s tries the step again, %s skips it\n", r.err, CmdBack, CmdNext)
+				continue
+			}
+			passed = true
+			hint.Stop()
+			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", r.o.Detail)
 		case <-hint.C:
-			if s.Hint != "" {
-				fmt.Fprintf(out, "  hint:\n%s\n", indent(indent(s.Hint)))
+			if s.Hint != "" && !passed {
+				fmt.Fprintf(out, "  hint:\n%s\n", indent(indent(local(s.Hint))))
 			}
 		case line, ok := <-in:
 			if !ok {
 				return 0, ErrQuit
 			}
-			switch strings.TrimSpace(line) {
-			case CmdNext:
+			switch cmd := strings.TrimSpace(line); {
+			case cmd == CmdNext, cmd == "" && passed:
 				return +1, nil
-			case CmdBack:
+			case cmd == CmdBack && i == 0:
+				return 0, nil
+			case cmd == CmdBack:
 				return -1, nil
-			case CmdQuit:
+			case cmd == CmdQuit:
 				return 0, ErrQuit
-			case CmdPlay:
-				if s.Action == nil {
+			case cmd == CmdPlay && passed:
+				fmt.Fprintln(out, "  passed already: Enter for the next step")
+			case cmd == CmdPlay:
+				if s.Action == nil || len(s.Action.Play) == 0 {
 					fmt.Fprintln(out, "  nothing to play in this step")
 					continue
 				}
+				// A clean window: what the student did before is not the play's.
+				for _, c := range cancels {
+					c()
+				}
+				began, holders = p.Begin()
 				for _, op := range s.Action.Play {
 					if err := p.Do(ctx, op); err != nil {
 						fmt.Fprintf(out, "  %s: %v\n", op.Name, err)
@@ -133,6 +168,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				}
 				fmt.Fprintln(out, "  played; checking")
 				await(time.Now())
+			case cmd == "":
 			default:
 				fmt.Fprintf(out, "  %s next · %s back · %s play · %s quit\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
 			}

@@ -150,6 +150,24 @@ func (s *Session) Back() {
 func (s *Session) Play() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.play()
+}
+
+// Key performs this step's action because the student pressed the key it
+// names: the same action, on every style the step names.
+func (s *Session) Key() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	step := &s.l.Steps[s.st.Step]
+	if step.Action == nil || step.Action.Key == "" || len(step.Action.Play) == 0 {
+		return false
+	}
+	s.play()
+	return true
+}
+
+// play performs the step's action. Called with the lock held.
+func (s *Session) play() {
 	step := &s.l.Steps[s.st.Step]
 	switch {
 	case s.st.Done || s.st.Playing:
@@ -165,6 +183,12 @@ func (s *Session) Play() {
 	}
 	s.st.Playing, s.st.PlayErr = true, ""
 	s.changed()
+	// A clean window: what the student did before is not the play's.
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
+	s.began, s.hold = s.p.Begin()
 	gen, ops := s.gen, step.Action.Play
 	go func() {
 		var err error

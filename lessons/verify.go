@@ -172,15 +172,15 @@ type LessonResult struct {
 	Err    error
 }
 
-// Verify autoplays each lesson in turn, every step's check must pass, and
-// each must leave the sandbox at its baseline. It writes a line per step
-// and per lesson to out.
-func (p *Player) Verify(ctx context.Context, ls []*Lesson, out io.Writer) []LessonResult {
+// Verify autoplays each lesson in turn, or with hand follows it by hand
+// (HandStep); every step's check must pass, and each lesson must leave the
+// sandbox at its baseline. It writes a line per step and per lesson to out.
+func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Writer) []LessonResult {
 	var results []LessonResult
 	for _, l := range ls {
 		t0 := time.Now()
 		fmt.Fprintf(out, "lesson %d: %s\n", l.Number, l.Title)
-		err := p.verifyOne(ctx, l, out)
+		err := p.verifyOne(ctx, l, hand, out)
 		r := LessonResult{Lesson: l, Took: time.Since(t0), Err: err}
 		if err != nil {
 			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, secs(r.Took), err)
@@ -207,7 +207,7 @@ func (p *Player) Verify(ctx context.Context, ls []*Lesson, out io.Writer) []Less
 	return results
 }
 
-func (p *Player) verifyOne(ctx context.Context, l *Lesson, out io.Writer) error {
+func (p *Player) verifyOne(ctx context.Context, l *Lesson, hand *Hand, out io.Writer) error {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if why, err := p.AwaitBaseline(bctx); err != nil {
@@ -215,7 +215,15 @@ func (p *Player) verifyOne(ctx context.Context, l *Lesson, out io.Writer) error 
 	}
 	for i := range l.Steps {
 		s := &l.Steps[i]
-		r, err := p.PlayStep(ctx, s)
+		var (
+			r   StepResult
+			err error
+		)
+		if hand != nil {
+			r, err = p.HandStep(ctx, s, *hand)
+		} else {
+			r, err = p.PlayStep(ctx, s)
+		}
 		if err != nil {
 			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
 		}

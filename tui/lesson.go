@@ -70,6 +70,21 @@ func (l *lesson) poll() bool {
 	return true
 }
 
+// onStepKey: the key the current step names does what the step says, on
+// every style it names, whatever pane has the focus (k in the leader
+// lesson stops both Go leaders, not the focused pane's). It goes before
+// the screen's own keys.
+func (l *lesson) onStepKey(msg tea.KeyPressMsg) bool {
+	if l.guide == nil || l.listOpen || l.st.Key == "" || l.st.Done || l.st.Passed || msg.String() != l.st.Key {
+		return false
+	}
+	if !l.guide.Key() {
+		return false
+	}
+	l.poll()
+	return true
+}
+
 // onKey handles the lesson keys; ok is false for any other key. The Guide
 // returns at once: what it changed already is drawn now, the rest on a
 // later frame.

@@ -46,6 +46,10 @@ func (g *fakeGuide) record(c string) {
 func (g *fakeGuide) Next() { g.record("Next") }
 func (g *fakeGuide) Back() { g.record("Back") }
 func (g *fakeGuide) Play() { g.record("Play") }
+func (g *fakeGuide) Key() bool {
+	g.record("Key")
+	return true
+}
 
 func (g *fakeGuide) Open(n int) error {
 	g.record(fmt.Sprintf("Open(%d)", n))
@@ -243,6 +247,8 @@ func TestTUILessonKeys(t *testing.T) {
 		{name: "b back", keys: []string{"b"}, calls: []string{"Back"}},
 		{name: "a play", keys: []string{"a"}, calls: []string{"Play"}},
 		{name: "c creates the Echo", keys: []string{"c"}, actions: []fixture.Call{createEcho}, text: "✓ created Echo/hello"},
+		{name: "the step's key does the step, whatever pane is focused", keys: []string{"tab", "s"}, calls: []string{"Key"}},
+		{name: "the step's key in the list does not act", keys: []string{"l", "s"}, list: true},
 		{name: "l opens the list", keys: []string{"l"}, list: true, text: "open lesson:"},
 		{name: "l 3 enter opens lesson 3", keys: []string{"l", "3", "enter"}, calls: []string{"Open(3)"}},
 		{name: "l 1 0 enter opens lesson 10", keys: []string{"l", "1", "0", "enter"}, calls: []string{"Open(10)"}},

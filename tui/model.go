@@ -303,6 +303,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.LogReplica) && m.logs.open:
 		return m.showLog(nextReplica(m.feed.stats.Styles[m.logs.st], m.logs.replica))
 	}
+	if m.ctl.mode == modeNormal && m.lesson.onStepKey(msg) {
+		return nil
+	}
 	if ok, cmd := m.ctl.onKey(msg, k, m.target()); ok {
 		return cmd
 	}

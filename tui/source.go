@@ -57,6 +57,10 @@ type Guide interface {
 	Back()
 	// Play performs this step's action for the student (autoplay).
 	Play()
+	// Key performs this step's action because the student pressed the key
+	// the step names (GuideState.Key), on every style the step names; false
+	// if the step has nothing for a key to do.
+	Key() bool
 	// Open switches to lesson n, at the step the student got to before.
 	Open(n int) error
 	// Lessons lists the course, with the student's progress.

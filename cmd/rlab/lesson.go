@@ -172,6 +172,8 @@ func newLessonListCmd() *cobra.Command {
 
 type lessonFlags struct {
 	All           bool
+	ByHand        bool
+	Read          time.Duration
 	ShellInterval time.Duration
 	FromStart     bool
 	Text          bool
@@ -182,10 +184,14 @@ func newLessonVerifyCmd() *cobra.Command {
 	f := lessonFlags{}
 	cmd := &cobra.Command{
 		Use:   "verify [N...|--all]",
-		Short: "Autoplay lessons headless against a fresh sandbox: every check must pass",
+		Short: "Autoplay lessons headless against a fresh sandbox (or follow them by hand): every check must pass",
 		Long: `Start a sandbox (all three styles and the sample Echo), play every step of
-the chosen lessons as the student would, wait for each step's check, and
-print the time of each step and lesson. Exits non-zero if any check fails.`,
+the chosen lessons (autoplay, the a key), wait for each step's check, and
+print the time of each step and lesson. Exits non-zero if any check fails.
+With --by-hand, do each step as a student does instead: read it for --read,
+during which a step that needs an act must not pass, then run the command
+it shows through bash (KUBECONFIG as rlab env says, rlab's kubectl and rlab
+first on PATH), and wait for its check, measured from the act.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, chosen, err := chooseLessons(args, f.All)
 			if err != nil {
@@ -195,6 +201,8 @@ print the time of each step and lesson. Exits non-zero if any check fails.`,
 		},
 	}
 	cmd.Flags().BoolVar(&f.All, "all", false, "verify every lesson")
+	cmd.Flags().BoolVar(&f.ByHand, "by-hand", false, "follow each step as a student does: read it (--read), then run its command through bash with rlab env's KUBECONFIG; a step that needs an act must not pass before it")
+	cmd.Flags().DurationVar(&f.Read, "read", 10*time.Second, "with --by-hand, how long the student reads a step before acting")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	f.clusterFlags.register(cmd.Flags())
 	return cmd
@@ -291,7 +299,15 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 		interrupted := false
 		err := f.withLessonSandbox(ctx, stderr, func(o *launch.Options) error { return lessonOperator(group[0], o) },
 			func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
-				results = append(results, p.Verify(ctx, group, stdout)...)
+				var hand *lessons.Hand
+				if f.ByHand {
+					self, err := os.Executable()
+					if err != nil {
+						return fmt.Errorf("--by-hand runs rlab do as the student would: %w", err)
+					}
+					hand = &lessons.Hand{Read: f.Read, Env: p.HandEnv(self)}
+				}
+				results = append(results, p.Verify(ctx, group, hand, stdout)...)
 				interrupted = ctx.Err() != nil
 				return nil
 			})
@@ -308,8 +324,12 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 			failed++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (shell loop polling every %s)\n",
-		len(results)-failed, len(runs), time.Since(t0).Seconds(), f.ShellInterval)
+	how := "autoplayed"
+	if f.ByHand {
+		how = fmt.Sprintf("by hand, %s of reading a step", f.Read)
+	}
+	fmt.Fprintf(stdout, "%d of %d lessons verified in %.1fs (%s; shell loop polling every %s)\n",
+		len(results)-failed, len(runs), time.Since(t0).Seconds(), how, f.ShellInterval)
 	if failed > 0 || len(results) < len(runs) {
 		return exitCode(1)
 	}

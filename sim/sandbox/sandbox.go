@@ -513,6 +513,10 @@ func (s *Sandbox) Image() string { return s.opts.Image }
 // Kubeconfig is the path of the admin kubeconfig `rlab env` hands out.
 func (s *Sandbox) Kubeconfig() string { return s.opts.State.Kubeconfig() }
 
+// Kubectl is the kubectl rlab runs (the shell loop's), the one a student
+// is told to use.
+func (s *Sandbox) Kubectl() string { return filepath.Join(s.opts.Assets, "kubectl") }
+
 // Stop stops everything Start started, removes the run files and releases the
 // state dir. It is safe to call more than once.
 func (s *Sandbox) Stop() error {

@@ -1,0 +1,133 @@
+package lessons
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Hand is a student who follows a step by hand, as the course asks: reads
+// it for a while, then types the command it shows in another terminal.
+type Hand struct {
+	// Read is how long the student reads a step before acting. A gated
+	// step's check must not pass meanwhile: that is the student who does
+	// nothing, proving the step needs its act.
+	Read time.Duration
+	// Env is the environment of the student's terminal, after
+	// eval "$(rlab env)": KUBECONFIG, and kubectl and rlab on PATH.
+	Env []string
+}
+
+// HandEnv is the terminal of a student of sandbox-running rlab self: the
+// environment, with KUBECONFIG the sandbox's and rlab's kubectl and self
+// first on PATH.
+func (p *Player) HandEnv(self string) []string {
+	path := filepath.Dir(p.sb.Kubectl()) + string(os.PathListSeparator) + filepath.Dir(self) +
+		string(os.PathListSeparator) + os.Getenv("PATH")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "KUBECONFIG="+p.sb.Kubeconfig(), "PATH="+path)
+}
+
+// errNoHand is a step a student cannot do from a terminal.
+var errNoHand = errors.New("no command to type: only a key or autoplay does it")
+
+// HandStep follows one step by hand: it shows it, waits h.Read (a gated
+// check must not pass meanwhile), runs the step's command through bash as
+// shown (namespaces localized), then waits for the check within its
+// deadline, measured from the act.
+func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, error) {
+	began, holders := p.Begin()
+	if s.Check != nil && s.Action != nil && h.Read > 0 {
+		// The student who does nothing: a gated check waits for the act.
+		rctx, cancel := context.WithTimeout(ctx, h.Read)
+		o, err := p.Await(rctx, s.Check, began, time.Time{}, holders, nil)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return StepResult{}, ctx.Err()
+		case err == nil && s.Check.Gated:
+			return StepResult{Took: time.Since(began)}, fmt.Errorf("passed before the student acted: %s", o.Detail)
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			return StepResult{Took: time.Since(began)}, fmt.Errorf("before the student acted: %w", err)
+		}
+	}
+	acted := time.Now()
+	how, err := p.act(ctx, s, h)
+	if err != nil {
+		return StepResult{Took: time.Since(began)}, err
+	}
+	if s.Check == nil {
+		return StepResult{Took: time.Since(acted), Detail: how}, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.Check.Within)
+	defer cancel()
+	out, err := p.Await(cctx, s.Check, began, time.Time{}, holders, nil)
+	res := StepResult{Took: time.Since(acted), Detail: out.Detail}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("check not passed within %s of the act (%s): %s", s.Check.Within, how, out.Detail)
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+// act does what the step asks, as a student would; it says how.
+func (p *Player) act(ctx context.Context, s *Step, h Hand) (string, error) {
+	a := s.Action
+	switch {
+	case a == nil:
+		return "nothing to do", nil
+	case a.Kubectl != "":
+		cmd := exec.CommandContext(ctx, "bash", "-c", Localize(a.Kubectl, p.sb.Prefix()))
+		cmd.Env = h.Env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		refused := !s.Gated() && len(a.Play) > 0 // the apiserver is meant to say no
+		if err != nil && !refused {
+			return "", fmt.Errorf("the step's command failed: %w: %s", err, lastLine(out.String()))
+		}
+		if err == nil && refused {
+			return "", fmt.Errorf("the step's command was meant to be refused, and it passed: %s", lastLine(out.String()))
+		}
+		return "typed the command", nil
+	case editsOperator(a):
+		// The student saves their operator's file with the step's fix; the
+		// lesson's own version of that file stands in for their edit.
+		for _, op := range a.Play {
+			if err := p.Do(ctx, op); err != nil {
+				return "", fmt.Errorf("%s: %w", op.Name, err)
+			}
+		}
+		return "saved the operator's file with the step's fix", nil
+	}
+	return "", errNoHand
+}
+
+// editsOperator: the step asks the student to edit their operator's file.
+func editsOperator(a *Action) bool {
+	for _, op := range a.Play {
+		if op.Name != actRunOperator {
+			return false
+		}
+	}
+	return len(a.Play) > 0
+}
+
+// lastLine is the last line of a command's output that says something.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
