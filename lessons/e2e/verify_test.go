@@ -92,11 +92,30 @@ func (l *lineLogger) close() string {
 // sandbox at its baseline, and each lesson's time is printed.
 // RLAB_LESSONS=6,7 verifies only those, while writing a lesson.
 func TestVerifyAll(t *testing.T) {
+	t.Parallel()
+	verifyLessons(t)
+}
+
+// TestVerifyByHand runs `rlab lesson verify --all --by-hand`: every step
+// is done as a student does it, the command it shows typed into bash after
+// reading the step for longer than any time bound a check sets (5s: the
+// longest, lesson 8's takeover after SIGTERM, is 4s), and during that
+// reading a step that needs an act must not pass: the student who does
+// nothing fails every such step. Its sandbox is its own, beside
+// TestVerifyAll's: most of a lesson's time is waiting.
+func TestVerifyByHand(t *testing.T) {
+	t.Parallel()
+	verifyLessons(t, "--by-hand", "--read", "5s")
+}
+
+// verifyLessons runs rlab lesson verify with extra flags on the lessons
+// RLAB_LESSONS names (all by default) and checks each was verified.
+func verifyLessons(t *testing.T, extra ...string) {
 	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"lesson", "verify", "--shell-interval", "1s"}
+	args := append([]string{"lesson", "verify", "--shell-interval", "1s"}, extra...)
 	chosen := all
 	if only := os.Getenv("RLAB_LESSONS"); only != "" {
 		chosen = nil
