@@ -1,6 +1,8 @@
 package lessons
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kkloud/rlab/operators/style"
@@ -14,6 +16,9 @@ func TestLocalize(t *testing.T) {
 		{"`echo-shell`", "`rlab-s1-echo-shell`"},
 		{"reconciling `echo-clientgo/hello`", "reconciling `rlab-s1-echo-clientgo/hello`"},
 		{"--as=echo-clientgo-operator", "--as=echo-clientgo-operator"},
+		// A ServiceAccount's user name: its namespace moves, its name does not.
+		{"--as=system:serviceaccount:echo-clientgo:echo-clientgo-operator",
+			"--as=system:serviceaccount:rlab-s1-echo-clientgo:echo-clientgo-operator"},
 		{"my-echo-shell", "my-echo-shell"},
 		{"echo-shell", "rlab-s1-echo-shell"},
 		{"no namespace here", "no namespace here"},
@@ -25,5 +30,38 @@ func TestLocalize(t *testing.T) {
 		if got := Localize(tt.in, ""); got != tt.in {
 			t.Errorf("Localize(%q, no prefix) = %q, want it unchanged", tt.in, got)
 		}
+	}
+}
+
+// TestLocalizeServiceAccounts: wherever a lesson names an operator's
+// ServiceAccount as a user (kubectl --as=system:serviceaccount:NS:NAME),
+// the localized text names the student's namespace and the same name.
+func TestLocalizeServiceAccounts(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = style.Prefix("rlab-s1-")
+	sa := regexp.MustCompile(`system:serviceaccount:(echo-[a-z]+):(echo-[a-z]+-operator)`)
+	found := 0
+	for _, l := range all {
+		for i, s := range l.Steps {
+			texts := []string{s.Text, s.Hint}
+			if s.Action != nil {
+				texts = append(texts, s.Action.Kubectl, s.Action.Note)
+			}
+			for _, text := range texts {
+				for _, m := range sa.FindAllStringSubmatch(text, -1) {
+					found++
+					want := "system:serviceaccount:" + string(p) + m[1] + ":" + m[2]
+					if got := Localize(text, p); !strings.Contains(got, want) {
+						t.Errorf("%s step %d: %q localized to %q, want it to hold %q", l.Dir, i+1, m[0], got, want)
+					}
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("no lesson names an operator's ServiceAccount: lesson 10's kubectl auth can-i should")
 	}
 }
