@@ -27,6 +27,10 @@ type View struct {
 	// Holders are the Lease holders by style when the step began.
 	Holders  map[style.Style]string
 	Replicas []supervisor.Status
+	// Cut says, by replica, how rlab stands between it and the apiserver:
+	// "" when it passes every request at once, else the partition or the
+	// slowdown ("refuse", "latency 300ms").
+	Cut map[string]string
 	// ByKind, if set, holds Events by kind (the Player keeps it as events
 	// come), so that a check looks only at the kinds it asks about.
 	ByKind map[trace.Kind][]trace.Event

@@ -163,6 +163,18 @@ func TestCondEval(t *testing.T) {
 			false, false, "runtime 1 of 2 replicas restarted"},
 		{"replicas paused", Cond{"replicas_paused", Args{"style": "go"}, 0}, restartedView("", ""),
 			false, false, "clientgo 2 of 2 frozen, runtime 1 of 2 frozen"},
+		{"a partitioned replica is not connected", Cond{"connected", Args{"style": "go"}, 0}, func() View {
+			v := base
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo", Running: true},
+				{Name: "runtime/a", Style: "runtime", Running: true}}
+			v.Cut = map[string]string{"clientgo/b": "refuse"}
+			return v
+		}(), false, false, "clientgo clientgo/b refuse, runtime 1 of 1 connected"},
+		{"healed", Cond{"connected", Args{"style": "clientgo"}, 0}, func() View {
+			v := base
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}
+			return v
+		}(), true, false, "2 of 2 connected"},
 		{"replicas running", Cond{"replicas_running", Args{"style": "clientgo"}, 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}

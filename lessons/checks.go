@@ -375,6 +375,30 @@ var checks = map[string]checkKind{
 		words: func(Args) string { return "every replica runs" },
 	},
 
+	// Every replica reaches the apiserver as it should: no partition, no
+	// slowdown of rlab's (rlab do heal, rlab do slow STYLE 0s).
+	"connected": {
+		args: spec{required: argTypes{"style": tStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			var cut []string
+			n := 0
+			for _, r := range v.Replicas {
+				if r.Style != st {
+					continue
+				}
+				n++
+				if c := v.Cut[r.Name]; c != "" {
+					cut = append(cut, r.Name+" "+c)
+				}
+			}
+			if len(cut) > 0 {
+				return styleResult{detail: strings.Join(cut, ", ")}
+			}
+			return styleResult{ok: n > 0, detail: fmt.Sprintf("%d of %d connected", n, n)}
+		},
+		words: func(Args) string { return "every replica reaches the apiserver, no partition or slowdown" },
+	},
+
 	// Every replica is frozen (SIGSTOP).
 	"replicas_paused": {
 		args: spec{required: argTypes{"style": tStyle}},

@@ -11,6 +11,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -112,12 +113,25 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		byKind[k] = l[:len(l):len(l)]
 	}
 	p.mu.Unlock()
+	replicas := p.sb.Supervisor().Statuses()
+	cut := map[string]string{}
+	for _, r := range replicas {
+		if px := p.sb.Proxy(r.Name); px != nil {
+			switch {
+			case px.Mode() != proxy.Normal:
+				cut[r.Name] = px.Mode().String()
+			case px.Latency() > 0:
+				cut[r.Name] = "latency " + px.Latency().String()
+			}
+		}
+	}
 	return View{
 		Snapshot: sn,
 		Events:   events,
 		Began:    began, Acted: acted, Acts: acts, Now: time.Now(),
 		Holders:  holders,
-		Replicas: p.sb.Supervisor().Statuses(),
+		Replicas: replicas,
+		Cut:      cut,
 		ByKind:   byKind,
 	}
 }

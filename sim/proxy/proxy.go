@@ -289,6 +289,13 @@ func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency = max(d, 0)
 }
 
+// Latency is the delay added before forwarding each request.
+func (p *Proxy) Latency() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.latency
+}
+
 // Counts is a copy of the request counts by "verb resource", e.g.
 // "list echoes", "watch deployments", "patch echoes/status".
 func (p *Proxy) Counts() map[string]int {
