@@ -42,23 +42,25 @@ func (p *Player) HandEnv(self string) []string {
 // errNoHand is a step a student cannot do from a terminal.
 var errNoHand = errors.New("no command to type: only a key or autoplay does it")
 
-// HandStep follows one step by hand: it shows it, waits h.Read (a gated
-// check must not pass meanwhile), runs the step's command through bash as
+// HandStep follows one step by hand: it shows it, waits h.Read if the
+// step is gated (its check must not pass meanwhile), runs the step's command through bash as
 // shown (namespaces localized), then waits for the check within its
 // deadline, measured from the act.
 func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, error) {
 	began, holders := p.Begin()
-	if s.Check != nil && s.Action != nil && h.Read > 0 {
+	if s.Check != nil && s.Check.Gated && h.Read > 0 {
 		// The student who does nothing: a gated check waits for the act.
+		// (A step that is not gated is checked from the moment it is
+		// shown; reading it proves nothing.)
 		rctx, cancel := context.WithTimeout(ctx, h.Read)
 		o, err := p.Await(rctx, s.Check, began, time.Time{}, holders, nil)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return StepResult{}, ctx.Err()
-		case err == nil && s.Check.Gated:
+		case err == nil:
 			return StepResult{Took: time.Since(began)}, fmt.Errorf("passed before the student acted: %s", o.Detail)
-		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+		case !errors.Is(err, context.DeadlineExceeded):
 			return StepResult{Took: time.Since(began)}, fmt.Errorf("before the student acted: %w", err)
 		}
 	}

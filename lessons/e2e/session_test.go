@@ -55,12 +55,20 @@ func TestSession(t *testing.T) {
 		return pr.Of(l)
 	}
 
-	st := s.State()
+	// The first step opens once the sandbox is at its baseline (the Go
+	// styles led), not before: the operators' start-up is no step's.
+	st := waitState(t, s, "the first step opens", func(st lessons.SessionState) bool {
+		return !strings.HasPrefix(st.Waiting, "the sandbox to start")
+	})
 	if st.Lesson != 2 || st.Count != len(all) || st.Step != 0 || st.Steps != len(l.Steps) || st.Waiting == "" || st.Passed ||
 		!strings.Contains(st.Kubectl, "replicas") || st.Key != "+" {
 		t.Fatalf("first step shown as %+v", st)
 	}
-	// Nothing happens by itself: the check waits for the student.
+	// Nothing happens by itself: the check waits for the student's act.
+	simtest.Eventually(t, 10*time.Second, "the check waiting for the act", func(context.Context) (bool, error) {
+		st = s.State()
+		return st.Detail == "waiting for you to act", fmt.Errorf("state %+v", st)
+	})
 	if st = s.State(); st.Passed {
 		t.Fatalf("passed before anyone acted: %+v", st)
 	}
@@ -75,10 +83,13 @@ func TestSession(t *testing.T) {
 	}
 
 	v := s.State().Version
-	s.Back() // at the first step: nowhere to go
-	if st := s.State(); st.Step != 0 || st.Version != v {
-		t.Errorf("back at step 1 moved: %+v", st)
+	s.Back() // at the first step: try it again, from a clean window
+	if st := s.State(); st.Step != 0 || st.Version == v || st.Passed {
+		t.Errorf("back at step 1 did not try it again: %+v", st)
 	}
+	s.Play()
+	st = waitState(t, s, "step 1 played again and passed", func(st lessons.SessionState) bool { return st.Passed })
+	v = st.Version
 	s.Next()
 	st = s.State()
 	if st.Step != 1 || st.Passed || st.Version <= v || st.StepTitle != l.Steps[1].Title {

@@ -92,7 +92,6 @@ func (l *lineLogger) close() string {
 // sandbox at its baseline, and each lesson's time is printed.
 // RLAB_LESSONS=6,7 verifies only those, while writing a lesson.
 func TestVerifyAll(t *testing.T) {
-	t.Parallel()
 	verifyLessons(t)
 }
 
@@ -101,10 +100,10 @@ func TestVerifyAll(t *testing.T) {
 // reading the step for longer than any time bound a check sets (5s: the
 // longest, lesson 8's takeover after SIGTERM, is 4s), and during that
 // reading a step that needs an act must not pass: the student who does
-// nothing fails every such step. Its sandbox is its own, beside
-// TestVerifyAll's: most of a lesson's time is waiting.
+// nothing fails every such step. Its sandbox is its own. It runs after
+// TestVerifyAll, not beside it: this package's tests together take less
+// than cmd/rlab's, which go test runs at the same time.
 func TestVerifyByHand(t *testing.T) {
-	t.Parallel()
 	verifyLessons(t, "--by-hand", "--read", "5s")
 }
 
