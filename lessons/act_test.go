@@ -45,6 +45,8 @@ func TestFindActs(t *testing.T) {
 			map[style.Style]int{style.ClientGo: 3000, style.Runtime: 3000}},
 		{"a delete the world saw", []trace.Event{ev(2500, world.Source, trace.EchoDeleting, "echo-shell", "Echo/hello", nil)}, quiet, 2500,
 			map[style.Style]int{style.Shell: 2500}},
+		{"an Echo with no finalizer deleted", []trace.Event{ev(2700, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", nil)}, quiet, 2700,
+			map[style.Style]int{style.Runtime: 2700}},
 		{"a Deployment scaled by hand", []trace.Event{ev(2600, world.Source, trace.DriftDetected, "echo-clientgo", "Deployment/echo-hello", nil)}, quiet, 2600,
 			map[style.Style]int{style.ClientGo: 2600}},
 		{"drift an operator reported is not the world's", []trace.Event{ev(2600, "clientgo/a", trace.DriftDetected, "echo-clientgo", "Deployment/echo-hello", nil)}, quiet, -1, nil},
@@ -129,19 +131,33 @@ func TestNewLeaderFromTheAct(t *testing.T) {
 }
 
 // TestGated: a step whose action leaves a trace waits for it; one that
-// only shows something, or whose act the apiserver refuses, does not.
+// only shows something, whose act the apiserver refuses, or whose act is a
+// Role edited by hand (the world does not watch Roles), does not.
 func TestGated(t *testing.T) {
 	all, err := Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l1, _ := Find(all, 1)
-	for i, want := range []bool{false, true, false, true} {
-		if got := l1.Steps[i].Gated(); got != want {
-			t.Errorf("lesson 1 step %d %q: gated %v, want %v", i+1, l1.Steps[i].Title, got, want)
+	tests := []struct {
+		lesson int
+		gated  []bool
+	}{
+		{1, []bool{false, true, false, true}},
+		{10, []bool{false, true, false, true}},
+		{12, []bool{false, false, false, false, false, false}},
+	}
+	for _, tt := range tests {
+		l, err := Find(all, tt.lesson)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if c := l1.Steps[i].Check; c != nil && c.Gated != want {
-			t.Errorf("lesson 1 step %d: its check says gated %v", i+1, c.Gated)
+		for i, want := range tt.gated {
+			if got := l.Steps[i].Gated(); got != want {
+				t.Errorf("lesson %d step %d %q: gated %v, want %v", tt.lesson, i+1, l.Steps[i].Title, got, want)
+			}
+			if c := l.Steps[i].Check; c != nil && c.Gated != want {
+				t.Errorf("lesson %d step %d: its check says gated %v", tt.lesson, i+1, c.Gated)
+			}
 		}
 	}
 }

@@ -189,10 +189,15 @@ func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, ho
 	for {
 		v := p.View(began, acted, holders)
 		v.Grades = g.snapshot()
-		if c.Gated && v.Acted.IsZero() {
+		switch {
+		case c.Gated && v.Acted.IsZero():
 			// Nothing counts, and nothing can fail, before the act.
 			last = Outcome{Detail: waitingForAct}
-		} else {
+		case v.Acted.IsZero():
+			// Not gated: measured from when the step was shown.
+			v.Acted = began
+			fallthrough
+		default:
 			last = c.Eval(v)
 		}
 		if tick != nil {
