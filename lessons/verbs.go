@@ -67,7 +67,7 @@ var verbs = []Verb{
 		Short: "delay every API request of the replicas by DURATION, up to 5s (0s: full speed again)"},
 	{Words: []string{"shell-replica", "add"}, Action: "add_shell_replica",
 		flags: []verbFlag{{name: "suffix", key: "suffix", usage: "TEXT"}},
-		Short: "start a second shell loop, shell/b, with no election (--suffix: a newer build appending TEXT to the message)"},
+		Short: "start a second shell loop, shell/b, with no election; --suffix makes it append TEXT to the message"},
 	{Words: []string{"shell-replica", "remove"}, Action: "remove_shell_replica",
 		Short: "stop the second shell loop"},
 }
@@ -95,11 +95,15 @@ func (v Verb) Styles() string {
 	if len(v.args) == 0 || v.args[0].key != "style" {
 		return ""
 	}
-	if actions[v.Action].args.required["style"] == tGoStyle {
+	if v.GoOnly() {
 		return names(goStyles()) + " or " + StyleGo + " (a Go style: with a Lease and watches)"
 	}
 	return names(style.All()) + ", " + StyleGo + " or " + StyleAll
 }
+
+// GoOnly says whether its STYLE takes only a Go style (clientgo, runtime
+// or go): the shell loop has no Lease and no watches.
+func (v Verb) GoOnly() bool { return actions[v.Action].args.required["style"] == tGoStyle }
 
 // verbNames lists the verbs for an error: "partition, heal, …".
 func verbNames() string {
