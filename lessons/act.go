@@ -14,7 +14,7 @@ import (
 // act is what a person or rlab does to the sandbox, never what the
 // operators do on their own:
 //
-//   - an rlab action (kindAct): autoplay, a key, or `rlab do`;
+//   - an rlab action (trace.Act): autoplay, a key, or `rlab do`;
 //   - a replica killed by a signal (kill -9), or a leader that released its
 //     Lease on the way out (kill, SIGTERM): the operators only do that when
 //     told to stop;
@@ -24,10 +24,6 @@ import (
 // What leaves no trace (a request the apiserver refused, a read, a Role
 // edited) is not an act: steps whose action is only that are not gated
 // (Step.Gated).
-
-// kindAct is the event every rlab action publishes as it starts
-// (lessons' Player.Do).
-const kindAct trace.Kind = "rlab.act"
 
 // Acts are the acts found so far in one step's window.
 type Acts struct {
@@ -78,8 +74,8 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			continue
 		}
 		switch e.Kind {
-		case kindAct:
-			a.note(e.Time, ExpandStyle(e.Str(fieldActStyle))...)
+		case trace.Act:
+			a.note(e.Time, ExpandStyle(e.Str(trace.FieldStyle))...)
 		case trace.ProcessExit:
 			// Killed by a signal: a person's kill, or rlab's. An operator
 			// that exits on its own (a lost Lease, an error) says a code.
@@ -112,9 +108,6 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 	}
 	return a
 }
-
-// fieldActStyle is the style argument of the action an act event names.
-const fieldActStyle = "style"
 
 // Gated says whether the step's check waits for the student to act: it has
 // an action that leaves a trace. A step that only shows something, or whose

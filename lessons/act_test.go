@@ -41,7 +41,7 @@ func TestFindActs(t *testing.T) {
 		{"a Lease lost is no act", []trace.Event{ev(2000, "clientgo/a", trace.LeaderLost, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonLost})}, quiet, -1, nil},
 		{"a Lease released on SIGTERM", []trace.Event{ev(2000, "runtime/b", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased})}, quiet, 2000,
 			map[style.Style]int{style.Runtime: 2000}},
-		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", kindAct, "", "", map[string]any{"action": "partition_leader", fieldActStyle: StyleGo})}, quiet, 3000,
+		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", trace.Act, "", "", map[string]any{"action": "partition_leader", trace.FieldStyle: StyleGo})}, quiet, 3000,
 			map[style.Style]int{style.ClientGo: 3000, style.Runtime: 3000}},
 		{"a delete the world saw", []trace.Event{ev(2500, world.Source, trace.EchoDeleting, "echo-shell", "Echo/hello", nil)}, quiet, 2500,
 			map[style.Style]int{style.Shell: 2500}},

@@ -17,6 +17,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/check"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -228,7 +229,11 @@ var actions = map[string]actionKind{
 	"watch_owned": {
 		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetWatchOwned(st, a.Bool("watch"))
+			if err := p.sb.SetWatchOwned(st, a.Bool("watch")); err != nil {
+				return err
+			}
+			said(ctx, "restarting %s with --watch-owned=%t", p.sources(st), a.Bool("watch"))
+			return nil
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("restart the replicas with --watch-owned=%t", a.Bool("watch"))
@@ -239,7 +244,11 @@ var actions = map[string]actionKind{
 	"kill_leader": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.onLeader(ctx, st, p.sb.KillLeader)
+			who, err := p.onLeader(ctx, st, p.sb.KillLeader)
+			if err == nil {
+				said(ctx, "killed %s, the leader (SIGKILL)", who)
+			}
+			return err
 		},
 		words: func(Args) string { return "kill the leader (SIGKILL)" },
 	},
@@ -248,7 +257,11 @@ var actions = map[string]actionKind{
 	"stop_leader": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.onLeader(ctx, st, p.sb.StopLeader)
+			who, err := p.onLeader(ctx, st, p.sb.StopLeader)
+			if err == nil {
+				said(ctx, "stopped %s, the leader (SIGTERM)", who)
+			}
+			return err
 		},
 		words: func(Args) string { return "stop the leader gracefully (SIGTERM)" },
 	},
@@ -265,7 +278,11 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			return p.sb.Partition(who, mode)
+			if err := p.sb.Partition(who, mode); err != nil {
+				return err
+			}
+			said(ctx, "partitioned %s (%s)", who, a.Str("mode"))
+			return nil
 		},
 		words: func(a Args) string {
 			if a.Str("mode") == "hang" {
@@ -284,6 +301,7 @@ var actions = map[string]actionKind{
 					return err
 				}
 			}
+			said(ctx, "healed %s", p.sources(st))
 			return nil
 		},
 		words: func(Args) string { return "reconnect every replica to the apiserver" },
@@ -303,6 +321,11 @@ var actions = map[string]actionKind{
 					return fmt.Errorf("no proxy for %s", st.Source(r))
 				}
 				px.SetLatency(d)
+			}
+			if d == 0 {
+				said(ctx, "%s at full speed again", p.sources(st))
+			} else {
+				said(ctx, "slowed %s: every API request delayed %s", p.sources(st), d)
 			}
 			return nil
 		},
@@ -333,7 +356,15 @@ var actions = map[string]actionKind{
 	"finalizer": {
 		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetFinalizer(st, a.Bool("on"))
+			if err := p.sb.SetFinalizer(st, a.Bool("on")); err != nil {
+				return err
+			}
+			if a.Bool("on") {
+				said(ctx, "restarting %s with --finalizer", p.sources(st))
+			} else {
+				said(ctx, "restarting %s without --finalizer", p.sources(st))
+			}
+			return nil
 		},
 		words: func(a Args) string {
 			if a.Bool("on") {
@@ -347,7 +378,11 @@ var actions = map[string]actionKind{
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.PauseOperators(st)
+			if err := p.sb.PauseOperators(st); err != nil {
+				return err
+			}
+			said(ctx, "froze %s (SIGSTOP)", p.sources(st))
+			return nil
 		},
 		words: func(Args) string { return "freeze every replica (SIGSTOP)" },
 	},
@@ -356,7 +391,21 @@ var actions = map[string]actionKind{
 	"resume_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.ResumeOperators(st)
+			var frozen []string
+			for _, r := range p.sb.Supervisor().Statuses() {
+				if r.Style == st && r.Paused {
+					frozen = append(frozen, r.Name)
+				}
+			}
+			if err := p.sb.ResumeOperators(st); err != nil {
+				return err
+			}
+			if len(frozen) == 0 {
+				said(ctx, "%s: no replica was frozen", st)
+			} else {
+				said(ctx, "let %s go on (SIGCONT)", strings.Join(frozen, ", "))
+			}
+			return nil
 		},
 		words: func(Args) string { return "let every frozen replica go on (SIGCONT)" },
 	},
@@ -366,7 +415,15 @@ var actions = map[string]actionKind{
 	"add_shell_replica": {
 		args: spec{optional: argTypes{"suffix": tString}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.AddShellReplica(a.Str("suffix"))
+			if err := p.sb.AddShellReplica(a.Str("suffix")); err != nil {
+				return err
+			}
+			if s := a.Str("suffix"); s != "" {
+				said(ctx, "started a second shell loop that appends %q to the message", s)
+			} else {
+				said(ctx, "started a second shell loop")
+			}
+			return nil
 		},
 		words: func(a Args) string {
 			if s := a.Str("suffix"); s != "" {
@@ -379,7 +436,21 @@ var actions = map[string]actionKind{
 	// Stop the second shell loop for good.
 	"remove_shell_replica": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.RemoveShellReplica()
+			var extra []string // the loops beyond those the sandbox began with
+			for _, r := range p.sb.Supervisor().Statuses() {
+				if r.Style == style.Shell && !slices.Contains(p.sb.Replicas(style.Shell), r.Replica) {
+					extra = append(extra, r.Name)
+				}
+			}
+			if err := p.sb.RemoveShellReplica(); err != nil {
+				return err
+			}
+			if len(extra) == 0 {
+				said(ctx, "no second shell loop ran: nothing to stop")
+			} else {
+				said(ctx, "stopped %s", strings.Join(extra, ", "))
+			}
+			return nil
 		},
 		words: func(Args) string { return "stop the second shell loop" },
 	},
@@ -398,8 +469,12 @@ func (op Op) Describe() string {
 }
 
 // Do performs one action, and checks the apiserver's refusal if the lesson
-// expects one.
-func (p *Player) Do(ctx context.Context, op Op) error {
+// expects one. It publishes an rlab.act event as it begins.
+func (p *Player) Do(ctx context.Context, op Op) error { return p.DoVia(ctx, op, p.via) }
+
+// DoVia is Do, saying who asked for it: trace.ViaPlay, ViaKey, ViaCommand.
+func (p *Player) DoVia(ctx context.Context, op Op, via string) error {
+	p.act(op, via)
 	err := p.do(ctx, op)
 	want := op.Args.Str("expect_error")
 	if want == "" {
@@ -413,6 +488,20 @@ func (p *Player) Do(ctx context.Context, op Op) error {
 		return fmt.Errorf("want a %s error, got: %w", want, err)
 	}
 	return nil
+}
+
+// act publishes that op begins: the time a step's acting began, whoever
+// asked for it.
+func (p *Player) act(op Op, via string) {
+	f := map[string]any{trace.FieldAction: op.Name, trace.FieldVia: via}
+	st := op.Args.Str("style")
+	if st == "" {
+		st = op.Args.Str("operator")
+	}
+	if st != "" {
+		f[trace.FieldStyle] = st
+	}
+	p.sb.Bus().Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Act, Fields: f})
 }
 
 func (p *Player) do(ctx context.Context, op Op) error {
@@ -457,13 +546,22 @@ func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
 	}
 }
 
-// onLeader waits for st's leader, then does fn (kill, stop) to it.
-func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.Context, style.Style) (string, error)) error {
+// onLeader waits for st's leader, then does fn (kill, stop) to it, and
+// says whom.
+func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.Context, style.Style) (string, error)) (string, error) {
 	if _, err := p.leader(ctx, st); err != nil {
-		return err
+		return "", err
 	}
-	_, err := fn(ctx, st)
-	return err
+	return fn(ctx, st)
+}
+
+// sources names st's replicas: "clientgo/a, clientgo/b".
+func (p *Player) sources(st style.Style) string {
+	var out []string
+	for _, r := range p.sb.Replicas(st) {
+		out = append(out, st.Source(r))
+	}
+	return strings.Join(out, ", ")
 }
 
 // runOperator restarts operator st running script f, and waits (a

@@ -65,7 +65,7 @@ func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, err
 		}
 	}
 	acted := time.Now()
-	how, err := p.act(ctx, s, h)
+	how, err := p.actByHand(ctx, s, h)
 	if err != nil {
 		return StepResult{Took: time.Since(began)}, err
 	}
@@ -86,7 +86,7 @@ func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, err
 }
 
 // act does what the step asks, as a student would; it says how.
-func (p *Player) act(ctx context.Context, s *Step, h Hand) (string, error) {
+func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error) {
 	a := s.Action
 	switch {
 	case a == nil:

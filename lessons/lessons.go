@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -541,8 +542,8 @@ func (p *parser) action(n *yaml.Node, what string) *Action {
 	a := &Action{}
 	if v := f["kubectl"]; v != nil {
 		a.Kubectl = p.text(v, what+": kubectl")
-		if a.Kubectl != "" && !strings.Contains(a.Kubectl, "kubectl") {
-			p.errorf(v, "%s: kubectl: the command to type must use kubectl", what)
+		if a.Kubectl != "" && !strings.Contains(a.Kubectl, "kubectl") && !strings.Contains(a.Kubectl, "rlab do") {
+			p.errorf(v, "%s: kubectl: the command to type must use kubectl or rlab do", what)
 		}
 	}
 	if v := f["key"]; v != nil {
@@ -568,7 +569,32 @@ func (p *parser) action(n *yaml.Node, what string) *Action {
 			}
 		}
 	}
+	if v := f["kubectl"]; v != nil && len(p.errs) == 0 {
+		p.doCommands(v, a, what)
+	}
 	return a
+}
+
+// doCommands checks the rlab do commands of a step's command line: each
+// must be typed right, and do what one of the step's play entries does,
+// so that by hand and autoplay do the same step.
+func (p *parser) doCommands(n *yaml.Node, a *Action, what string) {
+	cmds, err := DoCommands(a.Kubectl)
+	if err != nil {
+		p.errorf(n, "%s: kubectl: %v", what, err)
+		return
+	}
+	for _, words := range cmds {
+		typed := "rlab do " + strings.Join(words, " ")
+		op, err := ParseVerb(words)
+		if err != nil {
+			p.errorf(n, "%s: kubectl: %s: %v", what, typed, err)
+			continue
+		}
+		if !slices.ContainsFunc(a.Play, func(o Op) bool { return o.Name == op.Name && reflect.DeepEqual(o.Args, op.Args) }) {
+			p.errorf(n, "%s: kubectl: %s (%s) is not what play does: play it too, or type what play does", what, typed, op.Describe())
+		}
+	}
 }
 
 // single reads a one-key mapping {name: {args}}, as used by play entries and

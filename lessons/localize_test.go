@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +23,11 @@ func TestLocalize(t *testing.T) {
 		{"my-echo-shell", "my-echo-shell"},
 		{"echo-shell", "rlab-s1-echo-shell"},
 		{"no namespace here", "no namespace here"},
+		// rlab do names styles, not namespaces: it is typed as written.
+		{"rlab do slow go 300ms; kubectl -n echo-clientgo get ec", "rlab do slow go 300ms; kubectl -n rlab-s1-echo-clientgo get ec"},
+		{"rlab do partition clientgo --mode refuse", "rlab do partition clientgo --mode refuse"},
+		{`rlab do shell-replica add --suffix " (v2)"`, `rlab do shell-replica add --suffix " (v2)"`},
+		{"rlab do finalizer all on && rlab do pause shell", "rlab do finalizer all on && rlab do pause shell"},
 	}
 	for _, tt := range tests {
 		if got := Localize(tt.in, p); got != tt.want {
@@ -64,4 +70,34 @@ func TestLocalizeServiceAccounts(t *testing.T) {
 	if found == 0 {
 		t.Error("no lesson names an operator's ServiceAccount: lesson 10's kubectl auth can-i should")
 	}
+}
+
+// The rlab do commands of the course read the same in a sandbox with a
+// namespace prefix: localising leaves them alone.
+func TestLocalizeDoCommands(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range all {
+		for i, s := range l.Steps {
+			if s.Action == nil {
+				continue
+			}
+			want, err := DoCommands(s.Action.Kubectl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DoCommands(Localize(s.Action.Kubectl, "rlab-s1-"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s step %d: localised rlab do commands %q, want %q", l.Dir, i+1, got, want)
+			}
+			n += len(want)
+		}
+	}
+	t.Logf("%d rlab do commands in the course", n)
 }

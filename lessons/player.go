@@ -35,12 +35,15 @@ type Player struct {
 	seq    int                          // annotation values, so every write changes the Echo
 	// grading holds a token while rlab check's checks run on an operator.
 	grading chan struct{}
+	// via says who asks for the actions: trace.ViaPlay, or ViaCommand for
+	// an Actor's.
+	via string
 }
 
 // NewPlayer subscribes to the sandbox's trace. Close it when done.
 func NewPlayer(sb *sandbox.Sandbox) *Player {
 	p := &Player{sb: sb, sub: sb.Bus().Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{}),
-		Poll: 100 * time.Millisecond, grading: make(chan struct{}, 1)}
+		Poll: 100 * time.Millisecond, grading: make(chan struct{}, 1), via: trace.ViaPlay}
 	go p.record()
 	return p
 }

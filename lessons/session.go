@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -150,7 +151,7 @@ func (s *Session) Back() {
 func (s *Session) Play() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.play()
+	s.play(trace.ViaPlay)
 }
 
 // Key performs this step's action because the student pressed the key it
@@ -162,12 +163,13 @@ func (s *Session) Key() bool {
 	if step.Action == nil || step.Action.Key == "" || len(step.Action.Play) == 0 {
 		return false
 	}
-	s.play()
+	s.play(trace.ViaKey)
 	return true
 }
 
-// play performs the step's action. Called with the lock held.
-func (s *Session) play() {
+// play performs the step's action; via says who asked. Called with the
+// lock held.
+func (s *Session) play(via string) {
 	step := &s.l.Steps[s.st.Step]
 	switch {
 	case s.st.Done || s.st.Playing:
@@ -193,7 +195,7 @@ func (s *Session) play() {
 	go func() {
 		var err error
 		for _, op := range ops {
-			if err = s.p.Do(s.ctx, op); err != nil {
+			if err = s.p.DoVia(s.ctx, op, via); err != nil {
 				err = fmt.Errorf("%s: %w", op.Name, err)
 				break
 			}

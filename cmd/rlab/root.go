@@ -41,7 +41,7 @@ runs the same Echo operator written three ways, and shows what happens inside ea
 	up := &upFlags{}
 	up.register(root.Flags())
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return up.run(cmd.Context(), cmd.ErrOrStderr()) }
-	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd(), newUpCmd(), newReplayCmd(), newLessonCmd(), newClassroomCmd(), newCRDCmd(), newBenchCmd(), newCheckCmd())
+	root.AddCommand(newRunCmd(), newEnvCmd(), newAssetsCmd(), newVersionCmd(), newOperatorCmd(), newUpCmd(), newReplayCmd(), newLessonCmd(), newClassroomCmd(), newCRDCmd(), newBenchCmd(), newCheckCmd(), newDoCmd())
 	return root
 }
 

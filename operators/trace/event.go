@@ -91,6 +91,11 @@ const (
 	Dropped Kind = "trace.dropped"
 	// Log: a human message worth a timeline line.
 	Log Kind = "log"
+
+	// Act: rlab performed a lesson action (FieldAction) on the sandbox,
+	// for autoplay or for `rlab do` (FieldVia), at the time it began: what
+	// only rlab can do (partition, pause, slow down …) made visible.
+	Act Kind = "rlab.act"
 )
 
 // Object is how an event names what it is about: "Echo/hello",

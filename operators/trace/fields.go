@@ -44,7 +44,7 @@ const (
 	FieldEcho        = "echo"        // drift.*, echo.converged: the Echo's name
 	FieldGeneration  = "generation"  // echo.converged
 	FieldCreated     = "created"     // echo.converged of a new Echo, not an edit: true
-	FieldAction      = "action"      // finalizer: "added", "removed"
+	FieldAction      = "action"      // finalizer: "added", "removed"; rlab.act: the lesson action, "partition_leader"
 	FieldFinalizer   = "finalizer"   // finalizer: its name
 	FieldFinalizers  = "finalizers"  // echo.deleting: the finalizers that hold it, comma-separated
 	FieldWaitedMS    = "waited_ms"   // echo.deleted
@@ -59,6 +59,8 @@ const (
 	FieldQPS         = "qps"         // client.limits: requests per second (< 0: no client-side limit)
 	FieldBurst       = "burst"       // client.limits
 	FieldType        = "type"        // api.watch_event: "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"; "" if unreadable
+	FieldStyle       = "style"       // rlab.act: the action's style argument ("clientgo", "go", "all"), if it has one
+	FieldVia         = "via"         // rlab.act: ViaPlay or ViaCommand
 )
 
 // Values of FieldResult and FieldChanged.
@@ -103,6 +105,7 @@ var Schema = map[Kind][]string{
 	Dropped:        {FieldCount},
 	Log:            {FieldMsg},
 	ClientLimits:   {FieldQPS, FieldBurst},
+	Act:            {FieldAction, FieldStyle, FieldVia},
 }
 
 // CheckSchema returns an error naming the first field of e that its kind
@@ -141,6 +144,13 @@ const (
 	ReasonAfter    = "after"    // the reconcile asked for it (RequeueAfter)
 	ReasonLost     = "lost"     // the Lease was taken while the leader still ran
 	ReasonReleased = "released" // the leader gave it up on a graceful stop
+)
+
+// Values of FieldVia: who asked rlab to act.
+const (
+	ViaPlay    = "play"    // autoplay: a lesson step played for the student
+	ViaCommand = "command" // the student (or a script) typed rlab do
+	ViaKey     = "key"     // the student pressed the key a lesson step names
 )
 
 // Values of FieldAction of a finalizer event.

@@ -123,6 +123,16 @@ func (e Event) Summary() string {
 		return e.Str(FieldCount) + " events dropped"
 	case Log:
 		return e.Str(FieldMsg)
+	case Act:
+		s := "autoplay: "
+		if e.Str(FieldVia) == ViaCommand {
+			s = "rlab do: "
+		}
+		s += e.Str(FieldAction)
+		if st := e.Str(FieldStyle); st != "" {
+			s += " (" + st + ")"
+		}
+		return s
 	case ClientLimits:
 		if q, _ := e.Num(FieldQPS); q < 0 {
 			return "client-side rate limit: none (left to the apiserver)"

@@ -110,3 +110,29 @@ func TestAPIWatchEvent(t *testing.T) {
 		}
 	}
 }
+
+// rlab.act carries only schema fields and says who acted, and how.
+func TestAct(t *testing.T) {
+	at := time.Date(2026, 11, 22, 9, 41, 3, 211e6, time.UTC)
+	tests := []struct {
+		name   string
+		fields map[string]any
+		want   string
+	}{
+		{"command with a style", map[string]any{FieldAction: "partition_leader", FieldStyle: "clientgo", FieldVia: ViaCommand},
+			"09:41:03.211 rlab             rlab.act          rlab do: partition_leader (clientgo)"},
+		{"autoplay without a style", map[string]any{FieldAction: "remove_shell_replica", FieldVia: ViaPlay},
+			"09:41:03.211 rlab             rlab.act          autoplay: remove_shell_replica"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Event{Time: at, Source: SourceRlab, Kind: Act, Fields: tt.fields}
+			if err := CheckSchema(e); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.Line(); got != tt.want {
+				t.Errorf("Line() =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}

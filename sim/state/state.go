@@ -1,6 +1,7 @@
 // Package state owns rlab's state directory ($XDG_STATE_HOME/rlab): the lock
 // that allows one sandbox per directory, the pid of the running sandbox, its
-// kubeconfig, logs, recorded child pids and run-time scratch files.
+// kubeconfig, logs, recorded child pids, run-time scratch files and the
+// control socket of rlab do.
 package state
 
 import (
@@ -43,6 +44,10 @@ func (d Dir) Run() string { return filepath.Join(d.Root, "run") }
 
 // PIDs holds one entry per live child, for reaping after a crash.
 func (d Dir) PIDs() string { return filepath.Join(d.Root, "pids") }
+
+// Control is the Unix socket on which the running sandbox takes rlab do's
+// requests (0600); removed at stop.
+func (d Dir) Control() string { return filepath.Join(d.Root, "control.sock") }
 
 func (d Dir) lockPath() string { return filepath.Join(d.Root, "rlab.lock") }
 func (d Dir) pidPath() string  { return filepath.Join(d.Root, "rlab.pid") }

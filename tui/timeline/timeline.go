@@ -40,6 +40,7 @@ var Kinds = []struct {
 		return k == trace.GCCollected || k == trace.DriftDetected || k == trace.DriftRepaired || k == trace.Converged
 	}},
 	{"process", prefix("process.")},
+	{"rlab acts", prefix("rlab.")},
 }
 
 func prefix(p string) func(trace.Kind, style.Style) bool {
@@ -150,7 +151,9 @@ func (m *Model) Shows(e trace.Event) bool {
 }
 
 func (m *Model) match(e *entry) bool {
-	if f := m.StyleFilter(); f != "" && e.style != f {
+	// What rlab did (autoplay, rlab do) explains what follows in every
+	// style: it is never filtered out by style.
+	if f := m.StyleFilter(); f != "" && e.style != f && e.ev.Kind != trace.Act {
 		return false
 	}
 	return Kinds[m.kind].Match(e.ev.Kind, e.style)

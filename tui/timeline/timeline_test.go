@@ -127,3 +127,40 @@ func TestTUITimelineWatchEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestTUITimelineActs: what rlab did shows as a readable line under every
+// style filter, in the default kind filter and in its own.
+func TestTUITimelineActs(t *testing.T) {
+	act := trace.Event{Time: fixture.At(time.Second), Source: trace.SourceRlab, Kind: trace.Act,
+		Fields: map[string]any{trace.FieldAction: "partition_leader", trace.FieldStyle: "go", trace.FieldVia: trace.ViaCommand}}
+	tests := []struct {
+		name          string
+		styles, kinds int // CycleStyle and CycleKind presses
+		want          bool
+	}{
+		{"default", 0, 0, true},
+		{"shell only", 1, 0, true},
+		{"clientgo only", 2, 0, true},
+		{"acts", 0, len(Kinds) - 1, true},
+		{"leader kind", 0, 6, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(16, styles)
+			for range tt.styles {
+				m.CycleStyle()
+			}
+			for range tt.kinds {
+				m.CycleKind()
+			}
+			if got := m.Shows(act); got != tt.want {
+				t.Errorf("Shows under %s · %s = %v, want %v", m.StyleFilter(), m.KindFilter(), got, tt.want)
+			}
+		})
+	}
+	m := New(16, styles)
+	m.Add(act)
+	if l := m.Lines(120, 1, common.NewStyles(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "rlab.act          rlab do: partition_leader (go)") {
+		t.Errorf("act line = %q", l)
+	}
+}

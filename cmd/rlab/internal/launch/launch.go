@@ -1,7 +1,7 @@
 // Package launch is the start-up sequence every rlab command that runs a
 // sandbox shares: claim the state dir, find (or build) the control plane,
-// make the trace bus, start the sandbox, then the recorder and the lesson
-// guide; and the shutdown in the reverse order. The commands (up, run,
+// make the trace bus, start the sandbox, then rlab do's control socket, the
+// recorder and the lesson guide; and the shutdown in the reverse order. The commands (up, run,
 // lesson) are flags over it, as kind's commands are flags over its cluster
 // provider:
 //
@@ -27,6 +27,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kkloud/rlab/cmd/rlab/internal/control"
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
@@ -107,6 +109,7 @@ type Launcher struct {
 	source    *sandboxSource
 	guide     tui.Guide
 	guideStop func()
+	control   *control.Server // rlab do's socket, while the sandbox runs
 
 	recTo     io.Writer    // RecordTo's file
 	recClose  func() error // finishes it
@@ -163,6 +166,7 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sb = sb
+	l.serve(sb, o.Report)
 	if o.Screen || l.recTo != nil {
 		l.source = newSandboxSource(ctx, sb, screen)
 	}
@@ -257,11 +261,34 @@ func (l *Launcher) Guide() tui.Guide {
 	return l.guide
 }
 
-// Stop stops the guide, then the sandbox. It is safe to call at any time and
-// more than once; only the call that stops the sandbox returns its error.
+// serve takes rlab do's requests on the state dir's control socket until
+// Stop. The sandbox runs without it if it cannot: Report.Note says why.
+// Called with l.mu held.
+func (l *Launcher) serve(sb *sandbox.Sandbox, r Report) {
+	srv, err := control.Listen(l.Dir.Control(), lessons.NewActor(sb), l.log)
+	if err != nil {
+		l.log.Error("rlab do will not work", "err", err)
+		if r.Note != nil {
+			r.Note("rlab do will not work: " + err.Error())
+		}
+		return
+	}
+	l.control = srv
+}
+
+// Stop stops rlab do's socket and the guide, then the sandbox. It is safe
+// to call at any time and more than once; only the call that stops the
+// sandbox returns its error.
 func (l *Launcher) Stop() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.control != nil {
+		// First: no action may start on a sandbox that is stopping.
+		if err := l.control.Close(); err != nil {
+			l.log.Warn("control socket", "err", err)
+		}
+		l.control = nil
+	}
 	if l.guideStop != nil {
 		l.guideStop()
 		l.guideStop = nil
