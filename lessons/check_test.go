@@ -220,8 +220,8 @@ func TestProgress(t *testing.T) {
 	if got := p.Of(l); got.Step != 2 || got.Done || !got.Updated.Equal(t0) {
 		t.Fatalf("progress = %+v", got)
 	}
-	if got, where := p.Resume(l), p.Where(l); got != 2 || where != "at step 3 of 4" {
-		t.Fatalf("resume at %d (%q), want 2 (at step 3 of 4)", got, where)
+	if got, where := p.Resume(l), p.Where(l); got != 2 || where != "step 3 of 4" {
+		t.Fatalf("resume at %d (%q), want 2 (step 3 of 4)", got, where)
 	}
 	p.Set(l, 9, t0) // past the end: done
 	p.Set(l, 3, t0) // going back keeps it done

@@ -25,27 +25,37 @@ var ErrQuit = errors.New("quit")
 // for its check to pass live (the student acts in another terminal, or types
 // a to let autoplay act), shows the hint after a while, says so when the
 // check can no longer pass, and after a pass waits for the student (Enter)
-// before the next step. in carries the student's command lines; save is
-// called with the next step to do each time it changes. Once the last step
+// before the next step. in carries the student's command lines; prog
+// records the next step to do and how each step went (by hand, played,
+// skipped), and save is called whenever it changed. Once the last step
 // is done it waits for the student to leave (q, or the end of input): the
 // sandbox stays up meanwhile. It returns nil then.
-func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, save func(next int)) error {
+func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, prog *Progress, save func(*Progress) error) error {
 	fmt.Fprintf(out, "Lesson %d: %s\n%s\n\n", l.Number, l.Title, l.Summary)
 	fmt.Fprintf(out, "Commands: %s next · %s back (on the first step: again) · %s play it for me · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
 	fmt.Fprintln(out, "Waiting for the sandbox: every style's sample Echo ready, the Go styles led…")
 	if why, err := p.AwaitBaseline(ctx); err != nil {
 		return fmt.Errorf("the sandbox did not start: %s: %w", why, err)
 	}
+	saved := func() {
+		if err := save(prog); err != nil {
+			fmt.Fprintf(out, "  saving progress: %v\n", err)
+		}
+	}
 	i := min(max(from, 0), len(l.Steps))
 	for i < len(l.Steps) {
-		save(i)
-		move, err := p.guideStep(ctx, l, i, in, out)
+		prog.Set(l, i, time.Now())
+		saved()
+		step := i
+		did := func(how How) { prog.Record(l, step, how, time.Now()); saved() }
+		move, err := p.guideStep(ctx, l, i, in, out, did)
 		if err != nil {
 			return err
 		}
 		i = max(i+move, 0)
 	}
-	save(len(l.Steps))
+	prog.Set(l, len(l.Steps), time.Now())
+	saved()
 	fmt.Fprintf(out, "\nLesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.\n", l.Number, CmdQuit)
 	for {
 		select {
@@ -64,8 +74,8 @@ func indent(s string) string {
 }
 
 // guideStep shows step i and waits; it returns +1 to go on, -1 to go back,
-// 0 to try it again.
-func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer) (int, error) {
+// 0 to try it again. did is told how the step went once that is known.
+func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How)) (int, error) {
 	s := &l.Steps[i]
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
 	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(local(s.Text)))
@@ -120,6 +130,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 	hint := time.NewTimer(s.HintAfter)
 	defer hint.Stop()
 	passed := s.Check == nil
+	autoplayed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,6 +141,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				continue
 			}
 			passed = true
+			did(passedHow(autoplayed))
 			hint.Stop()
 			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", r.o.Detail)
 		case <-hint.C:
@@ -142,6 +154,9 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			}
 			switch cmd := strings.TrimSpace(line); {
 			case cmd == CmdNext, cmd == "" && passed:
+				if how, ok := leftHow(s, passed, autoplayed); ok {
+					did(how)
+				}
 				return +1, nil
 			case cmd == CmdBack && i == 0:
 				return 0, nil
@@ -161,6 +176,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 					c()
 				}
 				began, holders = p.Begin()
+				autoplayed = true
 				for _, op := range s.Action.Play {
 					if err := p.Do(ctx, op); err != nil {
 						fmt.Fprintf(out, "  %s: %v\n", op.Name, err)

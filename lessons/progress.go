@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kkloud/rlab/sim/state"
@@ -23,8 +24,45 @@ type Progress struct {
 // LessonProgress is one lesson's.
 type LessonProgress struct {
 	Step    int       `json:"step"` // the next step to do, from 0
-	Done    bool      `json:"done"`
+	Done    bool      `json:"done"` // the student got past the last step
 	Updated time.Time `json:"updated"`
+	// How is how each step went, by index; "" for one not behind the
+	// student yet. Files from before it was kept have none.
+	How []How `json:"how,omitempty"`
+}
+
+// How is how the student got past a step, so that the listing tells one
+// who did the work from one who let autoplay do it or skipped it.
+type How string
+
+const (
+	// ByHand: its check passed on the student's own act (a command, or
+	// the key the step names), or it has nothing to check and was read.
+	ByHand How = "hand"
+	// Played: its check passed after autoplay (a) acted on it.
+	Played How = "played"
+	// Skipped: the student moved on (n) before its check passed.
+	Skipped How = "skipped"
+)
+
+// passedHow is how a step whose check passed went.
+func passedHow(autoplayed bool) How {
+	if autoplayed {
+		return Played
+	}
+	return ByHand
+}
+
+// leftHow is how step s went when the student moves on from it; ok is
+// false when its pass was recorded already.
+func leftHow(s *Step, passed, autoplayed bool) (how How, ok bool) {
+	switch {
+	case s.Check == nil:
+		return passedHow(autoplayed), true
+	case passed:
+		return "", false
+	}
+	return Skipped, true
 }
 
 // ProgressFile is where progress is kept in a state dir.
@@ -66,28 +104,78 @@ func (p *Progress) Resume(l *Lesson) int {
 	return 0
 }
 
-// Where says how far the student got in l: "", "at step 2 of 4", "done".
+// Where says how far the student got in l, and for a lesson done how:
+// "" (not started), "step 3 of 8", "8/8 by hand", "5/8, 3 played",
+// "6/8, 1 played, 1 skipped"; "done" when the file does not say how.
 func (p *Progress) Where(l *Lesson) string {
 	lp := p.Of(l)
+	n := len(l.Steps)
+	count := map[How]int{}
+	for _, h := range lp.How[:min(len(lp.How), n)] {
+		count[h]++
+	}
+	recorded := count[ByHand] + count[Played] + count[Skipped]
 	switch {
+	case n == 0:
+		return ""
+	case lp.Done && recorded == 0:
+		return "done" // an old file, or a course changed since
+	case lp.Done && count[ByHand] == n:
+		return fmt.Sprintf("%d/%d by hand", n, n)
 	case lp.Done:
-		return "done"
-	case lp.Step > 0:
-		return fmt.Sprintf("at step %d of %d", lp.Step+1, len(l.Steps))
+		parts := []string{fmt.Sprintf("%d/%d", count[ByHand], n)}
+		for _, c := range []struct {
+			n    int
+			what string
+		}{{count[Played], "played"}, {count[Skipped], "skipped"}, {n - recorded, "not recorded"}} {
+			if c.n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+			}
+		}
+		return strings.Join(parts, ", ")
+	case lp.Step > 0 || recorded > 0:
+		return fmt.Sprintf("step %d of %d", min(lp.Step, n-1)+1, n)
 	}
 	return ""
 }
 
 // Set records that the next step of l is step (len(l.Steps): done).
 func (p *Progress) Set(l *Lesson, step int, now time.Time) {
+	lp := p.lesson(l)
+	lp.Step = min(max(step, 0), len(l.Steps))
+	lp.Done = lp.Done || step >= len(l.Steps)
+	lp.Updated = now
+}
+
+// Record records how step i of l went. Doing a step again replaces its
+// outcome, but skipping it does not undo a pass: a student who goes back
+// to reread a step they did and moves on did not skip it.
+func (p *Progress) Record(l *Lesson, i int, how How, now time.Time) {
+	if i < 0 || i >= len(l.Steps) {
+		return
+	}
+	lp := p.lesson(l)
+	// One entry per step, whatever an older course left.
+	if len(lp.How) != len(l.Steps) {
+		h := make([]How, len(l.Steps))
+		copy(h, lp.How)
+		lp.How = h
+	}
+	if how == Skipped && (lp.How[i] == ByHand || lp.How[i] == Played) {
+		return
+	}
+	lp.How[i] = how
+	lp.Updated = now
+}
+
+// lesson is l's progress, made if there is none yet.
+func (p *Progress) lesson(l *Lesson) *LessonProgress {
 	lp := p.Lessons[l.Dir]
 	if lp == nil {
 		lp = &LessonProgress{}
 		p.Lessons[l.Dir] = lp
 	}
-	lp.Step = min(max(step, 0), len(l.Steps))
-	lp.Done = lp.Done || step >= len(l.Steps)
-	lp.Updated = now
+	return lp
 }
 
 // Save writes the progress to d, atomically (a crash leaves the old file).

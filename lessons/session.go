@@ -32,6 +32,9 @@ type Session struct {
 	began  time.Time
 	hold   map[style.Style]string
 	ready  bool // a step was shown: the sandbox had started
+	// autoplayed: a (not the step's key) acted on this step, so its pass
+	// is autoplay's, not the student's.
+	autoplayed bool
 }
 
 // SessionState is what the lesson panel shows; the same fields, in the
@@ -59,6 +62,7 @@ type SessionEntry struct {
 	Title  string
 	Steps  int
 	Where  string
+	Done   bool // the student got past its last step
 }
 
 // NewSession starts lesson l at step from (clamped) on p. save is called
@@ -127,6 +131,9 @@ func (s *Session) State() SessionState {
 func (s *Session) Next() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if how, ok := leftHow(&s.l.Steps[s.st.Step], s.st.Passed, s.autoplayed); ok && !s.st.Done {
+		s.prog.Record(s.l, s.st.Step, how, time.Now()) // saved as the step changes
+	}
 	if s.st.Step+1 >= len(s.l.Steps) {
 		s.finish()
 		return
@@ -167,8 +174,9 @@ func (s *Session) Key() bool {
 	return true
 }
 
-// play performs the step's action; via says who asked. Called with the
-// lock held.
+// play performs the step's action; via says who asked: autoplay (a,
+// trace.ViaPlay) or the step's key (trace.ViaKey). Called with the lock
+// held.
 func (s *Session) play(via string) {
 	step := &s.l.Steps[s.st.Step]
 	switch {
@@ -184,6 +192,7 @@ func (s *Session) play(via string) {
 		return
 	}
 	s.st.Playing, s.st.PlayErr = true, ""
+	s.autoplayed = s.autoplayed || via == trace.ViaPlay
 	s.changed()
 	// A clean window: what the student did before is not the play's.
 	if s.cancel != nil {
@@ -235,7 +244,7 @@ func (s *Session) Lessons() []SessionEntry {
 	defer s.mu.Unlock()
 	out := make([]SessionEntry, 0, len(s.all))
 	for _, l := range s.all {
-		out = append(out, SessionEntry{Number: l.Number, Title: l.Title, Steps: len(l.Steps), Where: s.prog.Where(l)})
+		out = append(out, SessionEntry{Number: l.Number, Title: l.Title, Steps: len(l.Steps), Where: s.prog.Where(l), Done: s.prog.Of(l).Done})
 	}
 	return out
 }
@@ -279,6 +288,7 @@ func (s *Session) stop() {
 func (s *Session) show(i int) {
 	s.stop()
 	s.st = s.stateOf(i)
+	s.autoplayed = false
 	s.record(i)
 	s.began, s.hold = s.p.Begin()
 	s.ready = true
@@ -351,6 +361,7 @@ func (s *Session) watch(acted time.Time) {
 			switch {
 			case err == nil:
 				s.st.Passed, s.st.Detail = true, o.Detail
+				s.prog.Record(s.l, i, passedHow(s.autoplayed), time.Now())
 				s.record(i + 1)
 				if i+1 == len(s.l.Steps) {
 					s.st.Done = true

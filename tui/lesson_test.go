@@ -76,9 +76,9 @@ func (g *fakeGuide) set(f func(*GuideState)) {
 }
 
 var courseLessons = []GuideEntry{
-	{Number: 1, Title: "The reconcile loop", Steps: 4, Where: "done"},
-	{Number: 2, Title: "Desired versus actual", Steps: 2, Where: "done"},
-	{Number: 3, Title: "ownerReferences and garbage collection", Steps: 5, Where: "at step 2 of 5"},
+	{Number: 1, Title: "The reconcile loop", Steps: 4, Where: "4/4 by hand", Done: true},
+	{Number: 2, Title: "Desired versus actual", Steps: 2, Where: "1/2, 1 played", Done: true},
+	{Number: 3, Title: "ownerReferences and garbage collection", Steps: 5, Where: "step 2 of 5"},
 	{Number: 4, Title: "Drift repair", Steps: 6, Where: ""},
 	{Number: 5, Title: "Informers and the cache", Steps: 5, Where: ""},
 	{Number: 6, Title: "The workqueue", Steps: 5, Where: ""},

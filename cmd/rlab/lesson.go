@@ -142,7 +142,7 @@ func lessonOperator(l *lessons.Lesson, o *launch.Options) error {
 func newLessonListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the lessons and how far you got in each",
+		Short: "List the lessons, how far you got in each, and how (steps by hand, played with a, skipped with n)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			all, err := lessons.Load()
@@ -418,12 +418,7 @@ func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, setup fun
 			return err
 		}
 		fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
-		err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, func(next int) {
-			prog.Set(l, next, time.Now())
-			if err := prog.Save(d); err != nil {
-				fmt.Fprintln(stderr, "rlab:", err)
-			}
-		})
+		err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
 		switch {
 		case errors.Is(err, lessons.ErrQuit):
 			fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)

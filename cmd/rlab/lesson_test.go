@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +22,22 @@ func TestLessonCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Lesson 1 done, its last step autoplayed; lesson 2 at its second step,
+	// the first skipped.
 	prog := &lessons.Progress{Lessons: map[string]*lessons.LessonProgress{}}
-	prog.Set(all[0], len(all[0].Steps), time.Now())
+	n := len(all[0].Steps)
+	for i := range n {
+		how := lessons.ByHand
+		if i == n-1 {
+			how = lessons.Played
+		}
+		prog.Record(all[0], i, how, time.Now())
+	}
+	prog.Set(all[0], n, time.Now())
+	prog.Record(all[1], 0, lessons.Skipped, time.Now())
 	prog.Set(all[1], 1, time.Now())
+	// Lesson 3 done before outcomes were kept.
+	prog.Set(all[2], len(all[2].Steps), time.Now())
 	if err := prog.Save(state.Dir{Root: e.rlabState()}); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +46,8 @@ func TestLessonCommands(t *testing.T) {
 		exit int
 		want []string
 	}{
-		{[]string{"lesson", "list"}, 0, []string{" 1  The reconcile loop", "done", "at step 2 of 2", "Leader election", "rlab lesson start N"}},
+		{[]string{"lesson", "list"}, 0, []string{" 1  The reconcile loop", fmt.Sprintf(" %d/%d, 1 played\n", n-1, n),
+			" step 2 of 2\n", " done\n", "Leader election", "rlab lesson start N"}},
 		{[]string{"lesson", "verify"}, 1, []string{"give their numbers, or --all"}},
 		{[]string{"lesson", "verify", "99"}, 1, []string{"no lesson 99"}},
 		{[]string{"lesson", "verify", "--all", "1"}, 1, []string{"not both"}},

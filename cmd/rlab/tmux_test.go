@@ -275,6 +275,22 @@ func TestTmuxLesson(t *testing.T) {
 	if !strings.Contains(string(b), `"02-desired-vs-actual"`) || !strings.Contains(string(b), `"done": true`) {
 		t.Fatalf("progress after the lesson:\n%s", b)
 	}
+	// Both steps passed after a: the list says they were played.
+	all, err := lessons.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lessons.Find(all, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := lessons.LoadProgress(r.sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.Where(l); got != "0/2, 2 played" {
+		t.Errorf("lesson 2 listed as %q after a, n, a; want 0/2, 2 played\n%s", got, b)
+	}
 }
 
 // paneOf is the column of the pane titled title, joined, or "".

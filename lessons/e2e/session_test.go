@@ -25,8 +25,10 @@ func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.
 }
 
 // TestSession follows lesson 2 as the screen does: the check runs live,
-// play performs the action, progress is saved as steps pass, and moving
-// between steps and lessons shows the right step.
+// the step's key and play perform the action, progress is saved as steps
+// pass with how each went (the key by hand, play played, a step reread
+// and left keeps its pass), and moving between steps and lessons shows the
+// right step.
 func TestSession(t *testing.T) {
 	all, err := lessons.Load()
 	if err != nil {
@@ -73,24 +75,24 @@ func TestSession(t *testing.T) {
 		t.Fatalf("passed before anyone acted: %+v", st)
 	}
 
-	s.Play()
-	st = waitState(t, s, "step 1 played and passed", func(st lessons.SessionState) bool { return st.Passed })
-	if st.Step != 0 || st.Playing || st.PlayErr != "" || !strings.Contains(st.Detail, "replicas 4") {
-		t.Errorf("after play: %+v", st)
+	// The key the step names is the student's own act.
+	if !s.Key() {
+		t.Fatalf("step 1's key %q did nothing", st.Key)
 	}
-	if got := saved(); got.Step != 1 || got.Done {
-		t.Errorf("progress after step 1 = %+v, want next step 1, not done", got)
+	st = waitState(t, s, "step 1 done with its key and passed", func(st lessons.SessionState) bool { return st.Passed })
+	if st.Step != 0 || st.Playing || st.PlayErr != "" || !strings.Contains(st.Detail, "replicas 4") {
+		t.Errorf("after the key: %+v", st)
+	}
+	if got := saved(); got.Step != 1 || got.Done || len(got.How) != 2 || got.How[0] != lessons.ByHand {
+		t.Errorf("progress after step 1 = %+v, want next step 1, not done, step 1 by hand", got)
 	}
 
 	v := s.State().Version
 	s.Back() // at the first step: try it again, from a clean window
-	if st := s.State(); st.Step != 0 || st.Version == v || st.Passed {
-		t.Errorf("back at step 1 did not try it again: %+v", st)
+	if st := s.State(); st.Step != 0 || st.Passed || st.Version <= v {
+		t.Errorf("back at step 1: %+v, want step 1 again, not passed", st)
 	}
-	s.Play()
-	st = waitState(t, s, "step 1 played again and passed", func(st lessons.SessionState) bool { return st.Passed })
-	v = st.Version
-	s.Next()
+	s.Next() // reread and left: not a skip, its pass stands
 	st = s.State()
 	if st.Step != 1 || st.Passed || st.Version <= v || st.StepTitle != l.Steps[1].Title {
 		t.Fatalf("next: %+v", st)
@@ -100,8 +102,8 @@ func TestSession(t *testing.T) {
 	if !st.Done || st.Step != 1 {
 		t.Errorf("after the last step: %+v, want done", st)
 	}
-	if got := saved(); !got.Done {
-		t.Errorf("progress after the last step = %+v, want done", got)
+	if got := saved(); !got.Done || len(got.How) != 2 || got.How[0] != lessons.ByHand || got.How[1] != lessons.Played {
+		t.Errorf("progress after the last step = %+v, want done, by hand then played", got)
 	}
 	var entry lessons.SessionEntry
 	for _, e := range s.Lessons() {
@@ -109,8 +111,8 @@ func TestSession(t *testing.T) {
 			entry = e
 		}
 	}
-	if entry.Where != "done" || entry.Title != l.Title || entry.Steps != len(l.Steps) {
-		t.Errorf("lesson list entry = %+v, want lesson 2 done", entry)
+	if entry.Where != "1/2, 1 played" || !entry.Done || entry.Title != l.Title || entry.Steps != len(l.Steps) {
+		t.Errorf("lesson list entry = %+v, want lesson 2 done: 1/2, 1 played", entry)
 	}
 
 	if err := s.Open(99); err == nil {
@@ -121,5 +123,24 @@ func TestSession(t *testing.T) {
 	}
 	if st := s.State(); st.Lesson != 1 || st.Step != 0 || st.Done || st.Passed {
 		t.Errorf("after Open(1): %+v", st)
+	}
+	// Lesson 1's first step only asks to look: it passes by itself, by
+	// hand. n on the second, before anyone acted, is a skip.
+	waitState(t, s, "lesson 1, step 1 passed", func(st lessons.SessionState) bool { return st.Passed })
+	s.Next()
+	s.Next()
+	l1, err := lessons.Find(all, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := lessons.LoadProgress(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Of(l1); got.Step != 2 || len(got.How) < 2 || got.How[0] != lessons.ByHand || got.How[1] != lessons.Skipped {
+		t.Errorf("lesson 1 after n = %+v, want step 1 by hand, step 2 skipped", got)
+	}
+	if got := pr.Where(l1); got != "step 3 of "+fmt.Sprint(len(l1.Steps)) {
+		t.Errorf("lesson 1 listed as %q", got)
 	}
 }

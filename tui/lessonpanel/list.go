@@ -90,7 +90,7 @@ func (v *List) Render(w, h int, s *common.Styles) []string {
 		switch {
 		case i == v.Cursor:
 			p = s.Reverse
-		case e.Where == "done":
+		case e.Done:
 			p = s.OK
 		}
 		body = append(body, fitted(p, row, iw))

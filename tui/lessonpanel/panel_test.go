@@ -146,3 +146,42 @@ func TestTUILessonPanelFit(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIListDone: a lesson done is painted OK whatever its text says of
+// how (by hand, played, skipped); one in progress or not started is not.
+func TestTUIListDone(t *testing.T) {
+	s := common.NewStyles(true)
+	ok, _, _ := strings.Cut(s.OK.S("\x00"), "\x00")
+	if ok == "" {
+		t.Fatal("the OK paint paints nothing")
+	}
+	tests := []struct {
+		entry lessons.SessionEntry
+		ok    bool
+	}{
+		{lessons.SessionEntry{Number: 1, Title: "By hand", Steps: 4, Where: "4/4 by hand", Done: true}, true},
+		{lessons.SessionEntry{Number: 2, Title: "Skipped through", Steps: 2, Where: "0/2, 2 skipped", Done: true}, true},
+		{lessons.SessionEntry{Number: 3, Title: "Old file", Steps: 3, Where: "done", Done: true}, true},
+		{lessons.SessionEntry{Number: 4, Title: "Half way", Steps: 5, Where: "step 2 of 5"}, false},
+		{lessons.SessionEntry{Number: 5, Title: "Not started", Steps: 5}, false},
+	}
+	v := &List{Cursor: len(tests)} // the cursor's row is painted Reverse: on none of these
+	for _, tt := range tests {
+		v.Entries = append(v.Entries, tt.entry)
+	}
+	v.Entries = append(v.Entries, lessons.SessionEntry{Number: 6, Title: "Cursor", Steps: 1})
+	out := v.Render(80, len(v.Entries)+6, s)
+	for _, tt := range tests {
+		t.Run(tt.entry.Title, func(t *testing.T) {
+			for _, line := range out {
+				if strings.Contains(line, tt.entry.Title) {
+					if got := strings.Contains(line, ok); got != tt.ok {
+						t.Errorf("painted OK %v, want %v: %q", got, tt.ok, line)
+					}
+					return
+				}
+			}
+			t.Fatalf("no row for %q:\n%s", tt.entry.Title, strings.Join(out, "\n"))
+		})
+	}
+}
