@@ -396,9 +396,15 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 
 // TestRunOperatorsJSON: rlab run with the three operators says ready once
 // every style reports the sample Echo 2/2, and with --output json every line
-// of stdout is a trace event, from every style.
+// of stdout is a trace event, from every style. rlab do acts on it, as the
+// timeline shows (rlab.act), and says so when no sandbox runs; its socket
+// goes with the sandbox.
 func TestRunOperatorsJSON(t *testing.T) {
 	e := newSandboxEnv(t)
+	_, stderr, code := cli(t, e.env, rlabBin, "do", "partition", "clientgo")
+	if want := "rlab do: no sandbox runs in " + e.rlabState() + ": start one with rlab up\n"; code != 1 || stderr != want {
+		t.Fatalf("rlab do with no sandbox: exit %d, stderr %q, want exit 1 and %q", code, stderr, want)
+	}
 	r := startRun(t, e, "--output", "json", "--shell-interval", "1s", "--for", "10m")
 	r.waitStderr(t, "point your kubectl at it", 4*time.Minute) // after the phase lines
 	for _, phase := range []string{"operators started", "sample echo 2/2"} {
@@ -406,11 +412,15 @@ func TestRunOperatorsJSON(t *testing.T) {
 			t.Errorf("no %q phase on stderr:\n%s", phase, r.stderr)
 		}
 	}
+	t.Run("rlab do partition, heal", func(t *testing.T) { doPartitionHeal(t, e, r) })
 	if err := syscall.Kill(r.pid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.wait(t, 60*time.Second); err != nil {
 		t.Fatalf("rlab run after SIGINT: %v\n%s", err, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.rlabState(), "control.sock")); !os.IsNotExist(err) {
+		t.Errorf("control.sock left in the state dir after SIGINT (%v)", err)
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout.String(), "\n"), "\n")
 	sources := map[string]bool{}
@@ -452,4 +462,71 @@ func TestRunFlagErrors(t *testing.T) {
 	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
 		t.Fatalf("a sandbox (pid %d) runs after refused flags", pid)
 	}
+}
+
+// doPartitionHeal: rlab do cuts clientgo's leader off (its proxy answers
+// 503, it loses the Lease), the timeline says rlab did it at the student's
+// command, and rlab do heal lets it through again.
+func doPartitionHeal(t *testing.T, e sandboxEnv, r *run) {
+	out, stderr, code := cli(t, e.env, rlabBin, "do", "partition", "clientgo")
+	m := regexp.MustCompile(`^partitioned (clientgo/[a-e]) \(refuse\)\n$`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("rlab do partition clientgo: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	cut := m[1]
+	tl := &timeline{r: r}
+	tl.wait(t, 10*time.Second, "the act of rlab do partition", func(e trace.Event) bool {
+		return e.Kind == trace.Act && e.Str(trace.FieldAction) == "partition_leader" &&
+			e.Str(trace.FieldStyle) == "clientgo" && e.Str(trace.FieldVia) == trace.ViaCommand
+	})
+	refused := func(e trace.Event) bool {
+		c, _ := e.Num(trace.FieldCode)
+		return e.Kind == trace.APIRequest && e.Source == "proxy/"+cut && c == 503
+	}
+	tl.wait(t, 30*time.Second, "a request of "+cut+" refused (503)", refused)
+	tl.wait(t, 30*time.Second, "leader.lost of "+cut, func(e trace.Event) bool {
+		return e.Kind == trace.LeaderLost && e.Source == cut
+	})
+
+	out, stderr, code = cli(t, e.env, rlabBin, "do", "heal", "clientgo")
+	if code != 0 || !regexp.MustCompile(`^healed clientgo/a, clientgo/b\n$`).MatchString(out) {
+		t.Fatalf("rlab do heal clientgo: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	healed := time.Now()
+	tl.wait(t, 60*time.Second, cut+" answered again after the heal", func(e trace.Event) bool {
+		c, _ := e.Num(trace.FieldCode)
+		return e.Kind == trace.APIRequest && e.Source == "proxy/"+cut && c == 200 && e.Time.After(healed)
+	})
+	_, stderr, code = cli(t, e.env, rlabBin, "do", "partition", "shell")
+	if code != 1 || !strings.Contains(stderr, `rlab do: partition: STYLE: want a Go style, with a Lease and watches: clientgo, runtime or go, got "shell"`) {
+		t.Errorf("rlab do partition shell: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// timeline reads the JSON events of rlab run's stdout as they come.
+type timeline struct {
+	r    *run
+	read int // bytes of stdout parsed
+}
+
+// wait polls stdout until an event after those already seen matches.
+func (tl *timeline) wait(t *testing.T, timeout time.Duration, what string, match func(trace.Event) bool) trace.Event {
+	t.Helper()
+	var found trace.Event
+	simtest.Eventually(t, timeout, what, func(context.Context) (bool, error) {
+		out := tl.r.stdout.String()
+		for {
+			i := strings.IndexByte(out[tl.read:], '\n')
+			if i < 0 {
+				return false, fmt.Errorf("not in %d bytes of stdout", tl.read)
+			}
+			line := out[tl.read : tl.read+i]
+			tl.read += i + 1
+			if ev, err := trace.ParseLine([]byte(line)); err == nil && match(ev) {
+				found = ev
+				return true, nil
+			}
+		}
+	})
+	return found
 }
