@@ -19,7 +19,8 @@ import (
 //     Lease on the way out (kill, SIGTERM): the operators only do that when
 //     told to stop;
 //   - an Echo created, edited or deleted, as the world saw it;
-//   - a Deployment changed by hand (the world's drift.detected).
+//   - a Deployment changed by hand (the world's drift.detected), or an
+//     orphaned one deleted (Player.View: gone since the step was shown).
 //
 // What leaves no trace (a request the apiserver refused, a read, a Role
 // edited) is not an act: steps whose action is only that are not gated

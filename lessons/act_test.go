@@ -161,3 +161,25 @@ func TestGated(t *testing.T) {
 		}
 	}
 }
+
+// TestOrphansGone: an orphaned Deployment deleted by hand is an act; one
+// still there, or a namespace not watched, is not.
+func TestOrphansGone(t *testing.T) {
+	ns := &world.NamespaceView{Orphans: []*world.DeploymentView{{Name: "echo-gc-demo"}}}
+	tests := []struct {
+		name  string
+		ns    *world.NamespaceView
+		names []string
+		want  bool
+	}{
+		{"still there", ns, []string{"echo-gc-demo"}, false},
+		{"deleted", &world.NamespaceView{}, []string{"echo-gc-demo"}, true},
+		{"none at the start", &world.NamespaceView{}, nil, false},
+		{"not watched", nil, []string{"echo-gc-demo"}, false},
+	}
+	for _, tt := range tests {
+		if got := orphansGone(tt.ns, tt.names); got != tt.want {
+			t.Errorf("%s: orphansGone = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -24,19 +24,28 @@ type Hand struct {
 	Env []string
 }
 
-// HandEnv is the terminal of a student of sandbox-running rlab self: the
-// environment, with KUBECONFIG the sandbox's and rlab's kubectl and self
-// first on PATH.
-func (p *Player) HandEnv(self string) []string {
-	path := filepath.Dir(p.sb.Kubectl()) + string(os.PathListSeparator) + filepath.Dir(self) +
-		string(os.PathListSeparator) + os.Getenv("PATH")
+// HandEnv is the terminal of a student of the sandbox that rlab self
+// runs: the environment, with KUBECONFIG the sandbox's, and first on PATH
+// a directory bin (made here) holding only kubectl (rlab's) and rlab
+// (self, whatever its file is called).
+func (p *Player) HandEnv(self, bin string) ([]string, error) {
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		return nil, fmt.Errorf("student's bin dir: %w", err)
+	}
+	for name, target := range map[string]string{"kubectl": p.sb.Kubectl(), "rlab": self} {
+		link := filepath.Join(bin, name)
+		_ = os.Remove(link) // left by an earlier run
+		if err := os.Symlink(target, link); err != nil {
+			return nil, fmt.Errorf("student's bin dir: %w", err)
+		}
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "PATH=") {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "KUBECONFIG="+p.sb.Kubeconfig(), "PATH="+path)
+	return append(env, "KUBECONFIG="+p.sb.Kubeconfig(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), nil
 }
 
 // errNoHand is a step a student cannot do from a terminal.

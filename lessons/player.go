@@ -13,6 +13,7 @@ import (
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // Player plays lessons against a running sandbox: it performs the steps'
@@ -32,7 +33,11 @@ type Player struct {
 	began  time.Time                    // the step's window: events before it are dropped
 	shown  time.Time                    // when the step was shown (Begin)
 	acts   Acts                         // the acts found since, merged as they come
-	seq    int                          // annotation values, so every write changes the Echo
+	// orphans are the Deployments with no owner when the step was shown:
+	// one gone is an act (nobody but a person deletes them; the world has
+	// no event for it).
+	orphans map[style.Style][]string
+	seq     int // annotation values, so every write changes the Echo
 	// grading holds a token while rlab check's checks run on an operator.
 	grading chan struct{}
 	// via says who asks for the actions: trace.ViaPlay, or ViaCommand for
@@ -80,12 +85,23 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, Acts{}
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
+	orphans := map[style.Style][]string{}
 	sn := p.sb.World().Snapshot()
 	for _, st := range p.sb.Styles() {
-		if ns := sn.Style(st); ns != nil && ns.Lease != nil {
+		ns := sn.Style(st)
+		if ns == nil {
+			continue
+		}
+		if ns.Lease != nil {
 			holders[st] = ns.Lease.Holder
 		}
+		for _, d := range ns.Orphans {
+			orphans[st] = append(orphans[st], d.Name)
+		}
 	}
+	p.mu.Lock()
+	p.orphans = orphans
+	p.mu.Unlock()
 	return now, holders
 }
 
@@ -100,6 +116,11 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 	p.mu.Lock()
 	p.keep(evs)
 	found := FindActs(p.shown, p.events, sn, p.styleOfNamespace)
+	for st, names := range p.orphans {
+		if orphansGone(sn.Style(st), names) {
+			found.note(time.Now(), st)
+		}
+	}
 	p.acts.merge(found)
 	acts := p.acts
 	if acted.IsZero() && !acts.First.IsZero() {
@@ -137,6 +158,20 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		Cut:      cut,
 		ByKind:   byKind,
 	}
+}
+
+// orphansGone says whether one of the Deployments named is no longer an
+// orphan in ns: deleted by hand (or adopted, which nothing here does).
+func orphansGone(ns *world.NamespaceView, names []string) bool {
+	if ns == nil {
+		return false
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(ns.Orphans, func(d *world.DeploymentView) bool { return d.Name == name }) {
+			return true
+		}
+	}
+	return false
 }
 
 // openAt drops the step's events from before t: the window opens there.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,14 +299,18 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	for _, group := range sandboxGroups(runs) {
 		interrupted := false
 		err := f.withLessonSandbox(ctx, stderr, func(o *launch.Options) error { return lessonOperator(group[0], o) },
-			func(ctx context.Context, _ state.Dir, p *lessons.Player) error {
+			func(ctx context.Context, d state.Dir, p *lessons.Player) error {
 				var hand *lessons.Hand
 				if f.ByHand {
 					self, err := os.Executable()
 					if err != nil {
 						return fmt.Errorf("--by-hand runs rlab do as the student would: %w", err)
 					}
-					hand = &lessons.Hand{Read: f.Read, Env: p.HandEnv(self)}
+					env, err := p.HandEnv(self, filepath.Join(d.Run(), "student-bin"))
+					if err != nil {
+						return err
+					}
+					hand = &lessons.Hand{Read: f.Read, Env: env}
 				}
 				results = append(results, p.Verify(ctx, group, hand, stdout)...)
 				interrupted = ctx.Err() != nil
