@@ -106,7 +106,7 @@ func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
-		refused := !s.Gated() && len(a.Play) > 0 // the apiserver is meant to say no
+		refused := meantToBeRefused(a)
 		if err != nil && !refused {
 			return "", fmt.Errorf("the step's command failed: %w: %s", err, lastLine(out.String()))
 		}
@@ -114,6 +114,10 @@ func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error)
 			return "", fmt.Errorf("the step's command was meant to be refused, and it passed: %s", lastLine(out.String()))
 		}
 		return "typed the command", nil
+	case a.Key == "" && len(a.Play) == 0:
+		// A note about what happens outside the sandbox (write a file,
+		// start the lesson again with it): nothing to do in it.
+		return "read the note", nil
 	case editsOperator(a):
 		// The student saves their operator's file with the step's fix; the
 		// lesson's own version of that file stands in for their edit.
@@ -125,6 +129,17 @@ func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error)
 		return "saved the operator's file with the step's fix", nil
 	}
 	return "", errNoHand
+}
+
+// meantToBeRefused: the step's command ends in a request the apiserver
+// must refuse (an invalid spec, a stale write), so it exits non-zero.
+func meantToBeRefused(a *Action) bool {
+	for _, op := range a.Play {
+		if op.Args.Str("expect_error") != "" || op.Name == "stale_update" {
+			return true
+		}
+	}
+	return false
 }
 
 // editsOperator: the step asks the student to edit their operator's file.

@@ -294,6 +294,60 @@ func TestTmuxLesson(t *testing.T) {
 }
 
 // paneOf is the column of the pane titled title, joined, or "".
+// TestTmuxLeaderByHand follows lesson 8 on the real screen as a student
+// does, where it used to fail: the first step opens only once the Go
+// styles are led (so the first election is no takeover); k pressed with
+// the shell pane focused kills both Go leaders, as the step says, and the
+// takeover counts from the kill, not from the reading; the SIGTERM step,
+// typed in another terminal after reading it for longer than its 4 s
+// bound, passes, timed from the leader's release.
+func TestTmuxLeaderByHand(t *testing.T) {
+	r := startTmux(t, "rlab-leader", "lesson", "start", "8", "--shell-interval", "1s")
+	r.ready()
+	r.term.waitScreen("no step 1 after the sandbox's baseline", time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 1 of 8: Kill -9 the leader") && strings.Contains(s, "waiting for you to act")
+	})
+	time.Sleep(5 * time.Second) // the student reads the step: it must not count
+	r.term.send("1", "k")       // the shell pane focused: the step's key still acts on both Go styles
+	r.term.waitScreen("step 1 not passed after k", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "✓ passed") && strings.Contains(s, "took over from")
+	})
+	r.term.send("n")
+	r.term.waitScreen("no step 2", time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 2 of 8: The new leader works")
+	})
+	r.term.send("s")
+	r.term.waitScreen("step 2 not passed after s", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 2 of 8") && strings.Contains(s, "✓ passed")
+	})
+	r.term.send("n")
+	r.term.waitScreen("no step 3", time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 3 of 8: Stop the leader gracefully") && strings.Contains(s, "waiting for you to act")
+	})
+	all, err := lessons.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lessons.Find(all, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second) // longer than the step's 4 s bound: reading is not the takeover's time
+	// The step's command, typed in another terminal as shown.
+	cmd := exec.Command("bash", "-c", l.Steps[2].Action.Kubectl)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.sd.Kubeconfig(), "PATH="+r.dir+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("step 3's command: %v\n%s", err, out)
+	}
+	screen := r.term.waitScreen("step 3 not passed after the SIGTERM typed by hand", 2*time.Minute, func(s string) bool {
+		return strings.Contains(s, "step 3 of 8") && (strings.Contains(s, "✓ passed") || strings.Contains(s, "can no longer pass"))
+	})
+	if !strings.Contains(screen, "✓ passed") {
+		t.Fatalf("step 3 failed by hand:\n%s", screen)
+	}
+	r.quit()
+}
+
 func paneOf(screen, title string) string {
 	for _, p := range panes(screen) {
 		if len(p) > 0 && strings.Contains(p[0], "─ "+title+" ─") || len(p) > 0 && strings.Contains(p[0], "▶ "+title+" ─") {

@@ -319,6 +319,15 @@ reconcile_echo() {
     reconcile_failed
     return 1
   fi
+  if [[ -n $uid_before ]]; then
+    # Only over the Deployment as just read: if the garbage collector
+    # orphans it meanwhile (delete --cascade=orphan), an apply would put
+    # back the ownerReference it took away, to an Echo about to go, and the
+    # collector would then delete the Deployment. With resourceVersion the
+    # apply is a conditional write: 409 Conflict if it changed since the
+    # read, and the next poll looks again.
+    doc=${doc/\"namespace\": \"$NS\",/\"namespace\": \"$NS\", \"resourceVersion\": \"$rv_before\",}
+  fi
   kube "apply deployments" apply --server-side --field-manager="$MANAGER" --force-conflicts -f - \
     -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" ||
     { reconcile_failed; return 1; }
