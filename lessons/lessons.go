@@ -113,6 +113,9 @@ type Step struct {
 	Action *Action
 	// Check is what must happen; nil for a step with nothing to check.
 	Check *Check
+	// Predict, if set, is a question the student answers before acting;
+	// the check measures the outcome.
+	Predict *Predict
 	// Hint is shown when the check has not passed after HintAfter.
 	Hint      string
 	HintAfter time.Duration
@@ -499,7 +502,7 @@ func (p *parser) sameOperator(l *Lesson) {
 
 func (p *parser) step(n *yaml.Node, what string) Step {
 	s := Step{Line: n.Line, HintAfter: DefaultHintAfter}
-	f := p.fields(n, what, []string{"title", "text"}, []string{"action", "check", "hint", "hint_after"})
+	f := p.fields(n, what, []string{"title", "text"}, []string{"action", "check", "predict", "hint", "hint_after"})
 	if f == nil {
 		return s
 	}
@@ -514,6 +517,12 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 	}
 	if v := f["check"]; v != nil {
 		s.Check = p.check(v, what+": check")
+	}
+	if v := f["predict"]; v != nil {
+		s.Predict = p.predict(v, what+": predict")
+		if f["check"] == nil {
+			p.errorf(v, "%s: predict: a question needs a check on the same step, to measure the answer", what)
+		}
 	}
 	if v := f["hint"]; v != nil {
 		s.Hint = p.text(v, what+": hint")
