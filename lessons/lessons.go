@@ -518,12 +518,6 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 	if v := f["check"]; v != nil {
 		s.Check = p.check(v, what+": check")
 	}
-	if v := f["predict"]; v != nil {
-		s.Predict = p.predict(v, what+": predict")
-		if f["check"] == nil {
-			p.errorf(v, "%s: predict: a question needs a check on the same step, to measure the answer", what)
-		}
-	}
 	if v := f["hint"]; v != nil {
 		s.Hint = p.text(v, what+": hint")
 	}
@@ -535,6 +529,17 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 	}
 	if s.Check != nil {
 		s.Check.Gated = s.Gated()
+	}
+	if v := f["predict"]; v != nil {
+		s.Predict = p.predict(v, what+": predict")
+		switch {
+		case f["check"] == nil:
+			p.errorf(v, "%s: predict: a question needs a check on the same step, to measure the answer", what)
+		case s.Check != nil && !s.Check.Gated:
+			// Checked from the moment it is shown, it could pass before the
+			// student has answered.
+			p.errorf(v, "%s: predict: a question needs a check that waits for the student's act (an action whose play changes something)", what)
+		}
 	}
 	if s.Check != nil && s.Hint == "" {
 		p.errorf(n, "%s: a step with a check needs a hint for the student who is stuck", what)

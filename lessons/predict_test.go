@@ -57,6 +57,11 @@ func TestParsePredictErrors(t *testing.T) {
 		want       string
 	}{
 		{"no check", noCheck, "l.yaml:7: step 1: predict: a question needs a check on the same step"},
+		// The check would pass before the student answered.
+		{"nothing to act", "  - title: a\n    text: b\n    check:\n      echo_absent: {style: all, name: a}\n    hint: h\n    predict:\n      question: q\n      choices: [x, y]\n",
+			"l.yaml:10: step 1: predict: a question needs a check that waits for the student's act"},
+		{"an act the apiserver refuses", strings.Replace(predictStep("[x, y]", ""), "replicas: 3}", "replicas: 9, expect_error: invalid}", 1),
+			"l.yaml:14: step 1: predict: a question needs a check that waits for the student's act"},
 		{"one choice", predictStep("[only]", ""), "l.yaml:15: step 1: predict: choices: want a list of 2 to 5 answers, got 1"},
 		{"six choices", predictStep("[a, b, c, d, e, f]", ""), "l.yaml:15: step 1: predict: choices: want a list of 2 to 5 answers, got 6"},
 		{"choices not a list", predictStep("many", ""), `l.yaml:15: step 1: predict: choices: want a list of 2 to 5 answers, got "many"`},
