@@ -269,3 +269,24 @@ func TestSessionPredict(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryLessonPredicts: each lesson on the built-in operators asks at
+// least one question (the loader has checked that each waits for the
+// student's act); one about the student's own operator need not.
+func TestEveryLessonPredicts(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		n := 0
+		for _, s := range l.Steps {
+			if s.Predict != nil {
+				n++
+			}
+		}
+		if l.Operator == nil && n == 0 {
+			t.Errorf("%s asks the student to predict nothing", l.Dir)
+		}
+	}
+}
