@@ -78,7 +78,11 @@ func indent(s string) string {
 func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How)) (int, error) {
 	s := &l.Steps[i]
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
+	q, said := s.Predict.Localized(p.sb.Prefix()), Prediction{}
 	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(local(s.Text)))
+	if q != nil {
+		q.printAsk(out)
+	}
 	if a := s.Action; a != nil {
 		if a.Kubectl != "" {
 			fmt.Fprintf(out, "\n  In another terminal (after eval \"$(rlab env)\"):\n\n%s\n", indent(indent(local(a.Kubectl))))
@@ -143,7 +147,8 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			passed = true
 			did(passedHow(autoplayed))
 			hint.Stop()
-			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", r.o.Detail)
+			said = q.Measure(said, r.o.Detail)
+			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", q.report(said, r.o.Detail))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
 				fmt.Fprintf(out, "  hint:\n%s\n", indent(indent(local(s.Hint))))
@@ -164,6 +169,8 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				return -1, nil
 			case cmd == CmdQuit:
 				return 0, ErrQuit
+			case q != nil && isNumber(cmd):
+				fmt.Fprintln(out, "  "+q.answer(cmd, &said, passed))
 			case cmd == CmdPlay && passed:
 				fmt.Fprintln(out, "  passed already: Enter for the next step")
 			case cmd == CmdPlay:

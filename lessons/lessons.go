@@ -114,6 +114,9 @@ type Step struct {
 	Action *Action
 	// Check is what must happen; nil for a step with nothing to check.
 	Check *Check
+	// Predict, if set, is a question the student answers before acting;
+	// the check measures the outcome.
+	Predict *Predict
 	// Hint is shown when the check has not passed after HintAfter.
 	Hint      string
 	HintAfter time.Duration
@@ -500,7 +503,7 @@ func (p *parser) sameOperator(l *Lesson) {
 
 func (p *parser) step(n *yaml.Node, what string) Step {
 	s := Step{Line: n.Line, HintAfter: DefaultHintAfter}
-	f := p.fields(n, what, []string{"title", "text"}, []string{"action", "check", "hint", "hint_after"})
+	f := p.fields(n, what, []string{"title", "text"}, []string{"action", "check", "predict", "hint", "hint_after"})
 	if f == nil {
 		return s
 	}
@@ -527,6 +530,17 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 	}
 	if s.Check != nil {
 		s.Check.Gated = s.Gated()
+	}
+	if v := f["predict"]; v != nil {
+		s.Predict = p.predict(v, what+": predict")
+		switch {
+		case f["check"] == nil:
+			p.errorf(v, "%s: predict: a question needs a check on the same step, to measure the answer", what)
+		case s.Check != nil && !s.Check.Gated:
+			// Checked from the moment it is shown, it could pass before the
+			// student has answered.
+			p.errorf(v, "%s: predict: a question needs a check that waits for the student's act (an action whose play changes something)", what)
+		}
 	}
 	if s.Check != nil && s.Hint == "" {
 		p.errorf(n, "%s: a step with a check needs a hint for the student who is stuck", what)

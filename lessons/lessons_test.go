@@ -197,6 +197,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(lesson(okStep)))
 	f.Add([]byte("title: &a [*a]\n"))
+	f.Add([]byte(lesson(okStep + "    predict: {question: q, choices: [a, b], answer: 2}\n")))
 	f.Add([]byte("steps:\n  - {title: a, text: b, check: {within: 1s, hold: 1ms, new_leader: [{style: go, min: 1s}]}, hint: h}\n"))
 	for _, name := range sortedKeys(checks) {
 		f.Add([]byte(lesson(checkStep(name, checks[name].args))))
@@ -219,6 +220,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a lesson with no title or steps: %+v", l)
 		}
 		for _, s := range l.Steps {
+			if q := s.Predict; q != nil && (s.Check == nil || q.Question == "" || len(q.Choices) < minChoices ||
+				len(q.Choices) > maxChoices || q.Answer < 0 || q.Answer > len(q.Choices)) {
+				t.Fatalf("accepted predict %+v (check %v)", q, s.Check)
+			}
 			if s.Action != nil {
 				for _, op := range s.Action.Play {
 					if _, ok := actions[op.Name]; !ok {

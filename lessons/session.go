@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -54,6 +55,10 @@ type SessionState struct {
 	Playing            bool
 	PlayErr            string
 	Done               bool
+	// Predict is the step's question, if it asks one; Predicted is the
+	// student's answer and, once the check passed, what was measured.
+	Predict   *Predict
+	Predicted Prediction
 }
 
 // SessionEntry is one lesson of the list, like tui.GuideEntry.
@@ -172,6 +177,27 @@ func (s *Session) Key() bool {
 	}
 	s.play(trace.ViaKey)
 	return true
+}
+
+// Predict answers the step's question with choice (from 1): before the
+// student acts, so not once the step plays or passed. The answer can change
+// until then.
+func (s *Session) Predict(choice int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.st.Done || s.st.Passed:
+		return errors.New("the step passed already: a prediction comes before the act")
+	case s.st.Playing:
+		return errors.New("the step is playing: a prediction comes before the act")
+	}
+	pr, err := s.l.Steps[s.st.Step].Predict.Choose(choice)
+	if err != nil {
+		return err
+	}
+	s.st.Predicted = pr
+	s.changed()
+	return nil
 }
 
 // play performs the step's action; via says who asked: autoplay (a,
@@ -311,6 +337,7 @@ func (s *Session) stateOf(i int) SessionState {
 	if step.Check != nil {
 		st.Waiting = step.Check.Describe()
 	}
+	st.Predict = step.Predict.Localized(s.p.sb.Prefix())
 	return st
 }
 
@@ -362,6 +389,7 @@ func (s *Session) watch(acted time.Time) {
 			case err == nil:
 				s.st.Passed, s.st.Detail = true, o.Detail
 				s.prog.Record(s.l, i, passedHow(s.autoplayed), time.Now())
+				s.st.Predicted = step.Predict.Measure(s.st.Predicted, o.Detail)
 				s.record(i + 1)
 				if i+1 == len(s.l.Steps) {
 					s.st.Done = true

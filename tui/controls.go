@@ -25,6 +25,7 @@ const (
 	modeNormal mode = iota
 	modeMessage
 	modeScale
+	modePredict // the answer to a lesson step's question
 )
 
 // actionMsg is the result of an action Cmd.
@@ -70,6 +71,10 @@ type controls struct {
 	lastReplicas int
 
 	inflight atomic.Int64 // actions running
+
+	// predict gives the lesson the number typed at the predict prompt; it
+	// says what to put on the status line.
+	predict func(choice int) (string, error)
 }
 
 func newControls(o Options) *controls {
@@ -204,7 +209,7 @@ func (c *controls) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
 		c.close()
 		return nil
 	case "enter":
-		if c.busy != "" {
+		if c.busy != "" && c.mode != modePredict { // an answer is no sandbox action
 			return nil
 		}
 		return c.apply(c.input.Value())
@@ -218,6 +223,9 @@ func (c *controls) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
 func (c *controls) apply(val string) tea.Cmd {
 	name := c.name
 	c.inputEr = ""
+	if c.mode == modePredict {
+		return c.answer(val)
+	}
 	if c.mode == modeScale {
 		n, err := strconv.Atoi(strings.TrimSpace(val))
 		if err != nil || n < 0 {
@@ -231,6 +239,24 @@ func (c *controls) apply(val string) tea.Cmd {
 	return c.run(fmt.Sprintf("Echo/%s message → %q (all styles)", name, val), modeMessage, func(ctx context.Context) (string, error) {
 		return "", c.actions.SetMessage(ctx, name, val)
 	})
+}
+
+// answer gives the lesson the number typed at the predict prompt; a
+// refusal stays under the prompt, to be corrected.
+func (c *controls) answer(val string) tea.Cmd {
+	n, err := strconv.Atoi(strings.TrimSpace(val))
+	if err != nil {
+		c.inputEr = fmt.Sprintf("%q is not the number of a choice", val)
+		return nil
+	}
+	said, err := c.predict(n)
+	if err != nil {
+		c.inputEr = err.Error()
+		return nil
+	}
+	c.close()
+	c.status = status{text: said}
+	return nil
 }
 
 // paste goes to the open prompt.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -83,6 +84,35 @@ func (l *lesson) onStepKey(msg tea.KeyPressMsg) bool {
 	}
 	l.poll()
 	return true
+}
+
+// ask opens the prompt that answers the step's question, with the answer
+// given so far in it, or says why there is nothing to answer.
+func (l *lesson) ask(c *controls) tea.Cmd {
+	q := l.st.Predict
+	switch {
+	case q == nil || l.st.Done:
+		c.say("this step asks no question", true)
+		return nil
+	case l.st.Passed:
+		c.say("the step passed already: a prediction comes before the act", true)
+		return nil
+	}
+	c.predict = func(n int) (string, error) {
+		if n < 1 || n > len(q.Choices) {
+			return "", fmt.Errorf("answer with a number from 1 to %d", len(q.Choices))
+		}
+		if err := l.guide.Predict(n); err != nil {
+			return "", err
+		}
+		l.poll()
+		return "✓ you said: " + q.Choices[n-1] + " — now act, and see what the check measures", nil
+	}
+	value := ""
+	if n := l.st.Predicted.Choice; n > 0 {
+		value = strconv.Itoa(n)
+	}
+	return c.open(modePredict, fmt.Sprintf("your prediction, 1 to %d: ", len(q.Choices)), value)
 }
 
 // onKey handles the lesson keys; ok is false for any other key. The Guide
@@ -218,7 +248,11 @@ func (l *lesson) area(w, h int, s *common.Styles, tl *timeline.Model) []string {
 // keys.
 func (l *lesson) line(w int, s *common.Styles, k *common.KeyMap) string {
 	keys := &common.Line{}
-	for i, b := range k.LessonKeys() {
+	bindings := k.LessonKeys()
+	if l.st.Predict != nil && !l.st.Passed && !l.st.Done {
+		bindings = append(bindings, k.LessonPredict) // a question to answer
+	}
+	for i, b := range bindings {
 		if i > 0 {
 			keys.Add(s.Dim, " · ")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
@@ -26,6 +27,8 @@ type fakeGuide struct {
 	calls   []string
 	called  chan string // if set, every call is sent here too
 	openErr func(n int) error
+	// predictErr, if set, refuses an answer as the lesson engine would.
+	predictErr func(n int) error
 }
 
 func (g *fakeGuide) State() GuideState {
@@ -49,6 +52,18 @@ func (g *fakeGuide) Play() { g.record("Play") }
 func (g *fakeGuide) Key() bool {
 	g.record("Key")
 	return true
+}
+
+// Predict keeps the answer on the state, a new version, as the engine does.
+func (g *fakeGuide) Predict(n int) error {
+	g.record(fmt.Sprintf("Predict(%d)", n))
+	if g.predictErr != nil {
+		if err := g.predictErr(n); err != nil {
+			return err
+		}
+	}
+	g.set(func(s *GuideState) { s.Predicted = lessons.Prediction{Choice: n} })
+	return nil
 }
 
 func (g *fakeGuide) Open(n int) error {
@@ -103,6 +118,28 @@ done
 		Key:     "s",
 		Waiting: "every style: the operator repairs the drift of Deployment echo-hello\nevery style: Deployment echo-hello asks for 2 replicas",
 		Detail:  "still missing: shell (Deployment echo-hello has 5 replicas, the Echo asks for 2)",
+	}
+}
+
+// asking puts lesson 4's question on the step; answer is the right choice
+// (0: the measurement decides).
+func asking(answer int) func(*GuideState) {
+	return func(s *GuideState) {
+		s.Predict = &lessons.Predict{
+			Question: "Which style repairs the Deployment first?",
+			Choices:  []string{"the shell loop", "client-go", "controller-runtime", "all at once"},
+			Answer:   answer,
+		}
+	}
+}
+
+// passedSaying is the step passed with the student's choice measured.
+func passedSaying(answer, choice int) func(*GuideState) {
+	return func(s *GuideState) {
+		asking(answer)(s)
+		s.Passed = true
+		s.Detail = "drift_repaired: shell replicas repaired in 4.40s, clientgo replicas repaired in 0.02s, runtime replicas repaired in 0.02s"
+		s.Predicted = s.Predict.Measure(lessons.Prediction{Choice: choice}, s.Detail)
 	}
 }
 
@@ -168,6 +205,8 @@ func TestTUILessonGolden(t *testing.T) {
 			s.Detail = "seen: Echo/hello gone in all styles"
 		}},
 		{name: "list", keys: []string{"l"}},
+		{name: "predict", edit: asking(0)},
+		{name: "predict-passed", edit: passedSaying(0, 1)},
 	}
 	sizes := []struct{ w, h int }{{100, 30}, {120, 40}, {160, 45}, {200, 60}}
 	for _, st := range states {
@@ -210,6 +249,20 @@ func TestTUILessonScreens(t *testing.T) {
 			g.openErr = func(n int) error { return fmt.Errorf("no lesson %d: there are 9", n) }
 		}},
 		{name: "list-scrolled", w: 100, h: 30, keys: []string{"l", "down", "down", "down", "down"}},
+		{name: "predict-prompt", w: 120, h: 40, edit: asking(0), keys: []string{"y", "2"}},
+		{name: "predict-answered", w: 120, h: 40, edit: asking(0), keys: []string{"y", "2", "enter"}},
+		{name: "predict-wrong-number", w: 120, h: 40, edit: asking(0), keys: []string{"y", "7", "enter"}},
+		{name: "predict-right", w: 120, h: 40, edit: passedSaying(3, 3)},
+		{name: "predict-not-quite", w: 100, h: 30, edit: passedSaying(3, 1)},
+		// Choices too wide for one line go one a line.
+		{name: "predict-narrow-choices", w: 100, h: 40, edit: func(s *GuideState) {
+			asking(0)(s)
+			s.Predict.Choices = []string{"the shell loop, at its next poll", "client-go, within milliseconds", "controller-runtime, within milliseconds", "all three at the same instant", "nobody: the edit sticks"}
+		}},
+		{name: "predict-done", w: 120, h: 40, edit: func(s *GuideState) {
+			passedSaying(3, 2)(s)
+			s.Step, s.Done = 5, true
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -429,4 +482,131 @@ func TestTUILessonNoEcho(t *testing.T) {
 	if got := ansi.Strip(m.Render()); !strings.Contains(strings.SplitN(got, "\n", 2)[0], "not found (c creates it)") {
 		t.Fatalf("header: %s", strings.SplitN(got, "\n", 2)[0])
 	}
+}
+
+// TestTUILessonPredict: y opens the prompt that answers the step's
+// question; a number and enter give it to the Guide; digits typed there do
+// not focus panes, and the step's key does not act; what cannot be answered
+// is said, on the status line or under the prompt.
+func TestTUILessonPredict(t *testing.T) {
+	tests := []struct {
+		name       string
+		noGuide    bool
+		edit       func(*GuideState)
+		predictErr error
+		keys       []string
+		calls      []string
+		prompt     bool   // open afterwards
+		value      string // in the prompt, if open
+		text       string // on screen afterwards
+	}{
+		{name: "y opens the prompt", edit: asking(0), keys: []string{"y"}, prompt: true, text: "your prediction, 1 to 4:"},
+		{name: "y 2 enter answers", edit: asking(0), keys: []string{"y", "2", "enter"}, calls: []string{"Predict(2)"},
+			text: "✓ you said: client-go — now act"},
+		{name: "the answer shows on the panel", edit: asking(0), keys: []string{"y", "3", "enter"}, calls: []string{"Predict(3)"},
+			text: "you said: controller-runtime (y changes it)"},
+		{name: "y again holds the answer given", edit: func(s *GuideState) {
+			asking(0)(s)
+			s.Predicted = lessons.Prediction{Choice: 4}
+		}, keys: []string{"y"}, prompt: true, value: "4"},
+		{name: "a number out of range stays under the prompt", edit: asking(0), keys: []string{"y", "7", "enter"}, prompt: true, value: "7",
+			text: "✗ answer with a number from 1 to 4"},
+		{name: "not a number", edit: asking(0), keys: []string{"y", "x", "enter"}, prompt: true, text: `✗ "x" is not the number of a choice`},
+		{name: "the Guide's refusal stays under the prompt", edit: asking(0), predictErr: errors.New("the step is playing: a prediction comes before the act"),
+			keys: []string{"y", "1", "enter"}, calls: []string{"Predict(1)"}, prompt: true, text: "✗ the step is playing"},
+		{name: "esc cancels", edit: asking(0), keys: []string{"y", "2", "esc"}, text: "(y: your prediction, before you act)"},
+		{name: "the step's key in the prompt does not act", edit: asking(0), keys: []string{"y", "s"}, prompt: true, value: "s"},
+		{name: "no question", keys: []string{"y"}, text: "✗ this step asks no question"},
+		{name: "passed", edit: passedSaying(0, 0), keys: []string{"y"}, text: "✗ the step passed already"},
+		{name: "y does nothing without a lesson", noGuide: true, keys: []string{"y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &fakeGuide{st: waitingStep(), lessons: courseLessons, predictErr: func(int) error { return tt.predictErr }}
+			if tt.edit != nil {
+				g.set(tt.edit)
+			}
+			var m *Model
+			if tt.noGuide {
+				m, _ = newModel(t, &fixture.Actions{})
+			} else {
+				m = newLessonModel(t, g, &fixture.Actions{})
+			}
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+			focused := m.Focused()
+			lessonPress(m, tt.keys...)
+			if got := g.Calls(); !reflect.DeepEqual(got, tt.calls) {
+				t.Errorf("Guide calls = %q, want %q", got, tt.calls)
+			}
+			if open := m.ctl.mode == modePredict; open != tt.prompt {
+				t.Errorf("prompt open = %v, want %v (mode %d)", open, tt.prompt, m.ctl.mode)
+			}
+			if tt.prompt && tt.value != "" && m.ctl.input.Value() != tt.value {
+				t.Errorf("prompt holds %q, want %q", m.ctl.input.Value(), tt.value)
+			}
+			if m.Focused() != focused {
+				t.Errorf("focus moved from %s to %s", focused, m.Focused())
+			}
+			if out := ansi.Strip(m.View().Content); !strings.Contains(out, tt.text) {
+				t.Errorf("screen does not say %q:\n%s", tt.text, out)
+			}
+		})
+	}
+}
+
+// TestTUILessonPredictLine: the lesson line names y while there is a
+// question to answer, and only then.
+func TestTUILessonPredictLine(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*GuideState)
+		y    bool
+	}{
+		{"no question", nil, false},
+		{"a question", asking(0), true},
+		{"answered", func(s *GuideState) { asking(0)(s); s.Predicted.Choice = 2 }, true},
+		{"passed", passedSaying(3, 2), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &fakeGuide{st: waitingStep()}
+			if tt.edit != nil {
+				g.set(tt.edit)
+			}
+			m := newLessonModel(t, g, nil)
+			m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+			lines := strings.Split(ansi.Strip(m.View().Content), "\n")
+			if line := strings.TrimRight(lines[len(lines)-2], " "); strings.HasSuffix(line, "l lessons · y predict") != tt.y {
+				t.Errorf("lesson line = %q, want y predict: %v", line, tt.y)
+			}
+		})
+	}
+}
+
+// TestTUILessonPredictProgram: in the running program, y 2 enter reaches
+// the Guide, and the pass the Guide reports shows the answer beside what
+// was measured.
+func TestTUILessonPredictProgram(t *testing.T) {
+	g := &fakeGuide{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
+	g.set(asking(3))
+	m := newLessonModel(t, g, &fixture.Actions{})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
+	for _, k := range []string{"y", "2", "enter"} {
+		tm.Send(keyMsg(k))
+	}
+	select {
+	case c := <-g.called:
+		if c != "Predict(2)" {
+			t.Fatalf("y 2 enter called %s", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("y 2 enter called nothing")
+	}
+	g.set(func(s *GuideState) {
+		s.Passed, s.Detail = true, "drift_repaired: clientgo replicas repaired in 0.02s"
+		s.Predicted = s.Predict.Measure(s.Predicted, s.Detail)
+	})
+	appWaitFor(t, tm, "not quite: the answer is controller-runtime", "you said: client-go · measured: drift_repaired: clientgo")
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }

@@ -306,6 +306,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.ctl.mode == modeNormal && m.lesson.onStepKey(msg) {
 		return nil
 	}
+	if key.Matches(msg, k.LessonPredict) {
+		return m.lesson.ask(m.ctl)
+	}
 	if ok, cmd := m.ctl.onKey(msg, k, m.target()); ok {
 		return cmd
 	}

@@ -61,6 +61,10 @@ type Guide interface {
 	// the step names (GuideState.Key), on every style the step names; false
 	// if the step has nothing for a key to do.
 	Key() bool
+	// Predict answers the step's question (GuideState.Predict) with choice,
+	// from 1, before the student acts; an error says why not (a number out
+	// of range, a step already played or passed).
+	Predict(choice int) error
 	// Open switches to lesson n, at the step the student got to before.
 	Open(n int) error
 	// Lessons lists the course, with the student's progress.

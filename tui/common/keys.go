@@ -16,6 +16,9 @@ type KeyMap struct {
 	// Lesson keys: disabled (never matched, not in the help) until Lesson
 	// enables them.
 	LessonNext, LessonBack, LessonPlay, Lessons key.Binding
+	// LessonPredict opens the prompt that answers a step's question: y,
+	// since p pauses the timeline, ? is help and the digits focus panes.
+	LessonPredict key.Binding
 	// Keys of the lesson list.
 	Open, Close key.Binding
 }
@@ -57,6 +60,7 @@ func DefaultKeyMap() KeyMap {
 		LessonBack:       off(b([]string{"b"}, "b", "back")),
 		LessonPlay:       off(b([]string{"a"}, "a", "play step")),
 		Lessons:          off(b([]string{"l"}, "l", "lessons")),
+		LessonPredict:    off(b([]string{"y"}, "y", "predict")),
 		Open:             b([]string{"enter"}, "enter", "open"),
 		Close:            b([]string{"esc", "l", "q"}, "esc", "close"),
 	}
@@ -74,9 +78,10 @@ func off(b key.Binding) key.Binding {
 }
 
 // Lesson is the keymap while a lesson is followed: n, b, a and l drive the
-// lesson, and creating the Echo again moves from n to c.
+// lesson, y answers a step's question, and creating the Echo again moves
+// from n to c.
 func (k KeyMap) Lesson() KeyMap {
-	for _, b := range []*key.Binding{&k.LessonNext, &k.LessonBack, &k.LessonPlay, &k.Lessons} {
+	for _, b := range []*key.Binding{&k.LessonNext, &k.LessonBack, &k.LessonPlay, &k.Lessons, &k.LessonPredict} {
 		b.SetEnabled(true)
 	}
 	k.CreateEcho = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", k.CreateEcho.Help().Desc))
@@ -97,7 +102,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is the `?` help, in columns (help.KeyMap).
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		k.LessonKeys(), // shown only in a lesson
+		append(k.LessonKeys(), k.LessonPredict), // shown only in a lesson
 		{k.More, k.Less, k.Edit, k.DeleteEcho, k.CreateEcho},
 		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop},
 		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs, k.Log, k.LogReplica},

@@ -40,7 +40,7 @@ type Panel struct {
 	d      lessons.SessionState
 	w      int
 	s      *common.Styles
-	blocks []block // in display order: prose, what to do, the check
+	blocks []block // in display order: prose, the question, what to do, the check
 }
 
 // block is one section of the panel; when rows are short it keeps its
@@ -69,9 +69,18 @@ func New(d lessons.SessionState, w int, s *common.Styles) *Panel {
 		text = append(text, wrap(s.Text, par, iw)...)
 	}
 	do := doLines(d, iw, s)
+	ask := askLines(d, iw, s)
+	// The question and its choices: nothing to answer without them. Once
+	// passed, the outcome comes first: the question and the command are
+	// behind the student.
+	askMin, doMin := min(len(ask), 4), 3
+	if d.Passed {
+		askMin, doMin = 0, 1
+	}
 	p.blocks = []block{
 		{lines: text, min: 0, prio: 2},
-		{lines: do, min: 3, prio: 1},              // the first command line, at least
+		{lines: ask, min: askMin, prio: 1},
+		{lines: do, min: doMin, prio: 1},          // the first command line, at least
 		{lines: check, min: playing + 1, prio: 0}, // the play's outcome and the check's first line
 	}
 	return p
@@ -185,6 +194,40 @@ func doLines(d lessons.SessionState, iw int, st *common.Styles) []string {
 	return out
 }
 
+// askLines: the step's question, before the check passes, with how to
+// answer (or the answer given) and its choices numbered; once it passed,
+// the question alone if answered (the check's lines say the rest), else
+// nothing.
+func askLines(d lessons.SessionState, iw int, st *common.Styles) []string {
+	q := d.Predict
+	answered := q != nil && d.Predicted.Choice > 0 && d.Predicted.Choice <= len(q.Choices)
+	switch {
+	case q == nil || d.Done || d.Passed && !answered:
+		return nil
+	case d.Passed:
+		return marked("? ", st.Accent, st.Text, q.Question, iw)
+	}
+	how := "  (y: your prediction, before you act)"
+	if answered {
+		how = "  you said: " + q.Choices[d.Predicted.Choice-1] + " (y changes it)"
+	}
+	out := marked("? ", st.Accent, st.Bold, q.Question+how, iw)
+	// As many choices a line as fit, none broken inside.
+	line := ""
+	for i, c := range q.Choices {
+		c = fmt.Sprintf("%d %s", i+1, c)
+		if line != "" && common.Width(line+"   "+c) > iw-2 {
+			out = append(out, marked("  ", st.Text, st.Text, line, iw)...)
+			line = ""
+		}
+		if line != "" {
+			line += "   "
+		}
+		line += c
+	}
+	return append(out, marked("  ", st.Text, st.Text, line, iw)...)
+}
+
 // checkLines: the play under way or failed, the check (waiting, passed),
 // what it saw, and the hint; playing is how many lines the play takes.
 func checkLines(d lessons.SessionState, iw int, st *common.Styles) (out []string, playing int) {
@@ -206,7 +249,18 @@ func checkLines(d lessons.SessionState, iw int, st *common.Styles) (out []string
 	default:
 		out = append(out, marked("… ", st.Warn, st.Text, "waiting for: "+hang("waiting for: ", d.Waiting), iw)...)
 	}
-	if d.Detail != "" {
+	// Once passed, a question answered puts the answer beside the detail;
+	// the verdict first, which rows cut last.
+	if said := d.Predict.Said(d.Predicted); said != "" {
+		switch v := d.Predict.Verdict(d.Predicted); {
+		case v == "":
+		case *d.Predicted.Right:
+			out = append(out, marked("✓ ", st.OK, st.OK, v, iw)...)
+		default:
+			out = append(out, marked("✗ ", st.Warn, st.Warn, v, iw)...)
+		}
+		out = append(out, marked("  ", st.Dim, st.Text, said, iw)...)
+	} else if d.Detail != "" {
 		out = append(out, marked("  ", st.Dim, st.Dim, d.Detail, iw)...)
 	}
 	if d.Hint != "" && !d.Passed && !d.Done {

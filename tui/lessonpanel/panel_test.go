@@ -185,3 +185,116 @@ func TestTUIListDone(t *testing.T) {
 		})
 	}
 }
+
+// question is a step waiting, with a question to answer.
+func question(answer, choice int) lessons.SessionState {
+	return lessons.SessionState{
+		Version: 1, Lesson: 4, Count: 11, Title: "Drift repair", Step: 0, Steps: 6, StepTitle: "Delete the Deployment",
+		Text:    "Delete echo-hello in every namespace.",
+		Key:     "d",
+		Waiting: "every style: the operator repairs the deleted of Deployment echo-hello\nevery style: Deployment echo-hello asks for 2 replicas",
+		Predict: &lessons.Predict{
+			Question: "Which style repairs the Deployment first?",
+			Choices:  []string{"the shell loop", "client-go", "controller-runtime", "all at once"},
+			Answer:   answer,
+		},
+		Predicted: lessons.Prediction{Choice: choice},
+	}
+}
+
+// passed is d with its check passed, the answer measured.
+func passed(d lessons.SessionState) lessons.SessionState {
+	d.Passed = true
+	d.Detail = "drift_repaired: shell deleted repaired in 4.40s, clientgo deleted repaired in 0.02s, runtime deleted repaired in 0.02s"
+	d.Predicted = d.Predict.Measure(d.Predicted, d.Detail)
+	return d
+}
+
+// TestTUILessonPanelPredict: the question and its choices before the
+// pass, the answer given, and after the pass the answer beside what was
+// measured (and the verdict, when the question has an answer); never the
+// answer before the pass.
+func TestTUILessonPanelPredict(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       lessons.SessionState
+		want    []string
+		wantNot []string
+	}{
+		{name: "asking", d: question(3, 0),
+			want:    []string{"? Which style repairs the Deployment first?  (y: your prediction, before you act)", "1 the shell loop   2 client-go   3 controller-runtime   4 all at once"},
+			wantNot: []string{"you said", "right", "not quite", "measured"}},
+		{name: "answered", d: question(3, 2),
+			want:    []string{"you said: client-go (y changes it)", "4 all at once"},
+			wantNot: []string{"measured", "right", "not quite", "your prediction"}},
+		{name: "right", d: passed(question(3, 3)),
+			want:    []string{"? Which style repairs the Deployment first?", "✓ right", "you said: controller-runtime · measured: drift_repaired: shell deleted repaired in 4.40s"},
+			wantNot: []string{"1 the shell loop", "y changes it"}},
+		{name: "not quite", d: passed(question(3, 1)),
+			want: []string{"✗ not quite: the answer is controller-runtime", "you said: the shell loop · measured: drift_repaired"}},
+		{name: "the measurement decides", d: passed(question(0, 1)),
+			want:    []string{"you said: the shell loop · measured: drift_repaired"},
+			wantNot: []string{"right", "not quite"}},
+		{name: "not answered, passed: the detail as before", d: passed(question(3, 0)),
+			want:    []string{"  drift_repaired: shell deleted repaired in 4.40s"},
+			wantNot: []string{"Which style", "you said", "right", "not quite"}},
+		{name: "done", d: func() lessons.SessionState { d := passed(question(3, 3)); d.Done = true; return d }(),
+			want:    []string{"lesson done", "✓ right", "you said: controller-runtime · measured"},
+			wantNot: []string{"Which style"}},
+	}
+	s := common.PlainStyles()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New(tt.d, 140, s)
+			body := strings.Join(p.Render(p.Want()), "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("%q not shown:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("%q shown:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
+
+// TestTUILessonPanelPredictFit: from the least height the screen gives the
+// panel, the choices show whole before the pass (nothing to answer without
+// them) and the verdict after it.
+func TestTUILessonPanelPredictFit(t *testing.T) {
+	s := common.PlainStyles()
+	long := question(3, 0)
+	long.Predict.Choices = []string{"the shell loop, at its next poll", "client-go, within milliseconds", "controller-runtime, within milliseconds", "all three at once", "nobody"}
+	tests := []struct {
+		name string
+		d    lessons.SessionState
+		want []string
+	}{
+		{"choices", question(3, 0), []string{"4 all at once"}},
+		{"long choices, packed", long, []string{"1 the shell loop, at its next poll   2 client-go", "5 nobody"}},
+		{"verdict", passed(question(3, 1)), []string{"✗ not quite: the answer is controller-runtime"}},
+	}
+	for _, tt := range tests {
+		for _, w := range []int{60, 100, 160} {
+			p := New(tt.d, w, s)
+			for h := MinHeight; h <= p.Want(); h++ {
+				out := p.Render(h)
+				if len(out) != h {
+					t.Fatalf("%s w=%d h=%d: %d lines", tt.name, w, h, len(out))
+				}
+				body := strings.Join(out, "\n")
+				for _, want := range tt.want {
+					if w >= 100 && !strings.Contains(body, want) {
+						t.Errorf("%s w=%d h=%d: %q not shown:\n%s", tt.name, w, h, want, body)
+					}
+				}
+				if !strings.Contains(body, "for the next step") && !strings.Contains(body, "waiting for") {
+					t.Errorf("%s w=%d h=%d: the check is not shown:\n%s", tt.name, w, h, body)
+				}
+			}
+		}
+	}
+}
