@@ -23,7 +23,7 @@ import (
 //     orphaned one deleted (Player.View: gone since the step was shown).
 //
 // What leaves no trace (a request the apiserver refused, a read, a Role
-// edited) is not an act: steps whose action is only that are not gated
+// edited, an annotation) is not an act: steps whose action is only that are not gated
 // (Step.Gated).
 
 // Acts are the acts found so far in one step's window.
@@ -140,6 +140,8 @@ func (s *Step) Gated() bool {
 
 // traceless are the actions a student does by hand that neither the trace
 // nor the world shows: a Role edited with kubectl (the world does not
-// watch Roles). A step whose action is only these is checked from the
-// moment it is shown; what it checks cannot hold before the act anyway.
-var traceless = map[string]bool{"role_verbs": true, "role_reset": true}
+// watch Roles), an annotation (the world sees an Echo edited when its
+// generation changes, and metadata does not change it). A step whose
+// action is only these is checked from the moment it is shown; what it
+// checks cannot hold before the act anyway.
+var traceless = map[string]bool{"role_verbs": true, "role_reset": true, "annotate": true}
