@@ -68,6 +68,24 @@ func (m *tmuxTerm) waitScreen(what string, timeout time.Duration, cond func(scre
 	return s
 }
 
+// holdScreen looks at the screen every 100 ms for d, the time a student
+// reads a step, and fails the first time cond does not hold: what must
+// not happen while nobody acts.
+func (m *tmuxTerm) holdScreen(what string, d time.Duration, cond func(screen string) bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if s := m.capture(); !cond(s) {
+			m.t.Fatalf("while the student read the step: %s; the screen:\n%s", what, s)
+		}
+		select {
+		case <-m.t.Context().Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // panes cuts the screen into the three panes' columns, found by the "┌"
 // corners on the line with the pane titles.
 func panes(screen string) [][]string {
@@ -307,8 +325,11 @@ func TestTmuxLeaderByHand(t *testing.T) {
 	r.term.waitScreen("no step 1 after the sandbox's baseline", time.Minute, func(s string) bool {
 		return strings.Contains(s, "step 1 of 8: Kill -9 the leader") && strings.Contains(s, "waiting for you to act")
 	})
-	time.Sleep(5 * time.Second) // the student reads the step: it must not count
-	r.term.send("1", "k")       // the shell pane focused: the step's key still acts on both Go styles
+	// The student reads the step for 5 s: nothing passes or fails meanwhile.
+	r.term.holdScreen("step 1 moved before the act", 5*time.Second, func(s string) bool {
+		return strings.Contains(s, "waiting for you to act") && !strings.Contains(s, "✓ passed")
+	})
+	r.term.send("1", "k") // the shell pane focused: the step's key still acts on both Go styles
 	r.term.waitScreen("step 1 not passed after k", 2*time.Minute, func(s string) bool {
 		return strings.Contains(s, "✓ passed") && strings.Contains(s, "took over from")
 	})
@@ -332,7 +353,11 @@ func TestTmuxLeaderByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(6 * time.Second) // longer than the step's 4 s bound: reading is not the takeover's time
+	// Read for longer than the step's 4 s bound: reading is not the
+	// takeover's time, and nothing moves meanwhile.
+	r.term.holdScreen("step 3 moved before the act", 6*time.Second, func(s string) bool {
+		return strings.Contains(s, "waiting for you to act") && !strings.Contains(s, "can no longer pass")
+	})
 	// The step's command, typed in another terminal as shown.
 	cmd := exec.Command("bash", "-c", l.Steps[2].Action.Kubectl)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.sd.Kubeconfig(), "PATH="+r.dir+":"+os.Getenv("PATH"))

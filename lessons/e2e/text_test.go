@@ -87,6 +87,25 @@ func TestTextByHand(t *testing.T) {
 			}
 		}
 	}
+	// quiet reads what rlab prints for d and fails on a pass or a failure:
+	// nothing may move before the student acts.
+	quiet := func(d time.Duration) {
+		t.Helper()
+		deadline := time.After(d)
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatal("rlab ended while the student read")
+				}
+				if strings.Contains(line, "✓") || strings.Contains(line, "✗") {
+					t.Fatalf("before the student acted: %s", line)
+				}
+			case <-deadline:
+				return
+			}
+		}
+	}
 	typeCommand := func(step int) {
 		t.Helper()
 		c := exec.Command("bash", "-c", l.Steps[step].Action.Kubectl)
@@ -101,7 +120,9 @@ func TestTextByHand(t *testing.T) {
 		if q := l.Steps[i].Predict; q != nil {
 			_, _ = io.WriteString(stdin, "1\n") // a prediction, before the act
 		}
-		time.Sleep(6 * time.Second) // the student reads: longer than step 3's 4s bound
+		// The student reads for longer than step 3's 4 s bound: no check
+		// passes or fails meanwhile.
+		quiet(6 * time.Second)
 		typeCommand(i)
 		await("✓", 2*time.Minute)
 		await("Enter for the next step", 10*time.Second)
