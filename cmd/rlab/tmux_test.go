@@ -269,9 +269,12 @@ func TestTmuxUp(t *testing.T) {
 func TestTmuxLesson(t *testing.T) {
 	r := startTmux(t, "rlab-lesson", "lesson", "start", "2", "--shell-interval", "1s")
 	r.ready()
+	// "waiting for:" shows while the sandbox starts too, when a answers
+	// "the sandbox is still starting"; the step is open once it waits for
+	// the student's act.
 	r.term.waitScreen("no lesson panel on step 1", time.Minute, func(s string) bool {
 		return strings.Contains(s, "lesson 2/") && strings.Contains(s, "step 1 of 2: Ask for four replicas") &&
-			strings.Contains(s, "waiting for:") && strings.Contains(s, `'{"spec":{"replicas":4}}'`)
+			strings.Contains(s, "waiting for you to act") && strings.Contains(s, `'{"spec":{"replicas":4}}'`)
 	})
 	r.term.send("a")
 	r.term.waitScreen("step 1 not passed after a", 2*time.Minute, func(s string) bool {
@@ -279,7 +282,7 @@ func TestTmuxLesson(t *testing.T) {
 	})
 	r.term.send("n")
 	r.term.waitScreen("no step 2 after n", time.Minute, func(s string) bool {
-		return strings.Contains(s, "step 2 of 2: And back to two") && strings.Contains(s, "waiting for:")
+		return strings.Contains(s, "step 2 of 2: And back to two") && strings.Contains(s, "waiting for you to act")
 	})
 	r.term.send("a")
 	r.term.waitScreen("lesson not done after the last step", 2*time.Minute, func(s string) bool {
