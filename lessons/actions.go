@@ -202,6 +202,25 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// What the style's ServiceAccount may do in its namespace, asked as
+	// `kubectl auth can-i --list --as=system:serviceaccount:NS:NAME` asks:
+	// a SelfSubjectRulesReview, impersonating it, as the student.
+	"rules_review": {
+		args: spec{required: argTypes{"style": tStyle}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			_, err := p.sb.ReviewRules(ctx, st)
+			if apierrors.IsForbidden(err) {
+				// A classroom student may not impersonate: the refusal is
+				// the apiserver's answer, and the request was made.
+				return nil
+			}
+			return err
+		},
+		words: func(Args) string {
+			return "ask the apiserver what its ServiceAccount may do (kubectl auth can-i --list)"
+		},
+	},
+
 	// Delete the Echo's Deployment by hand (drift).
 	"delete_deployment": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
@@ -658,7 +677,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 	errs := make([]error, len(p.sb.Styles()))
 	for i, st := range p.sb.Styles() {
 		wg.Go(func() {
-			_, errs[i] = p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).
+			_, errs[i] = p.sb.StudentDynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).
 				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
 		})
 	}
@@ -670,7 +689,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 // an update carrying a resourceVersion that is no longer current must be
 // refused with 409 Conflict.
 func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) error {
-	echoes := p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st))
+	echoes := p.sb.StudentDynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st))
 	old, err := echoes.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

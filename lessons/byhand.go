@@ -57,10 +57,10 @@ var errNoHand = errors.New("no command to type: only a key or autoplay does it")
 // deadline, measured from the act.
 func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, error) {
 	began, holders := p.Begin()
-	if s.Check != nil && s.Check.Gated && h.Read > 0 {
-		// The student who does nothing: a gated check waits for the act.
-		// (A step that is not gated is checked from the moment it is
-		// shown; reading it proves nothing.)
+	if s.Check != nil && h.Read > 0 && s.needsAct() {
+		// The student who does nothing: a step that asks for an act must
+		// not pass without it, gated (waiting for the act) or not (what it
+		// checks cannot hold before the act).
 		rctx, cancel := context.WithTimeout(ctx, h.Read)
 		o, err := p.Await(rctx, s.Check, began, time.Time{}, holders, nil)
 		cancel()
@@ -140,6 +140,23 @@ func meantToBeRefused(a *Action) bool {
 		}
 	}
 	return false
+}
+
+// needsAct: the step asks the student to do something in the sandbox,
+// and its check is about that act. Not a step that only shows something,
+// nor one graded by rlab check's checks, which judge the student's
+// operator whenever it changed (lesson 12's starter already passes some).
+func (s *Step) needsAct() bool {
+	a := s.Action
+	if a == nil || a.Kubectl == "" && a.Key == "" && len(a.Play) == 0 {
+		return false
+	}
+	for _, c := range s.Check.Conds {
+		if c.Kind == condOperatorCheck {
+			return false
+		}
+	}
+	return true
 }
 
 // editsOperator: the step asks the student to edit their operator's file.

@@ -90,6 +90,10 @@ func (c Cond) Eval(v View) Outcome {
 		r := eval(c.Args, v, st)
 		out.OK = out.OK && r.ok
 		out.Final = out.Final || r.final
+		if st == "" { // the student's, no style's
+			parts = append(parts, r.detail)
+			continue
+		}
 		parts = append(parts, string(st)+" "+r.detail)
 	}
 	out.Detail = strings.Join(parts, ", ")
@@ -118,6 +122,8 @@ func who(a Args) string {
 		return "operator " + op
 	}
 	switch st := a.Str("style"); st {
+	case "":
+		return "you"
 	case StyleAll:
 		return "every style"
 	case StyleGo:

@@ -102,6 +102,16 @@ func TestCondEval(t *testing.T) {
 			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
 			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
+		{"your refused patch", Cond{"you_asked", Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, 0}, with(
+			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes", trace.FieldCode: 200}),
+			ev(2, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: float64(422)}),
+		), true, false, "1 request of yours"},
+		{"an operator's refused patch is not yours", Cond{"you_asked", Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, 0}, with(
+			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 422}),
+		), false, false, "0 requests of yours"},
+		{"your patch, accepted", Cond{"you_asked", Args{"verbs": []string{"patch"}, "code": 422}, 0}, with(
+			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 200}),
+		), false, false, "0 requests of yours (1 more answered otherwise)"},
 		{"api requests over a window not yet elapsed", Cond{"api_requests", Args{"style": "shell", "over": 20 * time.Second}, 0}, base, false, false, "measuring"},
 		{"api requests over a window", Cond{"api_requests", Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, 0}, with(
 			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),

@@ -452,6 +452,53 @@ var checks = map[string]checkKind{
 		words: func(Args) string { return "every replica restarted and the leader reconciled" },
 	},
 
+	// The student's own requests (through the proxy `rlab env` hands out,
+	// or made for them by a key, autoplay or `rlab do`) since the step was
+	// shown: what only the apiserver answers (a refusal, a conflict, a
+	// review of the student's rights) is seen here, and nowhere else.
+	"you_asked": {
+		args: spec{optional: argTypes{"verbs": tStrings, "resource": tString, "code": tInt, "min": tInt}},
+		eval: func(a Args, v View, _ style.Style) styleResult {
+			n, other := 0, 0
+			for _, e := range v.kind(trace.APIRequest) {
+				if e.Source != trace.SourceYou {
+					continue
+				}
+				switch asked, answered := requestIs(a, e); {
+				case asked && answered:
+					n++
+				case asked:
+					other++
+				}
+			}
+			mn, has := a.Int("min")
+			if !has {
+				mn = 1
+			}
+			detail := fmt.Sprintf("%d request%s of yours", n, plural(n))
+			if other > 0 {
+				detail += fmt.Sprintf(" (%d more answered otherwise)", other)
+			}
+			return styleResult{ok: n >= mn, detail: detail}
+		},
+		words: func(a Args) string {
+			what := "a request"
+			if v := a.List("verbs"); len(v) > 0 {
+				what = "a " + strings.Join(v, "/") + " request"
+			}
+			if r := a.Str("resource"); r != "" {
+				what += " on " + r
+			}
+			if c, ok := a.Int("code"); ok {
+				what += fmt.Sprintf(" answered %d", c)
+			}
+			if mn, ok := a.Int("min"); ok && mn > 1 {
+				what = fmt.Sprintf("%d× %s", mn, what)
+			}
+			return what + ", through rlab env's kubeconfig"
+		},
+	},
+
 	// API requests through the style's proxies, counted since the step
 	// began (or over the first `over` of it).
 	"api_requests": {
@@ -471,16 +518,9 @@ var checks = map[string]checkKind{
 				if over > 0 && (e.Time.Before(v.Acted) || e.Time.After(v.Acted.Add(over))) {
 					continue
 				}
-				if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Str(trace.FieldVerb)) {
-					continue
+				if asked, answered := requestIs(a, e); asked && answered {
+					n++
 				}
-				if r := a.Str("resource"); r != "" && e.Str(trace.FieldResource) != r {
-					continue
-				}
-				if c, _ := e.Num(trace.FieldCode); hasCode && int(c) != code {
-					continue
-				}
-				n++
 			}
 			ok, want := bounds(a, n)
 			what := strings.Join(a.List("verbs"), "/")
@@ -707,4 +747,26 @@ var checks = map[string]checkKind{
 			return fmt.Sprintf("the operator cleans up after Echo %s and it goes", a.Str("name"))
 		},
 	},
+}
+
+// requestIs says whether API request e is of the verbs and resource a
+// names (asked), and answered with the code it names, if any.
+func requestIs(a Args, e trace.Event) (asked, answered bool) {
+	if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Str(trace.FieldVerb)) {
+		return false, false
+	}
+	if r := a.Str("resource"); r != "" && e.Str(trace.FieldResource) != r {
+		return false, false
+	}
+	code, hasCode := a.Int("code")
+	c, _ := e.Num(trace.FieldCode)
+	return true, !hasCode || int(c) == code
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

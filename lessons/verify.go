@@ -159,9 +159,7 @@ func (p *Player) Restore(ctx context.Context) error {
 			}
 		}
 	}
-	errs = append(errs,
-		p.sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas),
-		p.sb.SetMessage(ctx, sandbox.SampleName, sandbox.SampleMessage))
+	errs = append(errs, p.sb.ResetSample(ctx))
 	return errors.Join(errs...)
 }
 

@@ -107,6 +107,17 @@ func TestVerifyByHand(t *testing.T) {
 	verifyLessons(t, "--by-hand", "--read", "5s")
 }
 
+// failures are the lines of verify's output that say what failed.
+func failures(out string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "FAIL ") || strings.Contains(l, "restore:") || strings.Contains(l, "not restored") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
 // verifyLessons runs rlab lesson verify with extra flags on the lessons
 // RLAB_LESSONS names (all by default) and checks each was verified.
 func verifyLessons(t *testing.T, extra ...string) {
@@ -153,7 +164,8 @@ func verifyLessons(t *testing.T, extra ...string) {
 		_ = os.RemoveAll(root)
 	})
 	if err != nil {
-		t.Fatalf("rlab %s: %v", strings.Join(args, " "), err)
+		// The failures again, last: CI keeps only the end of a long log.
+		t.Fatalf("rlab %s: %v\n%s", strings.Join(args, " "), err, failures(got))
 	}
 	if summary := fmt.Sprintf("%d of %d lessons verified", len(chosen), len(chosen)); !strings.Contains(got, summary) {
 		t.Fatalf("no %q in the output", summary)

@@ -108,7 +108,14 @@ const (
 	SourceWorld      = "world"      // rlab's own observer of the cluster (sim/world)
 	SourceSupervisor = "supervisor" // what runs the replicas (sim/supervisor)
 	SourceRlab       = "rlab"       // rlab itself: what its screen or recorder lost
+	// SourceYou is the proxy in front of the student's own requests: the
+	// kubeconfig `rlab env` hands out, and what keys, autoplay and `rlab
+	// do` change on the student's behalf. Its requests are no operator's.
+	SourceYou = "proxy/" + YouProxy
 )
+
+// YouProxy is the name of the student's proxy.
+const YouProxy = "you"
 
 // Reconcile causes, the value of the "cause" field.
 const (

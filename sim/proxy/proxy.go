@@ -90,6 +90,13 @@ type Options struct {
 	Publish func(trace.Event)
 	// Log may be nil.
 	Log *slog.Logger
+	// PassForeign forwards a request that carries credentials other than
+	// the proxy's token (or none) with them, as it came, uncounted and
+	// untraced, instead of refusing it: the student's proxy, whose
+	// kubeconfig may serve as another tool's cluster (a classroom's
+	// students, another rlab on this one), where those tools' own
+	// identities must speak.
+	PassForeign bool
 }
 
 // queueSize bounds the events waiting for Publish; beyond it they are
@@ -113,7 +120,9 @@ type Proxy struct {
 	caPEM  []byte
 	log    *slog.Logger
 	rp     *httputil.ReverseProxy
-	srv    *http.Server
+	// foreign forwards others' credentials untouched (Options.PassForeign).
+	foreign *httputil.ReverseProxy
+	srv     *http.Server
 
 	// base is cancelled by Close; every epoch derives from it.
 	base       context.Context
@@ -206,6 +215,19 @@ func Start(opts Options) (*Proxy, error) {
 		ModifyResponse: p.onResponse,
 		ErrorHandler:   p.onError,
 		ErrorLog:       errLog,
+	}
+	if opts.PassForeign {
+		// The upstream's address and CA, none of its credentials.
+		anon, err := rest.TransportFor(rest.AnonymousClientConfig(opts.Upstream))
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: upstream transport: %w", opts.Name, err)
+		}
+		p.foreign = &httputil.ReverseProxy{
+			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+			Transport:     anon,
+			FlushInterval: -1,
+			ErrorLog:      errLog,
+		}
 	}
 	p.srv = &http.Server{
 		Handler:           p,
@@ -365,6 +387,10 @@ const maxBody = 8 << 20
 // ServeHTTP authenticates, applies the mode and latency, and forwards.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.authorized(r) {
+		if p.foreign != nil {
+			p.foreign.ServeHTTP(w, r) // someone else's identity speaks
+			return
+		}
 		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
 		return
 	}

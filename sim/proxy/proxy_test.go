@@ -867,3 +867,73 @@ func TestEventJSON(t *testing.T) {
 		t.Errorf("round trip = %+v", back)
 	}
 }
+
+// With PassForeign, a request that does not carry the proxy's token is
+// forwarded with the credentials it came with (none of the upstream's),
+// and neither counted nor traced; the proxy's own token still speaks as
+// the upstream's identity. Without it, such a request is refused
+// (TestUnauthorizedIsNotForwarded).
+func TestPassForeign(t *testing.T) {
+	type seen struct{ auth, cn string }
+	var (
+		mu  sync.Mutex
+		got []seen
+	)
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := seen{auth: r.Header.Get("Authorization")}
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			s.cn = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}`)
+	}))
+	up.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	certPEM, keyPEM := clientCert(t, testIdentity)
+	cfg := &rest.Config{Host: up.URL, TLSClientConfig: rest.TLSClientConfig{
+		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw}), CertData: certPEM, KeyData: keyPEM}}
+	events := &sink{}
+	p, err := Start(Options{Name: "you", Upstream: cfg, Publish: events.Publish, Log: testLogger(t), PassForeign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	client := httpClient(t, p)
+	url := p.URL() + "/api/v1/namespaces/" + testNS + "/configmaps/x"
+	tests := []struct {
+		name, auth string
+		want       seen
+		counted    int
+	}{
+		{"the proxy's token", "Bearer " + p.Token(), seen{cn: testIdentity}, 1},
+		{"a ServiceAccount's token", "Bearer sa-token", seen{auth: "Bearer sa-token"}, 0},
+		{"no credentials", "", seen{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			before := p.Total()
+			if res := raw(t, client, http.MethodGet, url, tt.auth); res.StatusCode != http.StatusOK {
+				t.Fatalf("status = %d, want 200", res.StatusCode)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || got[0] != tt.want {
+				t.Errorf("upstream saw %+v, want one request as %+v", got, tt.want)
+			}
+			if n := p.Total() - before; n != tt.counted {
+				t.Errorf("counted %d, want %d", n, tt.counted)
+			}
+		})
+	}
+	events.waitEvents(t, 1, isCall("get", "configmaps"))
+	if n := len(events.All()); n != 1 {
+		t.Errorf("%d events, want 1: only the proxy's own token's request", n)
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -25,7 +27,8 @@ import (
 	"github.com/kkloud/rlab/sim/proxy"
 )
 
-// clients are rlab's own (admin) clients, used by the actions.
+// clients are a set of clients: rlab's own (admin), or the student's
+// hands (through their proxy, with the same identity behind it).
 type clients struct {
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
@@ -49,11 +52,19 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	return &clients{kube: kube, dyn: dyn}, nil
 }
 
-// Kube is an admin client, for tests and lessons that act as the student.
+// Kube is rlab's own admin client: what it does is not the student's.
 func (s *Sandbox) Kube() kubernetes.Interface { return s.admin.kube }
 
-// Dynamic is an admin dynamic client.
+// Dynamic is rlab's own admin dynamic client.
 func (s *Sandbox) Dynamic() dynamic.Interface { return s.admin.dyn }
+
+// StudentKube and StudentDynamic are the student's hands: the same identity
+// through the proxy `rlab env` hands out, so a request made for the student
+// (a key, autoplay, `rlab do`) is traced as theirs, like the ones they type.
+func (s *Sandbox) StudentKube() kubernetes.Interface { return s.hands.kube }
+
+// StudentDynamic: see StudentKube.
+func (s *Sandbox) StudentDynamic() dynamic.Interface { return s.hands.dyn }
 
 // everyStyle runs fn for each running style at the same instant, so the
 // styles race fairly, and returns the first error (the apiserver's own).
@@ -82,14 +93,15 @@ func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
 	return nil
 }
 
-// echoes is the admin client of a style's Echoes.
-func (s *Sandbox) echoes(st style.Style) dynamic.ResourceInterface {
-	return s.admin.dyn.Resource(echov1.Resource).Namespace(s.Namespace(st))
+// echoes is c's client of a style's Echoes.
+func (s *Sandbox) echoes(c *clients, st style.Style) dynamic.ResourceInterface {
+	return c.dyn.Resource(echov1.Resource).Namespace(s.Namespace(st))
 }
 
-func (s *Sandbox) patchEcho(ctx context.Context, name string, spec map[string]any) error {
+// patchEcho is c's edit of Echo name's spec in every namespace.
+func (s *Sandbox) patchEcho(ctx context.Context, c *clients, name string, spec map[string]any) error {
 	return s.everyStyle(func(st style.Style) error {
-		_, err := s.echoes(st).Patch(ctx, name, types.MergePatchType,
+		_, err := s.echoes(c, st).Patch(ctx, name, types.MergePatchType,
 			mustJSON(map[string]any{"spec": spec}), metav1.PatchOptions{FieldManager: "rlab"})
 		return err
 	})
@@ -98,23 +110,33 @@ func (s *Sandbox) patchEcho(ctx context.Context, name string, spec map[string]an
 // SetMessage sets spec.message of Echo name in every style's namespace. A
 // value the apiserver rejects comes back as its error, and nothing changes.
 func (s *Sandbox) SetMessage(ctx context.Context, name, message string) error {
-	return s.patchEcho(ctx, name, map[string]any{"message": message})
+	return s.patchEcho(ctx, s.hands, name, map[string]any{"message": message})
 }
 
 // SetReplicas sets spec.replicas of Echo name in every style's namespace.
 func (s *Sandbox) SetReplicas(ctx context.Context, name string, replicas int) error {
-	return s.patchEcho(ctx, name, map[string]any{"replicas": replicas})
+	return s.patchEcho(ctx, s.hands, name, map[string]any{"replicas": replicas})
 }
 
-// CreateEcho creates Echo name in every style's namespace.
+// ResetSample gives the sample Echo its spec from the start again, as rlab
+// (not the student) after a lesson.
+func (s *Sandbox) ResetSample(ctx context.Context) error {
+	return s.patchEcho(ctx, s.admin, SampleName, map[string]any{"replicas": SampleReplicas, "message": SampleMessage})
+}
+
+// CreateEcho creates Echo name in every style's namespace, as the student.
 func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas int) error {
+	return s.createEcho(ctx, s.hands, name, message, replicas)
+}
+
+func (s *Sandbox) createEcho(ctx context.Context, c *clients, name, message string, replicas int) error {
 	return s.everyStyle(func(st style.Style) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
 			"metadata": map[string]any{"name": name, "namespace": s.Namespace(st)},
 			"spec":     map[string]any{"message": message, "replicas": int64(replicas)},
 		}}
-		_, err := s.echoes(st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+		_, err := s.echoes(c, st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
 		return err
 	})
 }
@@ -123,7 +145,7 @@ func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas
 // collection, not the operators, removes its Deployment.
 func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
 	return s.everyStyle(func(st style.Style) error {
-		return s.echoes(st).Delete(ctx, name, metav1.DeleteOptions{})
+		return s.echoes(s.hands, st).Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 
@@ -133,7 +155,7 @@ func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
 func (s *Sandbox) DeleteEchoOrphan(ctx context.Context, name string) error {
 	orphan := metav1.DeletePropagationOrphan
 	return s.everyStyle(func(st style.Style) error {
-		return s.echoes(st).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
+		return s.echoes(s.hands, st).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
 	})
 }
 
@@ -192,17 +214,37 @@ func (s *Sandbox) forStyles(only style.Style, fn func(st style.Style) error) err
 // DeleteDeployment deletes Echo name's Deployment by hand (drift).
 func (s *Sandbox) DeleteDeployment(ctx context.Context, only style.Style, name string) error {
 	return s.forStyles(only, func(st style.Style) error {
-		return s.admin.kube.AppsV1().Deployments(s.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+		return s.hands.kube.AppsV1().Deployments(s.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 	})
 }
 
 // ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
 func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error {
 	return s.forStyles(only, func(st style.Style) error {
-		_, err := s.admin.kube.AppsV1().Deployments(s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
+		_, err := s.hands.kube.AppsV1().Deployments(s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
 			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
 		return err
 	})
+}
+
+// ReviewRules asks, as the student through their proxy, what st's
+// ServiceAccount may do in its namespace, the way `kubectl auth can-i
+// --list --as=system:serviceaccount:NS:NAME` does: a SelfSubjectRulesReview
+// impersonating it.
+func (s *Sandbox) ReviewRules(ctx context.Context, st style.Style) (*authorizationv1.SubjectRulesReviewStatus, error) {
+	cfg := rest.CopyConfig(s.youConfig)
+	cfg.UserAgent = "rlab"
+	cfg.Impersonate.UserName = serviceaccount.MakeUsername(s.Namespace(st), st.Operator())
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	r, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: s.Namespace(st)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("rules of %s: %w", cfg.Impersonate.UserName, err)
+	}
+	return &r.Status, nil
 }
 
 // Leader returns the replica ("clientgo/a") holding a style's Lease.

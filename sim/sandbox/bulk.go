@@ -19,7 +19,7 @@ const SetLabel = "rlab.kkloud.io/set"
 // SetName is the name of Echo i (from 1) of the set prefix: prefix-001.
 func SetName(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix, i) }
 
-// CreateEchoes creates Echoes prefix-001 … prefix-<count> in every style's
+// CreateEchoes (rlab's own, for lessons and rlab bench) creates Echoes prefix-001 … prefix-<count> in every style's
 // namespace at once, from several connections, as `kubectl apply -f` of one
 // big file would. Each says "<message> <i>".
 func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replicas int, message string) error {
@@ -34,7 +34,7 @@ func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replic
 						"labels": map[string]any{SetLabel: prefix}},
 					"spec": map[string]any{"message": fmt.Sprintf("%s %d", message, i), "replicas": int64(replicas)},
 				}}
-				_, err := s.echoes(st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+				_, err := s.echoes(s.admin, st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
 				return err
 			})
 		}
@@ -46,6 +46,6 @@ func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replic
 // namespace; the garbage collector removes their Deployments.
 func (s *Sandbox) DeleteEchoes(ctx context.Context, prefix string) error {
 	return s.everyStyle(func(st style.Style) error {
-		return s.echoes(st).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: SetLabel + "=" + prefix})
+		return s.echoes(s.admin, st).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: SetLabel + "=" + prefix})
 	})
 }

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
@@ -106,9 +108,15 @@ type Sandbox struct {
 	backend cluster.Backend
 	bus     *bus.Bus
 	admin   *clients
-	world   *world.World
-	super   *supervisor.Supervisor
-	proxies map[string]*proxy.Proxy
+	// you is the student's proxy, and hands the clients through it: what
+	// the student does (their kubectl, a key, autoplay, `rlab do`) shows as
+	// theirs (trace.SourceYou), apart from what rlab does on its own.
+	you       *proxy.Proxy
+	youConfig *rest.Config
+	hands     *clients
+	world     *world.World
+	super     *supervisor.Supervisor
+	proxies   map[string]*proxy.Proxy
 	// styles are the built-in styles, then the custom operators' names.
 	styles []style.Style
 	// identities are the operators' ServiceAccounts, one per style.
@@ -213,8 +221,14 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := s.startEngine(ctx); err != nil {
 		return nil, err
 	}
-	// Written last: `rlab env` hands it out, so it must point at a ready cluster.
-	if err := os.WriteFile(opts.State.Kubeconfig(), s.backend.Kubeconfig(), 0o600); err != nil {
+	// Written last: `rlab env` hands it out, so it must point at a ready
+	// cluster. It is the student's proxy, with the backend's identity behind
+	// it: what the student types is traced as theirs.
+	kc, err := s.you.Kubeconfig("")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(opts.State.Kubeconfig(), kc, 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 	s.ClusterReady = time.Since(began)
@@ -324,6 +338,17 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return err
 	}
 	s.admin = admin
+	// Others' credentials pass through it: its kubeconfig can be another
+	// rlab's existing cluster, or a classroom's, whose identities are tokens.
+	if s.you, err = proxy.Start(proxy.Options{Name: trace.YouProxy, Upstream: s.backend.Config(),
+		Publish: s.bus.Publish, Log: s.opts.Log, PassForeign: true}); err != nil {
+		return fmt.Errorf("your proxy: %w", err)
+	}
+	s.youConfig = &rest.Config{Host: s.you.URL(), BearerToken: s.you.Token(),
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.you.CAData()}}
+	if s.hands, err = newClients(s.youConfig); err != nil {
+		return err
+	}
 	if len(s.styles) == 0 {
 		return nil
 	}
@@ -375,7 +400,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	// first poll, the informers' initial list) finds it, so the three start
 	// the race together and the screen can show it from the start.
 	if s.opts.Sample {
-		if err := s.CreateEcho(ctx, SampleName, SampleMessage, SampleReplicas); err != nil {
+		if err := s.createEcho(ctx, s.admin, SampleName, SampleMessage, SampleReplicas); err != nil {
 			return err
 		}
 	}
@@ -510,7 +535,8 @@ func (s *Sandbox) Backend() cluster.Backend { return s.backend }
 // Image is what Echo pods run: Options.Image, or the backend's default.
 func (s *Sandbox) Image() string { return s.opts.Image }
 
-// Kubeconfig is the path of the admin kubeconfig `rlab env` hands out.
+// Kubeconfig is the path of the kubeconfig `rlab env` hands out: the
+// student's proxy (trace.SourceYou), acting with the backend's identity.
 func (s *Sandbox) Kubeconfig() string { return s.opts.State.Kubeconfig() }
 
 // Kubectl is the kubectl rlab runs (the shell loop's), the one a student
@@ -528,6 +554,10 @@ func (s *Sandbox) Stop() error {
 	for name, p := range s.proxies {
 		errs = append(errs, p.Close())
 		delete(s.proxies, name)
+	}
+	if s.you != nil {
+		errs = append(errs, s.you.Close())
+		s.you = nil
 	}
 	if s.cancel != nil {
 		s.cancel()

@@ -224,6 +224,9 @@ func newStyle(name style.Style) *Style {
 // StyleOf is the operator style an event is about: its source's style, or
 // that of its namespace, or of a supervisor event's replica ("clientgo/a").
 func StyleOf(e trace.Event) style.Style {
+	if e.Source == trace.SourceYou {
+		return "" // the student's request, in whatever namespace: no operator's cost
+	}
 	if s := e.Style(); s != "" {
 		return s
 	}

@@ -337,3 +337,16 @@ func TestTUIStatsByVerb(t *testing.T) {
 		t.Errorf("ByResource = %v, want %v", got, want)
 	}
 }
+
+// What the student asks the apiserver (their proxy, trace.SourceYou) is no
+// operator's cost, whatever namespace it names.
+func TestTUIStatsYourRequests(t *testing.T) {
+	s := New([]style.Style{style.ClientGo})
+	for _, src := range []string{trace.SourceYou, "proxy/clientgo/a"} {
+		s.Apply(trace.Event{Time: time.Unix(1, 0), Source: src, Kind: trace.APIRequest, Namespace: "echo-clientgo",
+			Fields: map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 200}})
+	}
+	if got := s.Styles[style.ClientGo].Verbs[VerbKey{"patch", "echoes"}]; got != 1 {
+		t.Errorf("clientgo's patch echoes = %d, want 1: the operator's only", got)
+	}
+}

@@ -26,7 +26,9 @@ var Kinds = []struct {
 	Match func(trace.Kind, style.Style) bool
 }{
 	{"no api", func(k trace.Kind, st style.Style) bool {
-		return k != trace.APIRequest && (k != trace.APIWatchEvent || !st.Builtin())
+		// st is "" only for the student's own requests (trace.SourceYou):
+		// they stay, as the student's acts do.
+		return k != trace.APIRequest && (k != trace.APIWatchEvent || !st.Builtin()) || st == ""
 	}},
 	{"all kinds", func(trace.Kind, style.Style) bool { return true }},
 	{"informer", prefix("informer.")},
@@ -151,9 +153,10 @@ func (m *Model) Shows(e trace.Event) bool {
 }
 
 func (m *Model) match(e *entry) bool {
-	// What rlab did (autoplay, rlab do) explains what follows in every
-	// style: it is never filtered out by style.
-	if f := m.StyleFilter(); f != "" && e.style != f && e.ev.Kind != trace.Act {
+	// What rlab did (autoplay, rlab do) and what the student asked the
+	// apiserver explain what follows in every style: never filtered out by
+	// style.
+	if f := m.StyleFilter(); f != "" && e.style != f && e.ev.Kind != trace.Act && e.ev.Source != trace.SourceYou {
 		return false
 	}
 	return Kinds[m.kind].Match(e.ev.Kind, e.style)

@@ -164,3 +164,47 @@ func TestTUITimelineActs(t *testing.T) {
 		t.Errorf("act line = %q", l)
 	}
 }
+
+// The student's own requests (their proxy) are acts too: shown under
+// "no api" and whatever style is chosen, unlike an operator's requests.
+func TestTUITimelineYourRequests(t *testing.T) {
+	yours := trace.Event{Time: fixture.At(time.Second), Source: trace.SourceYou, Kind: trace.APIRequest,
+		Namespace: "echo-clientgo", Object: "Echo/world",
+		Fields: map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 422, trace.FieldLatencyMS: 3.0}}
+	operators := yours
+	operators.Source = "proxy/clientgo/a"
+	tests := []struct {
+		name          string
+		styles, kinds int // CycleStyle and CycleKind presses
+		ev            trace.Event
+		want          bool
+	}{
+		{"yours by default", 0, 0, yours, true},
+		{"yours, shell only", 1, 0, yours, true},
+		{"yours under api", 0, 5, yours, true},
+		{"yours not under leader", 0, 6, yours, false},
+		{"an operator's hidden by default", 0, 0, operators, false},
+		{"an operator's under api", 0, 5, operators, true},
+		{"an operator's, shell only", 1, 5, operators, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(16, styles)
+			for range tt.styles {
+				m.CycleStyle()
+			}
+			for range tt.kinds {
+				m.CycleKind()
+			}
+			if got := m.Shows(tt.ev); got != tt.want {
+				t.Errorf("Shows under %s · %s = %v, want %v", m.StyleFilter(), m.KindFilter(), got, tt.want)
+			}
+		})
+	}
+	m := New(16, styles)
+	m.Add(yours)
+	if l := m.Lines(120, 1, common.NewStyles(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "proxy/you") ||
+		!strings.Contains(ansi.Strip(l[0]), "echo-clientgo/Echo/world patch echoes → 422") {
+		t.Errorf("your request's line = %q", l)
+	}
+}
