@@ -47,7 +47,11 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 		prog.Set(l, i, time.Now())
 		saved()
 		step := i
-		did := func(how How) { prog.Record(l, step, how, time.Now()); saved() }
+		did := func(how How, pr Prediction) {
+			prog.Record(l, step, how, time.Now())
+			prog.Predicted(l, step, pr, time.Now())
+			saved()
+		}
 		move, err := p.guideStep(ctx, l, i, in, out, did)
 		if err != nil {
 			return err
@@ -74,8 +78,9 @@ func indent(s string) string {
 }
 
 // guideStep shows step i and waits; it returns +1 to go on, -1 to go back,
-// 0 to try it again. did is told how the step went once that is known.
-func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How)) (int, error) {
+// 0 to try it again. did is told how the step went once that is known,
+// with the student's prediction.
+func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction)) (int, error) {
 	s := &l.Steps[i]
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
 	q, said := s.Predict.Localized(p.sb.Prefix()), Prediction{}
@@ -145,9 +150,9 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				continue
 			}
 			passed = true
-			did(passedHow(autoplayed))
 			hint.Stop()
 			said = q.Measure(said, r.o.Detail)
+			did(passedHow(autoplayed), said)
 			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", q.report(said, r.o.Detail))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
@@ -160,7 +165,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			switch cmd := strings.TrimSpace(line); {
 			case cmd == CmdNext, cmd == "" && passed:
 				if how, ok := leftHow(s, passed, autoplayed); ok {
-					did(how)
+					did(how, said)
 				}
 				return +1, nil
 			case cmd == CmdBack && i == 0:

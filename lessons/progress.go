@@ -29,6 +29,9 @@ type LessonProgress struct {
 	// How is how each step went, by index; "" for one not behind the
 	// student yet. Files from before it was kept have none.
 	How []How `json:"how,omitempty"`
+	// Predictions are the student's answers to the steps' questions, by
+	// step index, with how each went once the step passed.
+	Predictions map[int]Prediction `json:"predictions,omitempty"`
 }
 
 // How is how the student got past a step, so that the listing tells one
@@ -166,6 +169,50 @@ func (p *Progress) Record(l *Lesson, i int, how How, now time.Time) {
 	}
 	lp.How[i] = how
 	lp.Updated = now
+}
+
+// Predicted records the student's answer to step i's question and, once
+// the step passed, how it went; an unanswered question records nothing.
+func (p *Progress) Predicted(l *Lesson, i int, pr Prediction, now time.Time) {
+	if i < 0 || i >= len(l.Steps) || l.Steps[i].Predict == nil || pr.Choice < 1 {
+		return
+	}
+	lp := p.lesson(l)
+	if lp.Predictions == nil {
+		lp.Predictions = map[int]Prediction{}
+	}
+	lp.Predictions[i] = pr
+	lp.Updated = now
+}
+
+// Listed is Where and, if any, Foresight: what a lesson list shows.
+func (p *Progress) Listed(l *Lesson) string {
+	w, f := p.Where(l), p.Foresight(l)
+	switch {
+	case f == "":
+		return w
+	case w == "":
+		return f
+	}
+	return w + " · " + f
+}
+
+// Foresight says how the student's predictions in l went: "2 of 3
+// predicted right", "" when none had a right answer yet.
+func (p *Progress) Foresight(l *Lesson) string {
+	right, judged := 0, 0
+	for _, pr := range p.Of(l).Predictions {
+		if pr.Right != nil {
+			judged++
+			if *pr.Right {
+				right++
+			}
+		}
+	}
+	if judged == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d predicted right", right, judged)
 }
 
 // lesson is l's progress, made if there is none yet.

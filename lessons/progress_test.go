@@ -203,3 +203,61 @@ func TestStepHow(t *testing.T) {
 		})
 	}
 }
+
+// The student's predictions are kept with how each went, survive a save
+// and a load, and the list says how many were right.
+func TestProgressPredictions(t *testing.T) {
+	q := &Predict{Question: "who repairs first?", Choices: []string{"shell", "client-go"}, Answer: 2}
+	open := &Predict{Question: "how long?", Choices: []string{"<1s", ">1s"}} // the measurement decides
+	l := &Lesson{Dir: "05-x", Steps: []Step{{Predict: q}, {Predict: open}, {}, {Predict: q}}}
+	right, wrong := q.Measure(Prediction{Choice: 2}, "client-go 22ms"), q.Measure(Prediction{Choice: 1}, "client-go 20ms")
+	tests := []struct {
+		name string
+		do   func(p *Progress)
+		want string
+		kept int
+	}{
+		{"none answered", func(p *Progress) { p.Predicted(l, 0, Prediction{}, t0) }, "", 0},
+		{"a step with no question", func(p *Progress) { p.Predicted(l, 2, Prediction{Choice: 1}, t0) }, "", 0},
+		{"answered, not measured yet", func(p *Progress) { p.Predicted(l, 0, Prediction{Choice: 2}, t0) }, "", 1},
+		{"one right", func(p *Progress) { p.Predicted(l, 0, right, t0) }, "1 of 1 predicted right", 1},
+		{"one right, one wrong, one open", func(p *Progress) {
+			p.Predicted(l, 0, right, t0)
+			p.Predicted(l, 1, open.Measure(Prediction{Choice: 1}, "0.4s"), t0)
+			p.Predicted(l, 3, wrong, t0)
+		}, "1 of 2 predicted right", 3},
+		{"answered again replaces", func(p *Progress) {
+			p.Predicted(l, 3, wrong, t0)
+			p.Predicted(l, 3, right, t0)
+		}, "1 of 1 predicted right", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := state.Dir{Root: t.TempDir()}
+			p := &Progress{Lessons: map[string]*LessonProgress{}}
+			tt.do(p)
+			if err := p.Save(d); err != nil {
+				t.Fatal(err)
+			}
+			p, err := LoadProgress(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Foresight(l); got != tt.want {
+				t.Errorf("Foresight = %q, want %q", got, tt.want)
+			}
+			if got := len(p.Of(l).Predictions); got != tt.kept {
+				t.Errorf("%d predictions kept, want %d", got, tt.kept)
+			}
+		})
+	}
+	p := &Progress{Lessons: map[string]*LessonProgress{}}
+	p.Predicted(l, 0, right, t0)
+	p.Set(l, 4, t0)
+	if got := p.Listed(l); got != "done · 1 of 1 predicted right" {
+		t.Errorf("Listed = %q", got)
+	}
+	if got := p.Of(l).Predictions[0].Measured; got != "client-go 22ms" {
+		t.Errorf("measured kept = %q", got)
+	}
+}

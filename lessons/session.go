@@ -270,7 +270,7 @@ func (s *Session) Lessons() []SessionEntry {
 	defer s.mu.Unlock()
 	out := make([]SessionEntry, 0, len(s.all))
 	for _, l := range s.all {
-		out = append(out, SessionEntry{Number: l.Number, Title: l.Title, Steps: len(l.Steps), Where: s.prog.Where(l), Done: s.prog.Of(l).Done})
+		out = append(out, SessionEntry{Number: l.Number, Title: l.Title, Steps: len(l.Steps), Where: s.prog.Listed(l), Done: s.prog.Of(l).Done})
 	}
 	return out
 }
@@ -390,6 +390,7 @@ func (s *Session) watch(acted time.Time) {
 				s.st.Passed, s.st.Detail = true, o.Detail
 				s.prog.Record(s.l, i, passedHow(s.autoplayed), time.Now())
 				s.st.Predicted = step.Predict.Measure(s.st.Predicted, o.Detail)
+				s.prog.Predicted(s.l, i, s.st.Predicted, time.Now()) // saved by record
 				s.record(i + 1)
 				if i+1 == len(s.l.Steps) {
 					s.st.Done = true

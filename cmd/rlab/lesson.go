@@ -160,7 +160,7 @@ func newLessonListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, l := range all {
-				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t%s\n", l.Number, l.Title, len(l.Steps), prog.Where(l))
+				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t%s\n", l.Number, l.Title, len(l.Steps), prog.Listed(l))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -143,4 +143,14 @@ func TestTextByHand(t *testing.T) {
 	if got.Step != 3 || len(got.How) < 3 || got.How[0] != lessons.ByHand || got.How[1] != lessons.ByHand || got.How[2] != lessons.ByHand {
 		t.Errorf("progress = %+v, want steps 1-3 by hand, next step 4", got)
 	}
+	// Each question answered (1) is kept with what was measured.
+	for i := range 3 {
+		pr, kept := got.Predictions[i]
+		switch {
+		case l.Steps[i].Predict == nil && kept:
+			t.Errorf("step %d asks nothing, yet a prediction is kept: %+v", i+1, pr)
+		case l.Steps[i].Predict != nil && (pr.Choice != 1 || pr.Measured == ""):
+			t.Errorf("step %d's prediction kept as %+v, want choice 1 and what was measured", i+1, pr)
+		}
+	}
 }
