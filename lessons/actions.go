@@ -393,6 +393,29 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Restart the controller-runtime replicas with or without --warmup
+	// (EnableWarmup: the controller's watches start before it leads).
+	"warmup": {
+		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			if err := p.sb.SetWarmup(st, a.Bool("on")); err != nil {
+				return err
+			}
+			if a.Bool("on") {
+				said(ctx, "restarting %s with --warmup", p.sources(st))
+			} else {
+				said(ctx, "restarting %s without --warmup", p.sources(st))
+			}
+			return nil
+		},
+		words: func(a Args) string {
+			if a.Bool("on") {
+				return "restart the replicas with --warmup (EnableWarmup)"
+			}
+			return "restart the replicas without --warmup"
+		},
+	},
+
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},

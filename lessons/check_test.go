@@ -102,6 +102,35 @@ func TestCondEval(t *testing.T) {
 			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
 			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
+		{"a warm standby watches", Cond{"standby_watches", Args{"style": "runtime", "min": 1}, 0}, with(
+			ev(100, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(120, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(130, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "deployments"}),
+			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
+		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/b 1)"},
+		{"a cold standby does not", Cond{"standby_watches", Args{"style": "runtime", "max": 0, "over": 5 * time.Second}, 0}, with(
+			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
+			ev(901, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(950, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+		), true, false, "0 watches of echoes by a standby (want ≤0)"},
+		{"a leader that released, restarted warm, watches as a standby", Cond{"standby_watches", Args{"style": "runtime", "min": 1}, 0}, with(
+			ev(100, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
+			ev(200, "runtime/a", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased}),
+			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(3100, "runtime/b", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
+		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/a 1)"},
+		{"a leader's watch a moment before its LeaderAcquired", Cond{"standby_watches", Args{"style": "runtime", "max": 0}, 0}, with(
+			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(3010, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
+		), true, false, "0 watches"},
+		{"a standby's watch after the window", Cond{"standby_watches", Args{"style": "runtime", "min": 1, "over": 5 * time.Second}, 0}, with(
+			ev(6000, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+		), false, false, "0 watches"},
+		{"a standby's watch before the act", Cond{"standby_watches", Args{"style": "runtime", "min": 1}, 0}, func() View {
+			v := with(ev(100, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}))
+			v.Acted = at(500)
+			return v
+		}(), false, false, "0 watches"},
 		{"your refused patch", Cond{"you_asked", Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, 0}, with(
 			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes", trace.FieldCode: 200}),
 			ev(2, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: float64(422)}),

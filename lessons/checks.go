@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -499,6 +500,52 @@ var checks = map[string]checkKind{
 		},
 	},
 
+	// A standby's watches of Echoes: WATCH requests since the act (or over
+	// the first `over` of it) by a replica that was not leading then.
+	// controller-runtime starts a controller's sources once it leads, unless
+	// warm-up (EnableWarmup) starts them at once, before the election.
+	"standby_watches": {
+		args: spec{required: argTypes{"style": tStyle}, optional: argTypes{"min": tInt, "max": tInt, "over": tDuration}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			over := a.Dur("over")
+			if over > 0 && v.Now.Sub(v.Acted) < over {
+				return styleResult{detail: "measuring for " + secs(over)}
+			}
+			watches := map[string]int{}
+			for _, e := range v.kind(trace.APIRequest) {
+				replica := strings.TrimPrefix(e.Source, "proxy/")
+				switch {
+				case e.Style() != st, e.Time.Before(v.Acted),
+					over > 0 && e.Time.After(v.Acted.Add(over)),
+					e.Str(trace.FieldVerb) != "watch" || e.Str(trace.FieldResource) != "echoes",
+					leading(v, replica, e.Time):
+					continue
+				}
+				watches[replica]++
+			}
+			n := 0
+			var parts []string
+			for _, r := range slices.Sorted(maps.Keys(watches)) {
+				n += watches[r]
+				parts = append(parts, fmt.Sprintf("%s %d", r, watches[r]))
+			}
+			ok, want := bounds(a, n)
+			detail := fmt.Sprintf("%d watch%s of echoes by a standby%s", n, map[bool]string{true: "", false: "es"}[n == 1], want)
+			if len(parts) > 0 {
+				detail += " (" + strings.Join(parts, ", ") + ")"
+			}
+			return styleResult{ok: ok, detail: detail}
+		},
+		words: func(a Args) string {
+			_, want := bounds(a, 0)
+			what := "a standby's watches of Echoes"
+			if d := a.Dur("over"); d > 0 {
+				what += fmt.Sprintf(" over %s", d)
+			}
+			return what + want
+		},
+	},
+
 	// API requests through the style's proxies, counted since the step
 	// began (or over the first `over` of it).
 	"api_requests": {
@@ -747,6 +794,37 @@ var checks = map[string]checkKind{
 			return fmt.Sprintf("the operator cleans up after Echo %s and it goes", a.Str("name"))
 		},
 	},
+}
+
+// leadSlack is how long after a request its replica's own LeaderAcquired
+// may come and still count as leading when it asked: a new leader starts
+// its watches at once, and the two events race to the trace.
+const leadSlack = 2 * time.Second
+
+// leading says whether replica ("runtime/a") was leading at t, as the
+// step's events tell: it acquired the Lease before t (or within leadSlack
+// after it) and had neither lost it nor exited since.
+func leading(v View, replica string, t time.Time) bool {
+	var acquired time.Time
+	for _, e := range v.kind(trace.LeaderAcquired) {
+		if e.Source == replica && !e.Time.After(t.Add(leadSlack)) && e.Time.After(acquired) {
+			acquired = e.Time
+		}
+	}
+	if acquired.IsZero() {
+		return false
+	}
+	for _, e := range v.kind(trace.LeaderLost) {
+		if e.Source == replica && e.Time.After(acquired) && e.Time.Before(t) {
+			return false
+		}
+	}
+	for _, e := range v.kind(trace.ProcessExit) {
+		if e.Object == replica && e.Time.After(acquired) && e.Time.Before(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // requestIs says whether API request e is of the verbs and resource a

@@ -57,6 +57,8 @@ var verbs = []Verb{
 		Short: "stop the leader gracefully (SIGTERM): it releases the Lease"},
 	{Words: []string{"watch-owned"}, Action: "watch_owned", args: []verbArg{argStyle, argOnOff("watch")},
 		Short: "restart the replicas watching their Deployments, or not (--watch-owned=false)"},
+	{Words: []string{"warmup"}, Action: "warmup", args: []verbArg{argStyle, argOnOff("on")},
+		Short: "restart controller-runtime's replicas starting their watches before they lead (EnableWarmup), or not"},
 	{Words: []string{"finalizer"}, Action: "finalizer", args: []verbArg{argStyle, argOnOff("on")},
 		Short: "restart the replicas with or without --finalizer"},
 	{Words: []string{"pause"}, Action: "pause_operators", args: []verbArg{argStyle},

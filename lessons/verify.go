@@ -136,6 +136,9 @@ func (p *Player) Restore(ctx context.Context) error {
 			if st.ElectsLeader() && slices.Contains(spec.Args, "--watch-owned=false") {
 				errs = append(errs, p.sb.SetWatchOwned(st, true))
 			}
+			if slices.Contains(spec.Args, "--warmup") {
+				errs = append(errs, p.sb.SetWarmup(st, false))
+			}
 		}
 	}
 	sn := p.sb.World().Snapshot()

@@ -37,6 +37,9 @@ func newOperatorCmd() *cobra.Command {
 			if o.Image == "" {
 				return fmt.Errorf("--image must name an image")
 			}
+			if o.Warmup && style.Style(args[0]) != style.Runtime {
+				return fmt.Errorf("--warmup is controller-runtime's EnableWarmup: client-go has no such option, and the %s operator starts its informers once it leads", args[0])
+			}
 			run := map[style.Style]func(context.Context, echo.Options) error{
 				style.ClientGo: clientgo.Run,
 				style.Runtime:  crstyle.Run,
@@ -55,6 +58,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.Image, "image", o.Image, "image every Echo pod runs")
 	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
 	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)
+	f.BoolVar(&o.Warmup, "warmup", o.Warmup, "controller-runtime only: start the controller's watches before leading (EnableWarmup), so a standby takes over with a warm cache")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")

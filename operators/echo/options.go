@@ -22,6 +22,12 @@ type Options struct {
 	// registry ConfigMap; a deleted Echo goes only once it is unlisted.
 	// Off, an Echo that still carries the finalizer is cleaned up all the same.
 	Finalizer bool
+	// Warmup starts the controller's sources (its informers' watches)
+	// before the replica leads, so that a standby takes over with a warm
+	// cache: controller-runtime's EnableWarmup. client-go has no such
+	// option (its operator would have to start its informers before the
+	// election by hand), so only the controller-runtime operator takes it.
+	Warmup bool
 
 	LeaderElect   bool
 	LeaseDuration time.Duration

@@ -46,6 +46,8 @@ type EchoReconciler struct {
 	WatchOwned bool
 	// Finalizer puts echo.Finalizer on Echoes.
 	Finalizer bool
+	// Warmup starts the controller's sources before it leads (EnableWarmup).
+	Warmup bool
 
 	// Trace is what the screen sees; not part of the operator.
 	Trace *echo.Tracer
@@ -149,6 +151,9 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// The trace's own queue, so its depth and requeues are visible.
 			UsePriorityQueue: ptr.To(false),
 			NewQueue:         r.Trace.RequestQueue,
+			// Off (the default), a standby opens no watch until it leads,
+			// and takes over with a cold cache.
+			EnableWarmup: ptr.To(r.Warmup),
 		}).
 		WithEventFilter(r.Trace.Predicate()) // traces every event, lets all through
 	if r.WatchOwned {

@@ -103,6 +103,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		Image:      o.Image,
 		WatchOwned: o.WatchOwned,
 		Finalizer:  o.Finalizer,
+		Warmup:     o.Warmup,
 		Trace:      echo.NewTracer(em, o.Namespace, log),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -313,6 +313,15 @@ func (s *Sandbox) SetFinalizer(st style.Style, on bool) error {
 	return s.setFlag(st, "--finalizer", "--finalizer", on)
 }
 
+// SetWarmup restarts the controller-runtime operator's replicas with or
+// without --warmup (EnableWarmup), the only style that has the option.
+func (s *Sandbox) SetWarmup(st style.Style, on bool) error {
+	if st != style.Runtime {
+		return fmt.Errorf("%s has no warm-up option: only controller-runtime's EnableWarmup starts a controller's watches before it leads", st)
+	}
+	return s.setFlag(st, "--warmup", "--warmup", on)
+}
+
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
 func (s *Sandbox) setFlag(st style.Style, prefix, arg string, on bool) error {
