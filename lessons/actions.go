@@ -372,49 +372,11 @@ var actions = map[string]actionKind{
 	},
 
 	// Restart the replicas with or without --finalizer.
-	"finalizer": {
-		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.SetFinalizer(st, a.Bool("on")); err != nil {
-				return err
-			}
-			if a.Bool("on") {
-				said(ctx, "restarting %s with --finalizer", p.sources(st))
-			} else {
-				said(ctx, "restarting %s without --finalizer", p.sources(st))
-			}
-			return nil
-		},
-		words: func(a Args) string {
-			if a.Bool("on") {
-				return "restart the replicas with --finalizer"
-			}
-			return "restart the replicas without --finalizer"
-		},
-	},
+	"finalizer": restartWith("--finalizer", (*sandbox.Sandbox).SetFinalizer),
 
 	// Restart the controller-runtime replicas with or without --warmup
 	// (EnableWarmup: the controller's watches start before it leads).
-	"warmup": {
-		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.SetWarmup(st, a.Bool("on")); err != nil {
-				return err
-			}
-			if a.Bool("on") {
-				said(ctx, "restarting %s with --warmup", p.sources(st))
-			} else {
-				said(ctx, "restarting %s without --warmup", p.sources(st))
-			}
-			return nil
-		},
-		words: func(a Args) string {
-			if a.Bool("on") {
-				return "restart the replicas with --warmup (EnableWarmup)"
-			}
-			return "restart the replicas without --warmup"
-		},
-	},
+	"warmup": restartWith("--warmup", (*sandbox.Sandbox).SetWarmup),
 
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
@@ -496,6 +458,28 @@ var actions = map[string]actionKind{
 		},
 		words: func(Args) string { return "stop the second shell loop" },
 	},
+}
+
+// restartWith is the action that restarts a style's replicas with flag
+// (on: true) or without it, through set.
+func restartWith(flag string, set func(*sandbox.Sandbox, style.Style, bool) error) actionKind {
+	with := func(on bool) string {
+		if on {
+			return "with " + flag
+		}
+		return "without " + flag
+	}
+	return actionKind{
+		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			if err := set(p.sb, st, a.Bool("on")); err != nil {
+				return err
+			}
+			said(ctx, "restarting %s %s", p.sources(st), with(a.Bool("on")))
+			return nil
+		},
+		words: func(a Args) string { return "restart the replicas " + with(a.Bool("on")) },
+	}
 }
 
 // Describe says in a sentence what the action does.
