@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,54 +49,110 @@ func (p *Player) HandEnv(self, bin string) ([]string, error) {
 	return append(env, "KUBECONFIG="+p.sb.Kubeconfig(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), nil
 }
 
-// errNoHand is a step a student cannot do from a terminal.
-var errNoHand = errors.New("no command to type: only a key or autoplay does it")
+// errNoHand is a step a student can neither type nor press a key for.
+var errNoHand = errors.New("no command to type and no key to press: only autoplay does it")
 
-// HandStep follows one step by hand: it shows it, waits h.Read if the
-// step is gated (its check must not pass meanwhile), runs the step's command through bash as
-// shown (namespaces localized), then waits for the check within its
-// deadline, measured from the act.
-func (p *Player) HandStep(ctx context.Context, s *Step, h Hand) (StepResult, error) {
-	began, holders := p.Begin()
-	if s.Check != nil && h.Read > 0 && s.needsAct() {
-		// The student who does nothing: a step that asks for an act must
-		// not pass without it, gated (waiting for the act) or not (what it
-		// checks cannot hold before the act).
-		rctx, cancel := context.WithTimeout(ctx, h.Read)
-		o, err := p.Await(rctx, s.Check, began, time.Time{}, holders, nil)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return StepResult{}, ctx.Err()
-		case err == nil:
-			return StepResult{Took: time.Since(began)}, fmt.Errorf("passed before the student acted: %s", o.Detail)
-		case !errors.Is(err, context.DeadlineExceeded):
-			return StepResult{Took: time.Since(began)}, fmt.Errorf("before the student acted: %w", err)
+// handLesson follows lesson l by hand on a Session, the model behind the
+// screen's lesson panel: each step opens as the screen opens it (the first
+// once the sandbox is at its baseline), is read for h.Read (a step that
+// asks for an act must not pass meanwhile: the student who does nothing),
+// has its question answered, and is done as a student does it: the
+// command it shows typed into bash, or the key it names pressed. Its check
+// is awaited from the act, and the progress must say every step was done
+// by hand. It writes a line per step to out.
+func (p *Player) handLesson(ctx context.Context, l *Lesson, h Hand, out io.Writer) error {
+	prog := &Progress{Lessons: map[string]*LessonProgress{}}
+	s := NewSession(ctx, p, []*Lesson{l}, l, 0, prog, func(*Progress) error { return nil })
+	defer s.Close()
+	for i := range l.Steps {
+		step := &l.Steps[i]
+		r, err := p.handStep(ctx, s, i, h)
+		if err != nil {
+			return fmt.Errorf("step %d %q: %w", i+1, step.Title, err)
+		}
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), step.Title, secs(r.Took), r.Detail)
+		s.Next()
+	}
+	if !s.State().Done {
+		return errors.New("past the last step, the lesson is not done")
+	}
+	if got, want := prog.Where(l), fmt.Sprintf("%d/%d by hand", len(l.Steps), len(l.Steps)); got != want {
+		return fmt.Errorf("the progress says %q, want %q", got, want)
+	}
+	return nil
+}
+
+// handStep does step i of s's lesson by hand, once the session shows it.
+func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (StepResult, error) {
+	step := &s.l.Steps[i]
+	if err := waitFor(ctx, 2*time.Minute, func() (bool, error) { return s.opened(i), nil }); err != nil {
+		return StepResult{}, fmt.Errorf("not shown: %w", err)
+	}
+	shown := time.Now()
+	if step.Check != nil && h.Read > 0 && step.needsAct() {
+		// The student who does nothing: nothing may pass, or fail for good.
+		err := waitFor(ctx, h.Read, func() (bool, error) {
+			passed, failed, detail := s.outcome()
+			switch {
+			case passed:
+				return true, fmt.Errorf("passed before the student acted: %s", detail)
+			case failed != nil:
+				return true, fmt.Errorf("before the student acted: %w", failed)
+			}
+			return false, nil
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return StepResult{Took: time.Since(shown)}, err
+		}
+	}
+	if step.Predict != nil {
+		if err := s.Predict(1); err != nil { // before the act, as asked
+			return StepResult{}, fmt.Errorf("predict: %w", err)
 		}
 	}
 	acted := time.Now()
-	how, err := p.actByHand(ctx, s, h)
+	how, err := p.actByHand(ctx, step, h, s.Key)
 	if err != nil {
-		return StepResult{Took: time.Since(began)}, err
+		return StepResult{Took: time.Since(shown)}, err
 	}
-	if s.Check == nil {
+	if step.Check == nil {
 		return StepResult{Took: time.Since(acted), Detail: how}, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.Check.Within)
-	defer cancel()
-	out, err := p.Await(cctx, s.Check, began, time.Time{}, holders, nil)
-	res := StepResult{Took: time.Since(acted), Detail: out.Detail}
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("check not passed within %s of the act (%s): %s", s.Check.Within, how, out.Detail)
-		}
-		return res, err
+	var detail string
+	err = waitFor(ctx, step.Check.Within, func() (bool, error) {
+		passed, failed, d := s.outcome()
+		detail = d
+		return passed, failed
+	})
+	res := StepResult{Took: time.Since(acted), Detail: detail}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("check not passed within %s of the act (%s): %s", step.Check.Within, how, detail)
 	}
-	return res, nil
+	return res, err
 }
 
-// act does what the step asks, as a student would; it says how.
-func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error) {
+// waitFor polls done until it says so (its error, if any, ends the wait
+// too), for at most d: context.DeadlineExceeded then.
+func waitFor(ctx context.Context, d time.Duration, done func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, err := done(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// actByHand does what the step asks, as a student would: types its
+// command, or presses its key (key, the screen's); it says how.
+func (p *Player) actByHand(ctx context.Context, s *Step, h Hand, key func() bool) (string, error) {
 	a := s.Action
 	switch {
 	case a == nil:
@@ -114,6 +171,11 @@ func (p *Player) actByHand(ctx context.Context, s *Step, h Hand) (string, error)
 			return "", fmt.Errorf("the step's command was meant to be refused, and it passed: %s", lastLine(out.String()))
 		}
 		return "typed the command", nil
+	case a.Key != "" && !editsOperator(a):
+		if !key() {
+			return "", fmt.Errorf("key %s did nothing", a.Key)
+		}
+		return "pressed " + a.Key, nil
 	case a.Key == "" && len(a.Play) == 0:
 		// A note about what happens outside the sandbox (write a file,
 		// start the lesson again with it): nothing to do in it.

@@ -36,6 +36,8 @@ type Session struct {
 	// autoplayed: a (not the step's key) acted on this step, so its pass
 	// is autoplay's, not the student's.
 	autoplayed bool
+	// failed is why the step can no longer pass (its Detail says it too).
+	failed error
 }
 
 // SessionState is what the lesson panel shows; the same fields, in the
@@ -122,6 +124,22 @@ func (s *Session) Close() {
 		s.cancel()
 	}
 	s.gen++
+}
+
+// opened says whether step i is shown and its check watched: the sandbox
+// has started, and the student is on it.
+func (s *Session) opened(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && s.st.Step == i && !s.st.Done
+}
+
+// outcome is where the current step's check stands: passed, failed for
+// good (why), and its detail.
+func (s *Session) outcome() (passed bool, failed error, detail string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Passed, s.failed, s.st.Detail
 }
 
 // State is the lesson as it stands now.
@@ -314,7 +332,7 @@ func (s *Session) stop() {
 func (s *Session) show(i int) {
 	s.stop()
 	s.st = s.stateOf(i)
-	s.autoplayed = false
+	s.autoplayed, s.failed = false, nil
 	s.record(i)
 	s.began, s.hold = s.p.Begin()
 	s.ready = true
@@ -397,6 +415,7 @@ func (s *Session) watch(acted time.Time) {
 				}
 			default:
 				s.st.Detail = err.Error() // can no longer pass: b to try the step again
+				s.failed = err
 			}
 			s.changed()
 		})

@@ -174,7 +174,7 @@ type LessonResult struct {
 }
 
 // Verify autoplays each lesson in turn, or with hand follows it by hand
-// (HandStep); every step's check must pass, and each lesson must leave the
+// on the screen's Session (handLesson); every step's check must pass, and each lesson must leave the
 // sandbox at its baseline. It writes a line per step and per lesson to out.
 func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Writer) []LessonResult {
 	var results []LessonResult
@@ -208,27 +208,32 @@ func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Wr
 	return results
 }
 
+// playLesson autoplays each step of l in turn and awaits its check; it
+// writes a line per step to out.
+func (p *Player) playLesson(ctx context.Context, l *Lesson, out io.Writer) error {
+	for i := range l.Steps {
+		s := &l.Steps[i]
+		r, err := p.PlayStep(ctx, s)
+		if err != nil {
+			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
+		}
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, secs(r.Took), r.Detail)
+	}
+	return nil
+}
+
 func (p *Player) verifyOne(ctx context.Context, l *Lesson, hand *Hand, out io.Writer) error {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if why, err := p.AwaitBaseline(bctx); err != nil {
 		return fmt.Errorf("the sandbox is not at its baseline before the lesson: %s", why)
 	}
-	for i := range l.Steps {
-		s := &l.Steps[i]
-		var (
-			r   StepResult
-			err error
-		)
-		if hand != nil {
-			r, err = p.HandStep(ctx, s, *hand)
-		} else {
-			r, err = p.PlayStep(ctx, s)
-		}
-		if err != nil {
-			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
-		}
-		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, secs(r.Took), r.Detail)
+	follow := p.playLesson
+	if hand != nil {
+		follow = func(ctx context.Context, l *Lesson, out io.Writer) error { return p.handLesson(ctx, l, *hand, out) }
+	}
+	if err := follow(ctx, l, out); err != nil {
+		return err
 	}
 	if why, err := p.AwaitBaseline(bctx); err != nil {
 		return fmt.Errorf("the lesson left the sandbox changed: %s", why)

@@ -189,10 +189,11 @@ func newLessonVerifyCmd() *cobra.Command {
 		Long: `Start a sandbox (all three styles and the sample Echo), play every step of
 the chosen lessons (autoplay, the a key), wait for each step's check, and
 print the time of each step and lesson. Exits non-zero if any check fails.
-With --by-hand, do each step as a student does instead: read it for --read,
-during which a step that needs an act must not pass, then run the command
-it shows through bash (KUBECONFIG as rlab env says, rlab's kubectl and rlab
-first on PATH), and wait for its check, measured from the act.`,
+With --by-hand, do each step as a student does instead, on the session the
+screen's lesson panel runs: read it for --read, during which a step that
+needs an act must not pass, then run the command it shows through bash
+(KUBECONFIG as rlab env says, rlab's kubectl and rlab first on PATH), or
+press the key it names, and wait for its check, measured from the act.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, chosen, err := chooseLessons(args, f.All)
 			if err != nil {
