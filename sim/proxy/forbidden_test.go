@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kkloud/rlab/sim/cluster"
@@ -41,12 +42,25 @@ func TestForbiddenBodyComesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	// The same ServiceAccount's token through a student's proxy (admin
+	// behind it), passed through as a foreign credential.
+	you, err := Start(Options{Name: "you", Upstream: real.env.Config(), PassForeign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer you.Close()
+	foreign := rest.CopyConfig(id.Config)
+	foreign.Host, foreign.TLSClientConfig = you.URL(), rest.TLSClientConfig{CAData: you.CAData()}
 	tests := []struct {
 		name string
 		size int
-	}{{"small", 100}, {"over one HTTP/2 window", 200_000}}
+		cfg  *rest.Config
+	}{
+		{"small", 100, cfg}, {"over one HTTP/2 window", 200_000, cfg},
+		{"passed through, small", 100, foreign}, {"passed through, over one HTTP/2 window", 200_000, foreign},
+	}
 	for _, tc := range tests {
+		cs := kubernetes.NewForConfigOrDie(tc.cfg)
 		t.Run(tc.name, func(t *testing.T) {
 			for i := range 20 {
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

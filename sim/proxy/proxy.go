@@ -388,7 +388,10 @@ const maxBody = 8 << 20
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.authorized(r) {
 		if p.foreign != nil {
-			p.foreign.ServeHTTP(w, r) // someone else's identity speaks
+			var code int
+			if readBody(w, r, &code) {
+				p.foreign.ServeHTTP(w, r) // someone else's identity speaks
+			}
 			return
 		}
 		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
@@ -422,24 +425,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.publish(x, code)
 	}()
 
-	// Read the whole request body before forwarding. Streamed through, a body
-	// the apiserver answers without reading (a 403 is decided before the
-	// body) could leave the forwarded HTTP/2 stream waiting on flow control,
-	// and the replica waiting for a response body that never ends.
-	if r.Body != nil && r.Body != http.NoBody {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err != nil {
-			x.code = -1
-			panic(http.ErrAbortHandler) // the client went away mid-body
-		}
-		if len(body) > maxBody {
-			x.code = http.StatusRequestEntityTooLarge
-			writeStatus(sw, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request body over 8 MiB")
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if !readBody(sw, r, &x.code) {
+		return
 	}
 
 	epoch, err := p.admit(r.Context())
@@ -471,6 +458,31 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 	defer stop()
 	p.rp.ServeHTTP(sw, r.WithContext(ctx))
+}
+
+// readBody reads the whole request body before it is forwarded, and says
+// whether to go on; if not, it has answered, and set *code. Streamed
+// through, a body the apiserver answers without reading (a 403 is decided
+// before the body) could leave the forwarded HTTP/2 stream waiting on flow
+// control, and the client waiting for a response body that never ends.
+func readBody(w http.ResponseWriter, r *http.Request, code *int) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		*code = -1
+		panic(http.ErrAbortHandler) // the client went away mid-body
+	}
+	if len(body) > maxBody {
+		*code = http.StatusRequestEntityTooLarge
+		writeStatus(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request body over 8 MiB")
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return true
 }
 
 // admit waits out the mode and the latency. It returns the epoch to forward
