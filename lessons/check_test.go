@@ -102,6 +102,18 @@ func TestCondEval(t *testing.T) {
 			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
 			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
+		{"the restarted standby tries for the Lease", Cond{"campaigning", Args{"style": "clientgo"}, 0}, func() View {
+			v := with(ev(300, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}))
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
+			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
+			return v
+		}(), true, false, "1 standby trying"},
+		{"a standby that has not asked yet", Cond{"campaigning", Args{"style": "clientgo"}, 0}, func() View {
+			v := with(ev(300, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases"}))
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
+			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
+			return v
+		}(), false, false, "not asked for the Lease yet: clientgo/a"},
 		{"a warm standby watches", Cond{"standby_watches", Args{"style": "runtime", "min": 1}, 0}, with(
 			ev(100, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(120, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),

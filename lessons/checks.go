@@ -366,6 +366,42 @@ var checks = map[string]checkKind{
 		words: func(Args) string { return "the leader loses the Lease" },
 	},
 
+	// Every standby is trying for the Lease: since the step began (or its
+	// act), each replica not holding it has read it, as the election's next
+	// try does every RetryPeriod. A replica restarted a moment ago runs
+	// before it campaigns; a takeover timed from the next act assumes a
+	// standby that is trying.
+	"campaigning": {
+		args: spec{required: argTypes{"style": tGoStyle}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			leader := ""
+			if l := nsView(v, st).Lease; l != nil {
+				_, leader, _, _ = style.ParseIdentity(l.Holder)
+			}
+			var idle []string
+			n := 0
+			for _, r := range v.Replicas {
+				if r.Style != st || r.Replica == leader {
+					continue
+				}
+				n++
+				if !slices.ContainsFunc(v.kind(trace.APIRequest), func(e trace.Event) bool {
+					return e.Source == "proxy/"+st.Source(r.Replica) && e.Str(trace.FieldResource) == "leases" && !e.Time.Before(v.Acted)
+				}) {
+					idle = append(idle, st.Source(r.Replica))
+				}
+			}
+			switch {
+			case n == 0:
+				return styleResult{detail: "no standby"}
+			case len(idle) > 0:
+				return styleResult{detail: "not asked for the Lease yet: " + strings.Join(idle, ", ")}
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("%d standby trying for the Lease", n)}
+		},
+		words: func(Args) string { return "every standby tries for the Lease" },
+	},
+
 	// Every replica runs.
 	"replicas_running": {
 		args: spec{required: argTypes{"style": tStyle}},
