@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -378,9 +379,21 @@ func (e *Envtest) installCRD(ctx context.Context) error {
 	return installEchoCRD(ctx, e.cfg, e.poll)
 }
 
-// freePort asks the kernel for a free loopback port. (A variable: a test
-// hands out a taken one.)
+// freePort is a loopback port free now, for a component to bind a moment
+// later. It is chosen below the kernel's ephemeral ports (32768 and up on
+// Linux, 49152 on macOS): one of those can be handed to any outgoing
+// connection, or a listener on :0, between this check and the bind (seen:
+// kube-scheduler exiting on a taken port while other sandboxes ran). (A
+// variable: a test hands out a taken one.)
 var freePort = func() (int, error) {
+	for range 100 {
+		port := lowPorts[0] + rand.IntN(lowPorts[1]-lowPorts[0])
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
@@ -388,6 +401,10 @@ var freePort = func() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// lowPorts are where freePort looks first: registered ports below every
+// common ephemeral range.
+var lowPorts = [2]int{20000, 32768}
 
 // startControllers starts the named components (kube-controller-manager,
 // kube-scheduler, kwok) as children of rlab and returns the health URLs of

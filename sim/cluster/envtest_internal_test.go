@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,5 +57,25 @@ func TestStartRetriesTakenPort(t *testing.T) {
 	}()
 	if retried.String() != "yes" {
 		t.Fatalf("apiserver+etcd did not start again after the taken port (freePort called %d times)", calls)
+	}
+}
+
+// TestFreePortBelowEphemeral: the ports handed to the components come from
+// below the kernel's ephemeral range, which outgoing connections and :0
+// listeners draw from, and are free.
+func TestFreePortBelowEphemeral(t *testing.T) {
+	for range 20 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < lowPorts[0] || p >= lowPorts[1] {
+			t.Fatalf("port %d, want one in [%d, %d)", p, lowPorts[0], lowPorts[1])
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", p, err)
+		}
+		l.Close()
 	}
 }
