@@ -25,7 +25,10 @@ type View struct {
 	Acts  Acts
 	Now   time.Time
 	// Holders are the Lease holders by style when the step began.
-	Holders  map[style.Style]string
+	Holders map[style.Style]string
+	// Renewed is, by replica ("clientgo/a"), when it last renewed its
+	// Lease, as far as rlab saw.
+	Renewed  map[string]time.Time
 	Replicas []supervisor.Status
 	// Cut says, by replica, how rlab stands between it and the apiserver:
 	// "" when it passes every request at once, else the partition or the

@@ -84,6 +84,16 @@ func TestCondEval(t *testing.T) {
 		{"new leader too soon is final", Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0},
 			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
 			false, true, "sooner than 2s"},
+		{"a takeover soon after the kill, long after the last renewal", Cond{"new_leader", Args{"style": "clientgo", "min": 3 * time.Second}, 0}, func() View {
+			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
+			v.Renewed = map[string]time.Time{"clientgo/a": at(-2600)} // renewals lagged before the kill at 0
+			return v
+		}(), true, false, "after 1.50s (4.10s after its last renewal)"},
+		{"a takeover too soon after the last renewal", Cond{"new_leader", Args{"style": "clientgo", "min": 3 * time.Second}, 0}, func() View {
+			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
+			v.Renewed = map[string]time.Time{"clientgo/a": at(-100), "clientgo/b": at(1400)}
+			return v
+		}(), false, true, "(1.60s after its last renewal), sooner than 3s"},
 		{"same holder is no new leader", Cond{"new_leader", Args{"style": "runtime"}, 0},
 			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "runtime-a-2"})),
 			false, false, "still runtime-a-2"},

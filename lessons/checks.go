@@ -328,9 +328,24 @@ var checks = map[string]checkKind{
 			}
 			d := took.Time.Sub(from)
 			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", took.Str(trace.FieldIdentity), prev, secs(d))}
-			if mn := a.Dur("min"); mn > 0 && d < mn {
-				r.ok, r.final = false, true
-				r.detail += fmt.Sprintf(", sooner than %s", mn)
+			if mn := a.Dur("min"); mn > 0 {
+				// A standby takes a Lease nobody renews only once it has
+				// seen no renewal for the lease duration: counted from the
+				// old leader's last renewal, which may come well before the
+				// act when renewals lag.
+				since := d
+				if _, r, _, ok := style.ParseIdentity(prev); ok {
+					// Its replica may renew later as a new process (leading
+					// again): only a renewal before the takeover is its last.
+					if t := v.Renewed[st.Source(r)]; !t.IsZero() && t.Before(took.Time) {
+						since = took.Time.Sub(t)
+					}
+				}
+				r.detail += fmt.Sprintf(" (%s after its last renewal)", secs(since))
+				if since < mn {
+					r.ok, r.final = false, true
+					r.detail += fmt.Sprintf(", sooner than %s", mn)
+				}
 			}
 			if mx := a.Dur("max"); mx > 0 && d > mx {
 				r.ok, r.final = false, true
@@ -341,7 +356,7 @@ var checks = map[string]checkKind{
 		words: func(a Args) string {
 			s := "another replica takes the Lease"
 			if d := a.Dur("min"); d > 0 {
-				s += fmt.Sprintf(", not before %s", d)
+				s += fmt.Sprintf(", not before %s after the old leader's last renewal", d)
 			}
 			if d := a.Dur("max"); d > 0 {
 				s += fmt.Sprintf(", within %s", d)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,10 @@ type Player struct {
 	began  time.Time                    // the step's window: events before it are dropped
 	shown  time.Time                    // when the step was shown (Begin)
 	acts   Acts                         // the acts found since, merged as they come
+	// renewed is, by replica ("clientgo/a"), when it last renewed its
+	// style's Lease (a successful update through its proxy, or the Lease's
+	// renewTime when a step was shown); kept across steps.
+	renewed map[string]time.Time
 	// orphans are the Deployments with no owner when the step was shown:
 	// one gone is an act (nobody but a person deletes them; the world has
 	// no event for it).
@@ -79,9 +85,10 @@ func (p *Player) record() {
 // holders of now are the ones a new leader is compared with.
 func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	// Whatever is pending was published before the step began.
-	_, _ = p.sub.Drain()
+	evs, _ := p.sub.Drain()
 	now := time.Now()
 	p.mu.Lock()
+	p.noteRenewals(evs)
 	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, Acts{}
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
@@ -94,6 +101,11 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 		}
 		if ns.Lease != nil {
 			holders[st] = ns.Lease.Holder
+			if _, r, _, ok := style.ParseIdentity(ns.Lease.Holder); ok && !ns.Lease.Renewed.IsZero() {
+				p.mu.Lock()
+				p.noteRenewal(st.Source(r), ns.Lease.Renewed)
+				p.mu.Unlock()
+			}
 		}
 		for _, d := range ns.Orphans {
 			orphans[st] = append(orphans[st], d.Name)
@@ -115,6 +127,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 	sn := p.sb.World().Snapshot()
 	p.mu.Lock()
 	p.keep(evs)
+	renewed := maps.Clone(p.renewed)
 	found := FindActs(p.shown, p.events, sn, p.styleOfNamespace)
 	for st, names := range p.orphans {
 		if orphansGone(sn.Style(st), names) {
@@ -154,6 +167,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		Events:   events,
 		Began:    began, Acted: acted, Acts: acts, Now: time.Now(),
 		Holders:  holders,
+		Renewed:  renewed,
 		Replicas: replicas,
 		Cut:      cut,
 		ByKind:   byKind,
@@ -196,8 +210,33 @@ func (p *Player) styleOfNamespace(ns string) style.Style {
 	return ""
 }
 
-// keep records the events of the current step. p.mu is held.
+// noteRenewals notes the Lease renewals among evs: a leader's successful
+// update of its Lease, through its proxy. Called with p.mu held.
+func (p *Player) noteRenewals(evs []trace.Event) {
+	for _, e := range evs {
+		if e.Kind == trace.APIRequest && e.Str(trace.FieldVerb) == "update" && e.Str(trace.FieldResource) == "leases" {
+			if c, _ := e.Num(trace.FieldCode); int(c) == 200 {
+				p.noteRenewal(strings.TrimPrefix(e.Source, "proxy/"), e.Time)
+			}
+		}
+	}
+}
+
+// noteRenewal notes that replica renewed its Lease at t. Called with p.mu
+// held.
+func (p *Player) noteRenewal(replica string, t time.Time) {
+	if p.renewed == nil {
+		p.renewed = map[string]time.Time{}
+	}
+	if t.After(p.renewed[replica]) {
+		p.renewed[replica] = t
+	}
+}
+
+// keep records the events of the current step, and the renewals among
+// them whatever the step. p.mu is held.
 func (p *Player) keep(evs []trace.Event) {
+	p.noteRenewals(evs) // whatever the step's window
 	if p.byKind == nil {
 		p.byKind = map[trace.Kind][]trace.Event{}
 	}
