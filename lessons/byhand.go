@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kkloud/rlab/sim/poll"
 	"io"
 	"os"
 	"os/exec"
@@ -132,22 +133,12 @@ func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (StepR
 }
 
 // waitFor polls done until it says so (its error, if any, ends the wait
-// too), for at most d: context.DeadlineExceeded then.
+// too), for at most d: an error wrapping context.DeadlineExceeded then.
 func waitFor(ctx context.Context, d time.Duration, done func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ok, err := done(); ok || err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return poll.Until(ctx, 50*time.Millisecond, d, "", func(context.Context) (bool, error) {
+		ok, err := done()
+		return ok, poll.Final(err)
+	})
 }
 
 // actByHand does what the step asks, as a student would: types its

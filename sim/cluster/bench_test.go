@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"github.com/kkloud/rlab/sim/poll"
 	"slices"
 	"testing"
 	"time"
@@ -50,17 +51,8 @@ func BenchmarkStartStop(b *testing.B) {
 
 // pollFast polls cond every 2 ms: the timing resolution of these benchmarks.
 func pollFast(b *testing.B, timeout time.Duration, cond func(context.Context) (bool, error)) {
-	ctx, cancel := context.WithTimeout(b.Context(), timeout)
-	defer cancel()
-	for {
-		if ok, _ := cond(ctx); ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatal("condition not met within", timeout)
-		case <-time.After(2 * time.Millisecond):
-		}
+	if err := poll.Until(b.Context(), 2*time.Millisecond, timeout, "", cond); err != nil {
+		b.Fatal("condition not met: ", err)
 	}
 }
 

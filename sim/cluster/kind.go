@@ -197,7 +197,7 @@ func (k *Kind) Start(ctx context.Context) (err error) {
 }
 
 func (k *Kind) poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	return poll(ctx, timeout, what, nil, cond)
+	return waitUntil(ctx, timeout, what, nil, cond)
 }
 
 // detect finds the container engine kind will drive and checks that its

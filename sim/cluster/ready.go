@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/kkloud/rlab/sim/poll"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -19,32 +19,22 @@ import (
 // pollFunc waits for cond, naming what it waits for in its error.
 type pollFunc func(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error
 
-// poll calls cond every 25 ms until it is true, ctx ends, timeout passes or
+// waitUntil calls cond every 25 ms until it is true, ctx ends, timeout passes or
 // alive (if set) reports that something the wait depends on has died.
-func poll(ctx context.Context, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
+func waitUntil(ctx context.Context, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
 	return pollEvery(ctx, 25*time.Millisecond, timeout, what, alive, cond)
 }
 
-// pollEvery is poll with its interval.
+// pollEvery is waitUntil with its interval.
 func pollEvery(ctx context.Context, every, timeout time.Duration, what string, alive func() error, cond func(context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, every, timeout, what, func(ctx context.Context) (bool, error) {
 		if alive != nil {
 			if err := alive(); err != nil {
-				return false, err
+				return false, poll.Final(err)
 			}
 		}
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
+		return cond(ctx)
 	})
-	if err != nil {
-		if last != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
-		}
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
 }
 
 // installEchoCRD creates the Echo CRD and waits until the apiserver serves it
@@ -101,5 +91,5 @@ func NodeReady(n *corev1.Node) bool {
 // Poll calls cond every 25 ms until it is true, ctx ends or timeout passes;
 // its error names what it waited for, and cond's last error.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	return poll(ctx, timeout, what, nil, cond)
+	return waitUntil(ctx, timeout, what, nil, cond)
 }

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/poll"
 )
 
 // Interval is how often Eventually asks its condition.
@@ -33,25 +32,14 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 // stop their timer, helpers returning an error): it polls cond until true and
 // returns an error naming the deadline and the condition's last error.
 func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err == nil {
-		return nil
+	if err := poll.Until(ctx, Interval, timeout, "", cond); err != nil {
+		return fmt.Errorf("not within %s: %w", timeout, err)
 	}
-	if last != nil {
-		return fmt.Errorf("not within %s (last error: %w)", timeout, last)
-	}
-	return fmt.Errorf("not within %s", timeout)
+	return nil
 }
 
 // True adapts a condition that cannot fail.
-func True(cond func() bool) func(context.Context) (bool, error) {
-	return func(context.Context) (bool, error) { return cond(), nil }
-}
+func True(cond func() bool) func(context.Context) (bool, error) { return poll.True(cond) }
 
 // Recorder keeps every trace event it is given, in order.
 type Recorder struct {

@@ -1,0 +1,79 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	pkg := func(p string, deps ...string) Package {
+		for i, d := range deps {
+			if !strings.Contains(strings.Split(d, "/")[0], ".") { // not a module of its own
+				deps[i] = Module + "/" + d
+			}
+		}
+		return Package{ImportPath: Module + "/" + p, Deps: deps}
+	}
+	tests := []struct {
+		name string
+		pkg  Package
+		want int
+	}{
+		{"operator on its api", pkg("operators/runtime", "operators/api/v1"), 0},
+		{"operator on the sandbox", pkg("operators/echo", "sim/sandbox"), 1},
+		{"client-go operator linking controller-runtime", Package{ImportPath: Module + "/operators/clientgo",
+			Deps: []string{"sigs.k8s.io/controller-runtime/pkg/client"}}, 1},
+		{"screen on the lesson views", pkg("tui/lessonpanel", "lessons/lessonview"), 0},
+		{"screen on the lesson engine", pkg("tui", "lessons/lessonview", "lessons"), 1},
+		{"screen on the sandbox", pkg("tui/pane", "sim/sandbox"), 1},
+		{"screen on the world", pkg("tui/pane", "sim/world"), 0},
+		{"engine on a feature", pkg("sim/sandbox", "sim/feature/check"), 1},
+		{"feature on the engine", pkg("sim/feature/check", "sim/sandbox"), 0},
+		{"feature on a feature", pkg("sim/feature/classroom", "sim/feature/check"), 0},
+		{"lessons on the screen", pkg("lessons", "tui/common"), 1},
+		{"a command on everything", pkg("cmd/rlab", "cmd/rlab/internal/launch", "tui", "lessons", "sim/sandbox"), 0},
+		{"lessons on a command", pkg("lessons", "cmd/rlab/internal/control"), 1},
+		{"a dependency outside the module", Package{ImportPath: "k8s.io/client-go/kubernetes", Deps: []string{Module + "/sim/sandbox"}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Check([]Package{tt.pkg}, Rules); len(got) != tt.want {
+				t.Fatalf("Check(%s → %v) = %q, want %d broken rules", tt.pkg.ImportPath, tt.pkg.Deps, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLayers checks every package of the module against the rules.
+func TestLayers(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", Module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, stderr.String())
+	}
+	var pkgs []Package
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p Package
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if !slices.ContainsFunc(pkgs, func(p Package) bool { return p.ImportPath == Module+"/operators/clientgo" }) || len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages, not the module's", len(pkgs))
+	}
+	for _, line := range Check(pkgs, Rules) {
+		t.Error(line)
+	}
+}
