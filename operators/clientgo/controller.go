@@ -35,6 +35,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/echo/instrument"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -59,7 +60,7 @@ type Controller struct {
 	// recorder writes Events about Echoes, where kubectl describe shows them.
 	recorder record.EventRecorder
 
-	trace *echo.Tracer // what the screen sees; not part of the operator
+	trace *instrument.Tracer // what the screen sees; not part of the operator
 	log   *slog.Logger
 }
 
@@ -68,7 +69,7 @@ type Controller struct {
 // without that, a hand edit of a Deployment is never noticed.
 func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace, image string,
 	kubeInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
-	recorder record.EventRecorder, watchOwned, finalizer bool, tracer *echo.Tracer, log *slog.Logger) (*Controller, error) {
+	recorder record.EventRecorder, watchOwned, finalizer bool, tracer *instrument.Tracer, log *slog.Logger) (*Controller, error) {
 	echoInformer := echoInformers.ForResource(echov1.Resource)
 	deployInformer := kubeInformers.Apps().V1().Deployments()
 	c := &Controller{
@@ -81,7 +82,7 @@ func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace, 
 		echoSynced:   echoInformer.Informer().HasSynced,
 		deployLister: deployInformer.Lister().Deployments(namespace),
 		deploySynced: deployInformer.Informer().HasSynced,
-		queue:        echo.NewQueue(tracer, "echo", workqueue.DefaultTypedControllerRateLimiter[string](), func(k string) string { return k }),
+		queue:        instrument.NewQueue(tracer, "echo", workqueue.DefaultTypedControllerRateLimiter[string](), func(k string) string { return k }),
 		recorder:     recorder,
 		trace:        tracer,
 		log:          log,
@@ -246,7 +247,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		if err != nil {
 			return fmt.Errorf("create deployment: %w", err)
 		}
-		echo.ReportChanged(ctx, "created")
+		instrument.ReportChanged(ctx, "created")
 	case err != nil:
 		return fmt.Errorf("get deployment: %w", err)
 	case !metav1.IsControlledBy(d, e):
@@ -264,7 +265,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		if err != nil {
 			return fmt.Errorf("update deployment: %w", err)
 		}
-		echo.ReportChanged(ctx, "updated")
+		instrument.ReportChanged(ctx, "updated")
 	}
 
 	// Step 5: write status.
@@ -280,7 +281,7 @@ func (c *Controller) addFinalizer(ctx context.Context, e *echov1.Echo) error {
 		if err := c.patchFinalizers(ctx, e, fins); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
-		echo.ReportFinalizer(ctx, trace.FinalizerAdded)
+		instrument.ReportFinalizer(ctx, trace.FinalizerAdded)
 	}
 	// The registry stands for an external system: nothing caches it, so it
 	// is read from the apiserver.
@@ -307,7 +308,7 @@ func (c *Controller) finalize(ctx context.Context, e *echov1.Echo) error {
 	if err := c.patchFinalizers(ctx, e, echo.WithoutFinalizer(e.Finalizers)); err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	echo.ReportFinalizer(ctx, trace.FinalizerRemoved)
+	instrument.ReportFinalizer(ctx, trace.FinalizerRemoved)
 	return nil
 }
 
@@ -345,7 +346,7 @@ func (c *Controller) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
 // it re-reads from the apiserver and tries again.
 func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) error {
 	ready := echo.Ready(d, e.Spec)
-	echo.ReportStatus(ctx, ready)
+	instrument.ReportStatus(ctx, ready)
 	if e.Status.Ready == ready {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/echo/instrument"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
@@ -50,7 +51,7 @@ func Run(ctx context.Context, o echo.Options) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
+	em := instrument.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
 	// Client limits: client-go's defaults (QPS unset: 5 req/s, burst 10 per
 	// clientset), the limit a client-go operator runs with unless it sets one.
@@ -70,7 +71,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
 		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
 		c, err := NewController(kube, dyn, o.Namespace, o.Image, kubeInformers, echoInformers, recorder,
-			o.WatchOwned, o.Finalizer, echo.NewTracer(em, o.Namespace, log), log)
+			o.WatchOwned, o.Finalizer, instrument.NewTracer(em, o.Namespace, log), log)
 		if err != nil {
 			return err
 		}

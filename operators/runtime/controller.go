@@ -25,6 +25,8 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/echo/instrument"
+	"github.com/kkloud/rlab/operators/runtime/crtrace"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
@@ -50,7 +52,7 @@ type EchoReconciler struct {
 	Warmup bool
 
 	// Trace is what the screen sees; not part of the operator.
-	Trace *echo.Tracer
+	Trace *instrument.Tracer
 }
 
 var _ reconcile.Reconciler = &EchoReconciler{}
@@ -125,7 +127,7 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("create or update deployment: %w", err)
 	}
 	if op != controllerutil.OperationResultNone {
-		echo.ReportChanged(ctx, string(op))
+		instrument.ReportChanged(ctx, string(op))
 	}
 
 	// Step 5: write status.
@@ -150,16 +152,16 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			ReconciliationTimeout: echo.ReconcileTimeout,
 			// The trace's own queue, so its depth and requeues are visible.
 			UsePriorityQueue: ptr.To(false),
-			NewQueue:         r.Trace.RequestQueue,
+			NewQueue:         crtrace.RequestQueue(r.Trace),
 			// Off (the default), a standby opens no watch until it leads,
 			// and takes over with a cold cache.
 			EnableWarmup: ptr.To(r.Warmup),
 		}).
-		WithEventFilter(r.Trace.Predicate()) // traces every event, lets all through
+		WithEventFilter(crtrace.Predicate(r.Trace)) // traces every event, lets all through
 	if r.WatchOwned {
 		b = b.Owns(&appsv1.Deployment{})
 	}
-	return b.Complete(r.Trace.Traced(r))
+	return b.Complete(crtrace.Traced(r.Trace, r))
 }
 
 // addFinalizer puts the finalizer on the Echo before anything is
@@ -172,7 +174,7 @@ func (r *EchoReconciler) addFinalizer(ctx context.Context, e *echov1.Echo) error
 		if err := r.Update(ctx, e); err != nil {
 			return fmt.Errorf("add finalizer: %w", err)
 		}
-		echo.ReportFinalizer(ctx, trace.FinalizerAdded)
+		instrument.ReportFinalizer(ctx, trace.FinalizerAdded)
 	}
 	// The registry stands for an external system: nothing caches it, so it
 	// is read from the apiserver.
@@ -201,7 +203,7 @@ func (r *EchoReconciler) finalize(ctx context.Context, e *echov1.Echo) error {
 	if err := r.Update(ctx, e); err != nil {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	echo.ReportFinalizer(ctx, trace.FinalizerRemoved)
+	instrument.ReportFinalizer(ctx, trace.FinalizerRemoved)
 	return nil
 }
 
@@ -215,7 +217,7 @@ func (r *EchoReconciler) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
 // it changed, re-reading and retrying on a conflict.
 func (r *EchoReconciler) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) error {
 	ready := echo.Ready(d, e.Spec)
-	echo.ReportStatus(ctx, ready)
+	instrument.ReportStatus(ctx, ready)
 	if e.Status.Ready == ready {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/echo/instrument"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
@@ -51,7 +52,7 @@ func Run(ctx context.Context, o echo.Options) error {
 	if err := echov1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	em := echo.NewEmitter(o.Trace, Style.Source(o.Replica))
+	em := instrument.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
 	// Client limits: what ctrl.GetConfig() gives a controller-runtime main.go
 	// (pkg/client/config): with no QPS set, no client-side rate limit
@@ -104,7 +105,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		WatchOwned: o.WatchOwned,
 		Finalizer:  o.Finalizer,
 		Warmup:     o.Warmup,
-		Trace:      echo.NewTracer(em, o.Namespace, log),
+		Trace:      instrument.NewTracer(em, o.Namespace, log),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("controller: %w", err)

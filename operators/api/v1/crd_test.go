@@ -103,3 +103,18 @@ func TestCRDMatchesTypes(t *testing.T) {
 		t.Fatalf("replicas bounds/default wrong: %+v", r)
 	}
 }
+
+// TestNewEcho: what NewEcho builds is what the dynamic client needs.
+func TestNewEcho(t *testing.T) {
+	u, err := NewEcho("ns", "hello", "hi", 2).ToUnstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetAPIVersion() != "kkloud.io/v1" || u.GetKind() != Kind || u.GetNamespace() != "ns" || u.GetName() != "hello" {
+		t.Fatalf("object %s %s %s/%s", u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
+	}
+	spec, _ := u.Object["spec"].(map[string]any)
+	if spec["message"] != "hi" || spec["replicas"] != int64(2) {
+		t.Fatalf("spec %v", spec)
+	}
+}

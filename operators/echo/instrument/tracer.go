@@ -1,4 +1,9 @@
-package echo
+// Package instrument is what the screen sees of the two Go operators, kept
+// out of their code: the trace Emitter, and the Tracer that watches their
+// informer events, workqueue and reconciles from the outside. It builds on
+// client-go only, so the client-go operator links no controller-runtime;
+// the controller-runtime adapters are in operators/runtime/crtrace.
+package instrument
 
 import (
 	"context"
@@ -9,18 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/trace"
 )
 
 // Tracer is what the screen sees of one Go operator replica, kept out of
 // the operator's own code: it watches the informer events from the outside
 // (an event handler wrapper for client-go, a predicate for
-// controller-runtime), remembers each one as the cause of the reconcile it
+// controller-runtime in operators/runtime/crtrace), remembers each one as the cause of the reconcile it
 // will trigger, makes the workqueue visible, and wraps each reconcile with
 // its start and end. The reconcile code tells it only what it changed,
 // through Report* on its context.
@@ -56,21 +59,21 @@ func NewQueue[T comparable](t *Tracer, name string, rl workqueue.TypedRateLimite
 func (t *Tracer) Handler(h cache.ResourceEventHandlerFuncs) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			t.observe(trace.InformerAdd, obj, initial, "")
+			t.Added(obj, initial)
 			if h.AddFunc != nil {
 				h.AddFunc(obj)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			if o, n, ok := metas(old, obj); ok && o.GetResourceVersion() != n.GetResourceVersion() {
-				t.observe(trace.InformerUpdate, obj, false, change(o, n))
+				t.Updated(o, n)
 			}
 			if h.UpdateFunc != nil {
 				h.UpdateFunc(old, obj)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			t.observe(trace.InformerDelete, obj, false, "")
+			t.Deleted(obj)
 			if h.DeleteFunc != nil {
 				h.DeleteFunc(obj)
 			}
@@ -78,39 +81,18 @@ func (t *Tracer) Handler(h cache.ResourceEventHandlerFuncs) cache.ResourceEventH
 	}
 }
 
-// Predicate is Handler for controller-runtime: a predicate that lets every
-// event through and only traces it. controller-runtime runs predicates just
-// before its handler queues the request.
-func (t *Tracer) Predicate() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool {
-			t.observe(trace.InformerAdd, e.Object, e.IsInInitialList, "")
-			return true
-		},
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			t.observe(trace.InformerUpdate, e.ObjectNew, false, change(e.ObjectOld, e.ObjectNew))
-			return true
-		},
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			t.observe(trace.InformerDelete, e.Object, false, "")
-			return true
-		},
-		GenericFunc: func(event.GenericEvent) bool { return true },
-	}
+// Added traces an add (initial: listed when the informer started) and
+// remembers it as a cause; Handler calls it, and so does the
+// controller-runtime predicate in operators/runtime/crtrace.
+func (t *Tracer) Added(obj any, initial bool) { t.observe(trace.InformerAdd, obj, initial, "") }
+
+// Updated traces an update of old into obj and remembers it as a cause.
+func (t *Tracer) Updated(old, obj any) {
+	t.observe(trace.InformerUpdate, obj, false, change(old, obj))
 }
 
-// Traced wraps a controller-runtime Reconciler with Reconcile's trace.
-func (t *Tracer) Traced(r reconcile.Reconciler) reconcile.Reconciler {
-	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		var res reconcile.Result
-		err := t.Reconcile(ctx, req.String(), func(ctx context.Context, _ string) error {
-			var err error
-			res, err = r.Reconcile(ctx, req)
-			return err
-		})
-		return res, err
-	})
-}
+// Deleted traces a delete (obj may be a tombstone) and remembers it as a cause.
+func (t *Tracer) Deleted(obj any) { t.observe(trace.InformerDelete, obj, false, "") }
 
 // Reconcile runs reconcile(ctx, key) between reconcile.start (with the
 // causes waiting for key) and reconcile.end (with what it reported through
@@ -158,7 +140,7 @@ func ReportStatus(ctx context.Context, ready string) {
 // of its Echo (trace.FinalizerAdded, trace.FinalizerRemoved).
 func ReportFinalizer(ctx context.Context, action string) {
 	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
-		out.tracer.emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: Finalizer})
+		out.tracer.emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: echo.Finalizer})
 	}
 }
 
@@ -254,9 +236,4 @@ func metas(old, obj any) (metav1.Object, metav1.Object, bool) {
 	o, okO := old.(metav1.Object)
 	n, okN := obj.(metav1.Object)
 	return o, n, okO && okN
-}
-
-// RequestQueue is NewQueue for controller-runtime's controller.Options.
-func (t *Tracer) RequestQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return NewQueue(t, name, rl, func(req reconcile.Request) string { return req.String() })
 }

@@ -1,0 +1,85 @@
+package crtrace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo/instrument"
+	"github.com/kkloud/rlab/operators/internal/optest"
+	"github.com/kkloud/rlab/operators/trace"
+)
+
+var hello = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "hello"}}
+
+// TestPredicate: an event the predicate sees is let through, traced, and
+// the cause of the next reconcile of its Echo.
+func TestPredicate(t *testing.T) {
+	passed := false
+	evs := optest.Traced(t, func(tr *instrument.Tracer) {
+		e := &echov1.Echo{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns"}}
+		passed = Predicate(tr).Create(event.CreateEvent{Object: e, IsInInitialList: true})
+		_ = tr.Reconcile(context.Background(), "ns/hello", func(context.Context, string) error { return nil })
+	})
+	if !passed {
+		t.Error("the predicate filtered the event out")
+	}
+	if len(evs) != 3 || evs[0].Kind != trace.InformerAdd {
+		t.Fatalf("events %+v, want informer.add, reconcile.start, reconcile.end", evs)
+	}
+	if got := evs[0].Str(trace.FieldResource) + " " + evs[0].Str(trace.FieldInitial); got != echov1.Kind+" true" {
+		t.Errorf("informer event resource, initial = %q, want %q", got, echov1.Kind+" true")
+	}
+	if got := evs[1].Str(trace.FieldCauseEvent); got != "ADD Echo/hello" {
+		t.Errorf("reconcile cause_event = %q, want %q", got, "ADD Echo/hello")
+	}
+}
+
+// TestTraced: the wrapped Reconciler runs between reconcile.start and
+// reconcile.end, which carries what it reported; its result and error
+// pass through.
+func TestTraced(t *testing.T) {
+	boom := errors.New("boom")
+	var (
+		res reconcile.Result
+		err error
+	)
+	evs := optest.Traced(t, func(tr *instrument.Tracer) {
+		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			if req != hello {
+				t.Errorf("request %v, want %v", req, hello)
+			}
+			instrument.ReportChanged(ctx, "created")
+			return reconcile.Result{RequeueAfter: time.Second}, boom
+		})
+		res, err = Traced(tr, r).Reconcile(context.Background(), hello)
+	})
+	if !errors.Is(err, boom) || res.RequeueAfter != time.Second {
+		t.Fatalf("result %+v, err %v: want the Reconciler's own", res, err)
+	}
+	end := optest.Ended(t, evs)
+	if end.Str(trace.FieldResult) != trace.ResultError || end.Str(trace.FieldChanged) != "created" {
+		t.Errorf("end %s = %q, %s = %q", trace.FieldResult, end.Str(trace.FieldResult), trace.FieldChanged, end.Str(trace.FieldChanged))
+	}
+}
+
+// TestRequestQueue: the queue keys requests as namespace/name, so an add
+// names its Echo.
+func TestRequestQueue(t *testing.T) {
+	evs := optest.Traced(t, func(tr *instrument.Tracer) {
+		q := RequestQueue(tr)("echo", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		q.Add(hello)
+	})
+	if len(evs) != 1 || evs[0].Kind != trace.QueueAdd || evs[0].Object != "Echo/hello" || evs[0].Str(trace.FieldKey) != "ns/hello" {
+		t.Fatalf("events %+v, want one queue.add of ns/hello about Echo/hello", evs)
+	}
+}
