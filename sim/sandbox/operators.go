@@ -383,7 +383,7 @@ func (s *Sandbox) startOperators() error {
 			path, args := s.replicaArgs(st, r, kcPath)
 			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
-				Env:     []string{"RLAB_TRACE=1"},
+				Env:     []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp},
 				LogFile: replicaFile(s.opts.State.Logs(), st, r, ".log"),
 			}
 			if !st.Builtin() {
@@ -392,7 +392,7 @@ func (s *Sandbox) startOperators() error {
 				spec.Env = []string{
 					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
 					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
-					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + s.tmp,
 				}
 			}
 			if err := s.super.Add(spec); err != nil {
