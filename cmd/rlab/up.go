@@ -59,7 +59,7 @@ running.`,
 // run starts the sandbox behind the screen, which shows the start-up, and
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
-	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Screen: true, Follow: f.Follow}
+	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Screen: true, Follow: f.Follow}
 	if err := f.clusterFlags.apply(&opts); err != nil {
 		return err
 	}
