@@ -495,11 +495,54 @@ func (s *Sandbox) Phases() []cluster.Phase {
 // Bus carries every trace event of the sandbox.
 func (s *Sandbox) Bus() *bus.Bus { return s.bus }
 
-// World is the live model of the style namespaces (nil with no operators).
-func (s *Sandbox) World() *world.World { return s.world }
+// Snapshot is the live model of the style namespaces now (empty with no
+// operators).
+func (s *Sandbox) Snapshot() world.Snapshot {
+	if s.world == nil {
+		return world.Snapshot{}
+	}
+	return s.world.Snapshot()
+}
 
-// Supervisor runs the operator replicas (nil with no operators).
-func (s *Sandbox) Supervisor() *supervisor.Supervisor { return s.super }
+// WaitFor waits until cond holds of the live model, or ctx ends.
+func (s *Sandbox) WaitFor(ctx context.Context, cond func(world.Snapshot) bool) error {
+	return s.world.WaitFor(ctx, cond)
+}
+
+// Settling is how many of the live model's judgments wait for their settle
+// time: at 0, every event derived from what it has seen is published.
+func (s *Sandbox) Settling() int { return s.world.Settling() }
+
+// Changes tells of each change of the live model (changed has room for
+// one consumer) until it stops (done); both nil with no operators.
+func (s *Sandbox) Changes() (changed, done <-chan struct{}) {
+	if s.world == nil {
+		return nil, nil
+	}
+	return s.world.Changed(), s.world.Done()
+}
+
+// ReplicaStatuses are every operator replica's, sorted by name (none with
+// no operators).
+func (s *Sandbox) ReplicaStatuses() []supervisor.Status {
+	if s.super == nil {
+		return nil
+	}
+	return s.super.Statuses()
+}
+
+// KillReplica crashes a replica ("<style>/<replica>", SIGKILL); its
+// supervisor restarts it after its backoff.
+func (s *Sandbox) KillReplica(name string) error { return s.super.Kill(name) }
+
+// ReplicaArgs are the arguments a replica ("<style>/<replica>") runs with.
+func (s *Sandbox) ReplicaArgs(name string) ([]string, error) {
+	sp, err := s.super.Spec(name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(sp.Args), nil
+}
 
 // Proxy is a replica's counting proxy, by "<style>/<replica>".
 func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
