@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -60,7 +59,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"name": tName, "message": tString, "replicas": tInt}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
-			return p.sb.CreateEcho(ctx, a.Str("name"), a.Str("message"), n)
+			return p.sb.Student().CreateEcho(ctx, a.Str("name"), a.Str("message"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -74,9 +73,9 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"name": tName}, optional: argTypes{"cascade": tString}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			if a.Str("cascade") == "orphan" {
-				return p.sb.DeleteEchoOrphan(ctx, a.Str("name"))
+				return p.sb.Student().DeleteEchoOrphan(ctx, a.Str("name"))
 			}
-			return p.sb.DeleteEcho(ctx, a.Str("name"))
+			return p.sb.Student().DeleteEcho(ctx, a.Str("name"))
 		},
 		words: func(a Args) string {
 			if c := a.Str("cascade"); c != "" {
@@ -121,7 +120,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"name": tName, "replicas": tInt}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
-			return p.sb.SetReplicas(ctx, a.Str("name"), n)
+			return p.sb.Student().SetReplicas(ctx, a.Str("name"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -133,7 +132,7 @@ var actions = map[string]actionKind{
 	"set_message": {
 		args: spec{required: argTypes{"name": tName, "message": tString}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.SetMessage(ctx, a.Str("name"), a.Str("message"))
+			return p.sb.Student().SetMessage(ctx, a.Str("name"), a.Str("message"))
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("set the message of Echo %s to %q", a.Str("name"), a.Str("message"))
@@ -146,7 +145,7 @@ var actions = map[string]actionKind{
 		do: func(ctx context.Context, p *Player, a Args) error {
 			count, _ := a.Int("count")
 			for i := 1; i <= count; i++ {
-				if err := p.sb.SetMessage(ctx, a.Str("name"), fmt.Sprintf("burst %d of %d", i, count)); err != nil {
+				if err := p.sb.Student().SetMessage(ctx, a.Str("name"), fmt.Sprintf("burst %d of %d", i, count)); err != nil {
 					return err
 				}
 			}
@@ -396,7 +395,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			var frozen []string
-			for _, r := range p.sb.Supervisor().Statuses() {
+			for _, r := range p.sb.ReplicaStatuses() {
 				if r.Style == st && r.Paused {
 					frozen = append(frozen, r.Name)
 				}
@@ -441,7 +440,7 @@ var actions = map[string]actionKind{
 	"remove_shell_replica": {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			var extra []string // the loops beyond those the sandbox began with
-			for _, r := range p.sb.Supervisor().Statuses() {
+			for _, r := range p.sb.ReplicaStatuses() {
 				if r.Style == style.Shell && !slices.Contains(p.sb.Replicas(style.Shell), r.Replica) {
 					extra = append(extra, r.Name)
 				}
@@ -602,7 +601,7 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 		return fmt.Errorf("no script %s: the lesson was not loaded from its folder", f.Name)
 	}
 	before := map[string]int{}
-	for _, r := range p.sb.Supervisor().Statuses() {
+	for _, r := range p.sb.ReplicaStatuses() {
 		if r.Style == st {
 			before[r.Name] = r.PID
 		}
@@ -613,7 +612,7 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 		return err
 	}
 	restarted := func() string {
-		for _, r := range p.sb.Supervisor().Statuses() {
+		for _, r := range p.sb.ReplicaStatuses() {
 			if r.Style == st && (!r.Running || r.PID == before[r.Name]) {
 				return r.Name + " has not restarted"
 			}
@@ -684,7 +683,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 	errs := make([]error, len(p.sb.Styles()))
 	for i, st := range p.sb.Styles() {
 		wg.Go(func() {
-			_, errs[i] = p.sb.StudentDynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).
+			_, errs[i] = p.sb.Student().Echoes(st).
 				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-annotate"})
 		})
 	}
@@ -696,7 +695,7 @@ func (p *Player) annotate(ctx context.Context, name string) error {
 // an update carrying a resourceVersion that is no longer current must be
 // refused with 409 Conflict.
 func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) error {
-	echoes := p.sb.StudentDynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st))
+	echoes := p.sb.Student().Echoes(st)
 	old, err := echoes.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err

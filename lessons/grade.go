@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/check"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -223,7 +222,7 @@ func (p *Player) resetSample(st style.Style) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).
+	_, err = p.sb.Echoes(st).
 		Patch(ctx, sandbox.SampleName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "rlab"})
 	if err != nil {
 		return fmt.Errorf("give Echo %s its spec back: %w", sandbox.SampleName, err)

@@ -93,7 +93,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
 	orphans := map[style.Style][]string{}
-	sn := p.sb.World().Snapshot()
+	sn := p.sb.Snapshot()
 	for _, st := range p.sb.Styles() {
 		ns := sn.Style(st)
 		if ns == nil {
@@ -124,7 +124,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 func (p *Player) View(began, acted time.Time, holders map[style.Style]string) View {
 	// Take what the bus holds first, so nothing published before now is missed.
 	evs, _ := p.sub.Drain()
-	sn := p.sb.World().Snapshot()
+	sn := p.sb.Snapshot()
 	p.mu.Lock()
 	p.keep(evs)
 	renewed := maps.Clone(p.renewed)
@@ -150,7 +150,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		byKind[k] = l[:len(l):len(l)]
 	}
 	p.mu.Unlock()
-	replicas := p.sb.Supervisor().Statuses()
+	replicas := p.sb.ReplicaStatuses()
 	cut := map[string]string{}
 	for _, r := range replicas {
 		if px := p.sb.Proxy(r.Name); px != nil {

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -88,12 +87,12 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 	var last string
 	for {
 		var running []string
-		for _, r := range p.sb.Supervisor().Statuses() {
+		for _, r := range p.sb.ReplicaStatuses() {
 			if r.Running && !r.Paused {
 				running = append(running, r.Name)
 			}
 		}
-		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), p.sb.Replicas)
+		ok, why := Baseline(p.sb.Snapshot(), running, p.sb.Styles(), p.sb.Replicas)
 		if ok {
 			return "", nil
 		}
@@ -129,19 +128,19 @@ func (p *Player) Restore(ctx context.Context) error {
 			continue
 		}
 		// Restarted with a flag a lesson set: restarted without it.
-		if spec, err := p.sb.Supervisor().Spec(st.Source("a")); err == nil {
-			if slices.Contains(spec.Args, "--finalizer") {
+		if args, err := p.sb.ReplicaArgs(st.Source("a")); err == nil {
+			if slices.Contains(args, "--finalizer") {
 				errs = append(errs, p.sb.SetFinalizer(st, false))
 			}
-			if st.ElectsLeader() && slices.Contains(spec.Args, "--watch-owned=false") {
+			if st.ElectsLeader() && slices.Contains(args, "--watch-owned=false") {
 				errs = append(errs, p.sb.SetWatchOwned(st, true))
 			}
-			if slices.Contains(spec.Args, "--warmup") {
+			if slices.Contains(args, "--warmup") {
 				errs = append(errs, p.sb.SetWarmup(st, false))
 			}
 		}
 	}
-	sn := p.sb.World().Snapshot()
+	sn := p.sb.Snapshot()
 	for _, st := range p.sb.Styles() {
 		ns := sn.Style(st)
 		if ns == nil {
@@ -149,7 +148,7 @@ func (p *Player) Restore(ctx context.Context) error {
 		}
 		for echoName := range ns.Echoes {
 			if echoName != sandbox.SampleName {
-				err := p.sb.Dynamic().Resource(echov1.Resource).Namespace(p.sb.Namespace(st)).Delete(ctx, echoName, metav1.DeleteOptions{})
+				err := p.sb.Echoes(st).Delete(ctx, echoName, metav1.DeleteOptions{})
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, err)
 				}

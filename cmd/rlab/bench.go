@@ -205,7 +205,7 @@ func (f benchFlags) measure(ctx context.Context, sb *sandbox.Sandbox, l *launch.
 
 // start starts one sandbox, as `rlab run` would, and waits for the sample.
 func (f benchFlags) start(ctx context.Context) (*launch.Launcher, *sandbox.Sandbox, error) {
-	opts := launch.Options{Styles: style.All(), ShellInterval: 5 * time.Second, Sample: true, Report: launch.Report{}}
+	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: 5 * time.Second, Sample: true}, Report: launch.Report{}}
 	if err := f.apply(&opts); err != nil {
 		return nil, nil, err
 	}

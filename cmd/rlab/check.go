@@ -135,7 +135,7 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 		return fmt.Errorf("--replicas %d: want 1 to %d", f.Replicas, sandbox.MaxReplicas)
 	}
 	began := time.Now()
-	opts := launch.Options{ShellInterval: f.ShellInterval, Sample: true, NoWait: true, Report: launch.Print(stderr)}
+	opts := launch.Options{Options: sandbox.Options{ShellInterval: f.ShellInterval, Sample: true}, NoWait: true, Report: launch.Print(stderr)}
 	if err := f.clusterFlags.apply(&opts); err != nil {
 		return err
 	}

@@ -242,7 +242,7 @@ func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, er
 // or a signal comes, and stops it.
 func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, setup func(*launch.Options) error,
 	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
-	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Report: launch.Print(stderr)}
+	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Report: launch.Print(stderr)}
 	if err := f.apply(&opts); err != nil {
 		return err
 	}

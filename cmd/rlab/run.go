@@ -62,7 +62,7 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := launch.Options{Styles: styles, ShellInterval: f.ShellInterval, Report: launch.Print(stderr)}
+	opts := launch.Options{Options: sandbox.Options{Styles: styles, ShellInterval: f.ShellInterval}, Report: launch.Print(stderr)}
 	if err := f.clusterFlags.apply(&opts); err != nil {
 		return err
 	}

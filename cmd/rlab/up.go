@@ -18,8 +18,15 @@ import (
 	"github.com/kkloud/rlab/tui"
 )
 
+// screenActions are what the screen's keys do: the student's edits of the
+// Echoes (traced as theirs), and rlab's own acts on the operators.
+type screenActions struct {
+	*sandbox.Sandbox
+	sandbox.Student
+}
+
 // The screen acts on the sandbox through tui.Actions.
-var _ tui.Actions = (*sandbox.Sandbox)(nil)
+var _ tui.Actions = screenActions{}
 
 type upFlags struct {
 	Record        string
@@ -59,7 +66,7 @@ running.`,
 // run starts the sandbox behind the screen, which shows the start-up, and
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
-	opts := launch.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true, Screen: true, Follow: f.Follow}
+	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Screen: true, Follow: f.Follow}
 	if err := f.clusterFlags.apply(&opts); err != nil {
 		return err
 	}
@@ -126,7 +133,7 @@ func startOnScreen(ctx context.Context, l *launch.Launcher, p *tea.Program, o la
 		return tui.FailedMsg{Err: err}
 	}
 	info := launch.Info(sb.Backend())
-	return tui.ReadyMsg{Source: l.Source(), Actions: sb, Guide: l.Guide(), Info: &info}
+	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb, sb.Student()}, Guide: l.Guide(), Info: &info}
 }
 
 // result says how the session ended, once: on stderr and in the exit

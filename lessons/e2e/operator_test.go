@@ -123,7 +123,7 @@ func TestWriteYourOwn(t *testing.T) {
 	}
 	// Restore puts the starter back.
 	pid := func() int {
-		for _, r := range sb.Supervisor().Statuses() {
+		for _, r := range sb.ReplicaStatuses() {
 			if r.Style == l.Operator.Name && r.Running {
 				return r.PID
 			}

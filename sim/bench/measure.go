@@ -171,7 +171,7 @@ func (b *Bench) timeEach(ctx context.Context, act func() error, conds ...func(sn
 	for i, cond := range conds {
 		for _, st := range b.sb.Styles() {
 			wg.Go(func() {
-				err := b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
+				err := b.sb.WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -209,7 +209,7 @@ func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
 	before, lbefore := b.apiTotals(), b.leaseTotals()
 	for i := range reps {
 		n := int32(3 - i%2)
-		res, err := b.timeEach(ctx, func() error { return b.sb.SetReplicas(ctx, sandbox.SampleName, int(n)) },
+		res, err := b.timeEach(ctx, func() error { return b.sb.Student().SetReplicas(ctx, sandbox.SampleName, int(n)) },
 			func(sn world.Snapshot, st style.Style) bool { return caughtUp(sn, st, sandbox.SampleName, n) },
 			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, sandbox.SampleName, n) })
 		if err != nil {
@@ -231,7 +231,7 @@ func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
 		n := (after[st] - before[st]) - (lafter[st] - lbefore[st])
 		out.APIPerEdit[st] = float64(n) / float64(reps)
 	}
-	if err := b.sb.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
+	if err := b.sb.Student().SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
 		return out, err
 	}
 	return out, b.settle(ctx)
@@ -249,13 +249,13 @@ func caughtUp(sn world.Snapshot, st style.Style, name string, n int32) bool {
 func (b *Bench) settle(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return b.sb.World().WaitFor(ctx, func(sn world.Snapshot) bool {
+	return b.sb.WaitFor(ctx, func(sn world.Snapshot) bool {
 		for _, st := range b.sb.Styles() {
 			if !converged(sn, st, sandbox.SampleName, sandbox.SampleReplicas) {
 				return false
 			}
 		}
-		return b.sb.World().Settling() == 0
+		return b.sb.Settling() == 0
 	})
 }
 
@@ -304,17 +304,17 @@ func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) 
 	const name = "gcbench"
 	got := map[style.Style][]time.Duration{}
 	for i := range reps {
-		if _, err := b.timeEach(ctx, func() error { return b.sb.CreateEcho(ctx, name, "collect me", 2) },
+		if _, err := b.timeEach(ctx, func() error { return b.sb.Student().CreateEcho(ctx, name, "collect me", 2) },
 			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, name, 2) }); err != nil {
 			return nil, fmt.Errorf("gc %d: create: %w", i+1, err)
 		}
 		t0 := time.Now()
-		if err := b.sb.DeleteEcho(ctx, name); err != nil {
+		if err := b.sb.Student().DeleteEcho(ctx, name); err != nil {
 			return nil, err
 		}
 		done := map[style.Style]bool{}
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			sn := b.sb.World().Snapshot()
+			sn := b.sb.Snapshot()
 			for _, st := range b.sb.Styles() {
 				if done[st] || echoOf(sn, st, name) != nil || len(sn.Style(st).Orphans) > 0 {
 					continue
@@ -396,7 +396,7 @@ func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (str
 func (b *Bench) waitReplicas(ctx context.Context, st style.Style) error {
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		running := 0
-		for _, s := range b.sb.Supervisor().Statuses() {
+		for _, s := range b.sb.ReplicaStatuses() {
 			if s.Style == st && s.Running {
 				running++
 			}

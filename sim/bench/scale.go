@@ -54,7 +54,7 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 	deadline := time.Now().Add(timeout)
 	lastSaid := time.Now()
 	for {
-		sn := b.sb.World().Snapshot()
+		sn := b.sb.Snapshot()
 		pending := 0
 		for _, st := range b.sb.Styles() {
 			if _, ok := out.Converged[st]; ok {
@@ -119,7 +119,7 @@ func (b *Bench) deleteScale(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
-		sn := b.sb.World().Snapshot()
+		sn := b.sb.Snapshot()
 		left := 0
 		for _, st := range b.sb.Styles() {
 			if ns := sn.Style(st); ns != nil {

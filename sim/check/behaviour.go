@@ -26,13 +26,13 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	}
 	t0 := time.Now()
 	for _, rep := range r.replicas {
-		if err := r.sb.Supervisor().Kill(r.st.Source(rep)); err != nil {
+		if err := r.sb.KillReplica(r.st.Source(rep)); err != nil {
 			return false, "", fmt.Errorf("kill %s: %w", r.st.Source(rep), err)
 		}
 	}
 	// The supervisor restarts them after its backoff.
 	if _, why, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
-		for _, s := range r.sb.Supervisor().Statuses() {
+		for _, s := range r.sb.ReplicaStatuses() {
 			if s.Style == r.st && (!s.Running || s.Restarts <= r.restarts[s.Replica]) {
 				return false, s.Name + " has not restarted", nil
 			}
@@ -266,7 +266,7 @@ func (r *run) failover(ctx context.Context) (bool, string, error) {
 	}
 	leader := ws[len(ws)-1].Replica
 	t0 := time.Now()
-	if err := r.sb.Supervisor().Kill(r.st.Source(leader)); err != nil {
+	if err := r.sb.KillReplica(r.st.Source(leader)); err != nil {
 		return false, "", fmt.Errorf("kill %s: %w", r.st.Source(leader), err)
 	}
 	if err := r.setReplicas(ctx, sample, 2); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/supervisor"
 )
 
 // IDs of the checks, in the order they run.
@@ -108,11 +109,27 @@ type Options struct {
 	Progress func(Result)
 }
 
+// Target is what the checks drive: a sandbox (*sandbox.Sandbox) running
+// the operator under test.
+type Target interface {
+	Styles() []style.Style
+	Namespace(st style.Style) string
+	Replicas(st style.Style) []string
+	Image() string
+	LogFile(st style.Style, replica string) string
+	Kube() kubernetes.Interface
+	Echoes(st style.Style) dynamic.ResourceInterface
+	ReplicaStatuses() []supervisor.Status
+	KillReplica(name string) error
+}
+
+var _ Target = (*sandbox.Sandbox)(nil)
+
 // Run runs the checks on opts.Operator in sb and returns every result. rec
 // must record the operator's proxies from before its start (NewRecorder).
 // The error is for a sandbox that could not be driven at all; a failing
 // operator is a failing Result.
-func Run(ctx context.Context, sb *sandbox.Sandbox, rec *Recorder, opts Options) ([]Result, error) {
+func Run(ctx context.Context, sb Target, rec *Recorder, opts Options) ([]Result, error) {
 	if opts.Within == 0 {
 		opts.Within = 30 * time.Second
 	}
@@ -129,7 +146,7 @@ func Run(ctx context.Context, sb *sandbox.Sandbox, rec *Recorder, opts Options) 
 	ns := sb.Namespace(st)
 	r := &run{
 		sb: sb, st: st, ns: ns, rec: rec, opts: opts, began: time.Now(),
-		kube: sb.Kube(), echoes: sb.Dynamic().Resource(echov1.Resource).Namespace(ns),
+		kube: sb.Kube(), echoes: sb.Echoes(st),
 		replicas: sb.Replicas(st),
 	}
 	r.restarts = r.restartCounts()
@@ -168,7 +185,7 @@ func Passed(rs []Result) bool {
 
 // run is one Run's state.
 type run struct {
-	sb       *sandbox.Sandbox
+	sb       Target
 	st       style.Style
 	ns       string
 	rec      *Recorder

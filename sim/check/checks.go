@@ -350,7 +350,7 @@ func (r *run) invalid(ctx context.Context) (bool, string, error) {
 // restartCounts are the replicas' restarts now.
 func (r *run) restartCounts() map[string]int {
 	out := map[string]int{}
-	for _, s := range r.sb.Supervisor().Statuses() {
+	for _, s := range r.sb.ReplicaStatuses() {
 		if s.Style == r.st {
 			out[s.Replica] = s.Restarts
 		}

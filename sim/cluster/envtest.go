@@ -75,7 +75,10 @@ type EnvtestOptions struct {
 	RunDir string // scratch: certs, etcd data, kubeconfig; removed by Stop
 	LogDir string // one log file per component
 	PIDDir string // live child pids, reaped by the next run after a crash
-	Log    *slog.Logger
+	// TempDir, if set, is the components' TMPDIR: a killed run's temp files
+	// stay where the next run removes them.
+	TempDir string
+	Log     *slog.Logger
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(Phase)
 }
@@ -202,7 +205,11 @@ func (e *Envtest) start(name string, args []string, core bool) error {
 	if err != nil {
 		return err
 	}
-	c, err := proc.Start(e.opts.PIDDir, name, filepath.Join(e.opts.Assets, name), args, lf)
+	var env []string // nil: rlab's own
+	if e.opts.TempDir != "" {
+		env = append(os.Environ(), "TMPDIR="+e.opts.TempDir)
+	}
+	c, err := proc.StartCmd(e.opts.PIDDir, proc.Cmd{Name: name, Path: filepath.Join(e.opts.Assets, name), Args: args, Env: env, Stdout: lf, Stderr: lf})
 	if err != nil {
 		return err
 	}

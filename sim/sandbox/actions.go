@@ -55,16 +55,19 @@ func newClients(cfg *rest.Config) (*clients, error) {
 // Kube is rlab's own admin client: what it does is not the student's.
 func (s *Sandbox) Kube() kubernetes.Interface { return s.admin.kube }
 
-// Dynamic is rlab's own admin dynamic client.
-func (s *Sandbox) Dynamic() dynamic.Interface { return s.admin.dyn }
+// Echoes is rlab's own (admin) client of a style's Echoes.
+func (s *Sandbox) Echoes(st style.Style) dynamic.ResourceInterface { return s.echoes(s.admin, st) }
 
-// StudentKube and StudentDynamic are the student's hands: the same identity
-// through the proxy `rlab env` hands out, so a request made for the student
-// (a key, autoplay, `rlab do`) is traced as theirs, like the ones they type.
-func (s *Sandbox) StudentKube() kubernetes.Interface { return s.hands.kube }
+// Student is the student's hands: the same identity through the proxy
+// `rlab env` hands out, so a request made for the student (a key, autoplay,
+// `rlab do`) is traced as theirs, like the ones they type.
+type Student struct{ s *Sandbox }
 
-// StudentDynamic: see StudentKube.
-func (s *Sandbox) StudentDynamic() dynamic.Interface { return s.hands.dyn }
+// Student acts as the student.
+func (s *Sandbox) Student() Student { return Student{s} }
+
+// Echoes is the student's client of a style's Echoes.
+func (h Student) Echoes(st style.Style) dynamic.ResourceInterface { return h.s.echoes(h.s.hands, st) }
 
 // everyStyle runs fn for each running style at the same instant, so the
 // styles race fairly, and returns the first error (the apiserver's own).
@@ -109,13 +112,13 @@ func (s *Sandbox) patchEcho(ctx context.Context, c *clients, name string, spec m
 
 // SetMessage sets spec.message of Echo name in every style's namespace. A
 // value the apiserver rejects comes back as its error, and nothing changes.
-func (s *Sandbox) SetMessage(ctx context.Context, name, message string) error {
-	return s.patchEcho(ctx, s.hands, name, map[string]any{"message": message})
+func (h Student) SetMessage(ctx context.Context, name, message string) error {
+	return h.s.patchEcho(ctx, h.s.hands, name, map[string]any{"message": message})
 }
 
 // SetReplicas sets spec.replicas of Echo name in every style's namespace.
-func (s *Sandbox) SetReplicas(ctx context.Context, name string, replicas int) error {
-	return s.patchEcho(ctx, s.hands, name, map[string]any{"replicas": replicas})
+func (h Student) SetReplicas(ctx context.Context, name string, replicas int) error {
+	return h.s.patchEcho(ctx, h.s.hands, name, map[string]any{"replicas": replicas})
 }
 
 // ResetSample gives the sample Echo its spec from the start again, as rlab
@@ -125,8 +128,8 @@ func (s *Sandbox) ResetSample(ctx context.Context) error {
 }
 
 // CreateEcho creates Echo name in every style's namespace, as the student.
-func (s *Sandbox) CreateEcho(ctx context.Context, name, message string, replicas int) error {
-	return s.createEcho(ctx, s.hands, name, message, replicas)
+func (h Student) CreateEcho(ctx context.Context, name, message string, replicas int) error {
+	return h.s.createEcho(ctx, h.s.hands, name, message, replicas)
 }
 
 func (s *Sandbox) createEcho(ctx context.Context, c *clients, name, message string, replicas int) error {
@@ -143,19 +146,19 @@ func (s *Sandbox) createEcho(ctx context.Context, c *clients, name, message stri
 
 // DeleteEcho deletes Echo name in every style's namespace; garbage
 // collection, not the operators, removes its Deployment.
-func (s *Sandbox) DeleteEcho(ctx context.Context, name string) error {
-	return s.everyStyle(func(st style.Style) error {
-		return s.echoes(s.hands, st).Delete(ctx, name, metav1.DeleteOptions{})
+func (h Student) DeleteEcho(ctx context.Context, name string) error {
+	return h.s.everyStyle(func(st style.Style) error {
+		return h.Echoes(st).Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 
 // DeleteEchoOrphan deletes Echo name in every style's namespace the way
 // `kubectl delete --cascade=orphan` does: the garbage collector removes the
 // ownerReferences from its children and leaves them running.
-func (s *Sandbox) DeleteEchoOrphan(ctx context.Context, name string) error {
+func (h Student) DeleteEchoOrphan(ctx context.Context, name string) error {
 	orphan := metav1.DeletePropagationOrphan
-	return s.everyStyle(func(st style.Style) error {
-		return s.echoes(s.hands, st).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
+	return h.s.everyStyle(func(st style.Style) error {
+		return h.Echoes(st).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &orphan})
 	})
 }
 

@@ -183,7 +183,7 @@ func buildRlab() (string, error) {
 // generous (a loaded 2-core machine); speed is benchmarked.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(world.Snapshot) bool) {
 	t.Helper()
-	simtest.Eventually(t, timeout, what, simtest.True(func() bool { return cond(sb.World().Snapshot()) }))
+	simtest.Eventually(t, timeout, what, simtest.True(func() bool { return cond(sb.Snapshot()) }))
 }
 
 func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
@@ -217,7 +217,7 @@ func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 
 func getEcho(t *testing.T, st style.Style, name string) *echov1.Echo {
 	t.Helper()
-	u, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sb.Namespace(st)).Get(t.Context(), name, metav1.GetOptions{})
+	u, err := sb.Echoes(st).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestConformance(t *testing.T) {
 		act   func() error
 		check func(t *testing.T, st style.Style)
 	}{
-		{"create: Deployment as specified, owned, 2/2", func() error { return sb.CreateEcho(ctx, name, "first", 2) },
+		{"create: Deployment as specified, owned, 2/2", func() error { return sb.Student().CreateEcho(ctx, name, "first", 2) },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
 				e, d := getEcho(t, st, name), deployment(t, st, name)
@@ -265,11 +265,11 @@ func TestConformance(t *testing.T) {
 					t.Fatalf("sandbox image %q, want the %q it was given", sb.Image(), testImage)
 				}
 			}},
-		{"replicas 2→4: 4/4", func() error { return sb.SetReplicas(ctx, name, 4) },
+		{"replicas 2→4: 4/4", func() error { return sb.Student().SetReplicas(ctx, name, 4) },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "4/4", converged(st, name, 4, "first"))
 			}},
-		{"message change: container argument changed", func() error { return sb.SetMessage(ctx, name, "xin chào, second") },
+		{"message change: container argument changed", func() error { return sb.Student().SetMessage(ctx, name, "xin chào, second") },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "new message", converged(st, name, 4, "xin chào, second"))
 				if args := deployment(t, st, name).Spec.Template.Spec.Containers[0].Args; len(args) != 1 || args[0] != "-text=xin chào, second" {
@@ -294,7 +294,7 @@ func TestConformance(t *testing.T) {
 				eventually(t, time.Minute, "scaled back to 4", converged(st, name, 4, "xin chào, second"))
 			}},
 		{"invalid spec: rejected, nothing changed", func() error {
-			err := sb.SetReplicas(ctx, name, 9)
+			err := sb.Student().SetReplicas(ctx, name, 9)
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") ||
 				!strings.Contains(err.Error(), "should be less than or equal to 5") {
 				return fmt.Errorf("want the apiserver's Invalid error naming spec.replicas, got %v", err)
@@ -308,7 +308,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("deployment replicas = %d after a rejected edit", *d.Spec.Replicas)
 			}
 		}},
-		{"echo deleted: children collected by GC", func() error { return sb.DeleteEcho(ctx, name) },
+		{"echo deleted: children collected by GC", func() error { return sb.Student().DeleteEcho(ctx, name) },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "echo and deployment gone", func(sn world.Snapshot) bool {
 					ns := sn.Style(st)
@@ -478,7 +478,7 @@ func TestWatchOwnedOff(t *testing.T) {
 				}
 			}
 			// Touch the Echo (only this style's): now the drift is repaired.
-			if _, err := sb.Dynamic().Resource(echov1.Resource).Namespace(sb.Namespace(st)).Patch(ctx, sandbox.SampleName,
+			if _, err := sb.Echoes(st).Patch(ctx, sandbox.SampleName,
 				types.MergePatchType, []byte(`{"metadata":{"annotations":{"rlab/touch":"`+time.Now().Format("150405.000")+`"}}}`), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -37,12 +37,12 @@ func TestNotControlledByUs(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = sb.DeleteEcho(ctx, name)
+		_ = sb.Student().DeleteEcho(ctx, name)
 		for _, st := range style.All() {
 			_ = sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 		}
 	})
-	if err := sb.CreateEcho(ctx, name, "mine?", 2); err != nil {
+	if err := sb.Student().CreateEcho(ctx, name, "mine?", 2); err != nil {
 		t.Fatal(err)
 	}
 

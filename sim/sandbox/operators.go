@@ -262,10 +262,10 @@ func (s *Sandbox) CustomCommand(st style.Style) (string, error) {
 	return sp.Args[1], nil
 }
 
-// SetCustomCommand restarts every replica of custom operator st with
+// setCustomCommand restarts every replica of custom operator st with
 // another command line, at once and gracefully (SIGTERM): a new version
 // of the student's operator takes over from the old one.
-func (s *Sandbox) SetCustomCommand(st style.Style, command string) error {
+func (s *Sandbox) setCustomCommand(st style.Style, command string) error {
 	if s.custom(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
@@ -291,7 +291,7 @@ func (s *Sandbox) RunCustomScript(st style.Style, name string, script []byte) er
 	if err != nil {
 		return err
 	}
-	return s.SetCustomCommand(st, command)
+	return s.setCustomCommand(st, command)
 }
 
 // ResetCustom restarts custom operator st with the command it started
@@ -305,7 +305,7 @@ func (s *Sandbox) ResetCustom(st style.Style) error {
 	if err != nil || now == c.Command {
 		return err
 	}
-	return s.SetCustomCommand(st, c.Command)
+	return s.setCustomCommand(st, c.Command)
 }
 
 // replicaArgs is the command line of one replica.
@@ -383,7 +383,7 @@ func (s *Sandbox) startOperators() error {
 			path, args := s.replicaArgs(st, r, kcPath)
 			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
-				Env:     []string{"RLAB_TRACE=1"},
+				Env:     []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp},
 				LogFile: replicaFile(s.opts.State.Logs(), st, r, ".log"),
 			}
 			if !st.Builtin() {
@@ -392,7 +392,7 @@ func (s *Sandbox) startOperators() error {
 				spec.Env = []string{
 					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
 					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
-					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + s.tmp,
 				}
 			}
 			if err := s.super.Add(spec); err != nil {

@@ -146,7 +146,7 @@ func TestCustomScripts(t *testing.T) {
 	}{
 		{"not an operator", s.RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
 		{"a path", s.RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
-		{"no command", s.SetCustomCommand(mine, " "), "no command to run"},
+		{"no command", s.setCustomCommand(mine, " "), "no command to run"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)

@@ -24,15 +24,15 @@ func TestPodsAnswer(t *testing.T) {
 	}
 	const name = "answers"
 	ctx := t.Context()
-	if err := sb.CreateEcho(ctx, name, "first answer", 2); err != nil {
+	if err := sb.Student().CreateEcho(ctx, name, "first answer", 2); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sb.DeleteEcho(context.Background(), name) })
+	t.Cleanup(func() { _ = sb.Student().DeleteEcho(context.Background(), name) })
 	for _, st := range style.All() {
 		eventually(t, 2*time.Minute, st.String()+" 2/2", converged(st, name, 2, "first answer"))
 		simtest.Eventually(t, time.Minute, st.String()+" pods answer the message", podsAnswer(st, name, 2, "first answer"))
 	}
-	if err := sb.SetMessage(ctx, name, "second answer"); err != nil {
+	if err := sb.Student().SetMessage(ctx, name, "second answer"); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range style.All() {

@@ -143,8 +143,8 @@ type Sandbox struct {
 
 	phases []cluster.Phase
 
-	setTmp, hadTmp bool
-	oldTmp         string
+	// tmp is the children's TMPDIR, under the run dir.
+	tmp string
 }
 
 // Start takes the state dir (or fails with *state.BusyError), reaps whatever a
@@ -192,23 +192,19 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := os.RemoveAll(opts.State.Run()); err != nil {
 		return nil, fmt.Errorf("clean up previous run: %w", err)
 	}
-	// envtest writes temp files of its own (webhook serving certs) that a
-	// killed run cannot remove; kept under the run dir, the next start does.
-	tmp := filepath.Join(opts.State.Run(), "tmp")
-	for _, d := range []string{tmp, opts.State.Logs()} {
+	// The children rlab starts (the control plane, the operators: the shell
+	// loop's mktemp) write temp files that a killed run cannot remove; given
+	// a TMPDIR under the run dir, the next start does. rlab's own is left be.
+	s.tmp = filepath.Join(opts.State.Run(), "tmp")
+	for _, d := range []string{s.tmp, opts.State.Logs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	s.oldTmp, s.hadTmp = os.LookupEnv("TMPDIR")
-	s.setTmp = true
-	if err := os.Setenv("TMPDIR", tmp); err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
 	if s.prefix, err = style.ParsePrefix(opts.NamespacePrefix); err != nil {
 		return nil, err
 	}
-	if s.backend, err = newBackend(opts, s.prefix); err != nil {
+	if s.backend, err = newBackend(opts, s.prefix, s.tmp); err != nil {
 		return nil, err
 	}
 	if err := s.backend.Start(ctx); err != nil {
@@ -298,7 +294,7 @@ type workloadImager interface{ WorkloadImage(fallback string) string }
 type sharedCluster interface{ Prefix() style.Prefix }
 
 // newBackend makes the (unstarted) cluster backend opts ask for.
-func newBackend(opts Options, prefix style.Prefix) (cluster.Backend, error) {
+func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Backend, error) {
 	name, err := ParseBackend(opts.Backend)
 	if err != nil {
 		return nil, err
@@ -325,6 +321,7 @@ func newBackend(opts Options, prefix style.Prefix) (cluster.Backend, error) {
 		RunDir:   opts.State.Run(),
 		LogDir:   opts.State.Logs(),
 		PIDDir:   opts.State.PIDs(),
+		TempDir:  tmp,
 		Log:      opts.Log,
 		Progress: opts.Progress,
 	}), nil
@@ -498,11 +495,54 @@ func (s *Sandbox) Phases() []cluster.Phase {
 // Bus carries every trace event of the sandbox.
 func (s *Sandbox) Bus() *bus.Bus { return s.bus }
 
-// World is the live model of the style namespaces (nil with no operators).
-func (s *Sandbox) World() *world.World { return s.world }
+// Snapshot is the live model of the style namespaces now (empty with no
+// operators).
+func (s *Sandbox) Snapshot() world.Snapshot {
+	if s.world == nil {
+		return world.Snapshot{}
+	}
+	return s.world.Snapshot()
+}
 
-// Supervisor runs the operator replicas (nil with no operators).
-func (s *Sandbox) Supervisor() *supervisor.Supervisor { return s.super }
+// WaitFor waits until cond holds of the live model, or ctx ends.
+func (s *Sandbox) WaitFor(ctx context.Context, cond func(world.Snapshot) bool) error {
+	return s.world.WaitFor(ctx, cond)
+}
+
+// Settling is how many of the live model's judgments wait for their settle
+// time: at 0, every event derived from what it has seen is published.
+func (s *Sandbox) Settling() int { return s.world.Settling() }
+
+// Changes tells of each change of the live model (changed has room for
+// one consumer) until it stops (done); both nil with no operators.
+func (s *Sandbox) Changes() (changed, done <-chan struct{}) {
+	if s.world == nil {
+		return nil, nil
+	}
+	return s.world.Changed(), s.world.Done()
+}
+
+// ReplicaStatuses are every operator replica's, sorted by name (none with
+// no operators).
+func (s *Sandbox) ReplicaStatuses() []supervisor.Status {
+	if s.super == nil {
+		return nil
+	}
+	return s.super.Statuses()
+}
+
+// KillReplica crashes a replica ("<style>/<replica>", SIGKILL); its
+// supervisor restarts it after its backoff.
+func (s *Sandbox) KillReplica(name string) error { return s.super.Kill(name) }
+
+// ReplicaArgs are the arguments a replica ("<style>/<replica>") runs with.
+func (s *Sandbox) ReplicaArgs(name string) ([]string, error) {
+	sp, err := s.super.Spec(name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(sp.Args), nil
+}
 
 // Proxy is a replica's counting proxy, by "<style>/<replica>".
 func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
@@ -580,14 +620,6 @@ func (s *Sandbox) Stop() error {
 		errs = append(errs, os.RemoveAll(s.opts.State.Run()))
 		s.lock.Release()
 		s.lock = nil
-	}
-	if s.setTmp {
-		if s.hadTmp {
-			errs = append(errs, os.Setenv("TMPDIR", s.oldTmp))
-		} else {
-			errs = append(errs, os.Unsetenv("TMPDIR"))
-		}
-		s.setTmp = false
 	}
 	return errors.Join(errs...)
 }

@@ -8,7 +8,7 @@
 //	l, err := launch.New() // *state.BusyError if a sandbox runs already
 //	...
 //	defer l.Close()
-//	sb, err := l.Start(ctx, launch.Options{Styles: style.All(), Sample: true, Report: launch.Print(os.Stderr)})
+//	sb, err := l.Start(ctx, launch.Options{Options: sandbox.Options{Styles: style.All(), Sample: true}, Report: launch.Print(os.Stderr)})
 package launch
 
 import (
@@ -38,38 +38,21 @@ import (
 	"github.com/kkloud/rlab/tui"
 )
 
-// Options say what to start and who is told how it goes.
+// Options say what to start and who is told how it goes: the sandbox's own
+// options (what Start does not fill in itself: State, Assets, Log, Bus,
+// Progress and Note are the launcher's), and the launcher's.
 type Options struct {
-	// Styles are the operator styles to run (none: only the cluster).
-	Styles []style.Style
-	// Custom are the student's own operators, one pane each.
-	Custom []sandbox.Custom
-	// Replicas overrides how many replicas a built-in style runs.
-	Replicas      map[style.Style]int
-	ShellInterval time.Duration
-	// Sample creates Echo "hello" in every style. Start then waits until
-	// every style has it ready, but not for the screen, whose panes show
-	// that race as it happens.
-	Sample bool
+	sandbox.Options
 	// NoWait leaves the sample's convergence to the caller, who judges it
 	// (rlab check): Start returns once the operators have started.
+	// Otherwise, with Sample, Start waits until every style has it ready,
+	// but not for the screen, whose panes show that race as it happens.
 	NoWait bool
 	Report Report
 	// Screen makes Source, the screen's view of the sandbox.
 	Screen bool
 	// Follow, if set, is the lesson the screen follows: Start makes Guide.
 	Follow *Follow
-	// Backend is the cluster: sandbox.BackendEnvtest (default),
-	// sandbox.BackendKind or sandbox.BackendKubeconfig; KindImage kind's
-	// node image ("" lets it choose); Kubeconfig and Context the existing
-	// cluster's; NamespacePrefix starts the sandbox's namespaces.
-	Backend             string
-	KindImage           string
-	Kubeconfig, Context string
-	NamespacePrefix     string
-	// Image is what Echo pods run; "" lets the sandbox pick the backend's
-	// default (sandbox.Options.Image).
-	Image string
 }
 
 // AllStyles are the built-in styles, then the custom operators' names: the
@@ -185,12 +168,9 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	if o.Report.Starting != nil {
 		o.Report.Starting(l.Dir, o.Backend)
 	}
-	sb, err := sandbox.Start(ctx, sandbox.Options{
-		State: l.Dir, Assets: assetsDir, Log: l.log, Bus: l.Bus, Progress: o.Report.Phase,
-		Styles: o.Styles, Custom: o.Custom, Replicas: o.Replicas, ShellInterval: o.ShellInterval, Sample: o.Sample,
-		Backend: o.Backend, KindImage: o.KindImage, Image: o.Image, Note: o.Report.Note,
-		Kubeconfig: o.Kubeconfig, Context: o.Context, NamespacePrefix: o.NamespacePrefix,
-	})
+	so := o.Options
+	so.State, so.Assets, so.Log, so.Bus, so.Progress, so.Note = l.Dir, assetsDir, l.log, l.Bus, o.Report.Phase, o.Report.Note
+	sb, err := sandbox.Start(ctx, so)
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err
 	}

@@ -28,13 +28,13 @@ type sandboxSource struct {
 func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *sandboxSource {
 	s := &sandboxSource{sb: sb, sub: sub}
 	s.ver.Store(1)
-	if w := sb.World(); w != nil {
+	if changed, done := sb.Changes(); changed != nil {
 		go func() {
 			for {
 				select {
-				case <-w.Changed():
+				case <-changed:
 					s.ver.Add(1)
-				case <-w.Done():
+				case <-done:
 					return
 				case <-ctx.Done():
 					return
@@ -48,12 +48,7 @@ func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *s
 func (s *sandboxSource) Sub() *bus.Sub   { return s.sub }
 func (s *sandboxSource) Version() uint64 { return s.ver.Load() }
 
-func (s *sandboxSource) Snapshot() world.Snapshot {
-	if w := s.sb.World(); w != nil {
-		return w.Snapshot()
-	}
-	return world.Snapshot{}
-}
+func (s *sandboxSource) Snapshot() world.Snapshot { return s.sb.Snapshot() }
 
 // ReadLog is tui.Logs: the replica's log file, where the sandbox put it.
 func (s *sandboxSource) ReadLog(st style.Style, replica string, from int64, limit int) (tui.LogChunk, error) {
