@@ -50,7 +50,7 @@ const (
 // Render draws the pane, frame included, exactly w×h.
 func Render(d Data, w, h int, s *common.Styles) []string {
 	body := Body(d, common.BoxInner(w), s)
-	title := d.Style.Title()
+	title := d.Style.Traits().Title
 	tp := s.OpTitle(d.Style)
 	border := s.Border
 	if d.Focused {
@@ -66,7 +66,7 @@ func Body(d Data, w int, s *common.Styles) []string {
 	if st == nil {
 		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
 	}
-	if !d.Style.Builtin() {
+	if !d.Style.Traits().Traces {
 		return customBody(d, st, w, s)
 	}
 	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
@@ -124,7 +124,7 @@ func readyAll(e *world.EchoView) bool {
 // work is the shell loop's poll timer, or a Go style's workqueue.
 func work(d Data, st *stats.Style, w int, s *common.Styles) string {
 	l := &common.Line{}
-	if d.Style != style.Shell {
+	if !d.Style.Traits().Polls {
 		depth := fmt.Sprintf(" depth %d", st.Depth)
 		counts := fmt.Sprintf(" · adds %d · retries %d", st.Adds, st.Retries)
 		v := st.Spark(d.Now)
@@ -161,7 +161,7 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 		case l.Width()+3+c.Width() <= w:
 			l.Add(s.Dim, " · ")
 			clientLimit(l, d.Style, st, s)
-		case d.Style != style.Shell:
+		case !d.Style.Traits().Polls:
 			own = c.Fit(w)
 		}
 	}
@@ -188,7 +188,7 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 // so nothing is claimed about throttling.
 func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styles) bool {
 	switch lim := st.Limit; {
-	case op == style.Shell:
+	case op.Traits().Polls:
 		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
 	case lim == nil:
 		return false // not reported (yet, or a recording from before)
@@ -255,7 +255,7 @@ func causeOf(r *stats.Reconcile) string {
 
 // Pipeline is the pipeline line and the marker line under it.
 func Pipeline(op style.Style, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
-	names := stats.Stages(op)
+	names := op.Traits().Stages
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
 		n := (len(names) - 1) * common.Width(sep)
@@ -329,7 +329,7 @@ func Spark(v []int) string {
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
 func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
-	if !d.Style.ElectsLeader() {
+	if !d.Style.Traits().ElectsLeader {
 		return noElection(st, w, s)
 	}
 	var lease *world.LeaseView

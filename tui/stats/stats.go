@@ -15,21 +15,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 )
 
-// Pipeline stages of the Go styles and of the shell loop.
-var (
-	GoStages    = []string{"watch", "informer", "queue", "reconcile", "API"}
-	ShellStages = []string{"poll", "get", "apply", "patch"}
-)
-
-// Stages of a style's pipeline.
-func Stages(s style.Style) []string {
-	if s == style.Shell {
-		return ShellStages
-	}
-	return GoStages
-}
-
-// Go pipeline stage indexes.
+// Go pipeline stage indexes, into a Go style's Traits().Stages.
 const (
 	stWatch = iota
 	stInformer
@@ -38,7 +24,7 @@ const (
 	stAPI
 )
 
-// Shell pipeline stage indexes.
+// Shell pipeline stage indexes, into the shell loop's Traits().Stages.
 const (
 	stPoll = iota
 	stGet
@@ -135,7 +121,7 @@ type VerbKey struct{ Verb, Resource string }
 type Style struct {
 	Name style.Style
 
-	Stage   int // index into Stages(Name), -1 before any event
+	Stage   int // index into Name.Traits().Stages, -1 before any event
 	StageAt time.Time
 
 	// The shell loop's poll: the last tick, its interval, and the time of the
@@ -380,7 +366,7 @@ func (st *Style) reconcile(e trace.Event) {
 		}
 	}
 	switch {
-	case st.Name != style.Shell:
+	case !st.Name.Traits().Polls:
 		st.stage(stReconcile, e.Time)
 	case e.Time.After(st.PollLast):
 		st.PollLast = e.Time
@@ -413,9 +399,10 @@ func (st *Style) api(e trace.Event) {
 	}
 	b.n++
 	// Lease renewals and watches are background traffic: the marker
-	// follows the requests reconcile makes. A student's operator has no
+	// follows the requests reconcile makes. A polling style's stages are
+	// its own kubectl calls, and one with no trace of its own has no
 	// pipeline to mark.
-	if !fromProxy || st.Name == style.Shell || !st.Name.Builtin() {
+	if t := st.Name.Traits(); !fromProxy || t.Polls || !t.Traces {
 		return
 	}
 	switch e.Str(trace.FieldVerb) {
