@@ -20,7 +20,7 @@ import (
 // Data is what one pane shows.
 type Data struct {
 	Style style.Style
-	Stats *stats.Style
+	Stats *stats.Operator
 	NS    *world.NamespaceView // nil before the first snapshot
 	Echo  string               // the Echo shown
 	Now   time.Time
@@ -122,7 +122,7 @@ func readyAll(e *world.EchoView) bool {
 }
 
 // work is the shell loop's poll timer, or a Go style's workqueue.
-func work(d Data, st *stats.Style, w int, s *common.Styles) string {
+func work(d Data, st *stats.Operator, w int, s *common.Styles) string {
 	l := &common.Line{}
 	if !d.Style.Traits().Polls {
 		depth := fmt.Sprintf(" depth %d", st.Depth)
@@ -149,7 +149,7 @@ func work(d Data, st *stats.Style, w int, s *common.Styles) string {
 
 // api is the API requests: how many, how many a minute, and by verb if
 // asked.
-func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func api(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
@@ -186,7 +186,7 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 // l, as the replicas reported what their library set; false if there is
 // nothing to say. Whether a request waited for it is not seen from outside,
 // so nothing is claimed about throttling.
-func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styles) bool {
+func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Styles) bool {
 	switch lim := st.Limit; {
 	case op.Traits().Polls:
 		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
@@ -202,7 +202,7 @@ func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styl
 
 // reconciles is two lines: the count and the last (or running) call, then
 // its cause, or its error.
-func reconciles(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func reconciles(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	l := &common.Line{}
 	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
 	cause := ""
@@ -254,7 +254,7 @@ func causeOf(r *stats.Reconcile) string {
 }
 
 // Pipeline is the pipeline line and the marker line under it.
-func Pipeline(op style.Style, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
+func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Styles) (string, string) {
 	names := op.Traits().Stages
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
@@ -328,7 +328,7 @@ func Spark(v []int) string {
 
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
-func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func leader(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	if !d.Style.Traits().ElectsLeader {
 		return noElection(st, w, s)
 	}
@@ -358,7 +358,7 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 }
 
 // noElection is the shell loop's leader lines: none, and how many act.
-func noElection(st *stats.Style, w int, s *common.Styles) []string {
+func noElection(st *stats.Operator, w int, s *common.Styles) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
 	l1.Plain("leader: ").Add(s.Dim, "none")
 	running := 0
@@ -379,7 +379,7 @@ func noElection(st *stats.Style, w int, s *common.Styles) []string {
 }
 
 // holderFirst are the replicas, the holder first, then the standby.
-func holderFirst(st *stats.Style, holder string) []string {
+func holderFirst(st *stats.Operator, holder string) []string {
 	names := st.ReplicaNames()
 	if len(names) == 0 {
 		names = []string{"a", "b"}
@@ -449,7 +449,7 @@ func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
 }
 
 // drift is the last drift repair line.
-func drift(d Data, st *stats.Style, w int, s *common.Styles) string {
+func drift(d Data, st *stats.Operator, w int, s *common.Styles) string {
 	l := &common.Line{}
 	switch dr := st.Drift; {
 	case dr == nil:
