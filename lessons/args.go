@@ -101,7 +101,7 @@ func ExpandStyle(arg string) []style.Style {
 
 // goStyles are the styles that elect a leader and watch.
 func goStyles() []style.Style {
-	return slices.DeleteFunc(style.All(), func(s style.Style) bool { return !s.ElectsLeader() })
+	return slices.DeleteFunc(style.All(), func(s style.Style) bool { return !s.Traits().ElectsLeader })
 }
 
 // names lists styles for an error message: "clientgo, runtime".

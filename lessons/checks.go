@@ -486,12 +486,12 @@ var checks = map[string]checkKind{
 				return ok && s.Source(replica) == name
 			}
 			for name, at := range started {
-				if st.ElectsLeader() && !leads(name) {
+				if st.Traits().ElectsLeader && !leads(name) {
 					continue
 				}
 				for _, e := range v.kind(trace.ReconcileEnd) {
 					if e.Source == name && e.Time.After(at) {
-						if !st.ElectsLeader() {
+						if !st.Traits().ElectsLeader {
 							return styleResult{ok: true, detail: "restarted and has reconciled"}
 						}
 						return styleResult{ok: true, detail: "restarted; " + name + " leads and has reconciled"}

@@ -43,7 +43,7 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 			problems = append(problems, name+": no Echo "+sandbox.SampleName)
 		case e.Message != sandbox.SampleMessage || e.Replicas != sandbox.SampleReplicas:
 			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
-		case !st.Builtin():
+		case !st.Traits().Builtin:
 			// The student's operator is graded by its lesson's checks: a
 			// starter writes no status and owns nothing, and that is where
 			// the lesson begins. Only the sample's spec must be as found.
@@ -53,11 +53,11 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 			problems = append(problems, name+": Deployment not 2/2")
 		}
 		for _, d := range ns.Orphans {
-			if st.Builtin() {
+			if st.Traits().Builtin {
 				problems = append(problems, name+": orphaned Deployment "+d.Name)
 			}
 		}
-		if st.ElectsLeader() && (ns.Lease == nil || ns.Lease.Holder == "") {
+		if st.Traits().ElectsLeader && (ns.Lease == nil || ns.Lease.Holder == "") {
 			problems = append(problems, name+": no leader")
 		}
 		var replicas []string
@@ -123,7 +123,7 @@ func (p *Player) Restore(ctx context.Context) error {
 		if st == style.Shell { // resumed first: a frozen loop does not stop
 			errs = append(errs, p.sb.RemoveShellReplica())
 		}
-		if !st.Builtin() { // a lesson swapped in another version: the starter again
+		if !st.Traits().Builtin { // a lesson swapped in another version: the starter again
 			errs = append(errs, p.sb.ResetCustom(st))
 			continue
 		}
@@ -132,7 +132,7 @@ func (p *Player) Restore(ctx context.Context) error {
 			if slices.Contains(args, "--finalizer") {
 				errs = append(errs, p.sb.SetFinalizer(st, false))
 			}
-			if st.ElectsLeader() && slices.Contains(args, "--watch-owned=false") {
+			if !st.Traits().Polls && slices.Contains(args, "--watch-owned=false") {
 				errs = append(errs, p.sb.SetWatchOwned(st, true))
 			}
 			if slices.Contains(args, "--warmup") {

@@ -160,13 +160,13 @@ func (c *controls) addReplicas(more bool, ev *world.EchoView) tea.Cmd {
 
 // signalLeader kills (SIGKILL) or stops (SIGTERM) the leader of a style.
 func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
-	if !st.Builtin() {
+	if !st.Traits().Builtin {
 		// Its Lease, if any, is named as it likes and held under an
 		// identity rlab did not make: the leader is not known for sure.
-		c.status = status{text: st.Title() + " is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", err: true}
+		c.status = status{text: st.Traits().Title + " is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", err: true}
 		return nil
 	}
-	if !st.ElectsLeader() {
+	if !st.Traits().ElectsLeader {
 		c.status = status{text: "the shell loop has no leader: one replica, no election (focus a Go style with tab)", err: true}
 		return nil
 	}
@@ -174,7 +174,7 @@ func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
 	if kill {
 		verb = "killed (SIGKILL)"
 	}
-	return c.run(verb+" the leader of "+st.Title(), modeNormal, func(ctx context.Context) (string, error) {
+	return c.run(verb+" the leader of "+st.Traits().Title, modeNormal, func(ctx context.Context) (string, error) {
 		var who string
 		var err error
 		if kill {
@@ -182,7 +182,7 @@ func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
 		} else {
 			who, err = c.actions.StopLeader(ctx, st)
 		}
-		return verb + " leader " + who + " of " + st.Title(), err
+		return verb + " leader " + who + " of " + st.Traits().Title, err
 	})
 }
 

@@ -155,7 +155,7 @@ func background(e trace.Event) bool {
 	switch e.Kind {
 	case trace.APIRequest:
 	case trace.APIWatchEvent:
-		if stats.StyleOf(e).Builtin() {
+		if stats.StyleOf(e).Traits().Traces {
 			return true
 		}
 	default:

@@ -173,7 +173,7 @@ func clean(s string) string {
 
 // defaultReplica is the replica whose log opens first: the leader if one
 // is known, else the first replica seen.
-func defaultReplica(st *stats.Style, holder string) string {
+func defaultReplica(st *stats.Operator, holder string) string {
 	names := st.ReplicaNames()
 	for _, n := range names {
 		if n == st.Leader || holder != "" && n == stats.ReplicaOfIdentity(holder) {
@@ -187,7 +187,7 @@ func defaultReplica(st *stats.Style, holder string) string {
 }
 
 // nextReplica is the replica after the one shown, in name order.
-func nextReplica(st *stats.Style, cur string) string {
+func nextReplica(st *stats.Operator, cur string) string {
 	names := st.ReplicaNames()
 	if len(names) == 0 {
 		return cur
@@ -199,7 +199,7 @@ func nextReplica(st *stats.Style, cur string) string {
 // render draws the log view in a frame of exactly w×h: the newest lines
 // that fit, the last one even if not ended yet.
 func (v *logView) render(w, h int, closeKey, nextKey string, s *common.Styles) []string {
-	title := "log · " + v.st.Title() + " replica " + v.replica + " · " + closeKey + " or esc closes · " + nextKey + " next replica"
+	title := "log · " + v.st.Traits().Title + " replica " + v.replica + " · " + closeKey + " or esc closes · " + nextKey + " next replica"
 	inner := common.BoxInner(w)
 	lines := v.lines
 	if len(v.partial) > 0 {

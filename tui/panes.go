@@ -130,7 +130,7 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 		left -= h
 		blocks := make([][]string, len(row))
 		for i, st := range row {
-			title := st.Title()
+			title := st.Traits().Title
 			border := s.Border
 			if st == p.focused() && len(shown) > 1 {
 				title = "▶ " + title
@@ -151,7 +151,7 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 func (p *panes) strip(f *feed, echo string, w int, s *common.Styles) string {
 	l := &common.Line{}
 	for i, st := range p.order {
-		label := fmt.Sprintf(" %d %s ", i+1, st.Title())
+		label := fmt.Sprintf(" %d %s ", i+1, st.Traits().Title)
 		if ns := f.namespace(st); ns != nil {
 			if e := ns.Echoes[echo]; e != nil && e.Ready != "" {
 				label += e.Ready + " "

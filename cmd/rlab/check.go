@@ -87,7 +87,7 @@ func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, str
 		if st, err := style.Parse(args[0]); err == nil {
 			o.Styles = []style.Style{st}
 			o.Replicas = map[style.Style]int{st: f.Replicas}
-			return st, "built-in " + st.Title(), nil
+			return st, "built-in " + st.Traits().Title, nil
 		}
 	}
 	st, err := style.Custom(f.Name)

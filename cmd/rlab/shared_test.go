@@ -301,7 +301,7 @@ func TestClassroom(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		for _, st := range style.All() {
 			want := fmt.Sprintf("s%d\\s+%s\\s+hello 2/2\\s+", i, st)
-			if st.ElectsLeader() {
+			if st.Traits().ElectsLeader {
 				want += string(st) + `-[ab]-\d+ \(held\)`
 			} else {
 				want += "no election"

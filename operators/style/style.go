@@ -69,29 +69,74 @@ func validCustom(name string) bool {
 	return true
 }
 
-// Builtin says whether s is one of the three operators rlab ships.
-func (s Style) Builtin() bool { return slices.Contains(All(), s) }
-
 // String is the style's name.
 func (s Style) String() string { return string(s) }
 
-// Title is how the screen names the style.
-func (s Style) Title() string {
-	switch s {
-	case Shell:
-		return "shell loop"
-	case ClientGo:
-		return "client-go"
-	case Runtime:
-		return "controller-runtime"
-	}
-	return string(s)
+// Traits is what rlab knows a style does, and so what the screen, the
+// lessons and the sandbox may assume of it. Every question about an
+// ability is a read of one field, never a comparison of names.
+type Traits struct {
+	// Title is how the screen names the style.
+	Title string
+	// Builtin: rlab ships this operator, so knows its RBAC, its flags, its
+	// Lease's name and what it writes; a student's own is taken as found.
+	Builtin bool
+	// Polls: it polls with a new kubectl per call instead of watching: no
+	// informer, no workqueue, no shared client limiter, no watches to
+	// turn off.
+	Polls bool
+	// Traces: it emits its own trace events (informer, queue, reconcile,
+	// or the poll loop's), so its pipeline can be drawn; otherwise it is
+	// seen only from its proxy and the cluster.
+	Traces bool
+	// ElectsLeader: its replicas elect a leader on a Lease. The shell loop
+	// does not: that is what a lesson shows. Of a student's own operator
+	// rlab cannot know, so it is not assumed.
+	ElectsLeader bool
+	// Stages are the pipeline stages the screen draws, in order; nil for
+	// a style with no trace of its own.
+	Stages []string
+	// Colour is the style's colour on the screen.
+	Colour Colour
 }
 
-// ElectsLeader says whether the style's replicas elect a leader on a Lease.
-// The shell loop does not: that is what a lesson shows. Of a student's own
-// operator rlab cannot know, so it is not assumed.
-func (s Style) ElectsLeader() bool { return s == ClientGo || s == Runtime }
+// Colour is a screen colour as hex, for a light and a dark background.
+type Colour struct{ Light, Dark string }
+
+// OwnColour is the colour of every student's own operator.
+var OwnColour = Colour{"#00875F", "#5FD7AF"}
+
+// Pipeline stages of the Go styles and of the shell loop.
+var (
+	goStages    = []string{"watch", "informer", "queue", "reconcile", "API"}
+	shellStages = []string{"poll", "get", "apply", "patch"}
+)
+
+// Traits of the built-in styles. Callers must not modify Stages.
+var (
+	shellTraits = Traits{Title: "shell loop", Builtin: true, Polls: true, Traces: true,
+		Stages: shellStages, Colour: Colour{"#9A5B00", "#F2B84B"}}
+	clientGoTraits = Traits{Title: "client-go", Builtin: true, Traces: true, ElectsLeader: true,
+		Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}}
+	runtimeTraits = Traits{Title: "controller-runtime", Builtin: true, Traces: true, ElectsLeader: true,
+		Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"}}
+)
+
+// Traits are what s does. A student's own operator gets the conservative
+// record: not built in, no own trace, no leader election assumed, titled
+// by its name, in OwnColour. A switch, not a map: the screen asks for
+// every trace event.
+func (s Style) Traits() Traits {
+	switch s {
+	case Shell:
+		return shellTraits
+	case ClientGo:
+		return clientGoTraits
+	case Runtime:
+		return runtimeTraits
+	}
+	return Traits{Title: string(s), Colour: OwnColour}
+}
 
 // namespacePrefix starts every style's namespace and managed-by label.
 const namespacePrefix = "echo-"

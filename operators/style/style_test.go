@@ -1,25 +1,22 @@
 package style
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
 
 func TestNames(t *testing.T) {
 	tests := []struct {
-		s                                   Style
-		title, ns, managedBy, operator, src string
-		elects                              bool
+		s                            Style
+		ns, managedBy, operator, src string
 	}{
-		{Shell, "shell loop", "echo-shell", "echo-shell", "echo-shell-operator", "shell/a", false},
-		{ClientGo, "client-go", "echo-clientgo", "echo-clientgo", "echo-clientgo-operator", "clientgo/a", true},
-		{Runtime, "controller-runtime", "echo-runtime", "echo-runtime", "echo-runtime-operator", "runtime/a", true},
+		{Shell, "echo-shell", "echo-shell", "echo-shell-operator", "shell/a"},
+		{ClientGo, "echo-clientgo", "echo-clientgo", "echo-clientgo-operator", "clientgo/a"},
+		{Runtime, "echo-runtime", "echo-runtime", "echo-runtime-operator", "runtime/a"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.s), func(t *testing.T) {
-			if got := tt.s.Title(); got != tt.title {
-				t.Errorf("Title = %q, want %q", got, tt.title)
-			}
 			if got := tt.s.Namespace(); got != tt.ns {
 				t.Errorf("Namespace = %q, want %q", got, tt.ns)
 			}
@@ -32,9 +29,6 @@ func TestNames(t *testing.T) {
 			if got := tt.s.Source("a"); got != tt.src {
 				t.Errorf("Source = %q, want %q", got, tt.src)
 			}
-			if got := tt.s.ElectsLeader(); got != tt.elects {
-				t.Errorf("ElectsLeader = %v, want %v", got, tt.elects)
-			}
 			if got := FromNamespace(tt.ns); got != tt.s {
 				t.Errorf("FromNamespace(%q) = %q", tt.ns, got)
 			}
@@ -45,6 +39,36 @@ func TestNames(t *testing.T) {
 	}
 	if _, err := Parse("python"); err == nil {
 		t.Error("Parse(python) did not fail")
+	}
+}
+
+func TestTraits(t *testing.T) {
+	goStages := []string{"watch", "informer", "queue", "reconcile", "API"}
+	tests := []struct {
+		s    Style
+		want Traits
+	}{
+		{Shell, Traits{Title: "shell loop", Builtin: true, Polls: true, Traces: true,
+			Stages: []string{"poll", "get", "apply", "patch"}, Colour: Colour{"#9A5B00", "#F2B84B"}}},
+		{ClientGo, Traits{Title: "client-go", Builtin: true, Traces: true, ElectsLeader: true,
+			Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}}},
+		{Runtime, Traits{Title: "controller-runtime", Builtin: true, Traces: true, ElectsLeader: true,
+			Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"}}},
+		// A student's own: nothing assumed, its name as title, OwnColour.
+		{"mine", Traits{Title: "mine", Colour: OwnColour}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.s), func(t *testing.T) {
+			if got := tt.s.Traits(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Traits =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+	// Every built-in is in the table, and only they are built in.
+	for _, s := range All() {
+		if !s.Traits().Builtin {
+			t.Errorf("%s: not Builtin", s)
+		}
 	}
 }
 
@@ -116,8 +140,8 @@ func TestCustom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Builtin() || s.ElectsLeader() {
-				t.Errorf("%q: Builtin %v, ElectsLeader %v; want neither", s, s.Builtin(), s.ElectsLeader())
+			if tr := s.Traits(); tr.Builtin || tr.ElectsLeader || tr.Traces {
+				t.Errorf("%q: Builtin %v, ElectsLeader %v, Traces %v; want none", s, tr.Builtin, tr.ElectsLeader, tr.Traces)
 			}
 			for _, ns := range []string{s.Namespace(), "rlab-alice-" + s.Namespace()} {
 				if got := FromNamespace(ns); got != s {

@@ -351,7 +351,7 @@ func Status(ctx context.Context, cfg *rest.Config, w io.Writer) error {
 
 // leader says who holds the Lease in ns, and whether it is renewed.
 func (c *clients) leader(ctx context.Context, ns string, st style.Style, now time.Time) string {
-	if !st.ElectsLeader() {
+	if !st.Traits().ElectsLeader {
 		return "no election"
 	}
 	l, err := c.kube.CoordinationV1().Leases(ns).Get(ctx, echo.LeaseName, metav1.GetOptions{})

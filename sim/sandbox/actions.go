@@ -305,7 +305,7 @@ func (s *Sandbox) Partition(replica string, mode proxy.Mode) error {
 // SetWatchOwned restarts a Go style's replicas with or without
 // --watch-owned=false.
 func (s *Sandbox) SetWatchOwned(st style.Style, watch bool) error {
-	if st == style.Shell {
+	if st.Traits().Polls {
 		return errors.New("the shell loop polls everything; it has no watches to turn off")
 	}
 	return s.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)

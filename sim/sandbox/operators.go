@@ -31,7 +31,7 @@ import (
 // elect a leader, or the shell loop's one (it has no leader election).
 // (*Sandbox).Replicas says what a running sandbox runs.
 func Replicas(st style.Style) []string {
-	if st.ElectsLeader() {
+	if st.Traits().ElectsLeader {
 		return replicaNames(2)
 	}
 	return replicaNames(1)
@@ -141,7 +141,7 @@ func CourseRules() []rbacv1.PolicyRule {
 
 // rules are all an operator may do in its own namespace, and no more.
 func rules(st style.Style) []rbacv1.PolicyRule {
-	if !st.Builtin() {
+	if !st.Traits().Builtin {
 		return CourseRules()
 	}
 	r := []rbacv1.PolicyRule{
@@ -156,7 +156,7 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 		// Go styles' leader election events.
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
-	if st.ElectsLeader() {
+	if st.Traits().ElectsLeader {
 		r = append(r,
 			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}})
 	}
@@ -383,12 +383,14 @@ func (s *Sandbox) startOperators() error {
 			path, args := s.replicaArgs(st, r, kcPath)
 			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
-				Env:     []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp},
-				LogFile: replicaFile(s.opts.State.Logs(), st, r, ".log"),
+				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp},
+				LogFile:  replicaFile(s.opts.State.Logs(), st, r, ".log"),
+				Untraced: !st.Traits().Traces,
 			}
-			if !st.Builtin() {
+			// A student's own command is told where it runs by the
+			// environment, as a Pod would be.
+			if !st.Traits().Builtin {
 				ns := s.Namespace(st)
-				spec.Untraced = true
 				spec.Env = []string{
 					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
 					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,

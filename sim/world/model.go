@@ -142,7 +142,7 @@ func newNSModel(name, image string) *nsModel {
 // operator is a student's, which names its Lease as it likes; nil for a
 // built-in style, whose Lease is echo.LeaseName (others there are not its).
 func ownLeases(ns string) map[string]*coordinationv1.Lease {
-	if st := style.FromNamespace(ns); st != "" && !st.Builtin() {
+	if st := style.FromNamespace(ns); st != "" && !st.Traits().Builtin {
 		return map[string]*coordinationv1.Lease{}
 	}
 	return nil

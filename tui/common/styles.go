@@ -53,13 +53,6 @@ type Styles struct {
 	Border, Key, Desc, Reverse                                  Paint
 }
 
-// Colours of the three styles, light then dark variant.
-var opColors = map[style.Style][2]string{
-	style.Shell:    {"#9A5B00", "#F2B84B"},
-	style.ClientGo: {"#005F87", "#5FD7FF"},
-	style.Runtime:  {"#8700AF", "#D787FF"},
-}
-
 // NewStyles returns the styles for a dark or a light background.
 func NewStyles(dark bool) *Styles {
 	ld := lipgloss.LightDark(dark)
@@ -84,10 +77,11 @@ func NewStyles(dark bool) *Styles {
 		Desc:    NewPaint(fg("#6C6C6C", "#9E9E9E")),
 		Reverse: NewPaint(lipgloss.NewStyle().Reverse(true).Bold(true)),
 	}
-	own := fg("#00875F", "#5FD7AF")
+	own := fg(style.OwnColour.Light, style.OwnColour.Dark)
 	s.Own, s.OwnBold = NewPaint(own), NewPaint(own.Bold(true))
-	for op, lc := range opColors {
-		st := fg(lc[0], lc[1])
+	for _, op := range style.All() {
+		c := op.Traits().Colour
+		st := fg(c.Light, c.Dark)
 		s.Op[op] = NewPaint(st)
 		s.OpBold[op] = NewPaint(st.Bold(true))
 	}
@@ -100,7 +94,7 @@ func (s *Styles) OpPaint(st style.Style) Paint {
 	if p, ok := s.Op[st]; ok {
 		return p
 	}
-	if st != "" && !st.Builtin() {
+	if st != "" && !st.Traits().Builtin {
 		return s.Own
 	}
 	return s.Text
@@ -111,7 +105,7 @@ func (s *Styles) OpTitle(st style.Style) Paint {
 	if p, ok := s.OpBold[st]; ok {
 		return p
 	}
-	if st != "" && !st.Builtin() {
+	if st != "" && !st.Traits().Builtin {
 		return s.OwnBold
 	}
 	return s.Text

@@ -17,7 +17,7 @@ import (
 
 // customData is the pane of the fixture's own operator after its events,
 // with edit applied to its stats first.
-func customData(lease, holder string, edit func(*stats.Style)) Data {
+func customData(lease, holder string, edit func(*stats.Operator)) Data {
 	s := stats.New(append(style.All(), fixture.Mine))
 	for _, e := range fixture.CustomEvents(fixture.Mine) {
 		s.Apply(e)
@@ -41,7 +41,7 @@ func TestTUIPaneCustom(t *testing.T) {
 		w             int
 		lease, holder string
 		verbs         bool
-		edit          func(*stats.Style)
+		edit          func(*stats.Operator)
 		want, not     []string
 	}{
 		{name: "watching", w: 60,
@@ -66,13 +66,13 @@ func TestTUIPaneCustom(t *testing.T) {
 		{name: "narrow", w: 36, want: []string{"no own trace: seen from outside", "API 33 req", "watch events 7"}},
 		{name: "its own Lease", w: 60, lease: "mine-lock", holder: "mine-a",
 			want: []string{"Lease mine-lock mine-a 9.7s left · 0 transitions", "replica a pid 4200 · restarts 0 ♛"}},
-		{name: "polling", w: 60, edit: func(st *stats.Style) {
+		{name: "polling", w: 60, edit: func(st *stats.Operator) {
 			st.Verbs = map[stats.VerbKey]int{{Verb: "get", Resource: "echoes"}: 40, {Verb: "list", Resource: "echoes"}: 8}
 			st.Watch = stats.WatchEvents{ByResource: map[string]int{}}
 			st.Denied = stats.Denied{}
 		}, want: []string{"polls: no watch", "get 40 list 8", "watch events 0", "none delivered", "writes 0 · denied 0"},
 			not: []string{"watches", "403"}},
-		{name: "two replicas, no Lease", w: 60, edit: func(st *stats.Style) {
+		{name: "two replicas, no Lease", w: 60, edit: func(st *stats.Operator) {
 			st.Replicas["b"] = &stats.Replica{Name: "b", PID: 4201, Running: true, Restarts: 2}
 		}, want: []string{"replica a pid 4200", "replica b pid 4201 · restarts 2", "no Lease: 2 replicas, all act"}},
 	}

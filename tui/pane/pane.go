@@ -20,7 +20,7 @@ import (
 // Data is what one pane shows.
 type Data struct {
 	Style style.Style
-	Stats *stats.Style
+	Stats *stats.Operator
 	NS    *world.NamespaceView // nil before the first snapshot
 	Echo  string               // the Echo shown
 	Now   time.Time
@@ -50,7 +50,7 @@ const (
 // Render draws the pane, frame included, exactly w×h.
 func Render(d Data, w, h int, s *common.Styles) []string {
 	body := Body(d, common.BoxInner(w), s)
-	title := d.Style.Title()
+	title := d.Style.Traits().Title
 	tp := s.OpTitle(d.Style)
 	border := s.Border
 	if d.Focused {
@@ -66,7 +66,7 @@ func Body(d Data, w int, s *common.Styles) []string {
 	if st == nil {
 		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
 	}
-	if !d.Style.Builtin() {
+	if !d.Style.Traits().Traces {
 		return customBody(d, st, w, s)
 	}
 	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
@@ -122,9 +122,9 @@ func readyAll(e *world.EchoView) bool {
 }
 
 // work is the shell loop's poll timer, or a Go style's workqueue.
-func work(d Data, st *stats.Style, w int, s *common.Styles) string {
+func work(d Data, st *stats.Operator, w int, s *common.Styles) string {
 	l := &common.Line{}
-	if d.Style != style.Shell {
+	if !d.Style.Traits().Polls {
 		depth := fmt.Sprintf(" depth %d", st.Depth)
 		counts := fmt.Sprintf(" · adds %d · retries %d", st.Adds, st.Retries)
 		v := st.Spark(d.Now)
@@ -149,7 +149,7 @@ func work(d Data, st *stats.Style, w int, s *common.Styles) string {
 
 // api is the API requests: how many, how many a minute, and by verb if
 // asked.
-func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func api(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
@@ -161,7 +161,7 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 		case l.Width()+3+c.Width() <= w:
 			l.Add(s.Dim, " · ")
 			clientLimit(l, d.Style, st, s)
-		case d.Style != style.Shell:
+		case !d.Style.Traits().Polls:
 			own = c.Fit(w)
 		}
 	}
@@ -186,9 +186,9 @@ func api(d Data, st *stats.Style, w int, s *common.Styles) []string {
 // l, as the replicas reported what their library set; false if there is
 // nothing to say. Whether a request waited for it is not seen from outside,
 // so nothing is claimed about throttling.
-func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styles) bool {
+func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Styles) bool {
 	switch lim := st.Limit; {
-	case op == style.Shell:
+	case op.Traits().Polls:
 		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
 	case lim == nil:
 		return false // not reported (yet, or a recording from before)
@@ -202,7 +202,7 @@ func clientLimit(l *common.Line, op style.Style, st *stats.Style, s *common.Styl
 
 // reconciles is two lines: the count and the last (or running) call, then
 // its cause, or its error.
-func reconciles(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func reconciles(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	l := &common.Line{}
 	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
 	cause := ""
@@ -254,8 +254,8 @@ func causeOf(r *stats.Reconcile) string {
 }
 
 // Pipeline is the pipeline line and the marker line under it.
-func Pipeline(op style.Style, st *stats.Style, now time.Time, w int, s *common.Styles) (string, string) {
-	names := stats.Stages(op)
+func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Styles) (string, string) {
+	names := op.Traits().Stages
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
 		n := (len(names) - 1) * common.Width(sep)
@@ -328,8 +328,8 @@ func Spark(v []int) string {
 
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
-func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
-	if !d.Style.ElectsLeader() {
+func leader(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+	if !d.Style.Traits().ElectsLeader {
 		return noElection(st, w, s)
 	}
 	var lease *world.LeaseView
@@ -358,7 +358,7 @@ func leader(d Data, st *stats.Style, w int, s *common.Styles) []string {
 }
 
 // noElection is the shell loop's leader lines: none, and how many act.
-func noElection(st *stats.Style, w int, s *common.Styles) []string {
+func noElection(st *stats.Operator, w int, s *common.Styles) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
 	l1.Plain("leader: ").Add(s.Dim, "none")
 	running := 0
@@ -379,7 +379,7 @@ func noElection(st *stats.Style, w int, s *common.Styles) []string {
 }
 
 // holderFirst are the replicas, the holder first, then the standby.
-func holderFirst(st *stats.Style, holder string) []string {
+func holderFirst(st *stats.Operator, holder string) []string {
 	names := st.ReplicaNames()
 	if len(names) == 0 {
 		names = []string{"a", "b"}
@@ -449,7 +449,7 @@ func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
 }
 
 // drift is the last drift repair line.
-func drift(d Data, st *stats.Style, w int, s *common.Styles) string {
+func drift(d Data, st *stats.Operator, w int, s *common.Styles) string {
 	l := &common.Line{}
 	switch dr := st.Drift; {
 	case dr == nil:

@@ -14,7 +14,7 @@ import (
 // Tree is the object tree: Echo (spec, status.ready) → Deployment
 // (ready/desired) → ReplicaSets → Pods, then the objects garbage-collected in
 // the last few seconds, flashing, with "collected by GC".
-func Tree(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func Tree(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	var out []string
 	var ev *world.EchoView
 	var orphans []*world.DeploymentView
@@ -114,7 +114,7 @@ func took(ms float64) string {
 
 // collected are the objects garbage-collected lately: the newest few,
 // flashing; a cascade of Pods is summed up.
-func collected(d Data, st *stats.Style, w int, s *common.Styles) []string {
+func collected(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 	var out []string
 	gone := st.Collected(d.Now, FlashFor)
 	const shown = 3

@@ -15,21 +15,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 )
 
-// Pipeline stages of the Go styles and of the shell loop.
-var (
-	GoStages    = []string{"watch", "informer", "queue", "reconcile", "API"}
-	ShellStages = []string{"poll", "get", "apply", "patch"}
-)
-
-// Stages of a style's pipeline.
-func Stages(s style.Style) []string {
-	if s == style.Shell {
-		return ShellStages
-	}
-	return GoStages
-}
-
-// Go pipeline stage indexes.
+// Go pipeline stage indexes, into a Go style's Traits().Stages.
 const (
 	stWatch = iota
 	stInformer
@@ -38,7 +24,7 @@ const (
 	stAPI
 )
 
-// Shell pipeline stage indexes.
+// Shell pipeline stage indexes, into the shell loop's Traits().Stages.
 const (
 	stPoll = iota
 	stGet
@@ -131,11 +117,11 @@ type Denied struct {
 // VerbKey is one line of the by-verb count: "get deployments".
 type VerbKey struct{ Verb, Resource string }
 
-// Style is everything known about one operator style.
-type Style struct {
+// Operator is everything the trace says of one operator style.
+type Operator struct {
 	Name style.Style
 
-	Stage   int // index into Stages(Name), -1 before any event
+	Stage   int // index into Name.Traits().Stages, -1 before any event
 	StageAt time.Time
 
 	// The shell loop's poll: the last tick, its interval, and the time of the
@@ -200,7 +186,7 @@ const maxCollected = 8
 
 // Stats is the fold of the whole trace.
 type Stats struct {
-	Styles  map[style.Style]*Style
+	Styles  map[style.Style]*Operator
 	Events  int
 	Dropped int
 	Last    time.Time // time of the newest event
@@ -208,15 +194,15 @@ type Stats struct {
 
 // New returns empty stats for the given styles.
 func New(styles []style.Style) *Stats {
-	s := &Stats{Styles: map[style.Style]*Style{}}
+	s := &Stats{Styles: map[style.Style]*Operator{}}
 	for _, st := range styles {
-		s.Styles[st] = newStyle(st)
+		s.Styles[st] = newOperator(st)
 	}
 	return s
 }
 
-func newStyle(name style.Style) *Style {
-	return &Style{Name: name, Stage: -1, Verbs: map[VerbKey]int{}, Replicas: map[string]*Replica{},
+func newOperator(name style.Style) *Operator {
+	return &Operator{Name: name, Stage: -1, Verbs: map[VerbKey]int{}, Replicas: map[string]*Replica{},
 		Watch:    WatchEvents{ByResource: map[string]int{}},
 		inFlight: map[string]map[float64]struct{}{}, Converged: map[string]*Convergence{}}
 }
@@ -273,7 +259,7 @@ func (s *Stats) Apply(e trace.Event) {
 	st.apply(e)
 }
 
-func (st *Style) stage(i int, at time.Time) {
+func (st *Operator) stage(i int, at time.Time) {
 	if at.Before(st.StageAt) {
 		return // out of order across sources: keep the newest
 	}
@@ -285,7 +271,7 @@ func num(e trace.Event, k string) int {
 	return int(v)
 }
 
-func (st *Style) apply(e trace.Event) {
+func (st *Operator) apply(e trace.Event) {
 	st.Events++
 	switch e.Kind {
 	case trace.PollTick, trace.Kubectl:
@@ -312,7 +298,7 @@ func (st *Style) apply(e trace.Event) {
 }
 
 // shellLoop folds the shell loop's own events: its poll and its kubectl.
-func (st *Style) shellLoop(e trace.Event) {
+func (st *Operator) shellLoop(e trace.Event) {
 	if e.Kind == trace.PollTick {
 		st.PollAt, st.PollLast = e.Time, e.Time
 		if v, ok := e.Num(trace.FieldIntervalS); ok {
@@ -335,7 +321,7 @@ func (st *Style) shellLoop(e trace.Event) {
 }
 
 // queue folds the informers' deliveries and the workqueue.
-func (st *Style) queue(e trace.Event) {
+func (st *Operator) queue(e trace.Event) {
 	switch e.Kind {
 	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete:
 		st.stage(stInformer, e.Time)
@@ -358,7 +344,7 @@ func (st *Style) queue(e trace.Event) {
 
 // reconcile folds the start and the end of a call of reconcile. The shell
 // loop reconciles within its poll: the poll lasts until it ends.
-func (st *Style) reconcile(e trace.Event) {
+func (st *Operator) reconcile(e trace.Event) {
 	st.track(e)
 	if e.Kind == trace.ReconcileStart {
 		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
@@ -380,7 +366,7 @@ func (st *Style) reconcile(e trace.Event) {
 		}
 	}
 	switch {
-	case st.Name != style.Shell:
+	case !st.Name.Traits().Polls:
 		st.stage(stReconcile, e.Time)
 	case e.Time.After(st.PollLast):
 		st.PollLast = e.Time
@@ -389,7 +375,7 @@ func (st *Style) reconcile(e trace.Event) {
 
 // api folds a request through a replica's proxy, or the requests it could
 // not report.
-func (st *Style) api(e trace.Event) {
+func (st *Operator) api(e trace.Event) {
 	fromProxy := strings.HasPrefix(e.Source, "proxy/")
 	if e.Kind == trace.Dropped {
 		if fromProxy {
@@ -413,9 +399,10 @@ func (st *Style) api(e trace.Event) {
 	}
 	b.n++
 	// Lease renewals and watches are background traffic: the marker
-	// follows the requests reconcile makes. A student's operator has no
+	// follows the requests reconcile makes. A polling style's stages are
+	// its own kubectl calls, and one with no trace of its own has no
 	// pipeline to mark.
-	if !fromProxy || st.Name == style.Shell || !st.Name.Builtin() {
+	if t := st.Name.Traits(); !fromProxy || t.Polls || !t.Traces {
 		return
 	}
 	switch e.Str(trace.FieldVerb) {
@@ -429,7 +416,7 @@ func (st *Style) api(e trace.Event) {
 }
 
 // watchEvent folds one event a watch delivered through a replica's proxy.
-func (st *Style) watchEvent(e trace.Event) {
+func (st *Operator) watchEvent(e trace.Event) {
 	w := &st.Watch
 	w.N++
 	r := e.Str(trace.FieldResource)
@@ -441,7 +428,7 @@ func (st *Style) watchEvent(e trace.Event) {
 
 // leader folds what the replicas say of their Lease, and what the world
 // observer sees of it.
-func (st *Style) leader(e trace.Event) {
+func (st *Operator) leader(e trace.Event) {
 	switch e.Kind {
 	case trace.LeaderAcquired:
 		st.Leader, st.LeaderAt = replicaOf(e.Source), e.Time
@@ -470,7 +457,7 @@ func (st *Style) leader(e trace.Event) {
 
 // observed folds what the world observer saw of the style's objects: garbage
 // collection, drift and its repair, convergence after an edit.
-func (st *Style) observed(e trace.Event) {
+func (st *Operator) observed(e trace.Event) {
 	switch e.Kind {
 	case trace.GCCollected:
 		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str(trace.FieldOwner), At: e.Time})
@@ -520,7 +507,7 @@ func (st *Style) observed(e trace.Event) {
 }
 
 // process folds the supervisor's events about one replica process.
-func (st *Style) process(e trace.Event) {
+func (st *Operator) process(e trace.Event) {
 	name := replicaOf(e.Object)
 	if e.Kind == trace.ProcessExit && e.Str(trace.FieldRemoved) == "true" {
 		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
@@ -554,7 +541,7 @@ func (st *Style) process(e trace.Event) {
 }
 
 // track counts the calls under way, by replica and id.
-func (st *Style) track(e trace.Event) {
+func (st *Operator) track(e trace.Event) {
 	id, ok := e.Num(trace.FieldID) // a call number within the replica
 	if !ok {
 		return
@@ -574,10 +561,10 @@ func (st *Style) track(e trace.Event) {
 
 // CreatedConverged is how many of the style's Echoes converged after their
 // creation (and were not deleted since).
-func (st *Style) CreatedConverged() int { return st.createdN }
+func (st *Operator) CreatedConverged() int { return st.createdN }
 
 // InFlight is how many reconciles are under way now.
-func (st *Style) InFlight() int {
+func (st *Operator) InFlight() int {
 	n := 0
 	for _, calls := range st.inFlight {
 		n += len(calls)
@@ -585,7 +572,7 @@ func (st *Style) InFlight() int {
 	return n
 }
 
-func (st *Style) depth(e trace.Event) {
+func (st *Operator) depth(e trace.Event) {
 	v, ok := e.Num(trace.FieldDepth)
 	if !ok {
 		return
@@ -604,7 +591,7 @@ func (st *Style) depth(e trace.Event) {
 // Spark is the queue depth over the last SparkLen seconds up to now: the
 // highest depth seen in each second; a second with no queue event keeps the
 // depth the queue was left at.
-func (st *Style) Spark(now time.Time) []int {
+func (st *Operator) Spark(now time.Time) []int {
 	out := make([]int, SparkLen)
 	end := now.Unix()
 	window := func(i int) (sparkBucket, bool) {
@@ -632,7 +619,7 @@ func (st *Style) Spark(now time.Time) []int {
 }
 
 // PerMinute is how many API requests were made in the minute up to now.
-func (st *Style) PerMinute(now time.Time) int {
+func (st *Operator) PerMinute(now time.Time) int {
 	end := now.Unix()
 	n := 0
 	for _, b := range st.apiSec {
@@ -644,7 +631,7 @@ func (st *Style) PerMinute(now time.Time) int {
 }
 
 // NextPoll is when the shell loop polls next, and whether that is known.
-func (st *Style) NextPoll() (time.Time, bool) {
+func (st *Operator) NextPoll() (time.Time, bool) {
 	if st.PollAt.IsZero() || st.PollInterval == 0 {
 		return time.Time{}, false
 	}
@@ -652,7 +639,7 @@ func (st *Style) NextPoll() (time.Time, bool) {
 }
 
 // Collected lists the objects collected within d before now, oldest first.
-func (st *Style) Collected(now time.Time, d time.Duration) []Collected {
+func (st *Operator) Collected(now time.Time, d time.Duration) []Collected {
 	var out []Collected
 	for _, c := range st.CollectedRecv {
 		if age := now.Sub(c.At); age >= 0 && age < d {
@@ -684,7 +671,7 @@ func TopVerbs(counts map[VerbKey]int) []Verb {
 }
 
 // ReplicaNames are the replicas seen for a style, sorted.
-func (st *Style) ReplicaNames() []string {
+func (st *Operator) ReplicaNames() []string {
 	out := make([]string, 0, len(st.Replicas))
 	for n := range st.Replicas {
 		out = append(out, n)

@@ -46,7 +46,7 @@ func TestTUIStatsStage(t *testing.T) {
 			st := s.Styles[tt.style]
 			got := ""
 			if st.Stage >= 0 {
-				got = Stages(tt.style)[st.Stage]
+				got = tt.style.Traits().Stages[st.Stage]
 			}
 			if got != tt.stage {
 				t.Fatalf("stage = %q, want %q", got, tt.stage)

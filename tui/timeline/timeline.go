@@ -28,7 +28,7 @@ var Kinds = []struct {
 	{"no api", func(k trace.Kind, st style.Style) bool {
 		// st is "" only for the student's own requests (trace.SourceYou):
 		// they stay, as the student's acts do.
-		return k != trace.APIRequest && (k != trace.APIWatchEvent || !st.Builtin()) || st == ""
+		return k != trace.APIRequest && (k != trace.APIWatchEvent || !st.Traits().Traces) || st == ""
 	}},
 	{"all kinds", func(trace.Kind, style.Style) bool { return true }},
 	{"informer", prefix("informer.")},
@@ -166,7 +166,7 @@ func (m *Model) match(e *entry) bool {
 func (m *Model) Title() string {
 	t := "timeline · "
 	if f := m.StyleFilter(); f != "" {
-		t += f.Title()
+		t += f.Traits().Title
 	} else {
 		t += "all styles"
 	}
