@@ -401,7 +401,7 @@ var checks = map[string]checkKind{
 				}
 				n++
 				if !slices.ContainsFunc(v.kind(trace.APIRequest), func(e trace.Event) bool {
-					return e.Source == "proxy/"+st.Source(r.Replica) && e.Str(trace.FieldResource) == "leases" && !e.Time.Before(v.Acted)
+					return e.Source == "proxy/"+st.Source(r.Replica) && e.IsLease() && !e.Time.Before(v.Acted)
 				}) {
 					idle = append(idle, st.Source(r.Replica))
 				}
@@ -568,7 +568,7 @@ var checks = map[string]checkKind{
 				switch {
 				case e.Style() != st, e.Time.Before(v.Acted),
 					over > 0 && e.Time.After(v.Acted.Add(over)),
-					e.Str(trace.FieldVerb) != "watch" || e.Str(trace.FieldResource) != "echoes",
+					e.Verb() != trace.VerbWatch || e.Resource() != "echoes",
 					leading(v, replica, e.Time):
 					continue
 				}
@@ -881,15 +881,14 @@ func leading(v View, replica string, t time.Time) bool {
 // requestIs says whether API request e is of the verbs and resource a
 // names (asked), and answered with the code it names, if any.
 func requestIs(a Args, e trace.Event) (asked, answered bool) {
-	if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Str(trace.FieldVerb)) {
+	if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Verb()) {
 		return false, false
 	}
-	if r := a.Str("resource"); r != "" && e.Str(trace.FieldResource) != r {
+	if r := a.Str("resource"); r != "" && e.Resource() != r {
 		return false, false
 	}
 	code, hasCode := a.Int("code")
-	c, _ := e.Num(trace.FieldCode)
-	return true, !hasCode || int(c) == code
+	return true, !hasCode || e.Code() == code
 }
 
 // plural is "s" unless n is 1.

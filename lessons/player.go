@@ -22,10 +22,8 @@ import (
 // actions (autoplay) and evaluates their checks over the world model and
 // the trace events seen since each step began.
 type Player struct {
-	sb   *sandbox.Sandbox
-	sub  *bus.Sub
-	stop chan struct{}
-	done chan struct{}
+	sb  *sandbox.Sandbox
+	col *bus.Collector
 	// Poll is how often a check is evaluated while it waits.
 	Poll time.Duration
 
@@ -53,42 +51,26 @@ type Player struct {
 
 // NewPlayer subscribes to the sandbox's trace. Close it when done.
 func NewPlayer(sb *sandbox.Sandbox) *Player {
-	p := &Player{sb: sb, sub: sb.Bus().Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{}),
-		Poll: 100 * time.Millisecond, grading: make(chan struct{}, 1), via: trace.ViaPlay}
-	go p.record()
+	p := &Player{sb: sb, Poll: 100 * time.Millisecond, grading: make(chan struct{}, 1), via: trace.ViaPlay}
+	p.col = sb.Bus().Collect(1<<16, func(evs []trace.Event, _ int) {
+		p.mu.Lock()
+		p.keep(evs)
+		p.mu.Unlock()
+	})
 	return p
 }
 
 // Close stops recording.
-func (p *Player) Close() {
-	close(p.stop)
-	<-p.done
-	p.sub.Close()
-}
-
-func (p *Player) record() {
-	defer close(p.done)
-	for {
-		select {
-		case <-p.sub.Wait():
-			evs, _ := p.sub.Drain()
-			p.mu.Lock()
-			p.keep(evs)
-			p.mu.Unlock()
-		case <-p.stop:
-			return
-		}
-	}
-}
+func (p *Player) Close() { p.col.Close() }
 
 // Begin starts a step: events from now on are the step's, and the Lease
 // holders of now are the ones a new leader is compared with.
 func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
-	// Whatever is pending was published before the step began.
-	evs, _ := p.sub.Drain()
+	// Whatever is pending was published before the step began: it goes to
+	// the step before (its renewals are kept) and is dropped with it.
+	p.col.Flush()
 	now := time.Now()
 	p.mu.Lock()
-	p.noteRenewals(evs)
 	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, Acts{}
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
@@ -123,10 +105,9 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 // it counts.
 func (p *Player) View(began, acted time.Time, holders map[style.Style]string) View {
 	// Take what the bus holds first, so nothing published before now is missed.
-	evs, _ := p.sub.Drain()
+	p.col.Flush()
 	sn := p.sb.Snapshot()
 	p.mu.Lock()
-	p.keep(evs)
 	renewed := maps.Clone(p.renewed)
 	found := FindActs(p.shown, p.events, sn, p.styleOfNamespace)
 	for st, names := range p.orphans {
@@ -214,10 +195,8 @@ func (p *Player) styleOfNamespace(ns string) style.Style {
 // update of its Lease, through its proxy. Called with p.mu held.
 func (p *Player) noteRenewals(evs []trace.Event) {
 	for _, e := range evs {
-		if e.Kind == trace.APIRequest && e.Str(trace.FieldVerb) == "update" && e.Str(trace.FieldResource) == "leases" {
-			if c, _ := e.Num(trace.FieldCode); int(c) == 200 {
-				p.noteRenewal(strings.TrimPrefix(e.Source, "proxy/"), e.Time)
-			}
+		if e.IsLeaseRenewal() {
+			p.noteRenewal(strings.TrimPrefix(e.Source, "proxy/"), e.Time)
 		}
 	}
 }
@@ -343,7 +322,7 @@ func (p *Player) tail(n int) []trace.Event {
 	defer p.mu.Unlock()
 	var out []trace.Event
 	for i := len(p.events) - 1; i >= 0 && len(out) < n; i-- {
-		if e := p.events[i]; !(e.Kind == trace.APIRequest && e.Str(trace.FieldResource) == "leases") {
+		if e := p.events[i]; !e.IsLease() {
 			out = append(out, e)
 		}
 	}

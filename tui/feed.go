@@ -161,8 +161,7 @@ func background(e trace.Event) bool {
 	default:
 		return false
 	}
-	r := e.Str(trace.FieldResource)
-	return r == "leases" || r == "events"
+	return trace.IsHousekeepingResource(e.Resource())
 }
 
 // reset forgets every event and the world, keeping the timeline's filters.

@@ -145,8 +145,7 @@ func parseStyles(s string) ([]style.Style, error) {
 // until stop is called; stop returns once what was pending is written.
 func printTimeline(sub *bus.Sub, format string, w io.Writer) (stop func()) {
 	bw := bufio.NewWriter(w)
-	flush := func() {
-		events, dropped := sub.Drain()
+	c := sub.Collect(func(events []trace.Event, dropped int) {
 		if dropped > 0 {
 			events = append([]trace.Event{{Time: time.Now(), Source: "rlab", Kind: trace.Dropped,
 				Fields: map[string]any{trace.FieldCount: dropped}}}, events...)
@@ -159,19 +158,6 @@ func printTimeline(sub *bus.Sub, format string, w io.Writer) (stop func()) {
 			}
 		}
 		_ = bw.Flush()
-	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-sub.Wait():
-				flush()
-			case <-quit:
-				flush()
-				return
-			}
-		}
-	}()
-	return func() { close(quit); <-done }
+	})
+	return c.Close
 }

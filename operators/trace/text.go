@@ -29,7 +29,7 @@ func (e Event) Summary() string {
 	switch e.Kind {
 	case InformerAdd, InformerUpdate, InformerDelete:
 		s := ""
-		if e.Str(FieldInitial) == "true" {
+		if e.Bool(FieldInitial) {
 			s = "(initial list)"
 		}
 		if c := e.Str(FieldChange); c != "" {
@@ -41,7 +41,7 @@ func (e Event) Summary() string {
 		return strings.TrimSpace(s)
 	case QueueAdd:
 		s := "depth " + e.Str(FieldDepth)
-		if e.Str(FieldCoalesced) == "true" {
+		if e.Bool(FieldCoalesced) {
 			s += ", coalesced"
 		}
 		return s
@@ -109,7 +109,7 @@ func (e Event) Summary() string {
 		} else if code := e.Str(FieldCode); code != "" {
 			s += ", code " + code
 		}
-		if e.Str(FieldRemoved) == "true" {
+		if e.Bool(FieldRemoved) {
 			return s + ", removed for good"
 		}
 		return s + ", restart in " + e.Str(FieldBackoffMS) + "ms"

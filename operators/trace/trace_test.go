@@ -136,3 +136,56 @@ func TestAct(t *testing.T) {
 		})
 	}
 }
+
+func TestPredicates(t *testing.T) {
+	req := func(verb, resource string, code any) Event {
+		return Event{Kind: APIRequest, Fields: map[string]any{FieldVerb: verb, FieldResource: resource, FieldCode: code}}
+	}
+	for _, tc := range []struct {
+		name                              string
+		e                                 Event
+		write, housekeeping, lease, renew bool
+		code                              int
+	}{
+		{name: "get", e: req("get", "deployments", 200), code: 200},
+		{name: "create", e: req("create", "deployments", 201), write: true, code: 201},
+		{name: "status patch", e: req("patch", "echoes/status", 200.0), write: true, code: 200},
+		{name: "deletecollection", e: req("deletecollection", "pods", 200), write: true, code: 200},
+		{name: "lease renewal", e: req("update", "leases", 200), write: true, housekeeping: true, lease: true, renew: true, code: 200},
+		{name: "lease renewal refused", e: req("update", "leases", 409), write: true, housekeeping: true, lease: true, code: 409},
+		{name: "lease read", e: req("get", "leases", 200), housekeeping: true, lease: true, code: 200},
+		{name: "event", e: req("create", "events", 201), write: true, housekeeping: true, code: 201},
+		{name: "event subresource", e: req("patch", "events/x", 200), write: true, housekeeping: true, code: 200},
+		{name: "no code", e: req("watch", "echoes", nil)},
+		{name: "kubectl is no request", e: Event{Kind: Kubectl, Fields: map[string]any{FieldVerb: "patch", FieldResource: "leases"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.e
+			if got := [4]bool{e.IsWrite(), e.IsHousekeeping(), e.IsLease(), e.IsLeaseRenewal()}; got != [4]bool{tc.write, tc.housekeeping, tc.lease, tc.renew} {
+				t.Fatalf("write, housekeeping, lease, renewal = %v", got)
+			}
+			if e.Code() != tc.code {
+				t.Fatalf("Code() = %d, want %d", e.Code(), tc.code)
+			}
+			if e.Verb() != e.Str(FieldVerb) || e.Resource() != e.Str(FieldResource) {
+				t.Fatalf("Verb, Resource = %q, %q", e.Verb(), e.Resource())
+			}
+		})
+	}
+}
+
+func TestBool(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{{true, true}, {"true", true}, {false, false}, {"false", false}, {nil, false}, {1, false}, {"yes", false}} {
+		e := Event{Kind: InformerAdd, Fields: map[string]any{FieldInitial: tc.v}}
+		// Bool agrees with the string comparison readers made before it.
+		if got := e.Bool(FieldInitial); got != tc.want || got != (e.Str(FieldInitial) == "true") {
+			t.Errorf("Bool(%#v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+	if (Event{}).Bool(FieldInitial) {
+		t.Error("an absent field is not true")
+	}
+}

@@ -62,47 +62,29 @@ func Median[T ~float64 | ~int64](xs []T) T {
 // Bench measures one running sandbox. Create it before the measurements, so
 // that its trace recorder sees every event.
 type Bench struct {
-	sb     *sandbox.Sandbox
-	sub    *bus.Sub
-	mu     sync.Mutex
-	seen   []trace.Event // drift.repaired, the only kind read back
-	stop   chan struct{}
-	done   chan struct{}
-	closed sync.Once
+	sb   *sandbox.Sandbox
+	col  *bus.Collector
+	mu   sync.Mutex
+	seen []trace.Event // drift.repaired, the only kind read back
 }
 
 // New starts recording sb's trace; Close stops it.
 func New(sb *sandbox.Sandbox) *Bench {
-	b := &Bench{sb: sb, sub: sb.Bus().Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(b.done)
-		for {
-			select {
-			case <-b.sub.Wait():
-			case <-b.stop:
-				return
+	b := &Bench{sb: sb}
+	b.col = sb.Bus().Collect(1<<16, func(events []trace.Event, _ int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range events {
+			if e.Kind == trace.DriftRepaired {
+				b.seen = append(b.seen, e)
 			}
-			events, _ := b.sub.Drain()
-			b.mu.Lock()
-			for _, e := range events {
-				if e.Kind == trace.DriftRepaired {
-					b.seen = append(b.seen, e)
-				}
-			}
-			b.mu.Unlock()
 		}
-	}()
+	})
 	return b
 }
 
 // Close stops recording.
-func (b *Bench) Close() {
-	b.closed.Do(func() {
-		b.sub.Close()
-		close(b.stop)
-		<-b.done
-	})
-}
+func (b *Bench) Close() { b.col.Close() }
 
 func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
 	if ns := sn.Style(st); ns != nil {

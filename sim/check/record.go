@@ -15,59 +15,36 @@ import (
 // not even the operator's first list.
 type Recorder struct {
 	st  style.Style
-	sub *bus.Sub
+	col *bus.Collector
 
 	mu     sync.Mutex
 	events []trace.Event
 	lost   int
-	stop   chan struct{}
-	done   chan struct{}
 }
 
 // NewRecorder starts recording style st's proxy events from b until Close.
 func NewRecorder(b *bus.Bus, st style.Style) *Recorder {
-	r := &Recorder{st: st, sub: b.Subscribe(1 << 16), stop: make(chan struct{}), done: make(chan struct{})}
-	go r.run()
+	r := &Recorder{st: st}
+	prefix := "proxy/" + string(st) + "/"
+	r.col = b.Collect(1<<16, func(evs []trace.Event, lost int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.lost += lost
+		for _, e := range evs {
+			if strings.HasPrefix(e.Source, prefix) {
+				r.events = append(r.events, e)
+			}
+		}
+	})
 	return r
 }
 
-func (r *Recorder) run() {
-	defer close(r.done)
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-r.sub.Wait():
-		}
-		r.flush()
-	}
-}
-
-// Close stops recording.
-func (r *Recorder) Close() {
-	select {
-	case <-r.stop:
-	default:
-		close(r.stop)
-		<-r.done
-		r.sub.Close()
-	}
-}
+// Close stops recording; what was published before it is kept.
+func (r *Recorder) Close() { r.col.Close() }
 
 // flush takes in what the bus holds now, so that a request the proxy has
 // published is seen by the check that asks next.
-func (r *Recorder) flush() {
-	prefix := "proxy/" + string(r.st) + "/"
-	r.mu.Lock() // held across the drain: events are kept in bus order
-	defer r.mu.Unlock()
-	evs, lost := r.sub.Drain()
-	r.lost += lost
-	for _, e := range evs {
-		if strings.HasPrefix(e.Source, prefix) {
-			r.events = append(r.events, e)
-		}
-	}
-}
+func (r *Recorder) flush() { r.col.Flush() }
 
 // Requests are the API requests made since t (zero: all), oldest first.
 func (r *Recorder) Requests(since time.Time) []Request {
@@ -79,10 +56,9 @@ func (r *Recorder) Requests(since time.Time) []Request {
 		if e.Kind != trace.APIRequest || e.Time.Before(since) {
 			continue
 		}
-		code, _ := e.Num(trace.FieldCode)
 		out = append(out, Request{
 			Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"),
-			Verb: e.Str(trace.FieldVerb), Resource: e.Str(trace.FieldResource), Object: e.Object, Code: int(code),
+			Verb: e.Verb(), Resource: e.Resource(), Object: e.Object, Code: e.Code(),
 		})
 	}
 	return out
@@ -110,17 +86,8 @@ type Request struct {
 func (q Request) Key() string { return q.Verb + " " + q.Resource }
 
 // Write says whether the request asks to change something.
-func (q Request) Write() bool {
-	switch q.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
+func (q Request) Write() bool { return trace.IsWriteVerb(q.Verb) }
 
 // Housekeeping says whether the request is leader election or an Event:
 // writes that change no Echo's children.
-func (q Request) Housekeeping() bool {
-	r, _, _ := strings.Cut(q.Resource, "/")
-	return r == "leases" || r == "events"
-}
+func (q Request) Housekeeping() bool { return trace.IsHousekeepingResource(q.Resource) }

@@ -54,22 +54,16 @@ func (r *Recorder) Publish(e trace.Event) {
 	r.mu.Unlock()
 }
 
-// Run records what sub delivers until sub's wake channel closes or ctx ends.
+// Run records what sub delivers until ctx ends, then what sub still held;
+// it closes sub.
 func (r *Recorder) Run(ctx context.Context, sub *bus.Sub) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-sub.Wait():
-			if !ok {
-				return
-			}
-		}
-		evs, _ := sub.Drain()
+	c := sub.Collect(func(evs []trace.Event, _ int) {
 		r.mu.Lock()
 		r.evs = append(r.evs, evs...)
 		r.mu.Unlock()
-	}
+	})
+	<-ctx.Done()
+	c.Close()
 }
 
 // All returns a copy of every event so far.

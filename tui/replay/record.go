@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
@@ -122,8 +123,12 @@ func (r *Recorder) Run(ctx context.Context, src Live) error {
 	defer tick.Stop()
 	var ver uint64
 	first := true
-	drain := func() {
-		evs, dropped := src.Sub.Drain()
+	// mu keeps the collector's events and the world models of this loop
+	// from writing at once.
+	var mu sync.Mutex
+	c := src.Sub.Collect(func(evs []trace.Event, dropped int) {
+		mu.Lock()
+		defer mu.Unlock()
 		if dropped > 0 {
 			_ = r.Event(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Dropped,
 				Fields: map[string]any{trace.FieldCount: dropped}})
@@ -131,27 +136,26 @@ func (r *Recorder) Run(ctx context.Context, src Live) error {
 		for _, e := range evs {
 			_ = r.Event(e)
 		}
-	}
-	snap := func() {
-		if src.Snapshot == nil {
-			return
+	})
+	defer c.Close()
+	snapAndFlush := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if src.Snapshot != nil {
+			if v := src.Version(); v != ver || first {
+				ver, first = v, false
+				_ = r.World(time.Now(), src.Snapshot())
+			}
 		}
-		if v := src.Version(); v != ver || first {
-			ver, first = v, false
-			_ = r.World(time.Now(), src.Snapshot())
-		}
+		return r.Flush()
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			drain()
-			snap()
-			return r.Flush()
-		case <-src.Sub.Wait():
-			drain()
+			c.Close() // what is pending is recorded before the final world
+			return snapAndFlush()
 		case <-tick.C:
-			snap()
-			if err := r.Flush(); err != nil {
+			if err := snapAndFlush(); err != nil {
 				return err
 			}
 		}

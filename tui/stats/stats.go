@@ -405,13 +405,11 @@ func (st *Operator) api(e trace.Event) {
 	if t := st.Name.Traits(); !fromProxy || t.Polls || !t.Traces {
 		return
 	}
-	switch e.Str(trace.FieldVerb) {
-	case "watch":
+	switch {
+	case e.Verb() == trace.VerbWatch:
 		st.stage(stWatch, e.Time)
-	default:
-		if r := e.Str(trace.FieldResource); r != "leases" && r != "events" {
-			st.stage(stAPI, e.Time)
-		}
+	case !e.IsHousekeeping():
+		st.stage(stAPI, e.Time)
 	}
 }
 
@@ -488,7 +486,7 @@ func (st *Operator) observed(e trace.Event) {
 			st.Converged[name] = c
 		}
 		ms, _ := e.Num(trace.FieldLatencyMS)
-		if created, _ := e.Fields[trace.FieldCreated].(bool); created || e.Str(trace.FieldCreated) == "true" {
+		if e.Bool(trace.FieldCreated) {
 			if c.CreatedAt.IsZero() {
 				st.createdN++
 			}
@@ -509,7 +507,7 @@ func (st *Operator) observed(e trace.Event) {
 // process folds the supervisor's events about one replica process.
 func (st *Operator) process(e trace.Event) {
 	name := replicaOf(e.Object)
-	if e.Kind == trace.ProcessExit && e.Str(trace.FieldRemoved) == "true" {
+	if e.Kind == trace.ProcessExit && e.Bool(trace.FieldRemoved) {
 		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
 		if st.Leader == name {
 			st.Leader = ""
@@ -685,13 +683,7 @@ func (st *Operator) ReplicaNames() []string {
 var VerbOrder = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
 // IsWrite says whether a request with this verb changes the cluster.
-func IsWrite(verb string) bool {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
+func IsWrite(verb string) bool { return trace.IsWriteVerb(verb) }
 
 // Count is one name and how many.
 type Count struct {

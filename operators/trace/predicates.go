@@ -1,0 +1,78 @@
+package trace
+
+import "strings"
+
+// Bool returns a boolean field: true whether the producer wrote a JSON true
+// (Go, and bash's jq) or the string "true"; false if absent.
+func (e Event) Bool(k string) bool {
+	switch v := e.Fields[k].(type) {
+	case bool:
+		return v
+	case string:
+		return v == "true"
+	}
+	return false
+}
+
+// Verb is the request's verb of an api.request ("get", "patch"), or the
+// kubectl command of a kubectl event ("get echoes").
+func (e Event) Verb() string { return e.Str(FieldVerb) }
+
+// Resource is the resource of an api.request or api.watch_event
+// ("deployments", "echoes/status", "discovery"), or the kind an informer
+// event is of ("Echo").
+func (e Event) Resource() string { return e.Str(FieldResource) }
+
+// Code is the HTTP code of an api.request (0 if it had none: the client
+// left), or the exit code of a kubectl or process.exit event.
+func (e Event) Code() int {
+	c, _ := e.Num(FieldCode)
+	return int(c)
+}
+
+// IsWrite says whether e is an API request that asks to change something.
+func (e Event) IsWrite() bool { return e.Kind == APIRequest && IsWriteVerb(e.Verb()) }
+
+// IsHousekeeping says whether e is an API request about leader election
+// or Events: requests that change no Echo's children.
+func (e Event) IsHousekeeping() bool {
+	return e.Kind == APIRequest && IsHousekeepingResource(e.Resource())
+}
+
+// IsLease says whether e is an API request about a Lease.
+func (e Event) IsLease() bool { return e.Kind == APIRequest && e.Resource() == ResourceLeases }
+
+// IsLeaseRenewal says whether e is a successful update of a Lease: its
+// holder renewing it (or taking it).
+func (e Event) IsLeaseRenewal() bool {
+	return e.IsLease() && e.Verb() == VerbUpdate && e.Code() == 200
+}
+
+// Resources an operator's housekeeping requests are about.
+const (
+	ResourceLeases = "leases"
+	ResourceEvents = "events"
+)
+
+// Verbs of api.request that are compared with by name.
+const (
+	VerbWatch  = "watch"
+	VerbUpdate = "update"
+)
+
+// IsWriteVerb says whether a request with this verb changes the cluster.
+func IsWriteVerb(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// IsHousekeepingResource says whether requests about resource (with or
+// without a subresource, "leases" or "leases/status") are leader election
+// or Events.
+func IsHousekeepingResource(resource string) bool {
+	r, _, _ := strings.Cut(resource, "/")
+	return r == ResourceLeases || r == ResourceEvents
+}
