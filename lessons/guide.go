@@ -83,10 +83,10 @@ func indent(s string) string {
 func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction)) (int, error) {
 	s := &l.Steps[i]
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
-	q, said := s.Predict.Localized(p.sb.Prefix()), Prediction{}
+	q, said := localized(s.Predict, p.sb.Prefix()), Prediction{}
 	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(local(s.Text)))
 	if q != nil {
-		q.printAsk(out)
+		printAsk(out, q)
 	}
 	if a := s.Action; a != nil {
 		if a.Kubectl != "" {
@@ -153,7 +153,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			hint.Stop()
 			said = q.Measure(said, r.o.Detail)
 			did(passedHow(autoplayed), said)
-			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", q.report(said, r.o.Detail))
+			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", predictReport(q, said, r.o.Detail))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
 				fmt.Fprintf(out, "  hint:\n%s\n", indent(indent(local(s.Hint))))
@@ -175,7 +175,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			case cmd == CmdQuit:
 				return 0, ErrQuit
 			case q != nil && isNumber(cmd):
-				fmt.Fprintln(out, "  "+q.answer(cmd, &said, passed))
+				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed))
 			case cmd == CmdPlay && passed:
 				fmt.Fprintln(out, "  passed already: Enter for the next step")
 			case cmd == CmdPlay:

@@ -1,7 +1,6 @@
 package lessons
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,28 +8,16 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 )
 
-// Predict is a question a step asks before the student acts: what will
-// the sandbox measure? The step's check measures it; once the check passed,
-// the student's answer is shown beside its detail.
-type Predict struct {
-	Question string
-	Choices  []string
-	// Answer is the right choice, from 1, when the code fixes the outcome;
-	// 0 when the measurement decides (then no answer is right or wrong).
-	Answer int
-	Line   int
-}
+// Predict is a question a step asks before the student acts; the screen
+// shows it, so it lives in the view package.
+type Predict = lessonview.Predict
 
-// Prediction is the student's answer to a step's question and, once the
-// step's check passed, how it went: what a progress file can keep.
-type Prediction struct {
-	Choice   int    `json:"choice"`             // from 1; 0: not answered
-	Right    *bool  `json:"right,omitempty"`    // once passed, when the question has an answer
-	Measured string `json:"measured,omitempty"` // the check's detail when it passed
-}
+// Prediction is the student's answer to a step's question and how it went.
+type Prediction = lessonview.Prediction
 
 // Choice counts of a question: at least two, and at most what one digit
 // typed on the screen's prompt reads comfortably.
@@ -39,65 +26,13 @@ const (
 	maxChoices = 5
 )
 
-// Choose is the student's answer choice (from 1), not measured yet.
-func (q *Predict) Choose(choice int) (Prediction, error) {
-	if q == nil {
-		return Prediction{}, errors.New("this step asks no question")
-	}
-	if choice < 1 || choice > len(q.Choices) {
-		return Prediction{}, fmt.Errorf("answer with a number from 1 to %d", len(q.Choices))
-	}
-	return Prediction{Choice: choice}, nil
-}
-
-// Measure is pr once the step's check passed with detail measured. A step
-// with no question (q nil) keeps pr as it is.
-func (q *Predict) Measure(pr Prediction, measured string) Prediction {
-	if q == nil {
-		return pr
-	}
-	pr.Measured = measured
-	if q.Answer > 0 && pr.Choice > 0 {
-		right := pr.Choice == q.Answer
-		pr.Right = &right
-	}
-	return pr
-}
-
-// Said puts the student's answer beside what was measured, once both are
-// known: "you said: client-go · measured: …"; "" before.
-func (q *Predict) Said(pr Prediction) string {
-	if q == nil || pr.Choice < 1 || pr.Choice > len(q.Choices) || pr.Measured == "" {
-		return ""
-	}
-	return "you said: " + q.Choices[pr.Choice-1] + " · measured: " + pr.Measured
-}
-
-// Verdict is "right" or "not quite: …" for a question with an answer,
-// once measured; "" otherwise.
-func (q *Predict) Verdict(pr Prediction) string {
-	switch {
-	case q == nil || pr.Right == nil:
-		return ""
-	case *pr.Right:
-		return "right"
-	}
-	return "not quite: the answer is " + q.Choices[q.Answer-1]
-}
-
-// Localized is q in the namespaces of a sandbox with prefix p (see
+// localized is q in the namespaces of a sandbox with prefix p (see
 // Localize); nil for nil.
-func (q *Predict) Localized(p style.Prefix) *Predict {
+func localized(q *Predict, p style.Prefix) *Predict {
 	if q == nil || p == "" {
 		return q
 	}
-	l := *q
-	l.Question = Localize(q.Question, p)
-	l.Choices = make([]string, len(q.Choices))
-	for i, c := range q.Choices {
-		l.Choices[i] = Localize(c, p)
-	}
-	return &l
+	return q.Map(func(text string) string { return Localize(text, p) })
 }
 
 // predict reads `predict: {question: …, choices: […], answer: N}`.
@@ -147,7 +82,7 @@ func kindOrCount(n *yaml.Node) string {
 }
 
 // printAsk prints the question on plain text, after the step's text.
-func (q *Predict) printAsk(out io.Writer) {
+func printAsk(out io.Writer, q *Predict) {
 	fmt.Fprintf(out, "\n  Predict before you act: %s\n", q.Question)
 	for i, c := range q.Choices {
 		fmt.Fprintf(out, "    %d %s\n", i+1, c)
@@ -163,7 +98,7 @@ func isNumber(cmd string) bool {
 
 // answer keeps the number the student typed in pr, before the check
 // passed; it returns what to reply.
-func (q *Predict) answer(cmd string, pr *Prediction, passed bool) string {
+func answer(q *Predict, cmd string, pr *Prediction, passed bool) string {
 	if passed {
 		return "passed already: a prediction comes before the act"
 	}
@@ -176,10 +111,10 @@ func (q *Predict) answer(cmd string, pr *Prediction, passed bool) string {
 	return "you said: " + q.Choices[n-1] + " (another number changes it until the check passes)"
 }
 
-// report is what a passed check says on plain text: its detail, or the
+// predictReport is what a passed check says on plain text: its detail, or the
 // student's answer beside it (pr measured) and, if the question has an
 // answer, whether it was right.
-func (q *Predict) report(pr Prediction, detail string) string {
+func predictReport(q *Predict, pr Prediction, detail string) string {
 	said := q.Said(pr)
 	if said == "" {
 		return detail

@@ -160,18 +160,18 @@ func ptr[T any](v T) *T { return &v }
 
 func TestPredictLocalized(t *testing.T) {
 	q := &Predict{Question: "What does echo-shell keep?", Choices: []string{"echo-clientgo", "nothing"}, Answer: 2}
-	l := q.Localized("ada-")
+	l := localized(q, "ada-")
 	if l.Question != "What does ada-echo-shell keep?" || l.Choices[0] != "ada-echo-clientgo" || l.Choices[1] != "nothing" || l.Answer != 2 {
 		t.Errorf("localized = %+v", l)
 	}
 	if q.Question != "What does echo-shell keep?" || q.Choices[0] != "echo-clientgo" {
 		t.Errorf("the lesson's own question changed: %+v", q)
 	}
-	if q.Localized("") != q {
+	if localized(q, "") != q {
 		t.Error("no prefix: a copy")
 	}
 	var none *Predict
-	if none.Localized("ada-") != nil {
+	if localized(none, "ada-") != nil {
 		t.Error("nil localized is not nil")
 	}
 }
@@ -182,7 +182,7 @@ func TestPredictLocalized(t *testing.T) {
 func TestGuidePredict(t *testing.T) {
 	q := &Predict{Question: "How many GETs?", Choices: []string{"none", "one per Pod"}, Answer: 1}
 	var out bytes.Buffer
-	q.printAsk(&out)
+	printAsk(&out, q)
 	if want := "\n  Predict before you act: How many GETs?\n    1 none\n    2 one per Pod\n  (type the number of your answer, then Enter)\n"; out.String() != want {
 		t.Errorf("asked:\n%q\nwant\n%q", out.String(), want)
 	}
@@ -204,16 +204,16 @@ func TestGuidePredict(t *testing.T) {
 			if !isNumber(c) {
 				t.Fatalf("%q is not a number", c)
 			}
-			if got := q.answer(c, &pr, false); got != tt.replies[i] {
+			if got := answer(q, c, &pr, false); got != tt.replies[i] {
 				t.Errorf("%v: reply to %s = %q, want %q", tt.cmds, c, got, tt.replies[i])
 			}
 		}
-		if got := q.report(q.Measure(pr, "0 GETs"), "0 GETs"); got != tt.report {
+		if got := predictReport(q, q.Measure(pr, "0 GETs"), "0 GETs"); got != tt.report {
 			t.Errorf("%v: report = %q, want %q", tt.cmds, got, tt.report)
 		}
 	}
 	pr := Prediction{Choice: 1}
-	if got := q.answer("2", &pr, true); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
+	if got := answer(q, "2", &pr, true); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
 		t.Errorf("after the pass: %q, %+v", got, pr)
 	}
 	for _, c := range []string{"n", "", "a", "1x"} {
@@ -222,7 +222,7 @@ func TestGuidePredict(t *testing.T) {
 		}
 	}
 	var none *Predict
-	if got := none.report(Prediction{}, "0 GETs"); got != "0 GETs" {
+	if got := predictReport(none, Prediction{}, "0 GETs"); got != "0 GETs" {
 		t.Errorf("no question: report = %q", got)
 	}
 }

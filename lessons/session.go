@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -40,37 +41,12 @@ type Session struct {
 	failed error
 }
 
-// SessionState is what the lesson panel shows; the same fields, in the
-// same order, as the screen's tui.GuideState, so one converts to the other.
-type SessionState struct {
-	Version            uint64
-	Lesson, Count      int
-	Title              string
-	Step, Steps        int
-	StepTitle          string
-	Text               string
-	Kubectl, Key, Note string
-	Waiting            string
-	Passed             bool
-	Detail             string
-	Hint               string
-	Playing            bool
-	PlayErr            string
-	Done               bool
-	// Predict is the step's question, if it asks one; Predicted is the
-	// student's answer and, once the check passed, what was measured.
-	Predict   *Predict
-	Predicted Prediction
-}
+// SessionState is what the lesson panel shows of a Session; the screen
+// reads it from the view package, which has none of the engine's imports.
+type SessionState = lessonview.State
 
-// SessionEntry is one lesson of the list, like tui.GuideEntry.
-type SessionEntry struct {
-	Number int
-	Title  string
-	Steps  int
-	Where  string
-	Done   bool // the student got past its last step
-}
+// SessionEntry is one lesson of the list.
+type SessionEntry = lessonview.Entry
 
 // NewSession starts lesson l at step from (clamped) on p. save is called
 // whenever prog changed; its error is shown on the panel.
@@ -355,7 +331,7 @@ func (s *Session) stateOf(i int) SessionState {
 	if step.Check != nil {
 		st.Waiting = step.Check.Describe()
 	}
-	st.Predict = step.Predict.Localized(s.p.sb.Prefix())
+	st.Predict = localized(step.Predict, s.p.sb.Prefix())
 	return st
 }
 

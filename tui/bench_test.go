@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -63,7 +64,7 @@ func BenchmarkTUIViewLesson200x60(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				if changing {
-					g.set(func(s *GuideState) { s.Detail = "still missing: shell" })
+					g.set(func(s *lessonview.State) { s.Detail = "still missing: shell" })
 					m.lesson.poll()
 				}
 				m.draw.now()

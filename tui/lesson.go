@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"
 	"github.com/kkloud/rlab/tui/timeline"
@@ -33,7 +34,7 @@ const (
 // of the list. With no Guide it does nothing.
 type lesson struct {
 	guide    Guide
-	st       GuideState
+	st       lessonview.State
 	panels   map[int]*lessonpanel.Panel // by width, laid out for panelKey
 	panelKey panelKey
 	listOpen bool

@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
@@ -22,8 +22,8 @@ import (
 // fakeGuide is a Guide whose state the test sets; it records the calls.
 type fakeGuide struct {
 	mu      sync.Mutex
-	st      GuideState
-	lessons []GuideEntry
+	st      lessonview.State
+	lessons []lessonview.Entry
 	calls   []string
 	called  chan string // if set, every call is sent here too
 	openErr func(n int) error
@@ -31,7 +31,7 @@ type fakeGuide struct {
 	predictErr func(n int) error
 }
 
-func (g *fakeGuide) State() GuideState {
+func (g *fakeGuide) State() lessonview.State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.st
@@ -62,7 +62,7 @@ func (g *fakeGuide) Predict(n int) error {
 			return err
 		}
 	}
-	g.set(func(s *GuideState) { s.Predicted = lessons.Prediction{Choice: n} })
+	g.set(func(s *lessonview.State) { s.Predicted = lessonview.Prediction{Choice: n} })
 	return nil
 }
 
@@ -74,7 +74,7 @@ func (g *fakeGuide) Open(n int) error {
 	return nil
 }
 
-func (g *fakeGuide) Lessons() []GuideEntry { return g.lessons }
+func (g *fakeGuide) Lessons() []lessonview.Entry { return g.lessons }
 
 func (g *fakeGuide) Calls() []string {
 	g.mu.Lock()
@@ -83,14 +83,14 @@ func (g *fakeGuide) Calls() []string {
 }
 
 // set changes the state as the lesson engine would: a new version.
-func (g *fakeGuide) set(f func(*GuideState)) {
+func (g *fakeGuide) set(f func(*lessonview.State)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f(&g.st)
 	g.st.Version++
 }
 
-var courseLessons = []GuideEntry{
+var courseLessons = []lessonview.Entry{
 	{Number: 1, Title: "The reconcile loop", Steps: 4, Where: "4/4 by hand", Done: true},
 	{Number: 2, Title: "Desired versus actual", Steps: 2, Where: "1/2, 1 played", Done: true},
 	{Number: 3, Title: "ownerReferences and garbage collection", Steps: 5, Where: "step 2 of 5"},
@@ -104,8 +104,8 @@ var courseLessons = []GuideEntry{
 
 // waitingStep is lesson 4, step 2: a key, a kubectl loop of three lines
 // (one wider than a narrow panel), the check waiting.
-func waitingStep() GuideState {
-	return GuideState{
+func waitingStep() lessonview.State {
+	return lessonview.State{
 		Version: 1, Lesson: 4, Count: 9, Title: "Drift repair",
 		Step: 1, Steps: 6, StepTitle: "Scale it by hand",
 		Text: `The Deployment belongs to the operator, not to you. Scale it by hand
@@ -123,9 +123,9 @@ done
 
 // asking puts lesson 4's question on the step; answer is the right choice
 // (0: the measurement decides).
-func asking(answer int) func(*GuideState) {
-	return func(s *GuideState) {
-		s.Predict = &lessons.Predict{
+func asking(answer int) func(*lessonview.State) {
+	return func(s *lessonview.State) {
+		s.Predict = &lessonview.Predict{
 			Question: "Which style repairs the Deployment first?",
 			Choices:  []string{"the shell loop", "client-go", "controller-runtime", "all at once"},
 			Answer:   answer,
@@ -134,12 +134,12 @@ func asking(answer int) func(*GuideState) {
 }
 
 // passedSaying is the step passed with the student's choice measured.
-func passedSaying(answer, choice int) func(*GuideState) {
-	return func(s *GuideState) {
+func passedSaying(answer, choice int) func(*lessonview.State) {
+	return func(s *lessonview.State) {
 		asking(answer)(s)
 		s.Passed = true
 		s.Detail = "drift_repaired: shell replicas repaired in 4.40s, clientgo replicas repaired in 0.02s, runtime replicas repaired in 0.02s"
-		s.Predicted = s.Predict.Measure(lessons.Prediction{Choice: choice}, s.Detail)
+		s.Predicted = s.Predict.Measure(lessonview.Prediction{Choice: choice}, s.Detail)
 	}
 }
 
@@ -183,23 +183,23 @@ func checkSize(t *testing.T, out string, w, h int) {
 func TestTUILessonGolden(t *testing.T) {
 	states := []struct {
 		name string
-		edit func(*GuideState)
+		edit func(*lessonview.State)
 		keys []string
 		g    func(*fakeGuide)
 	}{
 		{name: "waiting"},
-		{name: "passed", edit: func(s *GuideState) {
+		{name: "passed", edit: func(s *lessonview.State) {
 			s.Passed = true
 			s.Detail = "repaired: shell in 4.1s, client-go in 21ms, controller-runtime in 18ms"
 		}},
-		{name: "hint", edit: func(s *GuideState) {
+		{name: "hint", edit: func(s *lessonview.State) {
 			s.Hint = "Press s on the screen and accept 3, or run the loop above.\nThe shell loop may take a whole poll interval before it even looks."
 		}},
-		{name: "playing", edit: func(s *GuideState) { s.Playing = true }},
-		{name: "play-error", edit: func(s *GuideState) {
+		{name: "playing", edit: func(s *lessonview.State) { s.Playing = true }},
+		{name: "play-error", edit: func(s *lessonview.State) {
 			s.PlayErr = `scale_deployment: deployments.apps "echo-hello" is forbidden: User "rlab" cannot patch resource "deployments/scale" in API group "apps" in the namespace "echo-shell"`
 		}},
-		{name: "done", edit: func(s *GuideState) {
+		{name: "done", edit: func(s *lessonview.State) {
 			s.Step, s.Done, s.Passed = 5, true, true
 			s.StepTitle = "Delete the Echo"
 			s.Detail = "seen: Echo/hello gone in all styles"
@@ -233,13 +233,13 @@ func TestTUILessonScreens(t *testing.T) {
 	tests := []struct {
 		name string
 		w, h int
-		edit func(*GuideState)
+		edit func(*lessonview.State)
 		keys []string
 		g    func(*fakeGuide)
 	}{
 		// Wide and short: the panel would be cut under the timeline.
 		{name: "beside-200x35", w: 200, h: 35},
-		{name: "nothing-to-check", w: 120, h: 40, edit: func(s *GuideState) {
+		{name: "nothing-to-check", w: 120, h: 40, edit: func(s *lessonview.State) {
 			s.Kubectl, s.Key, s.Waiting, s.Detail = "", "", "", ""
 			s.Note = "Look at the three panes: the shell loop has not even noticed yet."
 		}},
@@ -255,11 +255,11 @@ func TestTUILessonScreens(t *testing.T) {
 		{name: "predict-right", w: 120, h: 40, edit: passedSaying(3, 3)},
 		{name: "predict-not-quite", w: 100, h: 30, edit: passedSaying(3, 1)},
 		// Choices too wide for one line go one a line.
-		{name: "predict-narrow-choices", w: 100, h: 40, edit: func(s *GuideState) {
+		{name: "predict-narrow-choices", w: 100, h: 40, edit: func(s *lessonview.State) {
 			asking(0)(s)
 			s.Predict.Choices = []string{"the shell loop, at its next poll", "client-go, within milliseconds", "controller-runtime, within milliseconds", "all three at the same instant", "nobody: the edit sticks"}
 		}},
-		{name: "predict-done", w: 120, h: 40, edit: func(s *GuideState) {
+		{name: "predict-done", w: 120, h: 40, edit: func(s *lessonview.State) {
 			passedSaying(3, 2)(s)
 			s.Step, s.Done = 5, true
 		}},
@@ -395,7 +395,7 @@ func TestTUILessonRedraw(t *testing.T) {
 	if got := m.View().Content; got != "cached" {
 		t.Fatal("a frame redrew with the version unchanged")
 	}
-	g.set(func(s *GuideState) { s.Passed, s.Detail = true, "repaired in all three styles" })
+	g.set(func(s *lessonview.State) { s.Passed, s.Detail = true, "repaired in all three styles" })
 	m.Update(FrameMsg{})
 	got := ansi.Strip(m.View().Content)
 	if !strings.Contains(got, "✓ passed — n for the next step: every style: the operator repairs") || !strings.Contains(got, "repaired in all three styles") {
@@ -420,7 +420,7 @@ func TestTUILessonProgram(t *testing.T) {
 			t.Fatalf("%s called nothing", k)
 		}
 	}
-	g.set(func(s *GuideState) { s.Step, s.StepTitle = 2, "Now the shell loop alone" })
+	g.set(func(s *lessonview.State) { s.Step, s.StepTitle = 2, "Now the shell loop alone" })
 	// The renderer rewrites only the cells that changed: "step " stays.
 	appWaitFor(t, tm, "3 of 6: Now the shell loop alone")
 	tm.Send(keyMsg("q"))
@@ -492,7 +492,7 @@ func TestTUILessonPredict(t *testing.T) {
 	tests := []struct {
 		name       string
 		noGuide    bool
-		edit       func(*GuideState)
+		edit       func(*lessonview.State)
 		predictErr error
 		keys       []string
 		calls      []string
@@ -505,9 +505,9 @@ func TestTUILessonPredict(t *testing.T) {
 			text: "✓ you said: client-go — now act"},
 		{name: "the answer shows on the panel", edit: asking(0), keys: []string{"y", "3", "enter"}, calls: []string{"Predict(3)"},
 			text: "you said: controller-runtime (y changes it)"},
-		{name: "y again holds the answer given", edit: func(s *GuideState) {
+		{name: "y again holds the answer given", edit: func(s *lessonview.State) {
 			asking(0)(s)
-			s.Predicted = lessons.Prediction{Choice: 4}
+			s.Predicted = lessonview.Prediction{Choice: 4}
 		}, keys: []string{"y"}, prompt: true, value: "4"},
 		{name: "a number out of range stays under the prompt", edit: asking(0), keys: []string{"y", "7", "enter"}, prompt: true, value: "7",
 			text: "✗ answer with a number from 1 to 4"},
@@ -559,12 +559,12 @@ func TestTUILessonPredict(t *testing.T) {
 func TestTUILessonPredictLine(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*GuideState)
+		edit func(*lessonview.State)
 		y    bool
 	}{
 		{"no question", nil, false},
 		{"a question", asking(0), true},
-		{"answered", func(s *GuideState) { asking(0)(s); s.Predicted.Choice = 2 }, true},
+		{"answered", func(s *lessonview.State) { asking(0)(s); s.Predicted.Choice = 2 }, true},
 		{"passed", passedSaying(3, 2), false},
 	}
 	for _, tt := range tests {
@@ -602,7 +602,7 @@ func TestTUILessonPredictProgram(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("y 2 enter called nothing")
 	}
-	g.set(func(s *GuideState) {
+	g.set(func(s *lessonview.State) {
 		s.Passed, s.Detail = true, "drift_repaired: clientgo replicas repaired in 0.02s"
 		s.Predicted = s.Predict.Measure(s.Predicted, s.Detail)
 	})

@@ -7,7 +7,7 @@ package tui
 import (
 	"context"
 
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/world"
@@ -50,7 +50,7 @@ type Info struct {
 // returns at once; what they start shows up in State.
 type Guide interface {
 	// State is the lesson as it stands now; cheap, called once per frame.
-	State() GuideState
+	State() lessonview.State
 	// Next goes to the next step without waiting for the check.
 	Next()
 	// Back goes to the previous step.
@@ -58,24 +58,18 @@ type Guide interface {
 	// Play performs this step's action for the student (autoplay).
 	Play()
 	// Key performs this step's action because the student pressed the key
-	// the step names (GuideState.Key), on every style the step names; false
+	// the step names (lessonview.State.Key), on every style the step names; false
 	// if the step has nothing for a key to do.
 	Key() bool
-	// Predict answers the step's question (GuideState.Predict) with choice,
+	// Predict answers the step's question (lessonview.State.Predict) with choice,
 	// from 1, before the student acts; an error says why not (a number out
 	// of range, a step already played or passed).
 	Predict(choice int) error
 	// Open switches to lesson n, at the step the student got to before.
 	Open(n int) error
 	// Lessons lists the course, with the student's progress.
-	Lessons() []GuideEntry
+	Lessons() []lessonview.Entry
 }
-
-// GuideState is what the lesson panel shows: the lesson engine's own state.
-type GuideState = lessons.SessionState
-
-// GuideEntry is one lesson in the lesson list.
-type GuideEntry = lessons.SessionEntry
 
 // Logs is what the log view reads: the log file of one operator replica
 // (a built-in's human log; everything a student's operator prints). A

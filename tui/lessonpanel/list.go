@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/tui/common"
 )
 
 // Line is the lesson line of the footer: the heading at the left, cut if
 // need be so that the keys (painted, keysW wide) keep their place at the
 // right.
-func Line(d lessons.SessionState, keys string, keysW, w int, s *common.Styles) string {
+func Line(d lessonview.State, keys string, keysW, w int, s *common.Styles) string {
 	l := &common.Line{}
 	l.Plain(" ").Add(s.Accent, fmt.Sprintf("lesson %d/%d", d.Lesson, d.Count)).Add(s.Dim, " · ").Add(s.Bold, d.Title)
 	switch {
@@ -32,7 +32,7 @@ func Line(d lessons.SessionState, keys string, keysW, w int, s *common.Styles) s
 
 // List is the lesson list, opened over the lower part of the screen.
 type List struct {
-	Entries []lessons.SessionEntry
+	Entries []lessonview.Entry
 	Cursor  int    // index into Entries
 	Current int    // the number of the lesson followed now
 	Typed   string // the lesson number typed so far

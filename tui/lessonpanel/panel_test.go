@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/tui/common"
 )
 
@@ -87,8 +87,8 @@ func TestTUIReflow(t *testing.T) {
 	}
 }
 
-func bigStep() lessons.SessionState {
-	return lessons.SessionState{
+func bigStep() lessonview.State {
+	return lessonview.State{
 		Version: 3, Lesson: 6, Count: 9, Title: "The workqueue", Step: 2, Steps: 5, StepTitle: "Retries with backoff",
 		Text: "Take the create verb on Deployments away from the Go operators' Roles,\nthen create an Echo called retry-demo. Every reconcile fails with\nforbidden. The error goes back to the workqueue, which queues the key\nagain after a backoff that doubles each time.",
 		Kubectl: "for s in clientgo runtime; do\n  kubectl -n echo-$s patch role echo-operator --type=json -p '[{\"op\":\"remove\",\"path\":\"/rules/2\"}]'\n" +
@@ -156,20 +156,20 @@ func TestTUIListDone(t *testing.T) {
 		t.Fatal("the OK paint paints nothing")
 	}
 	tests := []struct {
-		entry lessons.SessionEntry
+		entry lessonview.Entry
 		ok    bool
 	}{
-		{lessons.SessionEntry{Number: 1, Title: "By hand", Steps: 4, Where: "4/4 by hand", Done: true}, true},
-		{lessons.SessionEntry{Number: 2, Title: "Skipped through", Steps: 2, Where: "0/2, 2 skipped", Done: true}, true},
-		{lessons.SessionEntry{Number: 3, Title: "Old file", Steps: 3, Where: "done", Done: true}, true},
-		{lessons.SessionEntry{Number: 4, Title: "Half way", Steps: 5, Where: "step 2 of 5"}, false},
-		{lessons.SessionEntry{Number: 5, Title: "Not started", Steps: 5}, false},
+		{lessonview.Entry{Number: 1, Title: "By hand", Steps: 4, Where: "4/4 by hand", Done: true}, true},
+		{lessonview.Entry{Number: 2, Title: "Skipped through", Steps: 2, Where: "0/2, 2 skipped", Done: true}, true},
+		{lessonview.Entry{Number: 3, Title: "Old file", Steps: 3, Where: "done", Done: true}, true},
+		{lessonview.Entry{Number: 4, Title: "Half way", Steps: 5, Where: "step 2 of 5"}, false},
+		{lessonview.Entry{Number: 5, Title: "Not started", Steps: 5}, false},
 	}
 	v := &List{Cursor: len(tests)} // the cursor's row is painted Reverse: on none of these
 	for _, tt := range tests {
 		v.Entries = append(v.Entries, tt.entry)
 	}
-	v.Entries = append(v.Entries, lessons.SessionEntry{Number: 6, Title: "Cursor", Steps: 1})
+	v.Entries = append(v.Entries, lessonview.Entry{Number: 6, Title: "Cursor", Steps: 1})
 	out := v.Render(80, len(v.Entries)+6, s)
 	for _, tt := range tests {
 		t.Run(tt.entry.Title, func(t *testing.T) {
@@ -187,23 +187,23 @@ func TestTUIListDone(t *testing.T) {
 }
 
 // question is a step waiting, with a question to answer.
-func question(answer, choice int) lessons.SessionState {
-	return lessons.SessionState{
+func question(answer, choice int) lessonview.State {
+	return lessonview.State{
 		Version: 1, Lesson: 4, Count: 11, Title: "Drift repair", Step: 0, Steps: 6, StepTitle: "Delete the Deployment",
 		Text:    "Delete echo-hello in every namespace.",
 		Key:     "d",
 		Waiting: "every style: the operator repairs the deleted of Deployment echo-hello\nevery style: Deployment echo-hello asks for 2 replicas",
-		Predict: &lessons.Predict{
+		Predict: &lessonview.Predict{
 			Question: "Which style repairs the Deployment first?",
 			Choices:  []string{"the shell loop", "client-go", "controller-runtime", "all at once"},
 			Answer:   answer,
 		},
-		Predicted: lessons.Prediction{Choice: choice},
+		Predicted: lessonview.Prediction{Choice: choice},
 	}
 }
 
 // passed is d with its check passed, the answer measured.
-func passed(d lessons.SessionState) lessons.SessionState {
+func passed(d lessonview.State) lessonview.State {
 	d.Passed = true
 	d.Detail = "drift_repaired: shell deleted repaired in 4.40s, clientgo deleted repaired in 0.02s, runtime deleted repaired in 0.02s"
 	d.Predicted = d.Predict.Measure(d.Predicted, d.Detail)
@@ -217,7 +217,7 @@ func passed(d lessons.SessionState) lessons.SessionState {
 func TestTUILessonPanelPredict(t *testing.T) {
 	tests := []struct {
 		name    string
-		d       lessons.SessionState
+		d       lessonview.State
 		want    []string
 		wantNot []string
 	}{
@@ -238,7 +238,7 @@ func TestTUILessonPanelPredict(t *testing.T) {
 		{name: "not answered, passed: the detail as before", d: passed(question(3, 0)),
 			want:    []string{"  drift_repaired: shell deleted repaired in 4.40s"},
 			wantNot: []string{"Which style", "you said", "right", "not quite"}},
-		{name: "done", d: func() lessons.SessionState { d := passed(question(3, 3)); d.Done = true; return d }(),
+		{name: "done", d: func() lessonview.State { d := passed(question(3, 3)); d.Done = true; return d }(),
 			want:    []string{"lesson done", "✓ right", "you said: controller-runtime · measured"},
 			wantNot: []string{"Which style"}},
 	}
@@ -270,7 +270,7 @@ func TestTUILessonPanelPredictFit(t *testing.T) {
 	long.Predict.Choices = []string{"the shell loop, at its next poll", "client-go, within milliseconds", "controller-runtime, within milliseconds", "all three at once", "nobody"}
 	tests := []struct {
 		name string
-		d    lessons.SessionState
+		d    lessonview.State
 		want []string
 	}{
 		{"choices", question(3, 0), []string{"4 all at once"}},

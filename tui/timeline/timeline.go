@@ -1,12 +1,14 @@
 // Package timeline is the timeline pane: one line per event (Event.Line),
 // coloured by operator style, filtered by style and kind, paused and
-// scrolled. It keeps the newest events in a ring and formats only the lines
-// on screen.
+// scrolled. It keeps the latest events in a ring, in event time order
+// whatever order they arrived in, and formats only the lines on screen.
 package timeline
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -52,17 +54,26 @@ func prefix(p string) func(trace.Kind, style.Style) bool {
 type entry struct {
 	ev    trace.Event
 	style style.Style
-	line  string // formatted and painted on first display, for width w
+	at    time.Time // the event's time; an untimed event's is the newest held then
+	added uint64    // arrival number (Model.seq when added): a paused view shows those up to its anchor
+	line  string    // formatted and painted on first display, for width w
 	w     int
 	dark  bool
 }
 
-// Model is the timeline's state.
+// Model is the timeline's state. Its rows are in event time order, not in
+// arrival order: some events reach the screen after later ones (the world
+// publishes a drift a settle time after it began, stamped when it began;
+// the shell loop's lines are read from its output after it wrote them).
 type Model struct {
-	ring []entry
-	head int    // index of the oldest entry
-	n    int    // entries held
-	seq  uint64 // events added in all; entry i (0 = oldest) has seq-n+i+1
+	// slots hold the entries where they arrived; ord is a ring of slot
+	// numbers in time order, from head: a late event moves 4-byte slot
+	// numbers aside, not entries.
+	slots []entry
+	ord   []int32
+	head  int    // index in ord of the oldest entry
+	n     int    // entries held
+	seq   uint64 // events added in all
 
 	// Styles cycled by `t` ("" = all).
 	Styles []style.Style
@@ -70,7 +81,7 @@ type Model struct {
 	kind   int // index into Kinds
 
 	paused bool
-	anchor uint64 // with paused: the newest seq shown
+	anchor uint64 // with paused: the last arrival shown (entries added after it are not)
 	scroll int    // lines scrolled up from the newest
 }
 
@@ -79,24 +90,84 @@ func New(size int, styles []style.Style) *Model {
 	if size < 1 {
 		size = DefaultSize
 	}
-	return &Model{ring: make([]entry, size), Styles: styles}
+	return &Model{slots: make([]entry, size), ord: make([]int32, size), Styles: styles}
 }
 
-// Add appends one event.
+// Add puts one event in time order: after every event held with an equal
+// or earlier time. Events in order (nearly all) are appended; a late one
+// is placed by binary search, and the shorter side of the ring moves aside.
+// With the ring full, the oldest in time goes; an event older than all of
+// them is not kept.
 func (m *Model) Add(e trace.Event) {
-	i := (m.head + m.n) % len(m.ring)
-	if m.n == len(m.ring) {
-		m.head = (m.head + 1) % len(m.ring)
-	} else {
-		m.n++
-	}
-	m.ring[i] = entry{ev: e, style: stats.StyleOf(e)}
 	m.seq++
+	at := e.Time
+	if at.IsZero() && m.n > 0 { // untimed: shown as it comes
+		at = m.entry(m.n - 1).at
+	}
+	var slot int32
+	if m.n == len(m.ord) {
+		if at.Before(m.entry(0).at) {
+			return // older than every event held: the first to go
+		}
+		slot = m.ord[m.head] // the oldest goes; its slot takes e
+		m.head = (m.head + 1) % len(m.ord)
+		m.n--
+	} else {
+		slot = int32(m.n) // filled in turn until full, and never freed before
+	}
+	// p: the position (0: the oldest) of the first entry later than e.
+	p := m.n
+	if p > 0 && m.entry(p-1).at.After(at) {
+		p = sort.Search(m.n, func(i int) bool { return m.entry(i).at.After(at) })
+	}
+	if p >= m.n-p {
+		m.moveUp(p)
+	} else {
+		m.moveDown(p)
+	}
+	m.ord[m.index(p)] = slot
+	m.n++
+	m.slots[slot] = entry{ev: e, style: stats.StyleOf(e), at: at, added: m.seq}
 }
+
+// moveUp frees position p: the newer side, positions p to n-1, moves up
+// one, in runs that do not cross the ring's end (a memmove each).
+func (m *Model) moveUp(p int) {
+	for j := m.n; j > p; { // j: the position a run ends at, moved to
+		d, s := m.index(j), m.index(j-1)
+		k := min(j-p, d+1, s+1)
+		copy(m.ord[d-k+1:d+1], m.ord[s-k+1:s+1])
+		j -= k
+	}
+}
+
+// moveDown frees position p: the head moves back one, and the older side,
+// positions 0 to p-1, with it.
+func (m *Model) moveDown(p int) {
+	m.head = (m.head - 1 + len(m.ord)) % len(m.ord)
+	for j := 0; j < p; { // j: the position a run starts at, moved to
+		d, s := m.index(j), m.index(j+1)
+		k := min(p-j, len(m.ord)-d, len(m.ord)-s)
+		copy(m.ord[d:d+k], m.ord[s:s+k])
+		j += k
+	}
+}
+
+// index is the index in ord of position p (0: the oldest held), p below
+// the ring's size.
+func (m *Model) index(p int) int {
+	if i := m.head + p; i < len(m.ord) {
+		return i
+	}
+	return m.head + p - len(m.ord)
+}
+
+// entry is the entry at position p (0: the oldest held).
+func (m *Model) entry(p int) *entry { return &m.slots[m.ord[m.index(p)]] }
 
 // Clear forgets every event, keeping the filters.
 func (m *Model) Clear() {
-	clear(m.ring)
+	clear(m.slots)
 	m.head, m.n, m.seq, m.anchor, m.scroll = 0, 0, 0, 0, 0
 }
 
@@ -186,39 +257,36 @@ func (m *Model) Lines(w, h int, s *common.Styles) []string {
 	if h <= 0 {
 		return nil
 	}
-	newest := m.seq
-	if m.paused {
-		newest = m.anchor
-	}
-	oldestSeq := m.seq - uint64(m.n) + 1
-	index := func(q uint64) int { return (m.head + int(q-oldestSeq)) % len(m.ring) }
+	// shown: a paused view keeps to the events it had, wherever in time
+	// the later arrivals went.
+	shown := func(e *entry) bool { return (!m.paused || e.added <= m.anchor) && m.match(e) }
 	if m.scroll > 0 {
 		// Scrolled past the oldest: clamp so that the oldest page shows.
 		matches := 0
-		for q := newest; q >= oldestSeq && newest >= oldestSeq; q-- {
-			if m.match(&m.ring[index(q)]) {
+		for p := m.n - 1; p >= 0; p-- {
+			if shown(m.entry(p)) {
 				matches++
 			}
 		}
 		m.scroll = min(m.scroll, max(0, matches-h))
 	}
-	// Walk back from the anchor, skipping the scrolled lines, collecting h.
-	picked := make([]int, 0, h)
+	// Walk back from the newest, skipping the scrolled lines, collecting h.
+	picked := make([]*entry, 0, h)
 	skip := m.scroll
-	for q := newest; q >= oldestSeq && newest >= oldestSeq && len(picked) < h; q-- {
-		i := index(q)
-		if !m.match(&m.ring[i]) {
+	for p := m.n - 1; p >= 0 && len(picked) < h; p-- {
+		e := m.entry(p)
+		if !shown(e) {
 			continue
 		}
 		if skip > 0 {
 			skip--
 			continue
 		}
-		picked = append(picked, i)
+		picked = append(picked, e)
 	}
 	out := make([]string, 0, h)
 	for j := len(picked) - 1; j >= 0; j-- {
-		e := &m.ring[picked[j]]
+		e := picked[j]
 		if e.line == "" || e.w != w || e.dark != s.Dark {
 			p := s.OpPaint(e.style)
 			if isError(e.ev) {

@@ -2,6 +2,9 @@ package timeline
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +209,87 @@ func TestTUITimelineYourRequests(t *testing.T) {
 	if l := m.Lines(120, 1, common.NewStyles(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "proxy/you") ||
 		!strings.Contains(ansi.Strip(l[0]), "echo-clientgo/Echo/world patch echoes → 422") {
 		t.Errorf("your request's line = %q", l)
+	}
+}
+
+// TestTUITimelineTimeOrder: events that arrive after later ones (the
+// world's drift.detected, stamped when the drift began; the shell loop's
+// lines, read from its output) are listed in time order, equal times in
+// arrival order; a paused timeline keeps to what it had; a full ring lets
+// the oldest in time go.
+func TestTUITimelineTimeOrder(t *testing.T) {
+	ev := func(ms int, msg string) trace.Event {
+		return trace.Event{Time: fixture.At(time.Duration(ms) * time.Millisecond), Source: style.Shell.Source("a"), Kind: trace.Log,
+			Fields: map[string]any{trace.FieldMsg: msg}}
+	}
+	s := common.NewStyles(false)
+	rows := func(m *Model, h int) []string {
+		var out []string
+		for _, l := range m.Render(80, h+2, s)[1 : h+1] {
+			if f := strings.Fields(ansi.Strip(l)); len(f) > 1 && f[1] != "│" {
+				out = append(out, f[len(f)-2]) // the message, the frame's │ after it
+			}
+		}
+		return out
+	}
+	m := New(5, styles)
+	for _, e := range []trace.Event{ev(17635, "b"), ev(17452, "a"), ev(17700, "d"), ev(17635, "c")} {
+		m.Add(e)
+	}
+	if got, want := rows(m, 6), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("rows = %q, want %q", got, want)
+	}
+	m.TogglePause()
+	m.Add(ev(17500, "late"))
+	if got, want := rows(m, 6), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("paused, a late event came: rows = %q, want %q", got, want)
+	}
+	m.Follow()
+	if got, want := rows(m, 6), []string{"a", "late", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("following: rows = %q, want %q", got, want)
+	}
+	m.Add(ev(17400, "older")) // older than all held in a full ring: not kept
+	m.Add(ev(17600, "mid"))   // the oldest in time goes
+	if got, want := rows(m, 6), []string{"late", "mid", "b", "c", "d"}; !slices.Equal(got, want) || m.Len() != 5 {
+		t.Errorf("full ring: rows = %q (%d held), want %q", got, m.Len(), want)
+	}
+}
+
+// TestTUITimelineInsertRing: whatever the lateness, the ring holds what a
+// stable sort by time of the events kept would (the oldest in time dropped
+// past its size), across its wrap and both sides of an insertion.
+func TestTUITimelineInsertRing(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{1, 2, 7, 64} {
+		m := New(size, styles)
+		var want []trace.Event // the reference: sorted, stable, bounded
+		for i := range 500 {
+			late := time.Duration(rnd.IntN(40)) * time.Millisecond
+			if rnd.IntN(4) == 0 {
+				late = 0
+			}
+			e := trace.Event{Time: fixture.At(time.Duration(i)*time.Millisecond - late), Kind: trace.Log,
+				Fields: map[string]any{trace.FieldMsg: strconv.Itoa(i)}}
+			m.Add(e)
+			p := len(want)
+			for p > 0 && want[p-1].Time.After(e.Time) {
+				p--
+			}
+			if len(want) == size && p == 0 {
+				continue
+			}
+			want = slices.Insert(want, p, e)
+			if len(want) > size {
+				want = want[1:]
+			}
+		}
+		if m.Len() != len(want) {
+			t.Fatalf("size %d: Len = %d, want %d", size, m.Len(), len(want))
+		}
+		for p := range want {
+			if got := m.entry(p).ev; got.Fields[trace.FieldMsg] != want[p].Fields[trace.FieldMsg] {
+				t.Fatalf("size %d: position %d holds event %v, want %v", size, p, got.Fields[trace.FieldMsg], want[p].Fields[trace.FieldMsg])
+			}
+		}
 	}
 }
