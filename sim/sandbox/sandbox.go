@@ -27,6 +27,7 @@ import (
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/tenancy"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -70,7 +71,7 @@ type Options struct {
 	// ("": $KUBECONFIG or ~/.kube/config, and its current context).
 	Kubeconfig, Context string
 	// NamespacePrefix starts every namespace the sandbox uses; on
-	// BackendKubeconfig "" derives one from the user (cluster.DefaultPrefix).
+	// BackendKubeconfig "" derives one from the user (tenancy.DefaultPrefix).
 	NamespacePrefix string
 	// Note, if set, is told of things worth a line to the user.
 	Note func(string)
@@ -369,7 +370,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		labels map[string]string
 	)
 	if s.shared {
-		labels = cluster.OwnedLabels(s.prefix)
+		labels = tenancy.OwnedLabels(s.prefix)
 	}
 	for _, st := range s.styles {
 		ns := s.Namespace(st)
