@@ -19,6 +19,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/tenancy"
 )
 
@@ -59,8 +60,8 @@ func NewExisting(opts ExistingOptions) *Existing {
 	return &Existing{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
-// Name implements Backend.
-func (e *Existing) Name() string { return "kubeconfig" }
+// Type implements Backend.
+func (e *Existing) Type() backend.Backend { return backend.Kubeconfig }
 
 // Detail implements Backend: the context and who rlab acts as.
 func (e *Existing) Detail() string {

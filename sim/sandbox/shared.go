@@ -16,7 +16,7 @@ import (
 	"github.com/kkloud/rlab/sim/tenancy"
 )
 
-// On a shared cluster (BackendKubeconfig) the sandbox cleans up after itself
+// On a shared cluster (backend.Kubeconfig) the sandbox cleans up after itself
 // one object at a time, and touches nothing outside its prefix: namespaces it
 // created carry tenancy.OwnedLabels and are deleted whole; namespaces someone
 // prepared for it (a classroom) are only emptied of what rlab and its
