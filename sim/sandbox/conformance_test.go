@@ -73,8 +73,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_HOST: want envtest or kind")
 		return 1
 	}
-	realPods = under.RealKubelets || under.Shared && hostBackend.RealKubelets
-	if realPods {
+	if under == backend.Kind || under.Shared && hostBackend == backend.Kind {
 		if code, ok := kindtest.Main(); !ok {
 			return code
 		}
@@ -101,6 +100,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	realPods = under.RealKubelets || under.Shared && hostBackend.RealKubelets
 	image := testImage
 	if under.NodeImage {
 		image = "" // real containers: the backend's default, the one its node has
