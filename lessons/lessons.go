@@ -24,6 +24,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 )
 
 //go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
@@ -41,7 +42,7 @@ type Lesson struct {
 	// Backends are the sandbox backends the lesson runs on (empty: every
 	// one), for a lesson that needs what some backend lacks: lesson 11's
 	// 300 Pods fit kwok's fake Nodes, not kind's one real node.
-	Backends []string
+	Backends []backend.Backend
 	// Needs says why, for the student whose backend is not listed.
 	Needs string
 	// Operator, if set, is the student's own operator the lesson grades:
@@ -88,21 +89,22 @@ func (l *Lesson) Version(i int) (File, error) {
 	return f, nil
 }
 
-// lessonBackends are the values `backends` takes.
-var lessonBackends = []string{"envtest", "kind", "kubeconfig"}
-
-// RunsOn reports whether the lesson runs on backend.
-func (l *Lesson) RunsOn(backend string) bool {
-	return len(l.Backends) == 0 || slices.Contains(l.Backends, backend)
+// RunsOn reports whether the lesson runs on b.
+func (l *Lesson) RunsOn(b backend.Backend) bool {
+	return len(l.Backends) == 0 || slices.Contains(l.Backends, b)
 }
 
-// NotOn says why the lesson does not run on backend, "" if it does.
-func (l *Lesson) NotOn(backend string) string {
-	if l.RunsOn(backend) {
+// NotOn says why the lesson does not run on b, "" if it does.
+func (l *Lesson) NotOn(b backend.Backend) string {
+	if l.RunsOn(b) {
 		return ""
 	}
+	var names []string
+	for _, on := range l.Backends {
+		names = append(names, on.Name)
+	}
 	return fmt.Sprintf("lesson %d runs on %s only (it needs %s); this sandbox is %s",
-		l.Number, strings.Join(l.Backends, " or "), l.Needs, backend)
+		l.Number, strings.Join(names, " or "), l.Needs, b.Name)
 }
 
 // Step is one thing to do and see.
@@ -414,14 +416,16 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 	l := &Lesson{}
 	if v := f["backends"]; v != nil {
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			p.errorf(v, "backends: want a list of %s", strings.Join(lessonBackends, ", "))
+			p.errorf(v, "backends: want a list of %s", strings.Join(backend.Names(), ", "))
 		}
 		for _, b := range v.Content {
-			if b.Kind != yaml.ScalarNode || !slices.Contains(lessonBackends, b.Value) {
-				p.errorf(b, "backends: %s is not one of %s", kindName(b), strings.Join(lessonBackends, ", "))
+			// "" would parse as the default backend; a lesson names its own.
+			on, err := backend.Parse(b.Value)
+			if b.Kind != yaml.ScalarNode || b.Value == "" || err != nil {
+				p.errorf(b, "backends: %s is not one of %s", kindName(b), strings.Join(backend.Names(), ", "))
 				continue
 			}
-			l.Backends = append(l.Backends, b.Value)
+			l.Backends = append(l.Backends, on)
 		}
 		if f["needs"] == nil {
 			p.errorf(v, "backends: say what the others lack in needs")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/kkloud/rlab/sim/backend"
 )
 
 func TestLoadEmbedded(t *testing.T) {
@@ -261,21 +263,21 @@ func TestRunsOn(t *testing.T) {
 	}
 	l.Number = 11
 	tests := []struct {
-		backend string
-		runs    bool
-	}{{"envtest", true}, {"kubeconfig", true}, {"kind", false}}
+		on   backend.Backend
+		runs bool
+	}{{backend.Envtest, true}, {backend.Kubeconfig, true}, {backend.Kind, false}}
 	for _, tc := range tests {
-		if got := l.RunsOn(tc.backend); got != tc.runs {
-			t.Errorf("RunsOn(%s) = %v, want %v", tc.backend, got, tc.runs)
+		if got := l.RunsOn(tc.on); got != tc.runs {
+			t.Errorf("RunsOn(%s) = %v, want %v", tc.on, got, tc.runs)
 		}
-		if why := l.NotOn(tc.backend); (why == "") != tc.runs {
-			t.Errorf("NotOn(%s) = %q", tc.backend, why)
+		if why := l.NotOn(tc.on); (why == "") != tc.runs {
+			t.Errorf("NotOn(%s) = %q", tc.on, why)
 		}
 	}
-	if want := "lesson 11 runs on envtest or kubeconfig only (it needs fake Nodes); this sandbox is kind"; l.NotOn("kind") != want {
-		t.Errorf("NotOn(kind) = %q, want %q", l.NotOn("kind"), want)
+	if want := "lesson 11 runs on envtest or kubeconfig only (it needs fake Nodes); this sandbox is kind"; l.NotOn(backend.Kind) != want {
+		t.Errorf("NotOn(kind) = %q, want %q", l.NotOn(backend.Kind), want)
 	}
-	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn("kind") {
+	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn(backend.Kind) {
 		t.Errorf("a lesson with no backends runs everywhere: %v", err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
-	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 // clusterFlags choose the cluster a sandbox runs on and the image its Echo
@@ -28,7 +28,7 @@ type clusterFlags struct {
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Backend, "backend", os.Getenv("RLAB_BACKEND"),
-		"cluster to run on: envtest (local binaries, no Docker), kind (real kubelet and containers; needs Docker) or kubeconfig (an existing cluster, shared) (default envtest, or $RLAB_BACKEND)")
+		"cluster to run on: "+backend.Usage()+" (default "+backend.Default.Name+", or $RLAB_BACKEND)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "",
 		"kubeconfig `FILE` of the existing cluster for --backend kubeconfig (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.Context, "context", "", "kubeconfig `CONTEXT` for --backend kubeconfig (default the current context)")
@@ -45,24 +45,24 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 // apply checks the flags and sets them on o: a wrong backend name fails
 // before anything starts.
 func (f clusterFlags) apply(o *launch.Options) error {
-	b, err := sandbox.ParseBackend(f.Backend)
+	b, err := backend.Parse(f.Backend)
 	if err != nil {
 		return err
 	}
-	if b != sandbox.BackendKind && f.kindImageFlag != nil && f.kindImageFlag.Changed {
+	if !b.NodeImage && f.kindImageFlag != nil && f.kindImageFlag.Changed {
 		return fmt.Errorf("--kind-image %s: only the kind backend has a node image; add --backend kind", f.KindImage)
 	}
-	if b != sandbox.BackendKubeconfig && (f.Kubeconfig != "" || f.Context != "") {
+	if !b.Shared && (f.Kubeconfig != "" || f.Context != "") {
 		return fmt.Errorf("--kubeconfig and --context name an existing cluster; add --backend kubeconfig")
 	}
 	if _, err := style.ParsePrefix(f.Prefix); err != nil {
 		return fmt.Errorf("--namespace-prefix: %w", err)
 	}
 	o.Backend, o.Image, o.NamespacePrefix = b, f.Image, f.Prefix
-	switch b {
-	case sandbox.BackendKind:
+	if b.NodeImage {
 		o.KindImage = f.KindImage
-	case sandbox.BackendKubeconfig:
+	}
+	if b.Shared {
 		o.Kubeconfig, o.Context = f.Kubeconfig, f.Context
 	}
 	return nil

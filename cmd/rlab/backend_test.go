@@ -104,7 +104,7 @@ func TestClusterFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Backend != tc.backend || o.KindImage != tc.kindImg {
+			if o.Backend.Name != tc.backend || o.KindImage != tc.kindImg {
 				t.Errorf("backend %q, node image %q; want %q, %q", o.Backend, o.KindImage, tc.backend, tc.kindImg)
 			}
 			if o.Kubeconfig != tc.kubeconfig || o.Context != tc.ctx || o.NamespacePrefix != tc.prefix {

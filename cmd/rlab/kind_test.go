@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/kindtest"
-	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -91,7 +91,7 @@ current-context: kind-%[1]s
 
 	r := startRun(t, e, append(kindArgs(), "--shell-interval", "1s", "--for", "20m")...)
 	r.waitStderr(t, readyLine, 6*time.Minute)
-	if !strings.Contains(r.stderr.String(), "on kind "+cluster.KindVersion()) {
+	if !strings.Contains(r.stderr.String(), "on kind "+backend.KindVersion()) {
 		t.Errorf("ready line does not name the kind backend:\n%s", r.stderr)
 	}
 	vols := volumesOf(t, name)
@@ -151,8 +151,8 @@ func TestKindUpQuit(t *testing.T) {
 	screen := r.term.waitScreen("the three panes did not show Echo/hello 2/2 on kind", 6*time.Minute, func(s string) bool {
 		return everyPane(s, "Echo/hello 2/2", "Deployment echo-hello 2/2")
 	})
-	if !strings.Contains(screen, "kind "+cluster.KindVersion()) {
-		t.Errorf("the header does not name kind %s:\n%s", cluster.KindVersion(), screen)
+	if !strings.Contains(screen, "kind "+backend.KindVersion()) {
+		t.Errorf("the header does not name kind %s:\n%s", backend.KindVersion(), screen)
 	}
 	name := cluster.ClusterName(r.sd.Root)
 	vols := volumesOf(t, name)
@@ -194,9 +194,9 @@ func TestKindLessonsVerify(t *testing.T) {
 	// the reason, and not played.
 	var runs int
 	for _, l := range all {
-		if l.RunsOn(sandbox.BackendKind) {
+		if l.RunsOn(backend.Kind) {
 			runs++
-		} else if want := fmt.Sprintf("skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(sandbox.BackendKind)); !strings.Contains(string(out), want) {
+		} else if want := fmt.Sprintf("skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend.Kind)); !strings.Contains(string(out), want) {
 			t.Errorf("no %q", want)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -272,7 +273,7 @@ func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, se
 
 // verify autoplays the chosen lessons on a new sandbox.
 func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdout, stderr io.Writer) error {
-	backend, err := sandbox.ParseBackend(f.Backend)
+	on, err := backend.Parse(f.Backend)
 	if err != nil {
 		return err
 	}
@@ -280,17 +281,17 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	// --all it is skipped, named on its own it is an error.
 	var runs, skipped []*lessons.Lesson
 	for _, l := range chosen {
-		if l.RunsOn(backend) {
+		if l.RunsOn(on) {
 			runs = append(runs, l)
 		} else {
 			skipped = append(skipped, l)
 		}
 	}
 	if !f.All && len(skipped) > 0 {
-		return errors.New(skipped[0].NotOn(backend))
+		return errors.New(skipped[0].NotOn(on))
 	}
 	for _, l := range skipped {
-		fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend))
+		fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(on))
 	}
 	// A lesson with an operator of the student's gets a sandbox of its own
 	// that runs it: the other lessons act on every style's namespace, and
@@ -384,11 +385,11 @@ A lesson about your own operator (12) runs the one you name with
 				return err
 			}
 			l := chosen[0]
-			backend, err := sandbox.ParseBackend(f.Backend)
+			on, err := backend.Parse(f.Backend)
 			if err != nil {
 				return err
 			}
-			if why := l.NotOn(backend); why != "" {
+			if why := l.NotOn(on); why != "" {
 				return errors.New(why)
 			}
 			if f.Text {

@@ -28,8 +28,8 @@ import (
 	"github.com/kkloud/rlab/lessons"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/classroom"
-	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -346,7 +346,7 @@ func TestClassroom(t *testing.T) {
 	// Every lesson that runs on a shared cluster; the others are skipped.
 	shared := 0
 	for _, l := range all {
-		if l.RunsOn(sandbox.BackendKubeconfig) {
+		if l.RunsOn(backend.Kubeconfig) {
 			shared++
 		}
 	}

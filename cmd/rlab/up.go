@@ -111,12 +111,12 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 
 // newApp is the screen: the start-up view until the sandbox is ready.
 func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tui.App {
-	title := fmt.Sprintf("starting the sandbox · %s · state in %s", launch.BackendTitle(o.Backend), l.Dir.Root)
+	title := fmt.Sprintf("starting the sandbox · %s · state in %s", o.Backend.Title(), l.Dir.Root)
 	if f.Title != "" {
 		title = f.Title + " · " + title
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
-		Info:   tui.Info{Backend: launch.BackendTitle(o.Backend)}, // until ReadyMsg brings launch.Info
+		Info:   tui.Info{Backend: o.Backend.Title()}, // until ReadyMsg brings launch.Info
 		Styles: o.AllStyles(), Echo: sandbox.SampleName, Start: l.Began, Dark: true,
 	}})
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/tenancy"
 )
 
 // LabelClassroom marks what `prepare` made, with the student's name (or
@@ -49,7 +50,7 @@ const StudentRole = "rlab-student"
 func Student(i int) string { return "s" + strconv.Itoa(i) }
 
 // Prefix is a student's namespace prefix, the one their rlab derives from
-// their identity (cluster.DefaultPrefix): "rlab-s1-".
+// their identity (tenancy.DefaultPrefix): "rlab-s1-".
 func Prefix(student string) style.Prefix { return style.UserPrefix(student) }
 
 // StudentRules are what a student may do in each of their namespaces: what
@@ -130,7 +131,7 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options) ([]string, error)
 	if err := c.ensureCRD(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.namespace(ctx, cluster.ClassroomNamespace, "classroom"); err != nil {
+	if err := c.namespace(ctx, tenancy.ClassroomNamespace, "classroom"); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
@@ -179,7 +180,7 @@ func (c *clients) ensureCRD(ctx context.Context) error {
 		return fmt.Errorf("install echo crd: %w", err)
 	}
 	return cluster.Poll(ctx, 30*time.Second, "the Echo CRD to be served", func(ctx context.Context) (bool, error) {
-		_, err := c.dyn.Resource(echov1.Resource).Namespace(cluster.ClassroomNamespace).List(ctx, metav1.ListOptions{})
+		_, err := c.dyn.Resource(echov1.Resource).Namespace(tenancy.ClassroomNamespace).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 }
@@ -187,7 +188,7 @@ func (c *clients) ensureCRD(ctx context.Context) error {
 // namespace creates ns labelled for owner, or checks that an existing ns is
 // the classroom's: prepare never takes over someone else's namespace.
 func (c *clients) namespace(ctx context.Context, ns, owner string) error {
-	labels := map[string]string{LabelClassroom: owner, cluster.LabelManagedBy: cluster.ManagedByRlab}
+	labels := map[string]string{LabelClassroom: owner, tenancy.LabelManagedBy: tenancy.ManagedByRlab}
 	_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, gerr := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -210,12 +211,12 @@ func (c *clients) namespace(ctx context.Context, ns, owner string) error {
 
 // student makes one student's identity, namespaces and kubeconfig.
 func (c *clients) student(ctx context.Context, name string, o Options) (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster.ClassroomNamespace,
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tenancy.ClassroomNamespace,
 		Labels: map[string]string{LabelClassroom: name}}}
-	if _, err := c.kube.CoreV1().ServiceAccounts(cluster.ClassroomNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := c.kube.CoreV1().ServiceAccounts(tenancy.ClassroomNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("service account: %w", err)
 	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: cluster.ClassroomNamespace}
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: tenancy.ClassroomNamespace}
 	p := Prefix(name)
 	for _, st := range style.All() {
 		ns := p.Namespace(st)
@@ -271,7 +272,7 @@ func (c *clients) role(ctx context.Context, ns, name string, rules []rbacv1.Poli
 // instructor's.
 func (c *clients) kubeconfig(ctx context.Context, name, namespace string, o Options) (string, error) {
 	ttl := int64(o.TTL / time.Second)
-	tr, err := c.kube.CoreV1().ServiceAccounts(cluster.ClassroomNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	tr, err := c.kube.CoreV1().ServiceAccounts(tenancy.ClassroomNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -374,7 +375,7 @@ func (c *clients) leader(ctx context.Context, ns string, st style.Style, now tim
 
 // students are the names of the classroom's ServiceAccounts, in order.
 func (c *clients) students(ctx context.Context) ([]string, error) {
-	list, err := c.kube.CoreV1().ServiceAccounts(cluster.ClassroomNamespace).List(ctx, metav1.ListOptions{LabelSelector: LabelClassroom})
+	list, err := c.kube.CoreV1().ServiceAccounts(tenancy.ClassroomNamespace).List(ctx, metav1.ListOptions{LabelSelector: LabelClassroom})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("students: %w", err)
 	}
@@ -409,7 +410,7 @@ func Teardown(ctx context.Context, cfg *rest.Config, w io.Writer) error {
 	var names []string
 	for _, ns := range list.Items {
 		names = append(names, ns.Name)
-		if err := cluster.ReleaseEchoes(ctx, c.dyn, ns.Name); err != nil {
+		if err := tenancy.ReleaseEchoes(ctx, c.dyn, ns.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}

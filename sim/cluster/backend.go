@@ -18,12 +18,15 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 )
 
 // Backend is a running (or startable) control plane.
 type Backend interface {
-	// Name is a short label for the screen, e.g. "envtest".
-	Name() string
+	// Type is which backend this is, and so what it can do.
+	Type() backend.Backend
 	// Detail says more for the screen's header after the version, e.g.
 	// kind's node image; "" if there is nothing to add.
 	Detail() string
@@ -41,6 +44,22 @@ type Backend interface {
 	// Phases are the start-up phases done so far, with their durations.
 	Phases() []Phase
 }
+
+// Abilities some backends have that need a method call; whether a backend
+// has one is told by its Type's traits where that is static.
+type (
+	// Tenant is a backend on a cluster shared with others (Type().Shared):
+	// Prefix is the namespace prefix it works under, known once started.
+	Tenant interface{ Prefix() style.Prefix }
+	// WorkloadImager is a backend with a default Echo image of its own, as
+	// kind's offline node image has.
+	WorkloadImager interface{ WorkloadImage(fallback string) string }
+)
+
+var (
+	_ Tenant         = (*Existing)(nil)
+	_ WorkloadImager = (*Kind)(nil)
+)
 
 // Phase is one step of start-up and how long it took.
 type Phase struct {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/proc"
 )
 
@@ -111,8 +112,8 @@ func NewEnvtest(opts EnvtestOptions) *Envtest {
 	return &Envtest{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
-// Name implements Backend.
-func (e *Envtest) Name() string { return "envtest" }
+// Type implements Backend.
+func (e *Envtest) Type() backend.Backend { return backend.Envtest }
 
 // Detail implements Backend: envtest is the pinned control plane itself.
 func (e *Envtest) Detail() string { return "" }

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/user"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,21 +19,9 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
+	"github.com/kkloud/rlab/sim/tenancy"
 )
-
-// Labels rlab puts on the namespaces it creates on a shared cluster, so that
-// a later start (or `rlab classroom teardown`) finds them, and nothing else.
-const (
-	// LabelPrefix holds the sandbox's namespace prefix (Prefix.Label).
-	LabelPrefix = "rlab.kkloud.io/prefix"
-	// LabelManagedBy is app.kubernetes.io/managed-by=rlab.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedByRlab  = "rlab"
-)
-
-// ClassroomNamespace holds the students' ServiceAccounts that
-// `rlab classroom prepare` makes; a student is known by theirs.
-const ClassroomNamespace = "rlab-classroom"
 
 // ExistingOptions configures the kubeconfig backend.
 type ExistingOptions struct {
@@ -45,7 +30,7 @@ type ExistingOptions struct {
 	// Context is the context to use; "" is the file's current context.
 	Context string
 	// Prefix starts every namespace rlab creates; "" derives it from the
-	// user (see DefaultPrefix).
+	// user (see tenancy.DefaultPrefix).
 	Prefix style.Prefix
 	Log    *slog.Logger
 	// Progress, if set, is called as each start-up phase ends.
@@ -75,8 +60,8 @@ func NewExisting(opts ExistingOptions) *Existing {
 	return &Existing{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
-// Name implements Backend.
-func (e *Existing) Name() string { return "kubeconfig" }
+// Type implements Backend.
+func (e *Existing) Type() backend.Backend { return backend.Kubeconfig }
 
 // Detail implements Backend: the context and who rlab acts as.
 func (e *Existing) Detail() string {
@@ -159,25 +144,10 @@ func (e *Existing) connect(ctx context.Context) error {
 	e.user = review.Status.UserInfo.Username
 	e.prefix = e.opts.Prefix
 	if e.prefix == "" {
-		e.prefix = DefaultPrefix(e.user)
+		e.prefix = tenancy.DefaultPrefix(e.user)
 	}
 	e.opts.Log.Info("connected", "context", e.context, "server", e.cfg.Host, "user", e.user, "prefix", e.prefix)
 	return nil
-}
-
-// DefaultPrefix is the namespace prefix of a user who gave none: a classroom
-// student's is their student name ("rlab-s1-", as prepared), anyone else's
-// comes from their login on this machine, since several people often share
-// one admin kubeconfig.
-func DefaultPrefix(k8sUser string) style.Prefix {
-	if rest, ok := strings.CutPrefix(k8sUser, "system:serviceaccount:"+ClassroomNamespace+":"); ok {
-		return style.UserPrefix(rest)
-	}
-	name := "user"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	return style.UserPrefix(name)
 }
 
 func describePath(r *clientcmd.ClientConfigLoadingRules) string {
@@ -259,7 +229,7 @@ func (e *Existing) probeGC(ctx context.Context) error {
 	}
 	ns := string(e.prefix) + "gc-probe"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ns, Labels: OwnedLabels(e.prefix),
+		Name: ns, Labels: tenancy.OwnedLabels(e.prefix),
 	}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
@@ -267,35 +237,6 @@ func (e *Existing) probeGC(ctx context.Context) error {
 		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
 	}()
 	return waitGCWatchesEcho(ctx, e.cfg, ns, Poll)
-}
-
-// OwnedLabels mark a namespace that a sandbox with prefix p created.
-func OwnedLabels(p style.Prefix) map[string]string {
-	return map[string]string{LabelPrefix: p.Label(), LabelManagedBy: ManagedByRlab}
-}
-
-// ReleaseEchoes removes the finalizers from every Echo in ns. Whoever
-// deletes a namespace with no operator left to run them must: they would keep
-// the namespace terminating forever.
-func ReleaseEchoes(ctx context.Context, dyn dynamic.Interface, ns string) error {
-	echoes := dyn.Resource(echov1.Resource).Namespace(ns)
-	list, err := echoes.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("echoes in %s: %w", ns, err)
-	}
-	for _, e := range list.Items {
-		if len(e.GetFinalizers()) == 0 {
-			continue
-		}
-		_, err := echoes.Patch(ctx, e.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("release echo %s/%s: %w", ns, e.GetName(), err)
-		}
-	}
-	return nil
 }
 
 // Stop implements Backend: the cluster is not rlab's to stop; the sandbox

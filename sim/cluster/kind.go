@@ -29,15 +29,12 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
-	kindversion "sigs.k8s.io/kind/pkg/cmd/kind/version"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/state"
 )
-
-// KindVersion is the kind library rlab creates clusters with.
-func KindVersion() string { return "v" + kindversion.Version() }
 
 // Offline node image: built here by `rlab assets build --kind` from Debian
 // packages and the Go module proxy, with the control-plane images and the
@@ -119,8 +116,8 @@ func NewKind(opts KindOptions) *Kind {
 // ClusterName is the name of the kind cluster.
 func (k *Kind) ClusterName() string { return k.name }
 
-// Name implements Backend.
-func (k *Kind) Name() string { return "kind" }
+// Type implements Backend.
+func (k *Kind) Type() backend.Backend { return backend.Kind }
 
 // Detail implements Backend: the node image.
 func (k *Kind) Detail() string { return "node " + k.Image() }

@@ -25,6 +25,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster/kindtest"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -60,19 +61,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	backend, err := sandbox.ParseBackend(os.Getenv("RLAB_TEST_BACKEND"))
+	under, err := backend.Parse(os.Getenv("RLAB_TEST_BACKEND"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_BACKEND:", err)
 		return 1
 	}
 	// RLAB_TEST_HOST=kind: with RLAB_TEST_BACKEND=kubeconfig, the shared
 	// cluster is a kind cluster, not envtest.
-	hostBackend, err := sandbox.ParseBackend(os.Getenv("RLAB_TEST_HOST"))
-	if err != nil || hostBackend == sandbox.BackendKubeconfig {
+	hostBackend, err := backend.Parse(os.Getenv("RLAB_TEST_HOST"))
+	if err != nil || hostBackend.Shared {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_HOST: want envtest or kind")
 		return 1
 	}
-	if backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig && hostBackend == sandbox.BackendKind {
+	if under == backend.Kind || under.Shared && hostBackend == backend.Kind {
 		if code, ok := kindtest.Main(); !ok {
 			return code
 		}
@@ -99,9 +100,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	realPods = backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig && hostBackend == sandbox.BackendKind
+	realPods = under.RealKubelets || under.Shared && hostBackend.RealKubelets
 	image := testImage
-	if backend == sandbox.BackendKind {
+	if under.NodeImage {
 		image = "" // real containers: the backend's default, the one its node has
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -110,9 +111,9 @@ func run(m *testing.M) int {
 	opts := sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
 		Styles: style.All(), ShellInterval: time.Second, Sample: true,
-		Backend: backend, KindImage: kindtest.Image(), Image: image,
+		Backend: under, KindImage: kindtest.Image(), Image: image,
 	}
-	if backend == sandbox.BackendKubeconfig {
+	if under.Shared {
 		// "The existing cluster" is a sandbox of its own with no
 		// operators, in another state dir; the sandbox under test shares
 		// it through a kubeconfig and a namespace prefix.
@@ -129,7 +130,7 @@ func run(m *testing.M) int {
 		stopHost = host.Stop
 		defer func() { _ = stopHost() }()
 		opts.Kubeconfig, opts.NamespacePrefix = host.Kubeconfig(), testPrefix
-		if hostBackend == sandbox.BackendKind {
+		if hostBackend.NodeImage {
 			opts.Image = host.Image() // what its node has
 		}
 	}
@@ -261,7 +262,7 @@ func TestConformance(t *testing.T) {
 				if got := d.Spec.Template.Spec.Containers[0].Image; got != sb.Image() {
 					t.Fatalf("image %q, want the sandbox's %q", got, sb.Image())
 				}
-				if sb.Backend().Name() == sandbox.BackendEnvtest && sb.Image() != testImage {
+				if sb.Backend().Type() == backend.Envtest && sb.Image() != testImage {
 					t.Fatalf("sandbox image %q, want the %q it was given", sb.Image(), testImage)
 				}
 			}},

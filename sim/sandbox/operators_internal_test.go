@@ -39,9 +39,6 @@ func TestReplicaArgsImage(t *testing.T) {
 	}
 }
 
-// kind has a default image of its own.
-var _ workloadImager = (*cluster.Kind)(nil)
-
 // kindLike is a backend with a default image of its own, as kind has.
 type kindLike struct {
 	cluster.Backend

@@ -4,6 +4,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,12 +22,14 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/tenancy"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -61,37 +64,19 @@ type Options struct {
 	// Bus receives every trace event; a new one if nil.
 	Bus *bus.Bus
 
-	// Backend is the cluster to run on: BackendEnvtest (default),
-	// BackendKind or BackendKubeconfig.
-	Backend string
+	// Backend is the cluster to run on; the zero Backend is
+	// backend.Default, envtest.
+	Backend backend.Backend
 	// KindImage is the kind node image; "" lets the kind backend choose.
 	KindImage string
-	// Kubeconfig and Context name the existing cluster of BackendKubeconfig
+	// Kubeconfig and Context name the existing cluster of backend.Kubeconfig
 	// ("": $KUBECONFIG or ~/.kube/config, and its current context).
 	Kubeconfig, Context string
 	// NamespacePrefix starts every namespace the sandbox uses; on
-	// BackendKubeconfig "" derives one from the user (cluster.DefaultPrefix).
+	// backend.Kubeconfig "" derives one from the user (tenancy.DefaultPrefix).
 	NamespacePrefix string
 	// Note, if set, is told of things worth a line to the user.
 	Note func(string)
-}
-
-// Backends a sandbox runs on.
-const (
-	BackendEnvtest    = "envtest"    // local binaries, no Docker, kwok's fake kubelet
-	BackendKind       = "kind"       // a kind cluster: real kubelet and containers
-	BackendKubeconfig = "kubeconfig" // an existing cluster, shared with others
-)
-
-// ParseBackend checks a backend name; "" is the default, envtest.
-func ParseBackend(name string) (string, error) {
-	switch name {
-	case "":
-		return BackendEnvtest, nil
-	case BackendEnvtest, BackendKind, BackendKubeconfig:
-		return name, nil
-	}
-	return "", fmt.Errorf("unknown backend %q: use %s, %s or %s", name, BackendEnvtest, BackendKind, BackendKubeconfig)
 }
 
 // Sample Echo created at start.
@@ -210,8 +195,8 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
 	}
-	if sh, ok := s.backend.(sharedCluster); ok {
-		s.shared, s.prefix = true, sh.Prefix()
+	if s.backend.Type().Shared {
+		s.shared, s.prefix = true, s.backend.(cluster.Tenant).Prefix()
 	}
 	s.opts.Image = workloadImage(s.backend, opts.Image)
 	if err := s.startEngine(ctx); err != nil {
@@ -280,32 +265,22 @@ func workloadImage(b cluster.Backend, asked string) string {
 	if asked != "" {
 		return asked
 	}
-	if w, ok := b.(workloadImager); ok {
+	if w, ok := b.(cluster.WorkloadImager); ok {
 		return w.WorkloadImage(echo.DefaultImage)
 	}
 	return echo.DefaultImage // envtest: kwok plays the node, nothing is pulled
 }
 
-// workloadImager is a backend with a default Echo image of its own.
-type workloadImager interface{ WorkloadImage(fallback string) string }
-
-// sharedCluster is a backend whose cluster others use too: the sandbox
-// works in its prefix's namespaces and removes them itself.
-type sharedCluster interface{ Prefix() style.Prefix }
-
 // newBackend makes the (unstarted) cluster backend opts ask for.
 func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Backend, error) {
-	name, err := ParseBackend(opts.Backend)
-	if err != nil {
-		return nil, err
-	}
-	if name == BackendKubeconfig {
+	b := cmp.Or(opts.Backend, backend.Default)
+	if b == backend.Kubeconfig {
 		return cluster.NewExisting(cluster.ExistingOptions{
 			Path: opts.Kubeconfig, Context: opts.Context, Prefix: prefix,
 			Log: opts.Log, Progress: opts.Progress,
 		}), nil
 	}
-	if name == BackendKind {
+	if b == backend.Kind {
 		return cluster.NewKind(cluster.KindOptions{
 			StateRoot: opts.State.Root,
 			Image:     opts.KindImage,
@@ -366,7 +341,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		labels map[string]string
 	)
 	if s.shared {
-		labels = cluster.OwnedLabels(s.prefix)
+		labels = tenancy.OwnedLabels(s.prefix)
 	}
 	for _, st := range s.styles {
 		ns := s.Namespace(st)

@@ -13,11 +13,12 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/tenancy"
 )
 
-// On a shared cluster (BackendKubeconfig) the sandbox cleans up after itself
+// On a shared cluster (backend.Kubeconfig) the sandbox cleans up after itself
 // one object at a time, and touches nothing outside its prefix: namespaces it
-// created carry cluster.OwnedLabels and are deleted whole; namespaces someone
+// created carry tenancy.OwnedLabels and are deleted whole; namespaces someone
 // prepared for it (a classroom) are only emptied of what rlab and its
 // operators make.
 
@@ -31,7 +32,7 @@ const cleanupWait = 90 * time.Second
 func (s *Sandbox) removeLeftovers(ctx context.Context) error {
 	var gone []string
 	list, err := s.admin.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
-		LabelSelector: cluster.LabelPrefix + "=" + s.prefix.Label(),
+		LabelSelector: tenancy.LabelPrefix + "=" + s.prefix.Label(),
 	})
 	switch {
 	case apierrors.IsForbidden(err):
@@ -94,7 +95,7 @@ func (s *Sandbox) removeOwn() error {
 // deleteNamespace deletes ns after releasing its Echoes: with no operator
 // left to run their finalizers, they would keep the namespace terminating.
 func (s *Sandbox) deleteNamespace(ctx context.Context, ns string) error {
-	if err := cluster.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
+	if err := tenancy.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
 		return err
 	}
 	err := s.admin.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
@@ -119,7 +120,7 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 	bg := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{PropagationPolicy: &bg}
 	for _, ns := range namespaces {
-		if err := cluster.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
+		if err := tenancy.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
 			errs = append(errs, err)
 			continue
 		}

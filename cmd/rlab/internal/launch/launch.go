@@ -12,6 +12,7 @@
 package launch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -126,6 +128,7 @@ func New() (*Launcher, error) {
 // sandbox itself is a *StartError, or a *state.BusyError if another rlab
 // claimed the state dir first. Close stops whatever was started.
 func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, error) {
+	o.Backend = cmp.Or(o.Backend, backend.Default)
 	dir, err := ensureAssets(ctx, o.Backend, o.Report)
 	if err != nil {
 		return nil, err
@@ -197,11 +200,11 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 // ensureAssets finds the control plane, building it if it is missing, and
 // reports the build as a phase. On kind and an existing cluster only kubectl
 // is needed (the shell operator's): the cluster is not rlab's to run.
-func ensureAssets(ctx context.Context, backend string, r Report) (string, error) {
+func ensureAssets(ctx context.Context, b backend.Backend, r Report) (string, error) {
 	t0 := time.Now()
 	w := &countWriter{w: r.Build}
 	names := assets.Binaries
-	if backend == sandbox.BackendKind || backend == sandbox.BackendKubeconfig {
+	if !b.LocalControlPlane {
 		names = []string{"kubectl"}
 	}
 	dir, err := assets.EnsureOnly(ctx, os.Getenv, w, names...)
@@ -221,7 +224,7 @@ func Info(b cluster.Backend) tui.Info {
 	if d := b.Detail(); d != "" {
 		version += " · " + d
 	}
-	return tui.Info{Backend: BackendLabel(b.Name()), Version: version}
+	return tui.Info{Backend: b.Type().Label(), Version: version}
 }
 
 // Source is the screen's view of the sandbox (Options.Screen), once started.
@@ -331,5 +334,5 @@ func openLog(d state.Dir) (*slog.Logger, io.Closer, error) {
 
 // Assets is the local control plane's directory, built first if missing.
 func Assets(ctx context.Context) (string, error) {
-	return ensureAssets(ctx, sandbox.BackendEnvtest, Report{})
+	return ensureAssets(ctx, backend.Envtest, Report{})
 }

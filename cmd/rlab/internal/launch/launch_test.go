@@ -15,6 +15,7 @@ import (
 
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/tui"
@@ -74,7 +75,7 @@ func TestCloseWithoutStart(t *testing.T) {
 func TestPrint(t *testing.T) {
 	var b bytes.Buffer
 	r := Print(&b)
-	r.Starting(state.Dir{Root: "/s/rlab"}, "")
+	r.Starting(state.Dir{Root: "/s/rlab"}, backend.Backend{})
 	r.Note("cleaned up etcd (pid 7) left by a previous run")
 	want := "starting sandbox (envtest " + assets.KubeVersion + ", state in /s/rlab)\n" +
 		"cleaned up etcd (pid 7) left by a previous run\n"

@@ -8,7 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
@@ -22,7 +22,7 @@ type Report struct {
 	// it has a Flush method, that is called once the build ends.
 	Build io.Writer
 	// Starting is told the state dir and backend just before the sandbox starts.
-	Starting func(d state.Dir, backend string)
+	Starting func(d state.Dir, b backend.Backend)
 	// Phase is told each start-up phase as it ends, "control plane built"
 	// first if the binaries had to be built.
 	Phase func(cluster.Phase)
@@ -37,8 +37,8 @@ type Report struct {
 func Print(w io.Writer) Report {
 	return Report{
 		Build: w,
-		Starting: func(d state.Dir, backend string) {
-			fmt.Fprintf(w, "starting sandbox (%s, state in %s)\n", BackendTitle(backend), d.Root)
+		Starting: func(d state.Dir, b backend.Backend) {
+			fmt.Fprintf(w, "starting sandbox (%s, state in %s)\n", b.Title(), d.Root)
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
 		ClusterReady: func(sb *sandbox.Sandbox) {
@@ -105,31 +105,4 @@ func (c *countWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.w.Write(p)
-}
-
-// BackendLabel names a backend on the screen ("" is the default): kind with
-// its version, which is not the version of the Kubernetes it runs.
-func BackendLabel(backend string) string {
-	switch backend {
-	case "", sandbox.BackendEnvtest:
-		return sandbox.BackendEnvtest
-	case sandbox.BackendKind:
-		return "kind " + cluster.KindVersion() + " · Kubernetes"
-	case sandbox.BackendKubeconfig:
-		return "existing cluster · Kubernetes"
-	}
-	return backend
-}
-
-// BackendTitle names a backend before it starts, with the Kubernetes version
-// it will run if that is known: envtest's is the control plane built here;
-// kind's depends on the node image it picks.
-func BackendTitle(backend string) string {
-	switch backend {
-	case sandbox.BackendKind:
-		return "kind " + cluster.KindVersion()
-	case sandbox.BackendKubeconfig:
-		return "an existing cluster"
-	}
-	return sandbox.BackendEnvtest + " " + assets.KubeVersion
 }

@@ -1,4 +1,4 @@
-package cluster
+package tenancy
 
 import (
 	"os/user"
