@@ -8,7 +8,6 @@ import (
 
 	"github.com/kkloud/rlab/operators/echo/instrument"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // Log is a logger that writes nowhere.
@@ -18,8 +17,8 @@ func Log() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) 
 // emitted, each event checked against the trace schema.
 func Traced(t *testing.T, f func(tr *instrument.Tracer)) []trace.Event {
 	t.Helper()
-	out := &simtest.Buffer{}
-	em := instrument.NewEmitter(out, "clientgo/a")
+	var out strings.Builder // read only after em.Close: the emitter has written all
+	em := instrument.NewEmitter(&out, "clientgo/a")
 	f(instrument.NewTracer(em, "ns", Log()))
 	em.Close()
 	var evs []trace.Event
