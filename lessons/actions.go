@@ -17,7 +17,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
 )

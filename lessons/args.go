@@ -11,7 +11,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/feature/check"
 )
 
 // argType is the type of one argument of an action or a check.

@@ -32,7 +32,7 @@ const condOperatorCheck = "operator_check"
 // checks is the closed set of checks, over the world model and the trace
 // events since the step began.
 var checks = map[string]checkKind{
-	// rlab check's checks (IDs of sim/check) pass on the lesson's operator
+	// rlab check's checks (IDs of sim/feature/check) pass on the lesson's operator
 	// in one run. The runs go on in the background while the step waits
 	// (Player.grade); until one passes, the detail is the failing checks'
 	// reasons, which the lesson panel shows.

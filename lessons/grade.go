@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 

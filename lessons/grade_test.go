@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/world"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/bench"
+	"github.com/kkloud/rlab/sim/feature/bench"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/bench"
+	"github.com/kkloud/rlab/sim/feature/bench"
 )
 
 // TestBench runs `rlab bench` small (one start, two edits and drifts, five

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kkloud/rlab/sim/check"
+	"github.com/kkloud/rlab/sim/feature/check"
 )
 
 // fixture is the watching bash operator of testdata, in one of its variants.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
-	"github.com/kkloud/rlab/sim/classroom"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/cluster"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/classroom"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/simtest"
 )
 

@@ -29,7 +29,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
-	"github.com/kkloud/rlab/sim/classroom"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )

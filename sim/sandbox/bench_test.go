@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/bench"
+	"github.com/kkloud/rlab/sim/feature/bench"
 )
 
 // Per-style speed, measured on the sandbox of TestMain (shell loop polling
-// every second) with the measurements of `rlab bench` (sim/bench). Run:
+// every second) with the measurements of `rlab bench` (sim/feature/bench). Run:
 // make bench (go test -run '^$' -bench . -benchtime 1x ./sim/sandbox/).
 // Each benchmark runs all its repetitions in one iteration and reports
 // p50/p95 in milliseconds per style.

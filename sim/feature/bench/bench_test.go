@@ -10,7 +10,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kkloud/rlab/sim/assets"
-	"github.com/kkloud/rlab/sim/bench"
+	"github.com/kkloud/rlab/sim/feature/bench"
 )
 
 func TestMain(m *testing.M) {
