@@ -23,8 +23,8 @@ type (
 	ReadyMsg struct {
 		Source  Source
 		Actions Actions
-		// Guide is the lesson to follow (`rlab lesson start`); nil: none.
-		Guide Guide
+		// Session is the lesson to follow (`rlab lesson start`); nil: none.
+		Session Session
 		// Info, if set, replaces Main.Info: what the cluster turned out to
 		// be (kind's node image is chosen as it starts).
 		Info *Info
@@ -56,8 +56,8 @@ type appTick struct{}
 type AppOptions struct {
 	// Title of the start-up view.
 	Title string
-	// Main is the main screen's options; Source, Actions and Guide come
-	// with ReadyMsg (Main.Guide is kept if ReadyMsg has none), Quit is the
+	// Main is the main screen's options; Source, Actions and Session come
+	// with ReadyMsg (Main.Session is kept if ReadyMsg has none), Quit is the
 	// App's.
 	Main Options
 	// Cancel aborts a start-up under way.
@@ -250,8 +250,8 @@ func (a *App) onReady(msg ReadyMsg) tea.Cmd {
 	}
 	o := a.opts.Main
 	o.Source, o.Actions = msg.Source, msg.Actions
-	if msg.Guide != nil {
-		o.Guide = msg.Guide
+	if msg.Session != nil {
+		o.Session = msg.Session
 	}
 	if msg.Info != nil {
 		o.Info = *msg.Info

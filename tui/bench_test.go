@@ -52,7 +52,7 @@ func BenchmarkTUIViewLesson200x60(b *testing.B) {
 			name = "new-state"
 		}
 		b.Run(name, func(b *testing.B) {
-			g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+			g := &fakeSession{st: waitingStep(), lessons: courseLessons}
 			m := newLessonModel(b, g, &fixture.Actions{})
 			m.Ingest(burst(20_000))
 			for m.Pending() > 0 {

@@ -29,11 +29,11 @@ const (
 )
 
 // lesson is the lesson followed on the screen (`rlab lesson start`): the
-// Guide's state, read once per frame, the lesson panel laid out from it,
+// Session's state, read once per frame, the lesson panel laid out from it,
 // and the lesson list. It owns the lesson keys and, while open, every key
-// of the list. With no Guide it does nothing.
+// of the list. With no Session it does nothing.
 type lesson struct {
-	guide    Guide
+	session  Session
 	st       lessonview.State
 	panels   map[int]*lessonpanel.Panel // by width, laid out for panelKey
 	panelKey panelKey
@@ -47,8 +47,8 @@ type panelKey struct {
 	dark    bool
 }
 
-func newLesson(g Guide) *lesson {
-	l := &lesson{guide: g}
+func newLesson(g Session) *lesson {
+	l := &lesson{session: g}
 	if g != nil {
 		l.st = g.State()
 	}
@@ -56,15 +56,15 @@ func newLesson(g Guide) *lesson {
 }
 
 // on says whether a lesson is followed.
-func (l *lesson) on() bool { return l.guide != nil }
+func (l *lesson) on() bool { return l.session != nil }
 
 // poll reads the lesson's state; it says whether a new version came (a
 // check passing is what the student waits for: draw it at once).
 func (l *lesson) poll() bool {
-	if l.guide == nil {
+	if l.session == nil {
 		return false
 	}
-	st := l.guide.State()
+	st := l.session.State()
 	if st.Version == l.st.Version {
 		return false
 	}
@@ -77,10 +77,10 @@ func (l *lesson) poll() bool {
 // lesson stops both Go leaders, not the focused pane's). It goes before
 // the screen's own keys.
 func (l *lesson) onStepKey(msg tea.KeyPressMsg) bool {
-	if l.guide == nil || l.listOpen || l.st.Key == "" || l.st.Done || l.st.Passed || msg.String() != l.st.Key {
+	if l.session == nil || l.listOpen || l.st.Key == "" || l.st.Done || l.st.Passed || msg.String() != l.st.Key {
 		return false
 	}
-	if !l.guide.Key() {
+	if !l.session.Key() {
 		return false
 	}
 	l.poll()
@@ -103,7 +103,7 @@ func (l *lesson) ask(c *controls) tea.Cmd {
 		if n < 1 || n > len(q.Choices) {
 			return "", fmt.Errorf("answer with a number from 1 to %d", len(q.Choices))
 		}
-		if err := l.guide.Predict(n); err != nil {
+		if err := l.session.Predict(n); err != nil {
 			return "", err
 		}
 		l.poll()
@@ -116,19 +116,19 @@ func (l *lesson) ask(c *controls) tea.Cmd {
 	return c.open(modePredict, fmt.Sprintf("your prediction, 1 to %d: ", len(q.Choices)), value)
 }
 
-// onKey handles the lesson keys; ok is false for any other key. The Guide
+// onKey handles the lesson keys; ok is false for any other key. The Session
 // returns at once: what it changed already is drawn now, the rest on a
 // later frame.
 func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Styles) (ok bool) {
 	switch {
-	case l.guide == nil:
+	case l.session == nil:
 		return false // the lesson keys are off too
 	case key.Matches(msg, k.LessonNext):
-		l.guide.Next()
+		l.session.Next()
 	case key.Matches(msg, k.LessonBack):
-		l.guide.Back()
+		l.session.Back()
 	case key.Matches(msg, k.LessonPlay):
-		l.guide.Play()
+		l.session.Play()
 	case key.Matches(msg, k.Lessons):
 		l.openList(k, s)
 		return true
@@ -142,7 +142,7 @@ func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Styles) 
 // openList opens the lesson list on the lesson followed.
 func (l *lesson) openList(k *common.KeyMap, s *common.Styles) {
 	v := lessonpanel.List{Current: l.st.Lesson}
-	for i, e := range l.guide.Lessons() {
+	for i, e := range l.session.Lessons() {
 		v.Entries = append(v.Entries, e)
 		if e.Number == l.st.Lesson {
 			v.Cursor = i
@@ -199,8 +199,8 @@ func (l *lesson) openChosen() {
 	default:
 		return
 	}
-	if err := l.guide.Open(n); err != nil {
-		// Shown as the Guide worded it, the number typed kept above it.
+	if err := l.session.Open(n); err != nil {
+		// Shown as the Session worded it, the number typed kept above it.
 		v.Err = err.Error()
 		return
 	}

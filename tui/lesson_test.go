@@ -19,8 +19,8 @@ import (
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
-// fakeGuide is a Guide whose state the test sets; it records the calls.
-type fakeGuide struct {
+// fakeSession is a Session whose state the test sets; it records the calls.
+type fakeSession struct {
 	mu      sync.Mutex
 	st      lessonview.State
 	lessons []lessonview.Entry
@@ -31,13 +31,13 @@ type fakeGuide struct {
 	predictErr func(n int) error
 }
 
-func (g *fakeGuide) State() lessonview.State {
+func (g *fakeSession) State() lessonview.State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.st
 }
 
-func (g *fakeGuide) record(c string) {
+func (g *fakeSession) record(c string) {
 	g.mu.Lock()
 	g.calls = append(g.calls, c)
 	g.mu.Unlock()
@@ -46,16 +46,16 @@ func (g *fakeGuide) record(c string) {
 	}
 }
 
-func (g *fakeGuide) Next() { g.record("Next") }
-func (g *fakeGuide) Back() { g.record("Back") }
-func (g *fakeGuide) Play() { g.record("Play") }
-func (g *fakeGuide) Key() bool {
+func (g *fakeSession) Next() { g.record("Next") }
+func (g *fakeSession) Back() { g.record("Back") }
+func (g *fakeSession) Play() { g.record("Play") }
+func (g *fakeSession) Key() bool {
 	g.record("Key")
 	return true
 }
 
 // Predict keeps the answer on the state, a new version, as the engine does.
-func (g *fakeGuide) Predict(n int) error {
+func (g *fakeSession) Predict(n int) error {
 	g.record(fmt.Sprintf("Predict(%d)", n))
 	if g.predictErr != nil {
 		if err := g.predictErr(n); err != nil {
@@ -66,7 +66,7 @@ func (g *fakeGuide) Predict(n int) error {
 	return nil
 }
 
-func (g *fakeGuide) Open(n int) error {
+func (g *fakeSession) Open(n int) error {
 	g.record(fmt.Sprintf("Open(%d)", n))
 	if g.openErr != nil {
 		return g.openErr(n)
@@ -74,16 +74,16 @@ func (g *fakeGuide) Open(n int) error {
 	return nil
 }
 
-func (g *fakeGuide) Lessons() []lessonview.Entry { return g.lessons }
+func (g *fakeSession) Lessons() []lessonview.Entry { return g.lessons }
 
-func (g *fakeGuide) Calls() []string {
+func (g *fakeSession) Calls() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]string(nil), g.calls...)
 }
 
 // set changes the state as the lesson engine would: a new version.
-func (g *fakeGuide) set(f func(*lessonview.State)) {
+func (g *fakeSession) set(f func(*lessonview.State)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f(&g.st)
@@ -143,9 +143,9 @@ func passedSaying(answer, choice int) func(*lessonview.State) {
 	}
 }
 
-func newLessonModel(t testing.TB, g Guide, a Actions) *Model {
+func newLessonModel(t testing.TB, g Session, a Actions) *Model {
 	t.Helper()
-	m, _ := newScreen(t, func(o *Options) { o.Actions, o.Guide = a, g })
+	m, _ := newScreen(t, func(o *Options) { o.Actions, o.Session = a, g })
 	return m
 }
 
@@ -185,7 +185,7 @@ func TestTUILessonGolden(t *testing.T) {
 		name string
 		edit func(*lessonview.State)
 		keys []string
-		g    func(*fakeGuide)
+		g    func(*fakeSession)
 	}{
 		{name: "waiting"},
 		{name: "passed", edit: func(s *lessonview.State) {
@@ -212,7 +212,7 @@ func TestTUILessonGolden(t *testing.T) {
 	for _, st := range states {
 		for _, sz := range sizes {
 			t.Run(fmt.Sprintf("%s-%dx%d", st.name, sz.w, sz.h), func(t *testing.T) {
-				g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+				g := &fakeSession{st: waitingStep(), lessons: courseLessons}
 				if st.edit != nil {
 					g.set(st.edit)
 				}
@@ -235,7 +235,7 @@ func TestTUILessonScreens(t *testing.T) {
 		w, h int
 		edit func(*lessonview.State)
 		keys []string
-		g    func(*fakeGuide)
+		g    func(*fakeSession)
 	}{
 		// Wide and short: the panel would be cut under the timeline.
 		{name: "beside-200x35", w: 200, h: 35},
@@ -245,7 +245,7 @@ func TestTUILessonScreens(t *testing.T) {
 		}},
 		{name: "help", w: 160, h: 45, keys: []string{"?"}},
 		{name: "status-and-lesson-line", w: 100, h: 30, keys: []string{"c"}},
-		{name: "list-open-error", w: 120, h: 40, keys: []string{"l", "4", "2", "enter"}, g: func(g *fakeGuide) {
+		{name: "list-open-error", w: 120, h: 40, keys: []string{"l", "4", "2", "enter"}, g: func(g *fakeSession) {
 			g.openErr = func(n int) error { return fmt.Errorf("no lesson %d: there are 9", n) }
 		}},
 		{name: "list-scrolled", w: 100, h: 30, keys: []string{"l", "down", "down", "down", "down"}},
@@ -266,7 +266,7 @@ func TestTUILessonScreens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &fakeGuide{st: waitingStep(), lessons: courseLessons}
+			g := &fakeSession{st: waitingStep(), lessons: courseLessons}
 			if tt.edit != nil {
 				g.set(tt.edit)
 			}
@@ -284,17 +284,17 @@ func TestTUILessonScreens(t *testing.T) {
 }
 
 // TestTUILessonKeys drives the screen with keys by Update: each lesson key
-// calls the Guide, and creating the Echo moves from n to c in a lesson.
+// calls the Session, and creating the Echo moves from n to c in a lesson.
 func TestTUILessonKeys(t *testing.T) {
 	createEcho := fixture.C("CreateEcho", "hello", "hello from rlab", 2)
 	tests := []struct {
-		name    string
-		noGuide bool
-		keys    []string
-		calls   []string       // on the Guide
-		actions []fixture.Call // on the Actions
-		list    bool           // the list is open afterwards
-		text    string         // on screen afterwards
+		name      string
+		noSession bool
+		keys      []string
+		calls     []string       // on the Session
+		actions   []fixture.Call // on the Actions
+		list      bool           // the list is open afterwards
+		text      string         // on screen afterwards
 	}{
 		{name: "n next", keys: []string{"n"}, calls: []string{"Next"}},
 		{name: "b back", keys: []string{"b"}, calls: []string{"Back"}},
@@ -312,12 +312,12 @@ func TestTUILessonKeys(t *testing.T) {
 		{name: "l l closes", keys: []string{"l", "l"}, text: "waiting for:"},
 		{name: "keys in the list do not act", keys: []string{"l", "n", "a", "b", "c", "d"}, list: true},
 		{name: "open error shown, list kept", keys: []string{"l", "4", "2", "enter"}, calls: []string{"Open(42)"}, list: true, text: "✗ no lesson 42"},
-		{name: "n without a lesson creates the Echo", noGuide: true, keys: []string{"n"}, actions: []fixture.Call{createEcho}, text: "✓ created Echo/hello"},
-		{name: "lesson keys do nothing without a lesson", noGuide: true, keys: []string{"b", "a", "l", "c"}},
+		{name: "n without a lesson creates the Echo", noSession: true, keys: []string{"n"}, actions: []fixture.Call{createEcho}, text: "✓ created Echo/hello"},
+		{name: "lesson keys do nothing without a lesson", noSession: true, keys: []string{"b", "a", "l", "c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &fakeGuide{st: waitingStep(), lessons: courseLessons, openErr: func(n int) error {
+			g := &fakeSession{st: waitingStep(), lessons: courseLessons, openErr: func(n int) error {
 				if n == 42 {
 					return errors.New("no lesson 42: the course has 9")
 				}
@@ -325,7 +325,7 @@ func TestTUILessonKeys(t *testing.T) {
 			}}
 			a := &fixture.Actions{}
 			var m *Model
-			if tt.noGuide {
+			if tt.noSession {
 				m, _ = newModel(t, a)
 			} else {
 				m = newLessonModel(t, g, a)
@@ -333,7 +333,7 @@ func TestTUILessonKeys(t *testing.T) {
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			lessonPress(m, tt.keys...)
 			if got := g.Calls(); !reflect.DeepEqual(got, tt.calls) {
-				t.Errorf("Guide calls = %q, want %q", got, tt.calls)
+				t.Errorf("Session calls = %q, want %q", got, tt.calls)
 			}
 			if got := a.Calls(); !reflect.DeepEqual(got, tt.actions) {
 				t.Errorf("actions = %v, want %v", got, tt.actions)
@@ -351,7 +351,7 @@ func TestTUILessonKeys(t *testing.T) {
 // TestTUILessonHelpLine: in a lesson the short help names the lesson keys
 // and c for the Echo; without one it is as before.
 func TestTUILessonHelpLine(t *testing.T) {
-	m := newLessonModel(t, &fakeGuide{st: waitingStep()}, nil)
+	m := newLessonModel(t, &fakeSession{st: waitingStep()}, nil)
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	lines := strings.Split(ansi.Strip(m.View().Content), "\n")
 	help := lines[len(lines)-1]
@@ -372,10 +372,10 @@ func TestTUILessonHelpLine(t *testing.T) {
 	}
 }
 
-// TestTUILessonRedraw: the frame reads the Guide's state and draws it when
+// TestTUILessonRedraw: the frame reads the Session's state and draws it when
 // its version changed, and only then.
 func TestTUILessonRedraw(t *testing.T) {
-	g := &fakeGuide{st: waitingStep()}
+	g := &fakeSession{st: waitingStep()}
 	m := newLessonModel(t, g, nil)
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
 	m.Update(FrameMsg{})
@@ -404,9 +404,9 @@ func TestTUILessonRedraw(t *testing.T) {
 }
 
 // TestTUILessonProgram: in the running program, the lesson keys reach the
-// Guide and a state the Guide changes on its own shows on the screen.
+// Session and a state the Session changes on its own shows on the screen.
 func TestTUILessonProgram(t *testing.T) {
-	g := &fakeGuide{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
+	g := &fakeSession{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
 	m := newLessonModel(t, g, &fixture.Actions{})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
 	for _, k := range []string{"n", "b", "a"} {
@@ -427,12 +427,12 @@ func TestTUILessonProgram(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
 
-// TestTUIAppLesson: the Guide that comes with ReadyMsg reaches the screen.
+// TestTUIAppLesson: the Session that comes with ReadyMsg reaches the screen.
 func TestTUIAppLesson(t *testing.T) {
 	a := NewApp(AppOptions{Title: "starting the sandbox", Main: Options{Frame: 10 * time.Millisecond}})
 	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(160, 45))
-	g := &fakeGuide{st: waitingStep(), called: make(chan string, 1)}
-	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}, Guide: g})
+	g := &fakeSession{st: waitingStep(), called: make(chan string, 1)}
+	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}, Session: g})
 	appWaitFor(t, tm, "lesson 4/9 · Drift repair · step 2 of 6", "waiting for:")
 	tm.Send(keyMsg("n"))
 	select {
@@ -441,7 +441,7 @@ func TestTUIAppLesson(t *testing.T) {
 			t.Fatalf("n called %s", c)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("n did not reach the Guide")
+		t.Fatal("n did not reach the Session")
 	}
 	tm.Send(keyMsg("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
@@ -453,7 +453,7 @@ func TestTUILessonInputCursor(t *testing.T) {
 	for _, guide := range []bool{false, true} {
 		var m *Model
 		if guide {
-			m = newLessonModel(t, &fakeGuide{st: waitingStep()}, &fixture.Actions{})
+			m = newLessonModel(t, &fakeSession{st: waitingStep()}, &fixture.Actions{})
 		} else {
 			m, _ = newModel(t, &fixture.Actions{})
 		}
@@ -476,7 +476,7 @@ func TestTUILessonInputCursor(t *testing.T) {
 // TestTUILessonNoEcho: the header names the key that creates the Echo, c
 // in a lesson.
 func TestTUILessonNoEcho(t *testing.T) {
-	m := newLessonModel(t, &fakeGuide{st: waitingStep()}, nil)
+	m := newLessonModel(t, &fakeSession{st: waitingStep()}, nil)
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
 	m.SetSnapshot(world.Snapshot{})
 	if got := ansi.Strip(m.Render()); !strings.Contains(strings.SplitN(got, "\n", 2)[0], "not found (c creates it)") {
@@ -485,13 +485,13 @@ func TestTUILessonNoEcho(t *testing.T) {
 }
 
 // TestTUILessonPredict: y opens the prompt that answers the step's
-// question; a number and enter give it to the Guide; digits typed there do
+// question; a number and enter give it to the Session; digits typed there do
 // not focus panes, and the step's key does not act; what cannot be answered
 // is said, on the status line or under the prompt.
 func TestTUILessonPredict(t *testing.T) {
 	tests := []struct {
 		name       string
-		noGuide    bool
+		noSession  bool
 		edit       func(*lessonview.State)
 		predictErr error
 		keys       []string
@@ -512,22 +512,22 @@ func TestTUILessonPredict(t *testing.T) {
 		{name: "a number out of range stays under the prompt", edit: asking(0), keys: []string{"y", "7", "enter"}, prompt: true, value: "7",
 			text: "✗ answer with a number from 1 to 4"},
 		{name: "not a number", edit: asking(0), keys: []string{"y", "x", "enter"}, prompt: true, text: `✗ "x" is not the number of a choice`},
-		{name: "the Guide's refusal stays under the prompt", edit: asking(0), predictErr: errors.New("the step is playing: a prediction comes before the act"),
+		{name: "the Session's refusal stays under the prompt", edit: asking(0), predictErr: errors.New("the step is playing: a prediction comes before the act"),
 			keys: []string{"y", "1", "enter"}, calls: []string{"Predict(1)"}, prompt: true, text: "✗ the step is playing"},
 		{name: "esc cancels", edit: asking(0), keys: []string{"y", "2", "esc"}, text: "(y: your prediction, before you act)"},
 		{name: "the step's key in the prompt does not act", edit: asking(0), keys: []string{"y", "s"}, prompt: true, value: "s"},
 		{name: "no question", keys: []string{"y"}, text: "✗ this step asks no question"},
 		{name: "passed", edit: passedSaying(0, 0), keys: []string{"y"}, text: "✗ the step passed already"},
-		{name: "y does nothing without a lesson", noGuide: true, keys: []string{"y"}},
+		{name: "y does nothing without a lesson", noSession: true, keys: []string{"y"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &fakeGuide{st: waitingStep(), lessons: courseLessons, predictErr: func(int) error { return tt.predictErr }}
+			g := &fakeSession{st: waitingStep(), lessons: courseLessons, predictErr: func(int) error { return tt.predictErr }}
 			if tt.edit != nil {
 				g.set(tt.edit)
 			}
 			var m *Model
-			if tt.noGuide {
+			if tt.noSession {
 				m, _ = newModel(t, &fixture.Actions{})
 			} else {
 				m = newLessonModel(t, g, &fixture.Actions{})
@@ -536,7 +536,7 @@ func TestTUILessonPredict(t *testing.T) {
 			focused := m.Focused()
 			lessonPress(m, tt.keys...)
 			if got := g.Calls(); !reflect.DeepEqual(got, tt.calls) {
-				t.Errorf("Guide calls = %q, want %q", got, tt.calls)
+				t.Errorf("Session calls = %q, want %q", got, tt.calls)
 			}
 			if open := m.ctl.mode == modePredict; open != tt.prompt {
 				t.Errorf("prompt open = %v, want %v (mode %d)", open, tt.prompt, m.ctl.mode)
@@ -569,7 +569,7 @@ func TestTUILessonPredictLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &fakeGuide{st: waitingStep()}
+			g := &fakeSession{st: waitingStep()}
 			if tt.edit != nil {
 				g.set(tt.edit)
 			}
@@ -584,10 +584,10 @@ func TestTUILessonPredictLine(t *testing.T) {
 }
 
 // TestTUILessonPredictProgram: in the running program, y 2 enter reaches
-// the Guide, and the pass the Guide reports shows the answer beside what
+// the Session, and the pass the Session reports shows the answer beside what
 // was measured.
 func TestTUILessonPredictProgram(t *testing.T) {
-	g := &fakeGuide{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
+	g := &fakeSession{st: waitingStep(), lessons: courseLessons, called: make(chan string, 8)}
 	g.set(asking(3))
 	m := newLessonModel(t, g, &fixture.Actions{})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))

@@ -73,9 +73,9 @@ type Options struct {
 	Extra func() string
 	// Hint is shown on the status line when there is nothing else to say.
 	Hint string
-	// Guide is the lesson followed (`rlab lesson start`): the screen shows
+	// Session is the lesson followed (`rlab lesson start`): the screen shows
 	// the lesson panel and the lesson keys drive it. nil: no lesson.
-	Guide Guide
+	Session Session
 }
 
 func (o Options) withDefaults() Options {
@@ -153,7 +153,7 @@ func New(opts Options) *Model {
 		feed:   newFeed(opts, order),
 		panes:  &panes{order: order},
 		ctl:    newControls(opts),
-		lesson: newLesson(opts.Guide),
+		lesson: newLesson(opts.Session),
 		logs:   newLogView(opts.Source),
 		wall:   time.Now,
 	}

@@ -45,10 +45,10 @@ type Info struct {
 	Backend, Version string // "envtest", "v1.36.3"
 }
 
-// Guide is a lesson followed on the screen (`rlab lesson start N`): the
+// Session is a lesson followed on the screen (`rlab lesson start N`): the
 // lesson panel shows its State and the lesson keys drive it. Every method
 // returns at once; what they start shows up in State.
-type Guide interface {
+type Session interface {
 	// State is the lesson as it stands now; cheap, called once per frame.
 	State() lessonview.State
 	// Next goes to the next step without waiting for the check.

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
-	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 )
 
 // kubeFlags name the instructor's cluster.

@@ -133,7 +133,7 @@ func startOnScreen(ctx context.Context, l *launch.Launcher, p *tea.Program, o la
 		return tui.FailedMsg{Err: err}
 	}
 	info := launch.Info(sb.Backend())
-	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb, sb.Student()}, Guide: l.Guide(), Info: &info}
+	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb, sb.Student()}, Session: l.Session(), Info: &info}
 }
 
 // result says how the session ended, once: on stderr and in the exit

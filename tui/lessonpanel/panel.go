@@ -233,7 +233,7 @@ func askLines(d lessonview.State, iw int, st *common.Styles) []string {
 func checkLines(d lessonview.State, iw int, st *common.Styles) (out []string, playing int) {
 	switch {
 	case d.PlayErr != "":
-		out = append(out, marked("✗ ", st.Err, st.Err, d.PlayErr, iw)...) // worded by the Guide
+		out = append(out, marked("✗ ", st.Err, st.Err, d.PlayErr, iw)...) // worded by the Session
 	case d.Playing:
 		out = append(out, marked("▶ ", st.Accent, st.Accent, "playing… autoplay performs this step's action", iw)...)
 	}

@@ -1,7 +1,7 @@
 // Package launch is the start-up sequence every rlab command that runs a
 // sandbox shares: claim the state dir, find (or build) the control plane,
 // make the trace bus, start the sandbox, then rlab do's control socket, the
-// recorder and the lesson guide; and the shutdown in the reverse order. The commands (up, run,
+// recorder and the lesson session; and the shutdown in the reverse order. The commands (up, run,
 // lesson) are flags over it, as kind's commands are flags over its cluster
 // provider:
 //
@@ -53,7 +53,7 @@ type Options struct {
 	Report Report
 	// Screen makes Source, the screen's view of the sandbox.
 	Screen bool
-	// Follow, if set, is the lesson the screen follows: Start makes Guide.
+	// Follow, if set, is the lesson the screen follows: Start makes Session.
 	Follow *Follow
 }
 
@@ -88,13 +88,13 @@ type Launcher struct {
 	log   *slog.Logger
 	logs  io.Closer
 
-	mu        sync.Mutex
-	sb        *sandbox.Sandbox
-	stopped   bool
-	source    *sandboxSource
-	guide     tui.Guide
-	guideStop func()
-	control   *control.Server // rlab do's socket, while the sandbox runs
+	mu          sync.Mutex
+	sb          *sandbox.Sandbox
+	stopped     bool
+	source      *sandboxSource
+	session     tui.Session
+	sessionStop func()
+	control     *control.Server // rlab do's socket, while the sandbox runs
 
 	recTo     io.Writer    // RecordTo's file
 	recClose  func() error // finishes it
@@ -124,7 +124,7 @@ func New() (*Launcher, error) {
 }
 
 // Start finds (or builds) the control plane, starts the sandbox, the
-// recorder and the guide, and returns the sandbox. An error from the
+// recorder and the lesson session, and returns the sandbox. An error from the
 // sandbox itself is a *StartError, or a *state.BusyError if another rlab
 // claimed the state dir first. Close stops whatever was started.
 func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, error) {
@@ -237,11 +237,11 @@ func (l *Launcher) Source() tui.Source {
 	return l.source
 }
 
-// Guide is the lesson the screen follows (Options.Follow), or nil.
-func (l *Launcher) Guide() tui.Guide {
+// Session is the lesson the screen follows (Options.Follow), or nil.
+func (l *Launcher) Session() tui.Session {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.guide
+	return l.session
 }
 
 // serve takes rlab do's requests on the state dir's control socket until
@@ -259,7 +259,7 @@ func (l *Launcher) serve(sb *sandbox.Sandbox, r Report) {
 	l.control = srv
 }
 
-// Stop stops rlab do's socket and the guide, then the sandbox. It is safe
+// Stop stops rlab do's socket and the lesson session, then the sandbox. It is safe
 // to call at any time and more than once; only the call that stops the
 // sandbox returns its error.
 func (l *Launcher) Stop() error {
@@ -272,9 +272,9 @@ func (l *Launcher) Stop() error {
 		}
 		l.control = nil
 	}
-	if l.guideStop != nil {
-		l.guideStop()
-		l.guideStop = nil
+	if l.sessionStop != nil {
+		l.sessionStop()
+		l.sessionStop = nil
 	}
 	if l.sb == nil || l.stopped {
 		return nil

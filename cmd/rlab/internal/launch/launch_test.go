@@ -67,8 +67,8 @@ func TestCloseWithoutStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d.Logs(), "rlab.log")); err != nil {
 		t.Fatalf("no rlab.log: %v", err)
 	}
-	if l.Source() != nil || l.Guide() != nil {
-		t.Fatalf("Source %v, Guide %v before Start", l.Source(), l.Guide())
+	if l.Source() != nil || l.Session() != nil {
+		t.Fatalf("Source %v, Session %v before Start", l.Source(), l.Session())
 	}
 }
 

@@ -15,7 +15,7 @@ type Follow struct {
 	FromStart bool              // at step 1, not where the student got to
 }
 
-// follow makes the Guide of a lesson, resuming where the student got to.
+// follow makes the Session of a lesson, resuming where the student got to.
 func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	prog, from, err := Resume(l.Dir, f.Lesson, f.FromStart)
 	if err != nil {
@@ -23,7 +23,7 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	}
 	p := lessons.NewPlayer(l.sb)
 	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
-	l.guide, l.guideStop = s, func() { s.Close(); p.Close() }
+	l.session, l.sessionStop = s, func() { s.Close(); p.Close() }
 	return nil
 }
 
@@ -41,4 +41,4 @@ func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, 
 }
 
 // A lesson session is what the screen follows.
-var _ tui.Guide = (*lessons.Session)(nil)
+var _ tui.Session = (*lessons.Session)(nil)
