@@ -606,7 +606,7 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 			before[r.Name] = r.PID
 		}
 	}
-	rec := check.NewRecorder(p.sb.Bus(), st)
+	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
 	if err := p.sb.RunCustomScript(st, f.Name, f.Data); err != nil {
 		return err

@@ -207,7 +207,7 @@ func (p *Player) gradeOnce(ctx context.Context, st style.Style, ids []string, pr
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	rec := check.NewRecorder(p.sb.Bus(), st)
+	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
 	res, err := check.Run(ctx, p.sb, rec, check.Options{Operator: st, Only: ids, Within: gradeWithin, Progress: progress})
 	return res, errors.Join(err, p.resetSample(st))

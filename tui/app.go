@@ -74,7 +74,7 @@ type App struct {
 	state         appState
 	startup       *startup.Model
 	main          *Model
-	styles        *common.Styles
+	styles        *common.Theme
 	dark          bool
 	w, h          int
 
@@ -97,7 +97,7 @@ func NewApp(o AppOptions) *App {
 	// runs on while the sandbox stops.
 	actx, cancel := context.WithCancel(o.Main.Context)
 	o.Main.Context = actx
-	a := &App{opts: o, cancelActions: cancel, dark: o.Main.Dark, styles: common.NewStyles(o.Main.Dark)}
+	a := &App{opts: o, cancelActions: cancel, dark: o.Main.Dark, styles: common.NewTheme(o.Main.Dark)}
 	a.startup = startup.New(o.Title, o.Main.Now())
 	return a
 }
@@ -184,7 +184,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		a.w, a.h = msg.Width, msg.Height
 	case tea.BackgroundColorMsg:
 		a.dark = msg.IsDark()
-		a.styles = common.NewStyles(a.dark)
+		a.styles = common.NewTheme(a.dark)
 	case appTick:
 		if a.state == stateStarting || a.state == stateStopping {
 			return a, a.tick()

@@ -318,7 +318,7 @@ func (c *controls) wait(d time.Duration) {
 // lines: the input (with its error), an action in flight, or the last
 // action's result, wrapped to at most 3 lines; none if nothing to say but
 // hint.
-func (c *controls) lines(w int, s *common.Styles, hint string) []string {
+func (c *controls) lines(w int, s *common.Theme, hint string) []string {
 	wrap := func(p common.Paint, text string) []string {
 		var out []string
 		for _, l := range strings.Split(ansi.Hardwrap(text, w-1, true), "\n") {

@@ -119,7 +119,7 @@ func (l *lesson) ask(c *controls) tea.Cmd {
 // onKey handles the lesson keys; ok is false for any other key. The Session
 // returns at once: what it changed already is drawn now, the rest on a
 // later frame.
-func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Styles) (ok bool) {
+func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Theme) (ok bool) {
 	switch {
 	case l.session == nil:
 		return false // the lesson keys are off too
@@ -140,7 +140,7 @@ func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Styles) 
 }
 
 // openList opens the lesson list on the lesson followed.
-func (l *lesson) openList(k *common.KeyMap, s *common.Styles) {
+func (l *lesson) openList(k *common.KeyMap, s *common.Theme) {
 	v := lessonpanel.List{Current: l.st.Lesson}
 	for i, e := range l.session.Lessons() {
 		v.Entries = append(v.Entries, e)
@@ -210,7 +210,7 @@ func (l *lesson) openChosen() {
 
 // panel is the panel laid out for width w, kept until the state or the
 // colours change (a frame may ask for two widths: see area).
-func (l *lesson) panel(w int, s *common.Styles) *lessonpanel.Panel {
+func (l *lesson) panel(w int, s *common.Theme) *lessonpanel.Panel {
 	if k := (panelKey{version: l.st.Version, dark: s.Dark}); l.panels == nil || l.panelKey != k || len(l.panels) > 4 {
 		l.panels, l.panelKey = map[int]*lessonpanel.Panel{}, k
 	}
@@ -224,7 +224,7 @@ func (l *lesson) panel(w int, s *common.Styles) *lessonpanel.Panel {
 
 // area is the room under the panes in a lesson, exactly w×h: the lesson
 // list if open, else the lesson panel and the timeline.
-func (l *lesson) area(w, h int, s *common.Styles, tl *timeline.Model) []string {
+func (l *lesson) area(w, h int, s *common.Theme, tl *timeline.Model) []string {
 	if l.listOpen {
 		return l.list.Render(w, h, s)
 	}
@@ -247,7 +247,7 @@ func (l *lesson) area(w, h int, s *common.Styles, tl *timeline.Model) []string {
 
 // line is the footer's lesson line: where the student is, and the lesson
 // keys.
-func (l *lesson) line(w int, s *common.Styles, k *common.KeyMap) string {
+func (l *lesson) line(w int, s *common.Theme, k *common.KeyMap) string {
 	keys := &common.Line{}
 	bindings := k.LessonKeys()
 	if l.st.Predict != nil && !l.st.Passed && !l.st.Done {

@@ -198,7 +198,7 @@ func nextReplica(st *stats.Operator, cur string) string {
 
 // render draws the log view in a frame of exactly w×h: the newest lines
 // that fit, the last one even if not ended yet.
-func (v *logView) render(w, h int, closeKey, nextKey string, s *common.Styles) []string {
+func (v *logView) render(w, h int, closeKey, nextKey string, s *common.Theme) []string {
 	title := "log · " + v.st.Traits().Title + " replica " + v.replica + " · " + closeKey + " or esc closes · " + nextKey + " next replica"
 	inner := common.BoxInner(w)
 	lines := v.lines

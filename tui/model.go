@@ -115,7 +115,7 @@ type Model struct {
 	opts     Options
 	keys     common.KeyMap
 	help     help.Model
-	styles   *common.Styles
+	styles   *common.Theme
 	w, h     int
 	showHelp bool
 
@@ -166,7 +166,7 @@ func New(opts Options) *Model {
 }
 
 func (m *Model) setDark(dark bool) {
-	m.styles = common.NewStyles(dark)
+	m.styles = common.NewTheme(dark)
 	m.help.Styles = help.DefaultStyles(dark)
 	m.ctl.setDark(dark)
 	m.draw.now()

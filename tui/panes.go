@@ -104,7 +104,7 @@ func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single
 // render draws the panes w wide, cols a row (0: the focused one alone),
 // each row as tall as its tallest body but leaving at least room of the
 // avail rows under them.
-func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room int, s *common.Styles) []string {
+func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room int, s *common.Theme) []string {
 	shown := p.shown(cols)
 	per := max(cols, 1)
 	rows := (len(shown) + per - 1) / per
@@ -148,7 +148,7 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 }
 
 // strip names the panes not shown on a narrow screen, with their status.
-func (p *panes) strip(f *feed, echo string, w int, s *common.Styles) string {
+func (p *panes) strip(f *feed, echo string, w int, s *common.Theme) string {
 	l := &common.Line{}
 	for i, st := range p.order {
 		label := fmt.Sprintf(" %d %s ", i+1, st.Traits().Title)

@@ -150,7 +150,7 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	defer l.Close()
-	rec := check.NewRecorder(l.Bus, st)
+	rec := check.NewRequestLog(l.Bus, st)
 	defer rec.Close()
 	sb, err := l.Start(ctx, opts)
 	if err != nil {

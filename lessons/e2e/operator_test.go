@@ -53,7 +53,7 @@ func TestWriteYourOwn(t *testing.T) {
 	defer p.Close()
 	s := lessons.NewSession(t.Context(), p, all, l, 0, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
 	defer s.Close()
-	styles := common.NewStyles(true)
+	styles := common.NewTheme(true)
 
 	for i, step := range l.Steps {
 		t0 := time.Now()
@@ -115,7 +115,7 @@ func TestWriteYourOwn(t *testing.T) {
 	}
 	// drift-scaled alone, with the sample at its 2 replicas (not the 4 the
 	// scale check leaves): a lesson may run any check by itself.
-	rec := check.NewRecorder(sb.Bus(), l.Operator.Name)
+	rec := check.NewRequestLog(sb.Bus(), l.Operator.Name)
 	res, err := check.Run(ctx, sb, rec, check.Options{Operator: l.Operator.Name, Only: []string{check.DriftScaled}, Within: 20 * time.Second})
 	rec.Close()
 	if err != nil || len(res) != 1 || !res[0].Pass || !strings.Contains(res[0].Reason, "back to 2 replicas") {
@@ -131,7 +131,7 @@ func TestWriteYourOwn(t *testing.T) {
 		return 0
 	}
 	before := pid()
-	rec = check.NewRecorder(sb.Bus(), l.Operator.Name)
+	rec = check.NewRequestLog(sb.Bus(), l.Operator.Name)
 	defer rec.Close()
 	if err := p.Restore(ctx); err != nil {
 		t.Fatal(err)

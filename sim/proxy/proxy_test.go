@@ -203,7 +203,7 @@ func clientCert(t *testing.T, cn string) (certPEM, keyPEM []byte) {
 // ---- fixture --------------------------------------------------------------
 
 // sink records what a proxy publishes.
-type sink struct{ simtest.Recorder }
+type sink struct{ simtest.EventLog }
 
 // matching returns the recorded events match accepts.
 func (s *sink) matching(match func(trace.Event) bool) []trace.Event {
@@ -800,7 +800,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 	unblock := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(unblock) }) }
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	p, err := Start(Options{Name: "runtime/b", Upstream: up, Publish: func(e trace.Event) {
 		<-unblock
 		rec.Publish(e)

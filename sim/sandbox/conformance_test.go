@@ -53,7 +53,7 @@ var (
 	sb *sandbox.Sandbox
 	// realPods says the pods are real containers (kind, own or shared).
 	realPods bool
-	events   = &simtest.Recorder{}
+	events   = &simtest.EventLog{}
 )
 
 func TestMain(m *testing.M) {

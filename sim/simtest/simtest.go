@@ -41,14 +41,14 @@ func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Cont
 // True adapts a condition that cannot fail.
 func True(cond func() bool) func(context.Context) (bool, error) { return poll.True(cond) }
 
-// Recorder keeps every trace event it is given, in order.
-type Recorder struct {
+// EventLog keeps every trace event it is given, in order.
+type EventLog struct {
 	mu  sync.Mutex
 	evs []trace.Event
 }
 
 // Publish records e; it has the signature of the publishers in sim.
-func (r *Recorder) Publish(e trace.Event) {
+func (r *EventLog) Publish(e trace.Event) {
 	r.mu.Lock()
 	r.evs = append(r.evs, e)
 	r.mu.Unlock()
@@ -56,7 +56,7 @@ func (r *Recorder) Publish(e trace.Event) {
 
 // Run records what sub delivers until ctx ends, then what sub still held;
 // it closes sub.
-func (r *Recorder) Run(ctx context.Context, sub *bus.Sub) {
+func (r *EventLog) Run(ctx context.Context, sub *bus.Sub) {
 	c := sub.Collect(func(evs []trace.Event, _ int) {
 		r.mu.Lock()
 		r.evs = append(r.evs, evs...)
@@ -67,14 +67,14 @@ func (r *Recorder) Run(ctx context.Context, sub *bus.Sub) {
 }
 
 // All returns a copy of every event so far.
-func (r *Recorder) All() []trace.Event {
+func (r *EventLog) All() []trace.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]trace.Event(nil), r.evs...)
 }
 
 // Of returns the events of one kind, in order.
-func (r *Recorder) Of(kind trace.Kind) []trace.Event {
+func (r *EventLog) Of(kind trace.Kind) []trace.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []trace.Event
@@ -88,7 +88,7 @@ func (r *Recorder) Of(kind trace.Kind) []trace.Event {
 
 // Count is how many events of kind came from source, or are about object
 // source ("" counts them all).
-func (r *Recorder) Count(kind trace.Kind, source string) int {
+func (r *EventLog) Count(kind trace.Kind, source string) int {
 	n := 0
 	for _, e := range r.Of(kind) {
 		if source == "" || e.Source == source || e.Object == source {
@@ -100,7 +100,7 @@ func (r *Recorder) Count(kind trace.Kind, source string) int {
 
 // Wait returns the first event of kind about object ("" for any) that match
 // accepts (nil for any), waiting up to timeout for it.
-func (r *Recorder) Wait(t testing.TB, timeout time.Duration, kind trace.Kind, object string, match func(trace.Event) bool) trace.Event {
+func (r *EventLog) Wait(t testing.TB, timeout time.Duration, kind trace.Kind, object string, match func(trace.Event) bool) trace.Event {
 	t.Helper()
 	var got trace.Event
 	Eventually(t, timeout, fmt.Sprintf("%s %s", kind, object), func(context.Context) (bool, error) {
@@ -117,7 +117,7 @@ func (r *Recorder) Wait(t testing.TB, timeout time.Duration, kind trace.Kind, ob
 }
 
 // None fails t if any event of kind was recorded.
-func (r *Recorder) None(t testing.TB, kind trace.Kind) {
+func (r *EventLog) None(t testing.TB, kind trace.Kind) {
 	t.Helper()
 	if evs := r.Of(kind); len(evs) > 0 {
 		t.Errorf("want no %s events, got %v", kind, evs)
@@ -126,7 +126,7 @@ func (r *Recorder) None(t testing.TB, kind trace.Kind) {
 
 // CheckSchema fails t once for each recorded event that carries a field its
 // kind does not (trace.Schema): its producer wrote a key by hand.
-func (r *Recorder) CheckSchema(t testing.TB) {
+func (r *EventLog) CheckSchema(t testing.TB) {
 	t.Helper()
 	for _, e := range r.All() {
 		if err := trace.CheckSchema(e); err != nil {

@@ -39,7 +39,7 @@ func TestPoll(t *testing.T) {
 
 func TestRecorderFromBus(t *testing.T) {
 	b := bus.New()
-	var r Recorder
+	var r EventLog
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go r.Run(ctx, b.Subscribe(16))
@@ -73,7 +73,7 @@ func (e *errorsTB) Errorf(format string, args ...any) {
 }
 
 func TestCheckSchema(t *testing.T) {
-	var r Recorder
+	var r EventLog
 	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{trace.FieldOwner: "Echo/hello"}})
 	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{"ownr": "Echo/hello"}})
 	r.Publish(trace.Event{Kind: "no.such.kind", Source: "proxy/clientgo/a"})

@@ -28,7 +28,7 @@ while :; do sleep 0.05; done`
 
 func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 	dir := t.TempDir()
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 50 * time.Millisecond})
 	spec := Spec{Style: style.ClientGo, Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
 		LogFile: filepath.Join(dir, "a.log")}
@@ -128,7 +128,7 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 // process dead; also when it is waiting for a restart.
 func TestSupervisorRemove(t *testing.T) {
 	dir := t.TempDir()
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 10 * time.Second})
 	defer s.Close(5 * time.Second)
 	for _, r := range []string{"a", "b"} {
@@ -196,7 +196,7 @@ func TestSupervisorRemove(t *testing.T) {
 // 9 once failed on "no such process" here.
 func TestSupervisorSetArgsWhileWaiting(t *testing.T) {
 	dir := t.TempDir()
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish, Backoff: 10 * time.Second})
 	defer s.Close(5 * time.Second)
 	if err := s.Add(Spec{Style: style.Runtime, Replica: "a", Path: "/bin/sh", Args: []string{"-c", fakeOperator},
@@ -225,7 +225,7 @@ func TestSupervisorSetArgsWhileWaiting(t *testing.T) {
 // read as a trace.
 func TestSupervisorUntraced(t *testing.T) {
 	dir := t.TempDir()
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish})
 	defer s.Close(timeout)
 	logFile := filepath.Join(dir, "mine-a.log")

@@ -66,19 +66,19 @@ func judged(t testing.TB, w *world.World) {
 type fixture struct {
 	ns  string
 	w   *world.World
-	rec *simtest.Recorder
+	rec *simtest.EventLog
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ns := clustertest.Namespace(t, shared.cs, "world")
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	return &fixture{ns: ns, w: startWorld(t, []string{ns}, rec), rec: rec}
 }
 
 // startWorld starts a World that stops when the test ends.
 // What it publishes must follow the trace schema.
-func startWorld(t *testing.T, namespaces []string, rec *simtest.Recorder) *world.World {
+func startWorld(t *testing.T, namespaces []string, rec *simtest.EventLog) *world.World {
 	t.Helper()
 	t.Cleanup(func() { rec.CheckSchema(t) }) // after the World stopped
 	ctx, cancel := context.WithCancel(context.Background())
@@ -319,7 +319,7 @@ func (f *fixture) helloReady(t *testing.T) world.Snapshot {
 func TestTree(t *testing.T) {
 	t.Parallel()
 	ns, other := clustertest.Namespace(t, shared.cs, "world"), clustertest.Namespace(t, shared.cs, "world")
-	rec := &simtest.Recorder{}
+	rec := &simtest.EventLog{}
 	w := startWorld(t, []string{ns, other}, rec)
 
 	s := w.Snapshot()

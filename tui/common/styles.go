@@ -36,9 +36,9 @@ func (p Paint) S(s string) string {
 	return p.pre + s + p.post
 }
 
-// Styles is the one set of styles of the screen. Colours are picked with
+// Theme is the one set of styles of the screen. Colours are picked with
 // lipgloss.LightDark so they read on light and dark backgrounds alike.
-type Styles struct {
+type Theme struct {
 	Dark bool
 
 	// Op is the colour of each operator style.
@@ -54,11 +54,11 @@ type Styles struct {
 }
 
 // NewStyles returns the styles for a dark or a light background.
-func NewStyles(dark bool) *Styles {
+func NewTheme(dark bool) *Theme {
 	ld := lipgloss.LightDark(dark)
 	c := func(light, darkc string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(darkc)) }
 	fg := func(light, darkc string) lipgloss.Style { return lipgloss.NewStyle().Foreground(c(light, darkc)) }
-	s := &Styles{
+	s := &Theme{
 		Dark:    dark,
 		Op:      map[style.Style]Paint{},
 		OpBold:  map[style.Style]Paint{},
@@ -90,7 +90,7 @@ func NewStyles(dark bool) *Styles {
 
 // OpPaint is the paint of an operator style (Own for a student's), or
 // Text for anything else.
-func (s *Styles) OpPaint(st style.Style) Paint {
+func (s *Theme) OpPaint(st style.Style) Paint {
 	if p, ok := s.Op[st]; ok {
 		return p
 	}
@@ -101,7 +101,7 @@ func (s *Styles) OpPaint(st style.Style) Paint {
 }
 
 // OpTitle is the bold paint of an operator style, for its pane's title.
-func (s *Styles) OpTitle(st style.Style) Paint {
+func (s *Theme) OpTitle(st style.Style) Paint {
 	if p, ok := s.OpBold[st]; ok {
 		return p
 	}
@@ -112,7 +112,7 @@ func (s *Styles) OpTitle(st style.Style) Paint {
 }
 
 // PlainStyles paints nothing: for tests and golden files of plain text.
-func PlainStyles() *Styles {
-	s := &Styles{Op: map[style.Style]Paint{}, OpBold: map[style.Style]Paint{}}
+func PlainTheme() *Theme {
+	s := &Theme{Op: map[style.Style]Paint{}, OpBold: map[style.Style]Paint{}}
 	return s
 }

@@ -11,7 +11,7 @@ import (
 // Line is the lesson line of the footer: the heading at the left, cut if
 // need be so that the keys (painted, keysW wide) keep their place at the
 // right.
-func Line(d lessonview.State, keys string, keysW, w int, s *common.Styles) string {
+func Line(d lessonview.State, keys string, keysW, w int, s *common.Theme) string {
 	l := &common.Line{}
 	l.Plain(" ").Add(s.Accent, fmt.Sprintf("lesson %d/%d", d.Lesson, d.Count)).Add(s.Dim, " · ").Add(s.Bold, d.Title)
 	switch {
@@ -44,7 +44,7 @@ type List struct {
 
 // Render draws the list in a frame of exactly w×h, scrolled so that the
 // cursor shows.
-func (v *List) Render(w, h int, s *common.Styles) []string {
+func (v *List) Render(w, h int, s *common.Theme) []string {
 	iw := common.BoxInner(w)
 	if iw < 10 || h < 3 {
 		return common.Box("", 0, nil, w, h, s.Accent)

@@ -39,7 +39,7 @@ const MinHeight = 8
 type Panel struct {
 	d      lessonview.State
 	w      int
-	s      *common.Styles
+	s      *common.Theme
 	blocks []block // in display order: prose, the question, what to do, the check
 }
 
@@ -52,7 +52,7 @@ type block struct {
 }
 
 // New lays the panel out for a box w wide.
-func New(d lessonview.State, w int, s *common.Styles) *Panel {
+func New(d lessonview.State, w int, s *common.Theme) *Panel {
 	iw := common.BoxInner(w)
 	p := &Panel{d: d, w: w, s: s}
 	if iw < 10 {
@@ -164,7 +164,7 @@ func fitted(p common.Paint, text string, w int) string {
 
 // doLines: what the student is asked to do. The kubectl command is shown
 // as written, line for line.
-func doLines(d lessonview.State, iw int, st *common.Styles) []string {
+func doLines(d lessonview.State, iw int, st *common.Theme) []string {
 	var out []string
 	const env = `in another terminal (after eval "$(rlab env)")`
 	switch {
@@ -198,7 +198,7 @@ func doLines(d lessonview.State, iw int, st *common.Styles) []string {
 // answer (or the answer given) and its choices numbered; once it passed,
 // the question alone if answered (the check's lines say the rest), else
 // nothing.
-func askLines(d lessonview.State, iw int, st *common.Styles) []string {
+func askLines(d lessonview.State, iw int, st *common.Theme) []string {
 	q := d.Predict
 	answered := q != nil && d.Predicted.Choice > 0 && d.Predicted.Choice <= len(q.Choices)
 	switch {
@@ -230,7 +230,7 @@ func askLines(d lessonview.State, iw int, st *common.Styles) []string {
 
 // checkLines: the play under way or failed, the check (waiting, passed),
 // what it saw, and the hint; playing is how many lines the play takes.
-func checkLines(d lessonview.State, iw int, st *common.Styles) (out []string, playing int) {
+func checkLines(d lessonview.State, iw int, st *common.Theme) (out []string, playing int) {
 	switch {
 	case d.PlayErr != "":
 		out = append(out, marked("✗ ", st.Err, st.Err, d.PlayErr, iw)...) // worded by the Session

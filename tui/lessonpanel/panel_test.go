@@ -105,7 +105,7 @@ func bigStep() lessonview.State {
 // check's first line always shows, then the first command line, and a cut
 // block says how much it hides; tall enough, everything shows.
 func TestTUILessonPanelFit(t *testing.T) {
-	s := common.PlainStyles()
+	s := common.PlainTheme()
 	for _, w := range []int{60, 100, 160} {
 		p := New(bigStep(), w, s)
 		for h := 3; h <= p.Want()+2; h++ {
@@ -150,7 +150,7 @@ func TestTUILessonPanelFit(t *testing.T) {
 // TestTUIListDone: a lesson done is painted OK whatever its text says of
 // how (by hand, played, skipped); one in progress or not started is not.
 func TestTUIListDone(t *testing.T) {
-	s := common.NewStyles(true)
+	s := common.NewTheme(true)
 	ok, _, _ := strings.Cut(s.OK.S("\x00"), "\x00")
 	if ok == "" {
 		t.Fatal("the OK paint paints nothing")
@@ -242,7 +242,7 @@ func TestTUILessonPanelPredict(t *testing.T) {
 			want:    []string{"lesson done", "✓ right", "you said: controller-runtime · measured"},
 			wantNot: []string{"Which style"}},
 	}
-	s := common.PlainStyles()
+	s := common.PlainTheme()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New(tt.d, 140, s)
@@ -265,7 +265,7 @@ func TestTUILessonPanelPredict(t *testing.T) {
 // panel, the choices show whole before the pass (nothing to answer without
 // them) and the verdict after it.
 func TestTUILessonPanelPredictFit(t *testing.T) {
-	s := common.PlainStyles()
+	s := common.PlainTheme()
 	long := question(3, 0)
 	long.Predict.Choices = []string{"the shell loop, at its next poll", "client-go, within milliseconds", "controller-runtime, within milliseconds", "all three at once", "nobody"}
 	tests := []struct {

@@ -25,7 +25,7 @@ const (
 // resource, so that polling and watching tell apart), the watch events it
 // was delivered, its writes and the requests its Role denied, its processes,
 // the Lease it holds if it elects a leader, and what the cluster shows.
-func customBody(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func customBody(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	out := []string{note(w, s)}
 	out = append(out, requests(d, st, w, s)...)
 	out = append(out, watchEvents(d, st, w, s)...)
@@ -37,7 +37,7 @@ func customBody(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 }
 
 // note says once where this pane's knowledge comes from.
-func note(w int, s *common.Styles) string {
+func note(w int, s *common.Theme) string {
 	for _, n := range []string{"no trace of its own: seen from its proxy and the cluster", "no trace of its own: seen from outside"} {
 		if len(n) <= w {
 			return (&common.Line{}).Add(s.Dim, n).Fit(w)
@@ -48,7 +48,7 @@ func note(w int, s *common.Styles) string {
 
 // requests are the API requests: how many and how many a minute, whether
 // the operator watches or only polls, then by verb, then by resource.
-func requests(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func requests(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, strconv.Itoa(st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
@@ -97,7 +97,7 @@ func readsAndWatches(verbs []stats.Count) (reads, watches int) {
 }
 
 // counts adds "get 20 list 1 watch 1", writes painted apart.
-func counts(l *common.Line, cs []stats.Count, s *common.Styles) {
+func counts(l *common.Line, cs []stats.Count, s *common.Theme) {
 	for i, c := range cs {
 		if i > 0 {
 			l.Plain(" ")
@@ -112,7 +112,7 @@ func counts(l *common.Line, cs []stats.Count, s *common.Styles) {
 
 // watchEvents are the events its watches delivered, by resource, and the
 // last one.
-func watchEvents(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func watchEvents(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	we := &st.Watch
 	l := &common.Line{}
 	l.Plain("watch events ").Add(s.Bold, strconv.Itoa(we.N))
@@ -145,7 +145,7 @@ func watchEvents(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 
 // writes are its requests that change the cluster, and those its Role
 // denied (least privilege at work), flagged.
-func writes(st *stats.Operator, w int, s *common.Styles) []string {
+func writes(st *stats.Operator, w int, s *common.Theme) []string {
 	l := &common.Line{}
 	n := 0
 	for k, c := range st.Verbs {
@@ -166,7 +166,7 @@ func writes(st *stats.Operator, w int, s *common.Styles) []string {
 
 // replicas are its processes, as the supervisor reports them: one line
 // each, crowned if its name is in the Lease's holder identity.
-func replicas(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func replicas(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	names := st.ReplicaNames()
 	if len(names) == 0 {
 		return []string{(&common.Line{}).Add(s.Dim, "replica a: not started yet").Fit(w)}
@@ -205,7 +205,7 @@ func holds(st style.Style, r, identity string) bool {
 // ownLease is the Lease its operator made, if any: who holds it, and for
 // how long. rlab cannot know whether it means to elect a leader, so no
 // Lease is said as such, not as a fault.
-func ownLease(d Data, st *stats.Operator, w int, s *common.Styles) string {
+func ownLease(d Data, st *stats.Operator, w int, s *common.Theme) string {
 	var lease *world.LeaseView
 	if d.NS != nil {
 		lease = d.NS.Lease

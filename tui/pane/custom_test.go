@@ -80,7 +80,7 @@ func TestTUIPaneCustom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := customData(tt.lease, tt.holder, tt.edit)
 			d.Verbs = tt.verbs
-			body := ansi.Strip(strings.Join(Body(d, tt.w, common.NewStyles(true)), "\n"))
+			body := ansi.Strip(strings.Join(Body(d, tt.w, common.NewTheme(true)), "\n"))
 			for _, w := range tt.want {
 				if !strings.Contains(body, w) {
 					t.Errorf("no %q in:\n%s", w, body)
@@ -102,7 +102,7 @@ func TestTUIPaneCustomGolden(t *testing.T) {
 	for _, w := range []int{50, 40} {
 		t.Run("w"+strconv.Itoa(w), func(t *testing.T) {
 			d := customData("", "", nil)
-			out := Render(d, w, 20, common.NewStyles(true))
+			out := Render(d, w, 20, common.NewTheme(true))
 			for i, l := range out {
 				if lw := ansi.StringWidth(l); lw != w {
 					t.Errorf("line %d is %d wide, want %d: %q", i, lw, w, ansi.Strip(l))

@@ -48,7 +48,7 @@ const (
 )
 
 // Render draws the pane, frame included, exactly w×h.
-func Render(d Data, w, h int, s *common.Styles) []string {
+func Render(d Data, w, h int, s *common.Theme) []string {
 	body := Body(d, common.BoxInner(w), s)
 	title := d.Style.Traits().Title
 	tp := s.OpTitle(d.Style)
@@ -61,7 +61,7 @@ func Render(d Data, w, h int, s *common.Styles) []string {
 }
 
 // Body is the pane's content lines, each at most w columns wide.
-func Body(d Data, w int, s *common.Styles) []string {
+func Body(d Data, w int, s *common.Theme) []string {
 	st := d.Stats
 	if st == nil {
 		st = stats.New([]style.Style{d.Style}).Styles[d.Style]
@@ -81,7 +81,7 @@ func Body(d Data, w int, s *common.Styles) []string {
 
 // summary counts all the style's Echoes and their pods: a class runs
 // hundreds, and the tree shows the focused one only.
-func summary(d Data, w int, s *common.Styles) string {
+func summary(d Data, w int, s *common.Theme) string {
 	l := &common.Line{}
 	if d.NS == nil {
 		return l.Add(s.Dim, "Echoes …").Fit(w)
@@ -122,7 +122,7 @@ func readyAll(e *world.EchoView) bool {
 }
 
 // work is the shell loop's poll timer, or a Go style's workqueue.
-func work(d Data, st *stats.Operator, w int, s *common.Styles) string {
+func work(d Data, st *stats.Operator, w int, s *common.Theme) string {
 	l := &common.Line{}
 	if !d.Style.Traits().Polls {
 		depth := fmt.Sprintf(" depth %d", st.Depth)
@@ -149,7 +149,7 @@ func work(d Data, st *stats.Operator, w int, s *common.Styles) string {
 
 // api is the API requests: how many, how many a minute, and by verb if
 // asked.
-func api(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func api(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	l := &common.Line{}
 	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
@@ -186,7 +186,7 @@ func api(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 // l, as the replicas reported what their library set; false if there is
 // nothing to say. Whether a request waited for it is not seen from outside,
 // so nothing is claimed about throttling.
-func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Styles) bool {
+func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Theme) bool {
 	switch lim := st.Limit; {
 	case op.Traits().Polls:
 		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
@@ -202,7 +202,7 @@ func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.S
 
 // reconciles is two lines: the count and the last (or running) call, then
 // its cause, or its error.
-func reconciles(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func reconciles(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	l := &common.Line{}
 	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
 	cause := ""
@@ -254,7 +254,7 @@ func causeOf(r *stats.Reconcile) string {
 }
 
 // Pipeline is the pipeline line and the marker line under it.
-func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Styles) (string, string) {
+func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Theme) (string, string) {
 	names := op.Traits().Stages
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
@@ -328,7 +328,7 @@ func Spark(v []int) string {
 
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
-func leader(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	if !d.Style.Traits().ElectsLeader {
 		return noElection(st, w, s)
 	}
@@ -358,7 +358,7 @@ func leader(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 }
 
 // noElection is the shell loop's leader lines: none, and how many act.
-func noElection(st *stats.Operator, w int, s *common.Styles) []string {
+func noElection(st *stats.Operator, w int, s *common.Theme) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
 	l1.Plain("leader: ").Add(s.Dim, "none")
 	running := 0
@@ -393,7 +393,7 @@ func holderFirst(st *stats.Operator, holder string) []string {
 }
 
 // candidate says how replica n (r, nil if never seen) stands.
-func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Styles) {
+func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Theme) {
 	switch {
 	case r != nil && r.Running && r.Paused:
 		l.Add(s.Warn, n+" frozen")
@@ -415,7 +415,7 @@ func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common
 }
 
 // leaseLine is the Lease's time left and transitions.
-func leaseLine(lease *world.LeaseView, now time.Time, s *common.Styles) *common.Line {
+func leaseLine(lease *world.LeaseView, now time.Time, s *common.Theme) *common.Line {
 	l := &common.Line{}
 	if lease == nil {
 		return l.Add(s.Dim, "no Lease yet")
@@ -433,7 +433,7 @@ func leaseLine(lease *world.LeaseView, now time.Time, s *common.Styles) *common.
 	return l.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
 }
 
-func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
+func replicaState(l *common.Line, r *stats.Replica, s *common.Theme) {
 	if r.Running && r.Paused {
 		l.Add(s.Warn, fmt.Sprintf("replica %s pid %d frozen", r.Name, r.PID))
 		return
@@ -449,7 +449,7 @@ func replicaState(l *common.Line, r *stats.Replica, s *common.Styles) {
 }
 
 // drift is the last drift repair line.
-func drift(d Data, st *stats.Operator, w int, s *common.Styles) string {
+func drift(d Data, st *stats.Operator, w int, s *common.Theme) string {
 	l := &common.Line{}
 	switch dr := st.Drift; {
 	case dr == nil:

@@ -82,7 +82,7 @@ func TestTUIPaneGolden(t *testing.T) {
 			if tt.data != nil {
 				tt.data(&d)
 			}
-			out := Render(d, tt.w, tt.h, common.NewStyles(true))
+			out := Render(d, tt.w, tt.h, common.NewTheme(true))
 			for i, l := range out {
 				if w := ansi.StringWidth(l); w != tt.w {
 					t.Errorf("line %d is %d wide, want %d: %q", i, w, tt.w, ansi.Strip(l))
@@ -146,7 +146,7 @@ func TestTUIPaneConverging(t *testing.T) {
 				st.Converged["hello"] = tt.conv
 			}
 			d := Data{Style: style.ClientGo, Stats: st, NS: tt.ns, Echo: "hello", Now: now}
-			got := ansi.Strip(Tree(d, st, 120, common.NewStyles(true))[0])
+			got := ansi.Strip(Tree(d, st, 120, common.NewTheme(true))[0])
 			if !strings.HasPrefix(got, tt.want) {
 				t.Fatalf("got  %q\nwant %q…", got, tt.want)
 			}
@@ -173,7 +173,7 @@ func TestTUIPaneClientLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := stats.New([]style.Style{tt.style}).Styles[tt.style]
 			st.Limit = tt.limit
-			body := ansi.Strip(strings.Join(Body(Data{Style: tt.style, Stats: st, Echo: "hello"}, 100, common.NewStyles(true)), "\n"))
+			body := ansi.Strip(strings.Join(Body(Data{Style: tt.style, Stats: st, Echo: "hello"}, 100, common.NewTheme(true)), "\n"))
 			if tt.want == "" {
 				if strings.Contains(body, "limit") {
 					t.Fatalf("a limit nobody reported:\n%s", body)

@@ -14,7 +14,7 @@ import (
 // Tree is the object tree: Echo (spec, status.ready) → Deployment
 // (ready/desired) → ReplicaSets → Pods, then the objects garbage-collected in
 // the last few seconds, flashing, with "collected by GC".
-func Tree(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func Tree(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	var out []string
 	var ev *world.EchoView
 	var orphans []*world.DeploymentView
@@ -48,7 +48,7 @@ func Tree(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 
 // echoLine is the Echo: its readiness, how it converges, its spec, and
 // what holds its deletion.
-func echoLine(ev *world.EchoView, c *stats.Convergence, s *common.Styles) *common.Line {
+func echoLine(ev *world.EchoView, c *stats.Convergence, s *common.Theme) *common.Line {
 	l := &common.Line{}
 	l.Add(s.Bold, "Echo/"+ev.Name).Plain(" ")
 	ready := ev.Ready
@@ -75,7 +75,7 @@ func echoLine(ev *world.EchoView, c *stats.Convergence, s *common.Styles) *commo
 // reported (c, nil if nothing): creating (no Deployment yet), waiting for
 // pods, waiting for the status, then "converged in" the time from its
 // creation, which stays so that the styles can be compared.
-func converging(l *common.Line, ev *world.EchoView, c *stats.Convergence, s *common.Styles) {
+func converging(l *common.Line, ev *world.EchoView, c *stats.Convergence, s *common.Theme) {
 	done := c != nil && !c.CreatedAt.IsZero()
 	dv := ev.Deployment
 	switch {
@@ -114,7 +114,7 @@ func took(ms float64) string {
 
 // collected are the objects garbage-collected lately: the newest few,
 // flashing; a cascade of Pods is summed up.
-func collected(d Data, st *stats.Operator, w int, s *common.Styles) []string {
+func collected(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	var out []string
 	gone := st.Collected(d.Now, FlashFor)
 	const shown = 3
@@ -133,7 +133,7 @@ func collected(d Data, st *stats.Operator, w int, s *common.Styles) []string {
 }
 
 // deployment is a Deployment, its live ReplicaSets and its Pods.
-func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s *common.Styles) []string {
+func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s *common.Theme) []string {
 	l := &common.Line{}
 	l.Add(s.Dim, first).Plain("Deployment " + dv.Name + " ")
 	rd := fmt.Sprintf("%d/%d", dv.ReadyReplicas, dv.Replicas)
@@ -172,7 +172,7 @@ func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s
 }
 
 // pods is one mark per Pod (ready, starting, new, terminating), counted.
-func pods(d Data, ps []*world.PodView, indent string, s *common.Styles) *common.Line {
+func pods(d Data, ps []*world.PodView, indent string, s *common.Theme) *common.Line {
 	l := &common.Line{}
 	l.Add(s.Dim, indent+"└ ").Plain("Pods ")
 	if len(ps) == 0 {

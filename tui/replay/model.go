@@ -35,7 +35,7 @@ type tickMsg time.Time
 
 // Model plays a recording through the main screen.
 type Model struct {
-	P     *Player
+	P     *Playback
 	Inner *tui.Model
 	keys  Keys
 	frame time.Duration
@@ -52,7 +52,7 @@ type Options struct {
 
 // New returns a replay of rec.
 func New(rec *Recording, o Options) *Model {
-	p := NewPlayer(rec)
+	p := NewPlayback(rec)
 	if o.Speed > 0 {
 		p.SetSpeed(o.Speed)
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/kkloud/rlab/tui"
 )
 
-// Player plays a recording on a virtual clock. It is the screen's Source:
+// Playback plays a recording on a virtual clock. It is the screen's Source:
 // due events are published on its own bus, the world is the last one
 // recorded up to the clock. It is used from one goroutine (the screen's).
-type Player struct {
+type Playback struct {
 	rec    *Recording
 	bus    *bus.Bus
 	sub    *bus.Sub
@@ -24,44 +24,44 @@ type Player struct {
 	ver    uint64
 }
 
-// NewPlayer returns a player at the start of rec, paused if paused.
-func NewPlayer(rec *Recording) *Player {
+// NewPlayback returns a player at the start of rec, paused if paused.
+func NewPlayback(rec *Recording) *Playback {
 	b := bus.New()
-	p := &Player{rec: rec, bus: b, sub: b.Subscribe(tui.SubSize), now: rec.Header.Start, speed: 1}
+	p := &Playback{rec: rec, bus: b, sub: b.Subscribe(tui.SubSize), now: rec.Header.Start, speed: 1}
 	p.publishDue()
 	return p
 }
 
 // Header is the recording's header.
-func (p *Player) Header() Header { return p.rec.Header }
+func (p *Playback) Header() Header { return p.rec.Header }
 
 // Now is the virtual clock.
-func (p *Player) Now() time.Time { return p.now }
+func (p *Playback) Now() time.Time { return p.now }
 
 // Start and End bound the recording.
-func (p *Player) Start() time.Time { return p.rec.Header.Start }
+func (p *Playback) Start() time.Time { return p.rec.Header.Start }
 
 // End is the time of the last record.
-func (p *Player) End() time.Time { return p.rec.End() }
+func (p *Playback) End() time.Time { return p.rec.End() }
 
 // Speed is the playback speed (1 = real time).
-func (p *Player) Speed() float64 { return p.speed }
+func (p *Playback) Speed() float64 { return p.speed }
 
 // SetSpeed sets the playback speed, between 1/16 and 64.
-func (p *Player) SetSpeed(s float64) { p.speed = min(max(s, 1.0/16), 64) }
+func (p *Playback) SetSpeed(s float64) { p.speed = min(max(s, 1.0/16), 64) }
 
 // Paused says whether the clock stands still.
-func (p *Player) Paused() bool { return p.paused }
+func (p *Playback) Paused() bool { return p.paused }
 
 // SetPaused stops or starts the clock.
-func (p *Player) SetPaused(v bool) { p.paused = v }
+func (p *Playback) SetPaused(v bool) { p.paused = v }
 
 // Ended says whether everything has been played.
-func (p *Player) Ended() bool { return p.pos >= len(p.rec.Records) }
+func (p *Playback) Ended() bool { return p.pos >= len(p.rec.Records) }
 
 // Advance moves the clock by d of real time (times the speed) and
 // publishes what became due.
-func (p *Player) Advance(d time.Duration) {
+func (p *Playback) Advance(d time.Duration) {
 	if p.paused || d <= 0 {
 		return
 	}
@@ -72,7 +72,7 @@ func (p *Player) Advance(d time.Duration) {
 	p.publishDue()
 }
 
-func (p *Player) publishDue() {
+func (p *Playback) publishDue() {
 	for p.pos < len(p.rec.Records) && !p.rec.Records[p.pos].Time.After(p.now) {
 		r := p.rec.Records[p.pos]
 		if r.Event != nil {
@@ -88,7 +88,7 @@ func (p *Player) publishDue() {
 
 // Seek moves the clock to t and returns every event up to t, for a screen
 // that starts over; nothing of it is published on the bus.
-func (p *Player) Seek(t time.Time) []trace.Event {
+func (p *Playback) Seek(t time.Time) []trace.Event {
 	if t.Before(p.Start()) {
 		t = p.Start()
 	}
@@ -114,10 +114,10 @@ func (p *Player) Seek(t time.Time) []trace.Event {
 }
 
 // Sub is the subscription the screen drains.
-func (p *Player) Sub() *bus.Sub { return p.sub }
+func (p *Playback) Sub() *bus.Sub { return p.sub }
 
 // Snapshot is the last world recorded up to the clock.
-func (p *Player) Snapshot() world.Snapshot { return p.snap }
+func (p *Playback) Snapshot() world.Snapshot { return p.snap }
 
 // Version changes with each world played.
-func (p *Player) Version() uint64 { return p.ver }
+func (p *Playback) Version() uint64 { return p.ver }

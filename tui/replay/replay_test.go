@@ -74,7 +74,7 @@ func TestReplayPlayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewPlayer(rec)
+	p := NewPlayback(rec)
 	ready := func() string {
 		ns := p.Snapshot().Namespaces[style.Shell.Namespace()]
 		if ns == nil {

@@ -58,7 +58,7 @@ func (m *Model) Fail(err error, t time.Time) { m.Err, m.Failed = err, t }
 var spin = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // Render draws the view, w×h at most.
-func (m *Model) Render(now time.Time, w, h int, s *common.Styles) string {
+func (m *Model) Render(now time.Time, w, h int, s *common.Theme) string {
 	var out []string
 	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
 	add((&common.Line{}).Plain(" ").Add(s.Accent, "rlab").Add(s.Dim, " · ").Plain(m.Title))

@@ -47,7 +47,7 @@ func TestTUIStartupGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := New("starting the sandbox · envtest v1.36.3 · state in /home/student/.local/state/rlab", t0)
 			tt.do(m)
-			out := m.Render(t0.Add(tt.at), 100, 30, common.NewStyles(true))
+			out := m.Render(t0.Add(tt.at), 100, 30, common.NewTheme(true))
 			golden.RequireEqual(t, ansi.Strip(out)+"\n")
 		})
 	}

@@ -253,7 +253,7 @@ func (m *Model) Title() string {
 
 // Lines are the h newest matching lines (oldest first) up to the anchor,
 // each fitted to w columns and painted by style.
-func (m *Model) Lines(w, h int, s *common.Styles) []string {
+func (m *Model) Lines(w, h int, s *common.Theme) []string {
 	if h <= 0 {
 		return nil
 	}
@@ -314,7 +314,7 @@ func isError(e trace.Event) bool {
 }
 
 // Render draws the timeline in a frame of exactly w×h.
-func (m *Model) Render(w, h int, s *common.Styles) []string {
+func (m *Model) Render(w, h int, s *common.Theme) []string {
 	lines := m.Lines(common.BoxInner(w), h-2, s) // first: it clamps the scroll
 	title := m.Title()
 	return common.BoxFitted(s.Bold.S(title), common.Width(title), lines, w, h, s.Border)

@@ -54,7 +54,7 @@ func TestTUITimelineGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := filled(0)
 			tt.do(m)
-			out := m.Render(120, 12, common.NewStyles(false))
+			out := m.Render(120, 12, common.NewTheme(false))
 			for i, l := range out {
 				if w := ansi.StringWidth(l); w != 120 {
 					t.Errorf("line %d is %d wide", i, w)
@@ -74,21 +74,21 @@ func TestTUITimelineRing(t *testing.T) {
 	if m.Len() != 4 {
 		t.Fatalf("Len = %d, want 4", m.Len())
 	}
-	lines := m.Lines(60, 10, common.NewStyles(true))
+	lines := m.Lines(60, 10, common.NewTheme(true))
 	if len(lines) != 4 || !strings.Contains(lines[0], "event 6") || !strings.Contains(lines[3], "event 9") {
 		t.Fatalf("lines = %q", lines)
 	}
 	m.Scroll(100) // past the oldest: clamped
-	lines = m.Lines(60, 2, common.NewStyles(true))
+	lines = m.Lines(60, 2, common.NewTheme(true))
 	if len(lines) != 2 || !strings.Contains(lines[0], "event 6") {
 		t.Fatalf("scrolled past the top: %q", lines)
 	}
 	m.Follow()
-	if m.Paused() || !strings.Contains(m.Lines(60, 1, common.NewStyles(true))[0], "event 9") {
+	if m.Paused() || !strings.Contains(m.Lines(60, 1, common.NewTheme(true))[0], "event 9") {
 		t.Fatal("Follow did not show the newest")
 	}
 	m.Clear()
-	if m.Len() != 0 || len(m.Lines(60, 3, common.NewStyles(true))) != 0 {
+	if m.Len() != 0 || len(m.Lines(60, 3, common.NewTheme(true))) != 0 {
 		t.Fatal("Clear left events")
 	}
 }
@@ -163,7 +163,7 @@ func TestTUITimelineActs(t *testing.T) {
 	}
 	m := New(16, styles)
 	m.Add(act)
-	if l := m.Lines(120, 1, common.NewStyles(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "rlab.act          rlab do: partition_leader (go)") {
+	if l := m.Lines(120, 1, common.NewTheme(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "rlab.act          rlab do: partition_leader (go)") {
 		t.Errorf("act line = %q", l)
 	}
 }
@@ -206,7 +206,7 @@ func TestTUITimelineYourRequests(t *testing.T) {
 	}
 	m := New(16, styles)
 	m.Add(yours)
-	if l := m.Lines(120, 1, common.NewStyles(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "proxy/you") ||
+	if l := m.Lines(120, 1, common.NewTheme(true)); len(l) != 1 || !strings.Contains(ansi.Strip(l[0]), "proxy/you") ||
 		!strings.Contains(ansi.Strip(l[0]), "echo-clientgo/Echo/world patch echoes → 422") {
 		t.Errorf("your request's line = %q", l)
 	}
@@ -222,7 +222,7 @@ func TestTUITimelineTimeOrder(t *testing.T) {
 		return trace.Event{Time: fixture.At(time.Duration(ms) * time.Millisecond), Source: style.Shell.Source("a"), Kind: trace.Log,
 			Fields: map[string]any{trace.FieldMsg: msg}}
 	}
-	s := common.NewStyles(false)
+	s := common.NewTheme(false)
 	rows := func(m *Model, h int) []string {
 		var out []string
 		for _, l := range m.Render(80, h+2, s)[1 : h+1] {

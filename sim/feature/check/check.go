@@ -126,10 +126,10 @@ type Target interface {
 var _ Target = (*sandbox.Sandbox)(nil)
 
 // Run runs the checks on opts.Operator in sb and returns every result. rec
-// must record the operator's proxies from before its start (NewRecorder).
+// must record the operator's proxies from before its start (NewRequestLog).
 // The error is for a sandbox that could not be driven at all; a failing
 // operator is a failing Result.
-func Run(ctx context.Context, sb Target, rec *Recorder, opts Options) ([]Result, error) {
+func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Result, error) {
 	if opts.Within == 0 {
 		opts.Within = 30 * time.Second
 	}
@@ -188,7 +188,7 @@ type run struct {
 	sb       Target
 	st       style.Style
 	ns       string
-	rec      *Recorder
+	rec      *RequestLog
 	opts     Options
 	began    time.Time
 	kube     kubernetes.Interface

@@ -104,7 +104,7 @@ func TestLeader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := bus.New()
-			rec := NewRecorder(b, "mine")
+			rec := NewRequestLog(b, "mine")
 			defer rec.Close()
 			for _, q := range tt.qs {
 				b.Publish(q.event("mine"))

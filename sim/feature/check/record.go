@@ -10,10 +10,10 @@ import (
 	"github.com/kkloud/rlab/sim/bus"
 )
 
-// Recorder keeps what an operator's proxies saw: every request (and watch
+// RequestLog keeps what an operator's proxies saw: every request (and watch
 // event) of its replicas. Made before the sandbox starts, it misses nothing,
 // not even the operator's first list.
-type Recorder struct {
+type RequestLog struct {
 	st  style.Style
 	col *bus.Collector
 
@@ -22,9 +22,9 @@ type Recorder struct {
 	lost   int
 }
 
-// NewRecorder starts recording style st's proxy events from b until Close.
-func NewRecorder(b *bus.Bus, st style.Style) *Recorder {
-	r := &Recorder{st: st}
+// NewRequestLog starts recording style st's proxy events from b until Close.
+func NewRequestLog(b *bus.Bus, st style.Style) *RequestLog {
+	r := &RequestLog{st: st}
 	prefix := "proxy/" + string(st) + "/"
 	r.col = b.Collect(1<<16, func(evs []trace.Event, lost int) {
 		r.mu.Lock()
@@ -40,14 +40,14 @@ func NewRecorder(b *bus.Bus, st style.Style) *Recorder {
 }
 
 // Close stops recording; what was published before it is kept.
-func (r *Recorder) Close() { r.col.Close() }
+func (r *RequestLog) Close() { r.col.Close() }
 
 // flush takes in what the bus holds now, so that a request the proxy has
 // published is seen by the check that asks next.
-func (r *Recorder) flush() { r.col.Flush() }
+func (r *RequestLog) flush() { r.col.Flush() }
 
 // Requests are the API requests made since t (zero: all), oldest first.
-func (r *Recorder) Requests(since time.Time) []Request {
+func (r *RequestLog) Requests(since time.Time) []Request {
 	r.flush()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -65,7 +65,7 @@ func (r *Recorder) Requests(since time.Time) []Request {
 }
 
 // Lost is how many bus events were dropped before the recorder read them.
-func (r *Recorder) Lost() int {
+func (r *RequestLog) Lost() int {
 	r.flush()
 	r.mu.Lock()
 	defer r.mu.Unlock()
