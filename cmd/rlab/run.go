@@ -19,13 +19,10 @@ import (
 )
 
 type runFlags struct {
-	For           time.Duration
-	Output        string
-	Operators     string
-	ShellInterval time.Duration
-	CPUProfile    string // rlab's own CPU profile, to find what a sandbox at rest costs
-	clusterFlags
-	operatorFlags
+	For       time.Duration
+	Output    string
+	Operators string
+	sandboxFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -44,11 +41,7 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	cmd.Flags().DurationVar(&f.For, "for", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
 	cmd.Flags().StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to run, comma-separated, or none")
-	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
-	cmd.Flags().StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
-	_ = cmd.Flags().MarkHidden("cpuprofile")
-	f.clusterFlags.register(cmd.Flags())
-	f.operatorFlags.register(cmd.Flags())
+	f.sandboxFlags.register(cmd.Flags())
 	return cmd
 }
 
@@ -62,26 +55,18 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := launch.Options{Options: sandbox.Options{Styles: styles, ShellInterval: f.ShellInterval}, Report: launch.Print(stderr)}
-	if err := f.clusterFlags.apply(&opts); err != nil {
-		return err
-	}
-	if err := f.operatorFlags.apply(&opts); err != nil {
+	opts := launch.Options{Options: sandbox.Options{Styles: styles}, Report: launch.Print(stderr)}
+	if err := f.apply(&opts); err != nil {
 		return err
 	}
 	opts.Sample = len(opts.Styles)+len(opts.Custom) > 0
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	l, err := launch.New()
+	l, closeAll, err := f.open()
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	stopProfile, err := startProfile(f.CPUProfile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
+	defer closeAll()
 	defer printTimeline(l.Bus.Subscribe(1<<16), f.Output, stdout)() // until the sandbox has stopped
 	sb, err := l.Start(ctx, opts)
 	if err != nil {

@@ -177,11 +177,12 @@ func TestSharedCluster(t *testing.T) {
 
 	// An Echo with a finalizer nothing will ever run must not keep a's
 	// namespace terminating after a exits.
-	kept := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
-		"metadata": map[string]any{"name": "kept", "finalizers": []any{"rlab.test/never"}},
-		"spec":     map[string]any{"message": "kept", "replicas": int64(1)},
-	}}
+	e := echov1.NewEcho(pa.Namespace(style.Shell), "kept", "kept", 1)
+	e.Finalizers = []string{"rlab.test/never"}
+	kept, err := e.ToUnstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.dyn.Resource(echov1.Resource).Namespace(pa.Namespace(style.Shell)).Create(t.Context(), kept, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
@@ -29,22 +28,15 @@ type screenActions struct {
 var _ tui.Actions = screenActions{}
 
 type upFlags struct {
-	Record        string
-	ShellInterval time.Duration
-	CPUProfile    string         // rlab's own CPU profile, to find what an idle screen costs
-	Follow        *launch.Follow // the lesson on the screen (rlab lesson start)
-	Title         string         // of the start-up view, if not the default
-	clusterFlags
-	operatorFlags
+	Record string
+	Follow *launch.Follow // the lesson on the screen (rlab lesson start)
+	Title  string         // of the start-up view, if not the default
+	sandboxFlags
 }
 
 func (f *upFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Record, "record", "", "write every trace event and the world's changes to `FILE` (JSON lines, gzipped if it ends in .gz), for rlab replay")
-	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
-	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write rlab's CPU profile to `FILE` (go tool pprof)")
-	_ = fs.MarkHidden("cpuprofile")
-	f.clusterFlags.register(fs)
-	f.operatorFlags.register(fs)
+	f.sandboxFlags.register(fs)
 }
 
 func newUpCmd() *cobra.Command {
@@ -66,11 +58,8 @@ running.`,
 // run starts the sandbox behind the screen, which shows the start-up, and
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
-	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Screen: true, Follow: f.Follow}
-	if err := f.clusterFlags.apply(&opts); err != nil {
-		return err
-	}
-	if err := f.operatorFlags.apply(&opts); err != nil {
+	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), Sample: true}, Screen: true, Follow: f.Follow}
+	if err := f.apply(&opts); err != nil {
 		return err
 	}
 	if f.Follow != nil {
@@ -78,16 +67,11 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 			return err
 		}
 	}
-	l, err := launch.New()
+	l, closeAll, err := f.open()
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	stopProfile, err := startProfile(f.CPUProfile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
+	defer closeAll()
 	if f.Record != "" {
 		if err := l.RecordTo(f.Record); err != nil {
 			return fmt.Errorf("--record: %w", err)

@@ -17,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -372,12 +371,11 @@ func TestAgainstControlPlane(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := echoes.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": echov1.GroupVersion.String(),
-		"kind":       echov1.Kind,
-		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"message": message, "replicas": int64(2)},
-	}}, metav1.CreateOptions{}); err != nil {
+	u, err := echov1.NewEcho(ns, name, message, 2).ToUnstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoes.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

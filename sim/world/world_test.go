@@ -122,12 +122,10 @@ func getEcho(ctx context.Context, ns, name string) (*echov1.Echo, error) {
 
 func createEcho(t *testing.T, ns, name, message string, replicas int32) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": echov1.GroupVersion.String(),
-		"kind":       echov1.Kind,
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec":       map[string]any{"message": message, "replicas": int64(replicas)},
-	}}
+	u, err := echov1.NewEcho(ns, name, message, replicas).ToUnstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := echoes(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Echo %s/%s: %v", ns, name, err)
 	}
