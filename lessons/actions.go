@@ -207,7 +207,7 @@ var actions = map[string]actionKind{
 	"rules_review": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			_, err := p.sb.ReviewRules(ctx, st)
+			_, err := p.sb.Student().ReviewRules(ctx, st)
 			if apierrors.IsForbidden(err) {
 				// A classroom student may not impersonate: the refusal is
 				// the apiserver's answer, and the request was made.
@@ -224,7 +224,7 @@ var actions = map[string]actionKind{
 	"delete_deployment": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.DeleteDeployment(ctx, st, a.Str("name"))
+			return p.sb.Student().DeleteDeployment(ctx, st, a.Str("name"))
 		},
 		words: func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
 	},
@@ -234,7 +234,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			n, _ := a.Int("replicas")
-			return p.sb.ScaleDeployment(ctx, st, a.Str("name"), n)
+			return p.sb.Student().ScaleDeployment(ctx, st, a.Str("name"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -247,7 +247,7 @@ var actions = map[string]actionKind{
 	"watch_owned": {
 		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.SetWatchOwned(st, a.Bool("watch")); err != nil {
+			if err := p.sb.Operators().SetWatchOwned(st, a.Bool("watch")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --watch-owned=%t", p.sources(st), a.Bool("watch"))
@@ -262,7 +262,7 @@ var actions = map[string]actionKind{
 	"kill_leader": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			who, err := p.onLeader(ctx, st, p.sb.KillLeader)
+			who, err := p.onLeader(ctx, st, p.sb.Operators().KillLeader)
 			if err == nil {
 				said(ctx, "killed %s, the leader (SIGKILL)", who)
 			}
@@ -275,7 +275,7 @@ var actions = map[string]actionKind{
 	"stop_leader": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			who, err := p.onLeader(ctx, st, p.sb.StopLeader)
+			who, err := p.onLeader(ctx, st, p.sb.Operators().StopLeader)
 			if err == nil {
 				said(ctx, "stopped %s, the leader (SIGTERM)", who)
 			}
@@ -296,7 +296,7 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			if err := p.sb.Partition(who, mode); err != nil {
+			if err := p.sb.Operators().Partition(who, mode); err != nil {
 				return err
 			}
 			said(ctx, "partitioned %s (%s)", who, a.Str("mode"))
@@ -314,8 +314,8 @@ var actions = map[string]actionKind{
 	"heal": {
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			for _, r := range p.sb.Replicas(st) {
-				if err := p.sb.Partition(st.Source(r), proxy.Normal); err != nil {
+			for _, r := range p.sb.Operators().Replicas(st) {
+				if err := p.sb.Operators().Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
 				}
 			}
@@ -333,8 +333,8 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			for _, r := range p.sb.Replicas(st) {
-				px := p.sb.Proxy(st.Source(r))
+			for _, r := range p.sb.Operators().Replicas(st) {
+				px := p.sb.Operators().Proxy(st.Source(r))
 				if px == nil {
 					return fmt.Errorf("no proxy for %s", st.Source(r))
 				}
@@ -371,17 +371,17 @@ var actions = map[string]actionKind{
 	},
 
 	// Restart the replicas with or without --finalizer.
-	"finalizer": restartWith("--finalizer", (*sandbox.Sandbox).SetFinalizer),
+	"finalizer": restartWith("--finalizer", sandbox.Operators.SetFinalizer),
 
 	// Restart the controller-runtime replicas with or without --warmup
 	// (EnableWarmup: the controller's watches start before it leads).
-	"warmup": restartWith("--warmup", (*sandbox.Sandbox).SetWarmup),
+	"warmup": restartWith("--warmup", sandbox.Operators.SetWarmup),
 
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.PauseOperators(st); err != nil {
+			if err := p.sb.Operators().Pause(st); err != nil {
 				return err
 			}
 			said(ctx, "froze %s (SIGSTOP)", p.sources(st))
@@ -395,12 +395,12 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			var frozen []string
-			for _, r := range p.sb.ReplicaStatuses() {
+			for _, r := range p.sb.Operators().ReplicaStatuses() {
 				if r.Style == st && r.Paused {
 					frozen = append(frozen, r.Name)
 				}
 			}
-			if err := p.sb.ResumeOperators(st); err != nil {
+			if err := p.sb.Operators().Resume(st); err != nil {
 				return err
 			}
 			if len(frozen) == 0 {
@@ -418,7 +418,7 @@ var actions = map[string]actionKind{
 	"add_shell_replica": {
 		args: spec{optional: argTypes{"suffix": tString}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			if err := p.sb.AddShellReplica(a.Str("suffix")); err != nil {
+			if err := p.sb.Operators().AddShellReplica(a.Str("suffix")); err != nil {
 				return err
 			}
 			if s := a.Str("suffix"); s != "" {
@@ -440,12 +440,12 @@ var actions = map[string]actionKind{
 	"remove_shell_replica": {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			var extra []string // the loops beyond those the sandbox began with
-			for _, r := range p.sb.ReplicaStatuses() {
-				if r.Style == style.Shell && !slices.Contains(p.sb.Replicas(style.Shell), r.Replica) {
+			for _, r := range p.sb.Operators().ReplicaStatuses() {
+				if r.Style == style.Shell && !slices.Contains(p.sb.Operators().Replicas(style.Shell), r.Replica) {
 					extra = append(extra, r.Name)
 				}
 			}
-			if err := p.sb.RemoveShellReplica(); err != nil {
+			if err := p.sb.Operators().RemoveShellReplica(); err != nil {
 				return err
 			}
 			if len(extra) == 0 {
@@ -461,7 +461,7 @@ var actions = map[string]actionKind{
 
 // restartWith is the action that restarts a style's replicas with flag
 // (on: true) or without it, through set.
-func restartWith(flag string, set func(*sandbox.Sandbox, style.Style, bool) error) actionKind {
+func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) error) actionKind {
 	with := func(on bool) string {
 		if on {
 			return "with " + flag
@@ -471,7 +471,7 @@ func restartWith(flag string, set func(*sandbox.Sandbox, style.Style, bool) erro
 	return actionKind{
 		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := set(p.sb, st, a.Bool("on")); err != nil {
+			if err := set(p.sb.Operators(), st, a.Bool("on")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s %s", p.sources(st), with(a.Bool("on")))
@@ -559,7 +559,7 @@ func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
-		name, _, err := p.sb.Leader(ctx, st)
+		name, _, err := p.sb.Operators().Leader(ctx, st)
 		if err == nil {
 			return name, nil
 		}
@@ -583,7 +583,7 @@ func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.C
 // sources names st's replicas: "clientgo/a, clientgo/b".
 func (p *Player) sources(st style.Style) string {
 	var out []string
-	for _, r := range p.sb.Replicas(st) {
+	for _, r := range p.sb.Operators().Replicas(st) {
 		out = append(out, st.Source(r))
 	}
 	return strings.Join(out, ", ")
@@ -601,18 +601,18 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 		return fmt.Errorf("no script %s: the lesson was not loaded from its folder", f.Name)
 	}
 	before := map[string]int{}
-	for _, r := range p.sb.ReplicaStatuses() {
+	for _, r := range p.sb.Operators().ReplicaStatuses() {
 		if r.Style == st {
 			before[r.Name] = r.PID
 		}
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
-	if err := p.sb.RunCustomScript(st, f.Name, f.Data); err != nil {
+	if err := p.sb.Operators().RunCustomScript(st, f.Name, f.Data); err != nil {
 		return err
 	}
 	restarted := func() string {
-		for _, r := range p.sb.ReplicaStatuses() {
+		for _, r := range p.sb.Operators().ReplicaStatuses() {
 			if r.Style == st && (!r.Running || r.PID == before[r.Name]) {
 				return r.Name + " has not restarted"
 			}

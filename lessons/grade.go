@@ -168,7 +168,7 @@ func (p *Player) gradeLoop(ctx context.Context, g *grader, key string, st style.
 		})
 		return
 	}
-	g.update(key, func(gr *Grade) { gr.Log = p.sb.LogFile(st, p.sb.Replicas(st)[0]) })
+	g.update(key, func(gr *Grade) { gr.Log = p.sb.Operators().LogFile(st, p.sb.Operators().Replicas(st)[0]) })
 	for {
 		g.update(key, func(gr *Grade) { gr.Running, gr.Partial = true, nil })
 		t0 := time.Now()
@@ -209,7 +209,7 @@ func (p *Player) gradeOnce(ctx context.Context, st style.Style, ids []string, pr
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
-	res, err := check.Run(ctx, p.sb, rec, check.Options{Operator: st, Only: ids, Within: gradeWithin, Progress: progress})
+	res, err := check.Run(ctx, check.Sandbox(p.sb), rec, check.Options{Operator: st, Only: ids, Within: gradeWithin, Progress: progress})
 	return res, errors.Join(err, p.resetSample(st))
 }
 

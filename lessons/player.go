@@ -131,10 +131,10 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		byKind[k] = l[:len(l):len(l)]
 	}
 	p.mu.Unlock()
-	replicas := p.sb.ReplicaStatuses()
+	replicas := p.sb.Operators().ReplicaStatuses()
 	cut := map[string]string{}
 	for _, r := range replicas {
-		if px := p.sb.Proxy(r.Name); px != nil {
+		if px := p.sb.Operators().Proxy(r.Name); px != nil {
 			switch {
 			case px.Mode() != proxy.Normal:
 				cut[r.Name] = px.Mode().String()

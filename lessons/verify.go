@@ -87,12 +87,12 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 	var last string
 	for {
 		var running []string
-		for _, r := range p.sb.ReplicaStatuses() {
+		for _, r := range p.sb.Operators().ReplicaStatuses() {
 			if r.Running && !r.Paused {
 				running = append(running, r.Name)
 			}
 		}
-		ok, why := Baseline(p.sb.Snapshot(), running, p.sb.Styles(), p.sb.Replicas)
+		ok, why := Baseline(p.sb.Snapshot(), running, p.sb.Styles(), p.sb.Operators().Replicas)
 		if ok {
 			return "", nil
 		}
@@ -113,30 +113,30 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 func (p *Player) Restore(ctx context.Context) error {
 	var errs []error
 	for _, st := range p.sb.Styles() {
-		for _, r := range p.sb.Replicas(st) {
-			if px := p.sb.Proxy(st.Source(r)); px != nil {
+		for _, r := range p.sb.Operators().Replicas(st) {
+			if px := p.sb.Operators().Proxy(st.Source(r)); px != nil {
 				px.SetMode(proxy.Normal)
 				px.SetLatency(0)
 			}
 		}
-		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.ResumeOperators(st))
+		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.Operators().Resume(st))
 		if st == style.Shell { // resumed first: a frozen loop does not stop
-			errs = append(errs, p.sb.RemoveShellReplica())
+			errs = append(errs, p.sb.Operators().RemoveShellReplica())
 		}
 		if !st.Traits().Builtin { // a lesson swapped in another version: the starter again
-			errs = append(errs, p.sb.ResetCustom(st))
+			errs = append(errs, p.sb.Operators().ResetCustom(st))
 			continue
 		}
 		// Restarted with a flag a lesson set: restarted without it.
-		if args, err := p.sb.ReplicaArgs(st.Source("a")); err == nil {
+		if args, err := p.sb.Operators().ReplicaArgs(st.Source("a")); err == nil {
 			if slices.Contains(args, "--finalizer") {
-				errs = append(errs, p.sb.SetFinalizer(st, false))
+				errs = append(errs, p.sb.Operators().SetFinalizer(st, false))
 			}
 			if !st.Traits().Polls && slices.Contains(args, "--watch-owned=false") {
-				errs = append(errs, p.sb.SetWatchOwned(st, true))
+				errs = append(errs, p.sb.Operators().SetWatchOwned(st, true))
 			}
 			if slices.Contains(args, "--warmup") {
-				errs = append(errs, p.sb.SetWarmup(st, false))
+				errs = append(errs, p.sb.Operators().SetWarmup(st, false))
 			}
 		}
 	}

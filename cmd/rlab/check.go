@@ -160,7 +160,7 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if text {
 		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, launch.Info(sb.Backend()).Backend)
 	}
-	results, err := check.Run(ctx, sb, rec, check.Options{
+	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{
 		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only,
 		Progress: func(r check.Result) {
 			if text {

@@ -18,10 +18,11 @@ import (
 )
 
 // screenActions are what the screen's keys do: the student's edits of the
-// Echoes (traced as theirs), and rlab's own acts on the operators.
+// Echoes (traced as theirs), and rlab's own acts on the operators. The two
+// method sets do not overlap, so both embed.
 type screenActions struct {
-	*sandbox.Sandbox
 	sandbox.Student
+	sandbox.Operators
 }
 
 // The screen acts on the sandbox through tui.Actions.
@@ -117,7 +118,7 @@ func startOnScreen(ctx context.Context, l *launch.Launcher, p *tea.Program, o la
 		return tui.FailedMsg{Err: err}
 	}
 	info := launch.Info(sb.Backend())
-	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb, sb.Student()}, Session: l.Session(), Info: &info}
+	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb.Student(), sb.Operators()}, Session: l.Session(), Info: &info}
 }
 
 // result says how the session ended, once: on stderr and in the exit

@@ -116,14 +116,14 @@ func TestWriteYourOwn(t *testing.T) {
 	// drift-scaled alone, with the sample at its 2 replicas (not the 4 the
 	// scale check leaves): a lesson may run any check by itself.
 	rec := check.NewRequestLog(sb.Bus(), l.Operator.Name)
-	res, err := check.Run(ctx, sb, rec, check.Options{Operator: l.Operator.Name, Only: []string{check.DriftScaled}, Within: 20 * time.Second})
+	res, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{Operator: l.Operator.Name, Only: []string{check.DriftScaled}, Within: 20 * time.Second})
 	rec.Close()
 	if err != nil || len(res) != 1 || !res[0].Pass || !strings.Contains(res[0].Reason, "back to 2 replicas") {
 		t.Errorf("drift-scaled alone: %+v, %v", res, err)
 	}
 	// Restore puts the starter back.
 	pid := func() int {
-		for _, r := range sb.ReplicaStatuses() {
+		for _, r := range sb.Operators().ReplicaStatuses() {
 			if r.Style == l.Operator.Name && r.Running {
 				return r.PID
 			}
@@ -142,7 +142,7 @@ func TestWriteYourOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := sb.CustomCommand(l.Operator.Name)
+	got, err := sb.Operators().CustomCommand(l.Operator.Name)
 	if err != nil || !strings.HasSuffix(got, "starter.sh'") {
 		t.Fatalf("after Restore it runs %q (%v), want the starter %s", got, err, want.Name)
 	}
@@ -162,7 +162,7 @@ func TestWriteYourOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	simtest.Eventually(t, 30*time.Second, "the edited starter runs again", simtest.True(func() bool {
-		b, _ := os.ReadFile(sb.LogFile(l.Operator.Name, "a"))
+		b, _ := os.ReadFile(sb.Operators().LogFile(l.Operator.Name, "a"))
 		return strings.Contains(string(b), script+" changed: running it again")
 	}))
 }

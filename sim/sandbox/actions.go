@@ -3,15 +3,11 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
-	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +20,6 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/proxy"
 )
 
 // clients are a set of clients: rlab's own (admin), or the student's
@@ -215,16 +210,16 @@ func (s *Sandbox) forStyles(only style.Style, fn func(st style.Style) error) err
 }
 
 // DeleteDeployment deletes Echo name's Deployment by hand (drift).
-func (s *Sandbox) DeleteDeployment(ctx context.Context, only style.Style, name string) error {
-	return s.forStyles(only, func(st style.Style) error {
-		return s.hands.kube.AppsV1().Deployments(s.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+func (h Student) DeleteDeployment(ctx context.Context, only style.Style, name string) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		return h.s.hands.kube.AppsV1().Deployments(h.s.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 	})
 }
 
 // ScaleDeployment sets Echo name's Deployment to replicas by hand (drift).
-func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error {
-	return s.forStyles(only, func(st style.Style) error {
-		_, err := s.hands.kube.AppsV1().Deployments(s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
+func (h Student) ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		_, err := h.s.hands.kube.AppsV1().Deployments(h.s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.MergePatchType,
 			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "kubectl-scale"})
 		return err
 	})
@@ -234,182 +229,20 @@ func (s *Sandbox) ScaleDeployment(ctx context.Context, only style.Style, name st
 // ServiceAccount may do in its namespace, the way `kubectl auth can-i
 // --list --as=system:serviceaccount:NS:NAME` does: a SelfSubjectRulesReview
 // impersonating it.
-func (s *Sandbox) ReviewRules(ctx context.Context, st style.Style) (*authorizationv1.SubjectRulesReviewStatus, error) {
-	cfg := rest.CopyConfig(s.youConfig)
+func (h Student) ReviewRules(ctx context.Context, st style.Style) (*authorizationv1.SubjectRulesReviewStatus, error) {
+	cfg := rest.CopyConfig(h.s.youConfig)
 	cfg.UserAgent = "rlab"
-	cfg.Impersonate.UserName = serviceaccount.MakeUsername(s.Namespace(st), st.Operator())
+	cfg.Impersonate.UserName = serviceaccount.MakeUsername(h.s.Namespace(st), st.Operator())
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	r, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
-		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: s.Namespace(st)}}, metav1.CreateOptions{})
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: h.s.Namespace(st)}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("rules of %s: %w", cfg.Impersonate.UserName, err)
 	}
 	return &r.Status, nil
-}
-
-// Leader returns the replica ("clientgo/a") holding a style's Lease.
-func (s *Sandbox) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
-	l, err := s.admin.kube.CoordinationV1().Leases(s.Namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
-	}
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return "", l, fmt.Errorf("nobody holds the lease of %s", st)
-	}
-	id := *l.Spec.HolderIdentity
-	_, _, pid, ok := style.ParseIdentity(id)
-	if !ok {
-		return "", l, fmt.Errorf("lease holder %q is not <style>-<replica>-<pid>", id)
-	}
-	name, ok := s.super.ByPID(pid)
-	if !ok {
-		return "", l, fmt.Errorf("lease holder %s is not a running replica", id)
-	}
-	return name, l, nil
-}
-
-// KillLeader crashes the replica holding a style's Lease (SIGKILL): the
-// standby takes over once the Lease expires.
-func (s *Sandbox) KillLeader(ctx context.Context, st style.Style) (string, error) {
-	name, _, err := s.Leader(ctx, st)
-	if err != nil {
-		return "", err
-	}
-	return name, s.super.Kill(name)
-}
-
-// StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
-// and the standby takes over at once.
-func (s *Sandbox) StopLeader(ctx context.Context, st style.Style) (string, error) {
-	name, _, err := s.Leader(ctx, st)
-	if err != nil {
-		return "", err
-	}
-	return name, s.super.Stop(name)
-}
-
-// Partition cuts a replica off the apiserver (proxy.Refuse or proxy.Hang),
-// or heals it (proxy.Normal).
-func (s *Sandbox) Partition(replica string, mode proxy.Mode) error {
-	p, ok := s.proxies[replica]
-	if !ok {
-		return fmt.Errorf("no replica %q", replica)
-	}
-	p.SetMode(mode)
-	return nil
-}
-
-// SetWatchOwned restarts a Go style's replicas with or without
-// --watch-owned=false.
-func (s *Sandbox) SetWatchOwned(st style.Style, watch bool) error {
-	if st.Traits().Polls {
-		return errors.New("the shell loop polls everything; it has no watches to turn off")
-	}
-	return s.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)
-}
-
-// SetFinalizer restarts a style's replicas with or without --finalizer.
-func (s *Sandbox) SetFinalizer(st style.Style, on bool) error {
-	return s.setFlag(st, "--finalizer", "--finalizer", on)
-}
-
-// SetWarmup restarts the controller-runtime operator's replicas with or
-// without --warmup (EnableWarmup), the only style that has the option.
-func (s *Sandbox) SetWarmup(st style.Style, on bool) error {
-	if st != style.Runtime {
-		return fmt.Errorf("%s has no warm-up option: only controller-runtime's EnableWarmup starts a controller's watches before it leads", st)
-	}
-	return s.setFlag(st, "--warmup", "--warmup", on)
-}
-
-// setFlag restarts every replica of st with arg if on, and without any
-// argument starting with prefix.
-func (s *Sandbox) setFlag(st style.Style, prefix, arg string, on bool) error {
-	for _, r := range s.Replicas(st) {
-		name := st.Source(r)
-		sp, err := s.super.Spec(name)
-		if err != nil {
-			return err
-		}
-		var args []string
-		for _, a := range sp.Args {
-			if !strings.HasPrefix(a, prefix) {
-				args = append(args, a)
-			}
-		}
-		if on {
-			args = append(args, arg)
-		}
-		if err := s.super.SetArgs(name, args); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// secondShell is the replica of the extra shell loop of AddShellReplica.
-const secondShell = "b"
-
-// AddShellReplica starts a second shell loop next to shell/a, as the same
-// user through the same proxy (two copies of one Deployment share their
-// ServiceAccount). It has no leader election: both act on everything. With
-// a suffix it is a newer build that writes the message with suffix
-// appended, and the two undo each other's work at every poll.
-func (s *Sandbox) AddShellReplica(suffix string) error {
-	a, err := s.super.Spec(style.Shell.Source("a"))
-	if err != nil {
-		return fmt.Errorf("no shell loop to copy: %w", err)
-	}
-	b := a
-	b.Replica = secondShell
-	b.Args = nil
-	for i := 0; i < len(a.Args); i++ {
-		if a.Args[i] == "--replica" && i+1 < len(a.Args) {
-			b.Args = append(b.Args, "--replica", secondShell)
-			i++
-			continue
-		}
-		b.Args = append(b.Args, a.Args[i])
-	}
-	if suffix != "" {
-		b.Args = append(b.Args, "--message-suffix", suffix)
-	}
-	b.LogFile = replicaFile(s.opts.State.Logs(), style.Shell, secondShell, ".log")
-	return s.super.Add(b)
-}
-
-// RemoveShellReplica stops the second shell loop for good, if it runs.
-func (s *Sandbox) RemoveShellReplica() error {
-	name := style.Shell.Source(secondShell)
-	if _, err := s.super.Spec(name); err != nil {
-		return nil // not running
-	}
-	return s.super.Remove(name, 5*time.Second)
-}
-
-// PauseOperators freezes every replica of a style (SIGSTOP), as if the
-// operator were uninstalled or hung; ResumeOperators lets them go on.
-func (s *Sandbox) PauseOperators(st style.Style) error {
-	for _, r := range s.Replicas(st) {
-		if err := s.super.Pause(st.Source(r)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ResumeOperators continues every paused replica of a style (SIGCONT).
-func (s *Sandbox) ResumeOperators(only style.Style) error {
-	var errs []error
-	for _, st := range s.super.Statuses() {
-		if st.Style == only && st.Paused {
-			errs = append(errs, s.super.Resume(st.Name))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func mustJSON(v any) []byte {

@@ -277,7 +277,7 @@ func TestConformance(t *testing.T) {
 					t.Fatalf("args = %q", args)
 				}
 			}},
-		{"deployment deleted: recreated", func() error { return sb.DeleteDeployment(ctx, "", name) },
+		{"deployment deleted: recreated", func() error { return sb.Student().DeleteDeployment(ctx, "", name) },
 			func(t *testing.T, st style.Style) {
 				// The world saw the delete (drift) and then the new Deployment.
 				waitEvent(t, "drift.repaired (deleted)", func(e trace.Event) bool {
@@ -286,7 +286,7 @@ func TestConformance(t *testing.T) {
 				})
 				eventually(t, time.Minute, "recreated 4/4", converged(st, name, 4, "xin chào, second"))
 			}},
-		{"deployment scaled by hand: restored", func() error { return sb.ScaleDeployment(ctx, "", name, 1) },
+		{"deployment scaled by hand: restored", func() error { return sb.Student().ScaleDeployment(ctx, "", name, 1) },
 			func(t *testing.T, st style.Style) {
 				waitEvent(t, "drift.repaired (replicas)", func(e trace.Event) bool {
 					return e.Kind == trace.DriftRepaired && e.Namespace == sb.Namespace(st) &&
@@ -400,7 +400,7 @@ func holder(t *testing.T, st style.Style, not string) string {
 	t.Helper()
 	var got string
 	simtest.Eventually(t, time.Minute, "a leader of "+st.String()+" other than "+not, func(ctx context.Context) (bool, error) {
-		n, _, err := sb.Leader(ctx, st)
+		n, _, err := sb.Operators().Leader(ctx, st)
 		got = n
 		return err == nil && n != not, err
 	})
@@ -414,13 +414,13 @@ func TestFailover(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			old := holder(t, st, "")
-			killed, err := sb.KillLeader(ctx, st)
+			killed, err := sb.Operators().KillLeader(ctx, st)
 			if err != nil || killed != old {
 				t.Fatalf("KillLeader = %q, %v (leader was %s)", killed, err, old)
 			}
 			holder(t, st, old) // the standby takes the Lease
 			// The new leader reconciles: a hand scale of the sample is repaired.
-			if err := sb.ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
+			if err := sb.Student().ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Minute, "repaired by the new leader", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
@@ -435,11 +435,11 @@ func TestWatchOwnedOff(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			since := time.Now()
-			if err := sb.SetWatchOwned(st, false); err != nil {
+			if err := sb.Operators().SetWatchOwned(st, false); err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := sb.SetWatchOwned(st, true); err != nil {
+				if err := sb.Operators().SetWatchOwned(st, true); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -463,7 +463,7 @@ func TestWatchOwnedOff(t *testing.T) {
 				e := echoOf(sn, st, sandbox.SampleName)
 				return e != nil && e.Deployment != nil && e.Deployment.Replicas == 2 && e.Deployment.ReadyReplicas == 2
 			})
-			if err := sb.ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
+			if err := sb.Student().ScaleDeployment(ctx, st, sandbox.SampleName, 1); err != nil {
 				t.Fatal(err)
 			}
 			// The bug is that nothing happens: watch the Deployment for 3 s.

@@ -29,7 +29,7 @@ import (
 
 // Replicas are the replicas a built-in style runs by default: two that
 // elect a leader, or the shell loop's one (it has no leader election).
-// (*Sandbox).Replicas says what a running sandbox runs.
+// Operators.Replicas says what a running sandbox runs.
 func Replicas(st style.Style) []string {
 	if st.Traits().ElectsLeader {
 		return replicaNames(2)
@@ -50,11 +50,11 @@ func replicaNames(n int) []string {
 const MaxReplicas = 5
 
 // Replicas are the replicas style st runs in this sandbox.
-func (s *Sandbox) Replicas(st style.Style) []string {
-	if c := s.custom(st); c != nil {
+func (o Operators) Replicas(st style.Style) []string {
+	if c := o.s.custom(st); c != nil {
 		return replicaNames(c.Replicas)
 	}
-	if n := s.opts.Replicas[st]; n > 0 {
+	if n := o.s.opts.Replicas[st]; n > 0 {
 		return replicaNames(n)
 	}
 	return Replicas(st)
@@ -248,11 +248,11 @@ func (s *Sandbox) writeScript(st style.Style, name string, script []byte) (strin
 }
 
 // CustomCommand is the command line custom operator st's replicas run now.
-func (s *Sandbox) CustomCommand(st style.Style) (string, error) {
-	if s.custom(st) == nil {
+func (o Operators) CustomCommand(st style.Style) (string, error) {
+	if o.s.custom(st) == nil {
 		return "", fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	sp, err := s.super.Spec(st.Source(s.Replicas(st)[0]))
+	sp, err := o.s.super.Spec(st.Source(o.Replicas(st)[0]))
 	if err != nil {
 		return "", err
 	}
@@ -265,15 +265,15 @@ func (s *Sandbox) CustomCommand(st style.Style) (string, error) {
 // setCustomCommand restarts every replica of custom operator st with
 // another command line, at once and gracefully (SIGTERM): a new version
 // of the student's operator takes over from the old one.
-func (s *Sandbox) setCustomCommand(st style.Style, command string) error {
-	if s.custom(st) == nil {
+func (o Operators) setCustomCommand(st style.Style, command string) error {
+	if o.s.custom(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
 	if strings.TrimSpace(command) == "" {
 		return fmt.Errorf("operator %s: no command to run", st)
 	}
-	for _, r := range s.Replicas(st) {
-		if err := s.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
+	for _, r := range o.Replicas(st) {
+		if err := o.s.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
 			return fmt.Errorf("restart %s: %w", st.Source(r), err)
 		}
 	}
@@ -283,29 +283,29 @@ func (s *Sandbox) setCustomCommand(st style.Style, command string) error {
 // RunCustomScript writes script to the run dir as <style>-<name> and
 // restarts custom operator st running it with bash: a lesson swaps in the
 // next version of its operator so.
-func (s *Sandbox) RunCustomScript(st style.Style, name string, script []byte) error {
-	if s.custom(st) == nil {
+func (o Operators) RunCustomScript(st style.Style, name string, script []byte) error {
+	if o.s.custom(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	command, err := s.writeScript(st, name, script)
+	command, err := o.s.writeScript(st, name, script)
 	if err != nil {
 		return err
 	}
-	return s.setCustomCommand(st, command)
+	return o.setCustomCommand(st, command)
 }
 
 // ResetCustom restarts custom operator st with the command it started
 // with, if it runs another now.
-func (s *Sandbox) ResetCustom(st style.Style) error {
-	c := s.custom(st)
+func (o Operators) ResetCustom(st style.Style) error {
+	c := o.s.custom(st)
 	if c == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	now, err := s.CustomCommand(st)
+	now, err := o.CustomCommand(st)
 	if err != nil || now == c.Command {
 		return err
 	}
-	return s.setCustomCommand(st, c.Command)
+	return o.setCustomCommand(st, c.Command)
 }
 
 // replicaArgs is the command line of one replica.
@@ -365,7 +365,7 @@ func (s *Sandbox) startOperators() error {
 	}
 	for _, st := range s.styles {
 		id := s.identities[st]
-		for _, r := range s.Replicas(st) {
+		for _, r := range s.Operators().Replicas(st) {
 			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log})
 			if err != nil {

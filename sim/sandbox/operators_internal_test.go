@@ -112,7 +112,7 @@ func TestCustomScripts(t *testing.T) {
 	}
 	runs("v1")
 
-	if err := s.RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
+	if err := s.Operators().RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
 		t.Fatal(err)
 	}
 	runs("v2")
@@ -120,19 +120,19 @@ func TestCustomScripts(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("script %s: %v, %v", path, fi, err)
 	}
-	if got, err := s.CustomCommand(mine); err != nil || got != scriptCommand(path) {
+	if got, err := s.Operators().CustomCommand(mine); err != nil || got != scriptCommand(path) {
 		t.Errorf("CustomCommand = %q, %v, want %q", got, err, scriptCommand(path))
 	}
 
-	if err := s.ResetCustom(mine); err != nil {
+	if err := s.Operators().ResetCustom(mine); err != nil {
 		t.Fatal(err)
 	}
 	runs("v1")
-	if got, _ := s.CustomCommand(mine); got != version("v1") {
+	if got, _ := s.Operators().CustomCommand(mine); got != version("v1") {
 		t.Errorf("after ResetCustom: %q", got)
 	}
 	restarts := s.super.Statuses()[0].Restarts
-	if err := s.ResetCustom(mine); err != nil || s.super.Statuses()[0].Restarts != restarts {
+	if err := s.Operators().ResetCustom(mine); err != nil || s.super.Statuses()[0].Restarts != restarts {
 		t.Errorf("ResetCustom on the starter restarted it: %v", err)
 	}
 
@@ -141,9 +141,9 @@ func TestCustomScripts(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"not an operator", s.RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
-		{"a path", s.RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
-		{"no command", s.setCustomCommand(mine, " "), "no command to run"},
+		{"not an operator", s.Operators().RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
+		{"a path", s.Operators().RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
+		{"no command", s.Operators().setCustomCommand(mine, " "), "no command to run"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)

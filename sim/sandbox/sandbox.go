@@ -497,31 +497,6 @@ func (s *Sandbox) Changes() (changed, done <-chan struct{}) {
 	return s.world.Changed(), s.world.Done()
 }
 
-// ReplicaStatuses are every operator replica's, sorted by name (none with
-// no operators).
-func (s *Sandbox) ReplicaStatuses() []supervisor.Status {
-	if s.super == nil {
-		return nil
-	}
-	return s.super.Statuses()
-}
-
-// KillReplica crashes a replica ("<style>/<replica>", SIGKILL); its
-// supervisor restarts it after its backoff.
-func (s *Sandbox) KillReplica(name string) error { return s.super.Kill(name) }
-
-// ReplicaArgs are the arguments a replica ("<style>/<replica>") runs with.
-func (s *Sandbox) ReplicaArgs(name string) ([]string, error) {
-	sp, err := s.super.Spec(name)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(sp.Args), nil
-}
-
-// Proxy is a replica's counting proxy, by "<style>/<replica>".
-func (s *Sandbox) Proxy(name string) *proxy.Proxy { return s.proxies[name] }
-
 // Namespace is the namespace of style st: its prefix, then "echo-<style>".
 func (s *Sandbox) Namespace(st style.Style) string { return s.prefix.Namespace(st) }
 
@@ -537,11 +512,6 @@ func (s *Sandbox) Custom(st style.Style) (Custom, bool) {
 		return *c, true
 	}
 	return Custom{}, false
-}
-
-// LogFile is the log file of a replica ("<style>/<replica>").
-func (s *Sandbox) LogFile(st style.Style, replica string) string {
-	return replicaFile(s.opts.State.Logs(), st, replica, ".log")
 }
 
 // Backend is the running cluster.

@@ -104,8 +104,8 @@ func converged(sn world.Snapshot, st style.Style, name string, replicas int32) b
 func (b *Bench) apiTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range b.sb.Replicas(st) {
-			if p := b.sb.Proxy(st.Source(r)); p != nil {
+		for _, r := range b.sb.Operators().Replicas(st) {
+			if p := b.sb.Operators().Proxy(st.Source(r)); p != nil {
 				out[st] += p.Total()
 			}
 		}
@@ -117,8 +117,8 @@ func (b *Bench) apiTotals() map[style.Style]int {
 func (b *Bench) leaseTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range b.sb.Replicas(st) {
-			p := b.sb.Proxy(st.Source(r))
+		for _, r := range b.sb.Operators().Replicas(st) {
+			p := b.sb.Operators().Proxy(st.Source(r))
 			if p == nil {
 				continue
 			}
@@ -251,7 +251,7 @@ func (b *Bench) Drift(ctx context.Context, reps int) (map[style.Style]Dist, erro
 			return nil, err
 		}
 		t0 := time.Now()
-		if err := b.sb.ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
+		if err := b.sb.Student().ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
 			return nil, err
 		}
 		for _, st := range b.sb.Styles() {
@@ -325,7 +325,7 @@ func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) 
 func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[string]Dist, error) {
 	out := map[style.Style]map[string]Dist{}
 	for _, st := range b.sb.Styles() {
-		if len(b.sb.Replicas(st)) < 2 {
+		if len(b.sb.Operators().Replicas(st)) < 2 {
 			continue
 		}
 		out[st] = map[string]Dist{}
@@ -338,9 +338,9 @@ func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[str
 				}
 				t0 := time.Now()
 				if how == "kill" {
-					_, err = b.sb.KillLeader(ctx, st)
+					_, err = b.sb.Operators().KillLeader(ctx, st)
 				} else {
-					_, err = b.sb.StopLeader(ctx, st)
+					_, err = b.sb.Operators().StopLeader(ctx, st)
 				}
 				if err != nil {
 					return nil, err
@@ -365,7 +365,7 @@ func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[str
 func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (string, error) {
 	var got string
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, _, err := b.sb.Leader(ctx, st)
+		n, _, err := b.sb.Operators().Leader(ctx, st)
 		got = n
 		return err == nil && n != "" && n != not, nil
 	})
@@ -378,12 +378,12 @@ func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (str
 func (b *Bench) waitReplicas(ctx context.Context, st style.Style) error {
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		running := 0
-		for _, s := range b.sb.ReplicaStatuses() {
+		for _, s := range b.sb.Operators().ReplicaStatuses() {
 			if s.Style == st && s.Running {
 				running++
 			}
 		}
-		return running == len(b.sb.Replicas(st)), nil
+		return running == len(b.sb.Operators().Replicas(st)), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s replicas not back within a minute: %w", st, err)

@@ -109,8 +109,8 @@ type Options struct {
 	Progress func(Result)
 }
 
-// Target is what the checks drive: a sandbox (*sandbox.Sandbox) running
-// the operator under test.
+// Target is what the checks drive: a sandbox running the operator under
+// test (Sandbox), its cluster and its operators.
 type Target interface {
 	Styles() []style.Style
 	Namespace(st style.Style) string
@@ -123,7 +123,16 @@ type Target interface {
 	KillReplica(name string) error
 }
 
-var _ Target = (*sandbox.Sandbox)(nil)
+// sandboxTarget is a sandbox seen as a Target: the cluster and its
+// tenancy from the Sandbox, the replicas from its Operators (the two
+// method sets do not overlap).
+type sandboxTarget struct {
+	*sandbox.Sandbox
+	sandbox.Operators
+}
+
+// Sandbox is the Target of sb.
+func Sandbox(sb *sandbox.Sandbox) Target { return sandboxTarget{sb, sb.Operators()} }
 
 // Run runs the checks on opts.Operator in sb and returns every result. rec
 // must record the operator's proxies from before its start (NewRequestLog).

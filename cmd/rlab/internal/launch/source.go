@@ -52,5 +52,5 @@ func (s *sandboxSource) Snapshot() world.Snapshot { return s.sb.Snapshot() }
 
 // ReadLog is tui.Logs: the replica's log file, where the sandbox put it.
 func (s *sandboxSource) ReadLog(st style.Style, replica string, from int64, limit int) (tui.LogChunk, error) {
-	return logfile.ReadFile(s.sb.LogFile(st, replica), from, limit)
+	return logfile.ReadFile(s.sb.Operators().LogFile(st, replica), from, limit)
 }

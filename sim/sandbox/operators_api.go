@@ -1,0 +1,222 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/supervisor"
+)
+
+// Operators are the operator replicas a sandbox runs, and what stands
+// around each of them: its supervisor (start, stop, kill, pause, its
+// arguments), its counting proxy (partitions) and its identity (the Lease
+// it holds, its log). Callers that drive the operators (lessons, the
+// screen's keys, `rlab check`) take this seam and not the whole sandbox;
+// the cluster and its tenancy stay on Sandbox, the student's acts on
+// Student.
+type Operators struct{ s *Sandbox }
+
+// Operators drives the sandbox's operator replicas.
+func (s *Sandbox) Operators() Operators { return Operators{s} }
+
+// Leader returns the replica ("clientgo/a") holding a style's Lease.
+func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
+	l, err := o.s.admin.kube.CoordinationV1().Leases(o.s.Namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return "", l, fmt.Errorf("nobody holds the lease of %s", st)
+	}
+	id := *l.Spec.HolderIdentity
+	_, _, pid, ok := style.ParseIdentity(id)
+	if !ok {
+		return "", l, fmt.Errorf("lease holder %q is not <style>-<replica>-<pid>", id)
+	}
+	name, ok := o.s.super.ByPID(pid)
+	if !ok {
+		return "", l, fmt.Errorf("lease holder %s is not a running replica", id)
+	}
+	return name, l, nil
+}
+
+// KillLeader crashes the replica holding a style's Lease (SIGKILL): the
+// standby takes over once the Lease expires.
+func (o Operators) KillLeader(ctx context.Context, st style.Style) (string, error) {
+	name, _, err := o.Leader(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	return name, o.s.super.Kill(name)
+}
+
+// StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
+// and the standby takes over at once.
+func (o Operators) StopLeader(ctx context.Context, st style.Style) (string, error) {
+	name, _, err := o.Leader(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	return name, o.s.super.Stop(name)
+}
+
+// Partition cuts a replica off the apiserver (proxy.Refuse or proxy.Hang),
+// or heals it (proxy.Normal).
+func (o Operators) Partition(replica string, mode proxy.Mode) error {
+	p, ok := o.s.proxies[replica]
+	if !ok {
+		return fmt.Errorf("no replica %q", replica)
+	}
+	p.SetMode(mode)
+	return nil
+}
+
+// SetWatchOwned restarts a Go style's replicas with or without
+// --watch-owned=false.
+func (o Operators) SetWatchOwned(st style.Style, watch bool) error {
+	if st.Traits().Polls {
+		return errors.New("the shell loop polls everything; it has no watches to turn off")
+	}
+	return o.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)
+}
+
+// SetFinalizer restarts a style's replicas with or without --finalizer.
+func (o Operators) SetFinalizer(st style.Style, on bool) error {
+	return o.setFlag(st, "--finalizer", "--finalizer", on)
+}
+
+// SetWarmup restarts the controller-runtime operator's replicas with or
+// without --warmup (EnableWarmup), the only style that has the option.
+func (o Operators) SetWarmup(st style.Style, on bool) error {
+	if st != style.Runtime {
+		return fmt.Errorf("%s has no warm-up option: only controller-runtime's EnableWarmup starts a controller's watches before it leads", st)
+	}
+	return o.setFlag(st, "--warmup", "--warmup", on)
+}
+
+// setFlag restarts every replica of st with arg if on, and without any
+// argument starting with prefix.
+func (o Operators) setFlag(st style.Style, prefix, arg string, on bool) error {
+	for _, r := range o.Replicas(st) {
+		name := st.Source(r)
+		sp, err := o.s.super.Spec(name)
+		if err != nil {
+			return err
+		}
+		var args []string
+		for _, a := range sp.Args {
+			if !strings.HasPrefix(a, prefix) {
+				args = append(args, a)
+			}
+		}
+		if on {
+			args = append(args, arg)
+		}
+		if err := o.s.super.SetArgs(name, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// secondShell is the replica of the extra shell loop of AddShellReplica.
+const secondShell = "b"
+
+// AddShellReplica starts a second shell loop next to shell/a, as the same
+// user through the same proxy (two copies of one Deployment share their
+// ServiceAccount). It has no leader election: both act on everything. With
+// a suffix it is a newer build that writes the message with suffix
+// appended, and the two undo each other's work at every poll.
+func (o Operators) AddShellReplica(suffix string) error {
+	a, err := o.s.super.Spec(style.Shell.Source("a"))
+	if err != nil {
+		return fmt.Errorf("no shell loop to copy: %w", err)
+	}
+	b := a
+	b.Replica = secondShell
+	b.Args = nil
+	for i := 0; i < len(a.Args); i++ {
+		if a.Args[i] == "--replica" && i+1 < len(a.Args) {
+			b.Args = append(b.Args, "--replica", secondShell)
+			i++
+			continue
+		}
+		b.Args = append(b.Args, a.Args[i])
+	}
+	if suffix != "" {
+		b.Args = append(b.Args, "--message-suffix", suffix)
+	}
+	b.LogFile = replicaFile(o.s.opts.State.Logs(), style.Shell, secondShell, ".log")
+	return o.s.super.Add(b)
+}
+
+// RemoveShellReplica stops the second shell loop for good, if it runs.
+func (o Operators) RemoveShellReplica() error {
+	name := style.Shell.Source(secondShell)
+	if _, err := o.s.super.Spec(name); err != nil {
+		return nil // not running
+	}
+	return o.s.super.Remove(name, 5*time.Second)
+}
+
+// Pause freezes every replica of a style (SIGSTOP), as if the
+// operator were uninstalled or hung; Resume lets them go on.
+func (o Operators) Pause(st style.Style) error {
+	for _, r := range o.Replicas(st) {
+		if err := o.s.super.Pause(st.Source(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resume continues every paused replica of a style (SIGCONT).
+func (o Operators) Resume(only style.Style) error {
+	var errs []error
+	for _, st := range o.s.super.Statuses() {
+		if st.Style == only && st.Paused {
+			errs = append(errs, o.s.super.Resume(st.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReplicaStatuses are every operator replica's, sorted by name (none with
+// no operators).
+func (o Operators) ReplicaStatuses() []supervisor.Status {
+	if o.s.super == nil {
+		return nil
+	}
+	return o.s.super.Statuses()
+}
+
+// KillReplica crashes a replica ("<style>/<replica>", SIGKILL); its
+// supervisor restarts it after its backoff.
+func (o Operators) KillReplica(name string) error { return o.s.super.Kill(name) }
+
+// ReplicaArgs are the arguments a replica ("<style>/<replica>") runs with.
+func (o Operators) ReplicaArgs(name string) ([]string, error) {
+	sp, err := o.s.super.Spec(name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(sp.Args), nil
+}
+
+// Proxy is a replica's counting proxy, by "<style>/<replica>".
+func (o Operators) Proxy(name string) *proxy.Proxy { return o.s.proxies[name] }
+
+// LogFile is the log file of a replica ("<style>/<replica>").
+func (o Operators) LogFile(st style.Style, replica string) string {
+	return replicaFile(o.s.opts.State.Logs(), st, replica, ".log")
+}
