@@ -287,6 +287,15 @@ func Find(all []*Lesson, n int) (*Lesson, error) {
 	return nil, fmt.Errorf("no lesson %d (there are %d; see rlab lesson list)", n, len(all))
 }
 
+// LoadOne loads the course and finds lesson n in it.
+func LoadOne(n int) (all []*Lesson, l *Lesson, err error) {
+	if all, err = Load(); err != nil {
+		return nil, nil, err
+	}
+	l, err = Find(all, n)
+	return all, l, err
+}
+
 // parser collects errors with their lines for one file.
 type parser struct {
 	file string

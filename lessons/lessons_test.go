@@ -3,6 +3,7 @@ package lessons
 import (
 	"errors"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -279,5 +280,29 @@ func TestRunsOn(t *testing.T) {
 	}
 	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn(backend.Kind) {
 		t.Errorf("a lesson with no backends runs everywhere: %v", err)
+	}
+}
+
+func TestLoadOne(t *testing.T) {
+	tests := []struct {
+		n       int
+		wantErr string
+	}{
+		{n: 2},
+		{n: 12},
+		{n: 99, wantErr: "no lesson 99"},
+	}
+	for _, tt := range tests {
+		all, l, err := LoadOne(tt.n)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("LoadOne(%d) = %v, want an error with %q", tt.n, err, tt.wantErr)
+			}
+		case err != nil:
+			t.Errorf("LoadOne(%d): %v", tt.n, err)
+		case l.Number != tt.n || len(all) < 12 || !slices.Contains(all, l):
+			t.Errorf("LoadOne(%d) = lesson %d of %d, not one of the course", tt.n, l.Number, len(all))
+		}
 	}
 }

@@ -30,11 +30,7 @@ func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.
 // and left keeps its pass), and moving between steps and lessons shows the
 // right step.
 func TestSession(t *testing.T) {
-	all, err := lessons.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lessons.Find(all, 2)
+	all, l, err := lessons.LoadOne(2)
 	if err != nil {
 		t.Fatal(err)
 	}

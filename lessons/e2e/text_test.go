@@ -24,11 +24,7 @@ import (
 // quits the lesson until q. Step 3's bound (the standby takes over within
 // 4s after SIGTERM) counts from the act, not from the reading.
 func TestTextByHand(t *testing.T) {
-	all, err := lessons.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lessons.Find(all, 8)
+	_, l, err := lessons.LoadOne(8)
 	if err != nil {
 		t.Fatal(err)
 	}
