@@ -112,22 +112,22 @@ func NewEnvtest(opts EnvtestOptions) *Envtest {
 	return &Envtest{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
-// Type implements Backend.
+// Type implements Cluster.
 func (e *Envtest) Type() backend.Backend { return backend.Envtest }
 
-// Detail implements Backend: envtest is the pinned control plane itself.
+// Detail implements Cluster: envtest is the pinned control plane itself.
 func (e *Envtest) Detail() string { return "" }
 
-// Config implements Backend.
+// Config implements Cluster.
 func (e *Envtest) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
 
-// Kubeconfig implements Backend.
+// Kubeconfig implements Cluster.
 func (e *Envtest) Kubeconfig() []byte { return e.kubecfg }
 
-// Version implements Backend.
+// Version implements Cluster.
 func (e *Envtest) Version() string { return e.version }
 
-// Start implements Backend. On error everything started so far is stopped.
+// Start implements Cluster. On error everything started so far is stopped.
 //
 // The phases are the steps Start waits on, in order; other work overlaps
 // them. etcd and the apiserver start together (the apiserver spends about a
@@ -590,7 +590,7 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 	return nil
 }
 
-// Stop implements Backend: controllers first (so they do not log errors
+// Stop implements Cluster: controllers first (so they do not log errors
 // against a vanishing apiserver), then apiserver and etcd, killed outright
 // (see stopCore), then the files.
 func (e *Envtest) Stop() error {

@@ -60,22 +60,22 @@ func NewExisting(opts ExistingOptions) *Existing {
 	return &Existing{opts: opts, phases: phases{log: opts.Log, progress: opts.Progress}}
 }
 
-// Type implements Backend.
+// Type implements Cluster.
 func (e *Existing) Type() backend.Backend { return backend.Kubeconfig }
 
-// Detail implements Backend: the context and who rlab acts as.
+// Detail implements Cluster: the context and who rlab acts as.
 func (e *Existing) Detail() string {
 	return fmt.Sprintf("context %s · as %s · namespaces %s*", e.context, e.user, e.prefix)
 }
 
-// Config implements Backend: the kubeconfig's identity, not necessarily an
+// Config implements Cluster: the kubeconfig's identity, not necessarily an
 // administrator.
 func (e *Existing) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
 
-// Kubeconfig implements Backend: the chosen context alone, self-contained.
+// Kubeconfig implements Cluster: the chosen context alone, self-contained.
 func (e *Existing) Kubeconfig() []byte { return e.kubecfg }
 
-// Version implements Backend.
+// Version implements Cluster.
 func (e *Existing) Version() string { return e.version }
 
 // User is who the apiserver says rlab acts as.
@@ -84,7 +84,7 @@ func (e *Existing) User() string { return e.user }
 // Prefix is the namespace prefix: the one asked for, or the user's.
 func (e *Existing) Prefix() style.Prefix { return e.prefix }
 
-// Start implements Backend: it connects, learns who it is, and makes sure the
+// Start implements Cluster: it connects, learns who it is, and makes sure the
 // Echo CRD is served (installing it if the user may).
 func (e *Existing) Start(ctx context.Context) error {
 	if err := e.step("connect", func() error { return e.connect(ctx) }); err != nil {
@@ -239,6 +239,6 @@ func (e *Existing) probeGC(ctx context.Context) error {
 	return waitGCWatchesEcho(ctx, e.cfg, ns, Poll)
 }
 
-// Stop implements Backend: the cluster is not rlab's to stop; the sandbox
+// Stop implements Cluster: the cluster is not rlab's to stop; the sandbox
 // removes its namespaces.
 func (e *Existing) Stop() error { return nil }

@@ -116,10 +116,10 @@ func NewKind(opts KindOptions) *Kind {
 // ClusterName is the name of the kind cluster.
 func (k *Kind) ClusterName() string { return k.name }
 
-// Type implements Backend.
+// Type implements Cluster.
 func (k *Kind) Type() backend.Backend { return backend.Kind }
 
-// Detail implements Backend: the node image.
+// Detail implements Cluster: the node image.
 func (k *Kind) Detail() string { return "node " + k.Image() }
 
 // Image is the node image the cluster runs (known once Start has chosen it).
@@ -142,13 +142,13 @@ func (k *Kind) WorkloadImage(fallback string) string {
 	return fallback
 }
 
-// Config implements Backend.
+// Config implements Cluster.
 func (k *Kind) Config() *rest.Config { return rest.CopyConfig(k.cfg) }
 
-// Kubeconfig implements Backend.
+// Kubeconfig implements Cluster.
 func (k *Kind) Kubeconfig() []byte { return k.kubecfg }
 
-// Version implements Backend.
+// Version implements Cluster.
 func (k *Kind) Version() string { return k.version }
 
 // kubeconfigPath is the cluster's admin kubeconfig. Every kind call that
@@ -156,7 +156,7 @@ func (k *Kind) Version() string { return k.version }
 // $KUBECONFIG or ~/.kube/config, which are the student's.
 func (k *Kind) kubeconfigPath() string { return filepath.Join(k.opts.RunDir, "admin.kubeconfig") }
 
-// Start implements Backend. On error everything started so far is removed.
+// Start implements Cluster. On error everything started so far is removed.
 func (k *Kind) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -598,7 +598,7 @@ func UserLock(name string) (release func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// Stop implements Backend: the node's console log is kept, the cluster and
+// Stop implements Cluster: the node's console log is kept, the cluster and
 // (if rlab made it and it is unused) its network are removed, then the files.
 func (k *Kind) Stop() error {
 	k.mu.Lock()

@@ -41,7 +41,7 @@ func TestReplicaArgsImage(t *testing.T) {
 
 // kindLike is a backend with a default image of its own, as kind has.
 type kindLike struct {
-	cluster.Backend
+	cluster.Cluster
 	offline bool
 }
 
@@ -57,7 +57,7 @@ func (k kindLike) WorkloadImage(fallback string) string {
 func TestWorkloadImage(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		backend cluster.Backend
+		backend cluster.Cluster
 		asked   string
 		want    string
 	}{

@@ -90,7 +90,7 @@ const (
 type Sandbox struct {
 	opts    Options
 	lock    *state.Lock
-	backend cluster.Backend
+	backend cluster.Cluster
 	bus     *bus.Bus
 	admin   *clients
 	// you is the student's proxy, and hands the clients through it: what
@@ -261,7 +261,7 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 // backend's default. This is the one place that default is decided, once the
 // backend has started: kind knows only then which node image it runs, and an
 // offline node has nothing but the echo server it was built with.
-func workloadImage(b cluster.Backend, asked string) string {
+func workloadImage(b cluster.Cluster, asked string) string {
 	if asked != "" {
 		return asked
 	}
@@ -272,7 +272,7 @@ func workloadImage(b cluster.Backend, asked string) string {
 }
 
 // newBackend makes the (unstarted) cluster backend opts ask for.
-func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Backend, error) {
+func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Cluster, error) {
 	b := cmp.Or(opts.Backend, backend.Default)
 	if b == backend.Kubeconfig {
 		return cluster.NewExisting(cluster.ExistingOptions{
@@ -515,7 +515,7 @@ func (s *Sandbox) Custom(st style.Style) (Custom, bool) {
 }
 
 // Backend is the running cluster.
-func (s *Sandbox) Backend() cluster.Backend { return s.backend }
+func (s *Sandbox) Backend() cluster.Cluster { return s.backend }
 
 // Image is what Echo pods run: Options.Image, or the backend's default.
 func (s *Sandbox) Image() string { return s.opts.Image }

@@ -219,7 +219,7 @@ func ensureAssets(ctx context.Context, b backend.Backend, r Report) (string, err
 
 // Info is what the screen's header says of the running cluster, e.g.
 // "envtest v1.36.3" or "kind v0.33.0 · Kubernetes v1.36.3 · node IMAGE".
-func Info(b cluster.Backend) tui.Info {
+func Info(b cluster.Cluster) tui.Info {
 	version := b.Version()
 	if d := b.Detail(); d != "" {
 		version += " · " + d

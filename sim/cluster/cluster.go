@@ -1,6 +1,6 @@
 // Package cluster provides the Kubernetes control plane a sandbox runs on.
 //
-// Backend is what the rest of rlab needs from a cluster; Envtest, the default,
+// Cluster is what the rest of rlab needs from a cluster; Envtest, the default,
 // starts a real one on this machine with no Docker: the kube-apiserver and etcd
 // that controller-runtime's envtest runs, plus kube-controller-manager (garbage
 // collection, Deployments, ReplicaSets, node lifecycle, namespace deletion),
@@ -23,8 +23,8 @@ import (
 	"github.com/kkloud/rlab/sim/backend"
 )
 
-// Backend is a running (or startable) control plane.
-type Backend interface {
+// Cluster is a running (or startable) control plane, of one backend.
+type Cluster interface {
 	// Type is which backend this is, and so what it can do.
 	Type() backend.Backend
 	// Detail says more for the screen's header after the version, e.g.
@@ -93,7 +93,7 @@ func (p *phases) step(name string, fn func() error) error {
 	return nil
 }
 
-// Phases implements Backend.
+// Phases implements Cluster.
 func (p *phases) Phases() []Phase {
 	p.mu.Lock()
 	defer p.mu.Unlock()
