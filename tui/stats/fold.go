@@ -1,0 +1,327 @@
+package stats
+
+// The fold: Apply takes one event to the Operator it is about, and each
+// handler updates that operator's counters. Only map lookups and arithmetic
+// here; drawing formats.
+
+import (
+	"strings"
+	"time"
+
+	"github.com/kkloud/rlab/operators/trace"
+)
+
+// Apply folds one event in.
+func (s *Stats) Apply(e trace.Event) {
+	s.Events++
+	if e.Time.After(s.Last) {
+		s.Last = e.Time
+	}
+	if e.Kind == trace.Dropped {
+		s.Dropped += num(e, trace.FieldCount)
+	}
+	name := StyleOf(e)
+	st := s.Styles[name]
+	if st == nil {
+		return
+	}
+	st.apply(e)
+}
+
+func (st *Operator) stage(i int, at time.Time) {
+	if at.Before(st.StageAt) {
+		return // out of order across sources: keep the newest
+	}
+	st.Stage, st.StageAt = i, at
+}
+
+func num(e trace.Event, k string) int {
+	v, _ := e.Num(k)
+	return int(v)
+}
+
+func (st *Operator) apply(e trace.Event) {
+	st.Events++
+	switch e.Kind {
+	case trace.PollTick, trace.Kubectl:
+		st.shellLoop(e)
+	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete,
+		trace.QueueAdd, trace.QueueRequeue, trace.QueueGet, trace.QueueDone:
+		st.queue(e)
+	case trace.ReconcileStart, trace.ReconcileEnd:
+		st.reconcile(e)
+	case trace.APIRequest, trace.Dropped:
+		st.api(e)
+	case trace.APIWatchEvent:
+		st.watchEvent(e)
+	case trace.LeaderAcquired, trace.LeaderLost, trace.LeaderObserved:
+		st.leader(e)
+	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
+		st.process(e)
+	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted:
+		st.observed(e)
+	case trace.ClientLimits:
+		qps, _ := e.Num(trace.FieldQPS)
+		st.Limit = &ClientLimit{QPS: qps, Burst: num(e, trace.FieldBurst)}
+	}
+}
+
+// shellLoop folds the shell loop's own events: its poll and its kubectl.
+func (st *Operator) shellLoop(e trace.Event) {
+	if e.Kind == trace.PollTick {
+		st.PollAt, st.PollLast = e.Time, e.Time
+		if v, ok := e.Num(trace.FieldIntervalS); ok {
+			st.PollInterval = time.Duration(v * float64(time.Second))
+		}
+		st.stage(stPoll, e.Time)
+		return
+	}
+	if e.Time.After(st.PollLast) {
+		st.PollLast = e.Time
+	}
+	switch verb := e.Str(trace.FieldVerb); {
+	case strings.HasPrefix(verb, "get"):
+		st.stage(stGet, e.Time)
+	case strings.HasPrefix(verb, "apply"):
+		st.stage(stApply, e.Time)
+	case strings.HasPrefix(verb, "patch"):
+		st.stage(stPatch, e.Time)
+	}
+}
+
+// queue folds the informers' deliveries and the workqueue.
+func (st *Operator) queue(e trace.Event) {
+	switch e.Kind {
+	case trace.InformerAdd, trace.InformerUpdate, trace.InformerDelete:
+		st.stage(stInformer, e.Time)
+	case trace.QueueAdd, trace.QueueRequeue:
+		st.Adds++
+		if e.Kind == trace.QueueRequeue {
+			st.Retries++
+		}
+		st.depth(e)
+		st.stage(stQueue, e.Time)
+	case trace.QueueGet:
+		st.depth(e)
+		st.stage(stReconcile, e.Time)
+	case trace.QueueDone:
+		// Done follows the requeue of a failed reconcile (both Go styles):
+		// the key waits in the queue, where the requeue put the marker.
+		st.depth(e)
+	}
+}
+
+// reconcile folds the start and the end of a call of reconcile. The shell
+// loop reconciles within its poll: the poll lasts until it ends.
+func (st *Operator) reconcile(e trace.Event) {
+	st.track(e)
+	if e.Kind == trace.ReconcileStart {
+		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
+			CauseEvent: e.Str(trace.FieldCauseEvent), Causes: num(e, trace.FieldCauses)}
+	} else {
+		r := st.Running
+		if r == nil || r.Object != e.Object {
+			r = &Reconcile{Object: e.Object}
+		}
+		st.Running = nil
+		r.End = e.Time
+		r.DurationMS, _ = e.Num(trace.FieldDurationMS)
+		r.Result, r.Changed = e.Str(trace.FieldResult), e.Str(trace.FieldChanged)
+		r.Status, r.Error = e.Str(trace.FieldStatus), e.Str(trace.FieldError)
+		st.Last = r
+		st.Reconciles++
+		if r.Result == trace.ResultError {
+			st.Errors++
+		}
+	}
+	switch {
+	case !st.Name.Traits().Polls:
+		st.stage(stReconcile, e.Time)
+	case e.Time.After(st.PollLast):
+		st.PollLast = e.Time
+	}
+}
+
+// api folds a request through a replica's proxy, or the requests it could
+// not report.
+func (st *Operator) api(e trace.Event) {
+	fromProxy := strings.HasPrefix(e.Source, "proxy/")
+	if e.Kind == trace.Dropped {
+		if fromProxy {
+			// A proxy drops only its own api.request events: the requests
+			// were made, and count.
+			st.APITotal += num(e, trace.FieldCount)
+		}
+		return
+	}
+	st.APITotal++
+	k := VerbKey{e.Str(trace.FieldVerb), e.Str(trace.FieldResource)}
+	st.Verbs[k]++ // no string built per event
+	if num(e, trace.FieldCode) == 403 {
+		st.Denied.N++
+		st.Denied.Last, st.Denied.At = k, e.Time
+	}
+	sec := e.Time.Unix()
+	b := &st.apiSec[sec%int64(len(st.apiSec))]
+	if b.sec != sec {
+		b.sec, b.n = sec, 0
+	}
+	b.n++
+	// Lease renewals and watches are background traffic: the marker
+	// follows the requests reconcile makes. A polling style's stages are
+	// its own kubectl calls, and one with no trace of its own has no
+	// pipeline to mark.
+	if t := st.Name.Traits(); !fromProxy || t.Polls || !t.Traces {
+		return
+	}
+	switch {
+	case e.Verb() == trace.VerbWatch:
+		st.stage(stWatch, e.Time)
+	case !e.IsHousekeeping():
+		st.stage(stAPI, e.Time)
+	}
+}
+
+// watchEvent folds one event a watch delivered through a replica's proxy.
+func (st *Operator) watchEvent(e trace.Event) {
+	w := &st.Watch
+	w.N++
+	r := e.Str(trace.FieldResource)
+	w.ByResource[r]++
+	if !e.Time.Before(w.Last.At) {
+		w.Last = WatchEvent{Type: e.Str(trace.FieldType), Resource: r, Object: e.Object, At: e.Time}
+	}
+}
+
+// leader folds what the replicas say of their Lease, and what the world
+// observer sees of it.
+func (st *Operator) leader(e trace.Event) {
+	switch e.Kind {
+	case trace.LeaderAcquired:
+		st.Leader, st.LeaderAt = replicaOf(e.Source), e.Time
+		st.Acquired++
+		st.LeaderEvent = "acquired by " + st.Leader
+	case trace.LeaderLost:
+		if r := replicaOf(e.Source); r == st.Leader {
+			st.Leader = ""
+		}
+		st.LeaderAt = e.Time
+		st.LeaderEvent = "lost by " + replicaOf(e.Source)
+		if why := e.Str(trace.FieldReason); why != "" {
+			st.LeaderEvent += " (" + why + ")"
+		}
+	case trace.LeaderObserved:
+		if e.Source == trace.SourceWorld {
+			if id := e.Str(trace.FieldIdentity); id != "" {
+				st.Leader = ReplicaOfIdentity(id)
+			} else {
+				st.Leader = ""
+			}
+			st.LeaderAt = e.Time
+		}
+	}
+}
+
+// observed folds what the world observer saw of the style's objects: garbage
+// collection, drift and its repair, convergence after an edit.
+func (st *Operator) observed(e trace.Event) {
+	switch e.Kind {
+	case trace.GCCollected:
+		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str(trace.FieldOwner), At: e.Time})
+		if n := len(st.CollectedRecv); n > maxCollected {
+			st.CollectedRecv = append(st.CollectedRecv[:0], st.CollectedRecv[n-maxCollected:]...)
+		}
+	case trace.DriftDetected:
+		st.Drift = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat), Detected: e.Time}
+	case trace.DriftRepaired:
+		d := st.Drift
+		if d == nil || d.Object != e.Object {
+			d = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat)}
+		}
+		d.Repaired = e.Time
+		d.LatencyMS, _ = e.Num(trace.FieldLatencyMS)
+		if d.Detected.IsZero() {
+			d.Detected = e.Time.Add(-time.Duration(d.LatencyMS * float64(time.Millisecond)))
+		}
+		st.Drift = d
+	case trace.Converged:
+		name := e.Str(trace.FieldEcho)
+		if name == "" {
+			name = strings.TrimPrefix(e.Object, "Echo/")
+		}
+		c := st.Converged[name]
+		if c == nil {
+			c = &Convergence{}
+			st.Converged[name] = c
+		}
+		ms, _ := e.Num(trace.FieldLatencyMS)
+		if e.Bool(trace.FieldCreated) {
+			if c.CreatedAt.IsZero() {
+				st.createdN++
+			}
+			c.CreatedMS, c.CreatedAt = ms, e.Time
+		} else {
+			c.EditMS, c.EditAt = ms, e.Time
+		}
+	case trace.EchoDeleted:
+		// A new Echo of the same name converges anew.
+		name := strings.TrimPrefix(e.Object, "Echo/")
+		if c := st.Converged[name]; c != nil && !c.CreatedAt.IsZero() {
+			st.createdN--
+		}
+		delete(st.Converged, name)
+	}
+}
+
+// process folds the supervisor's events about one replica process.
+func (st *Operator) process(e trace.Event) {
+	name := replicaOf(e.Object)
+	if e.Kind == trace.ProcessExit && e.Bool(trace.FieldRemoved) {
+		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
+		if st.Leader == name {
+			st.Leader = ""
+		}
+		return
+	}
+	delete(st.inFlight, name) // a replica that starts or exits has no call under way
+	r := st.Replicas[name]
+	if r == nil {
+		r = &Replica{Name: name}
+		st.Replicas[name] = r
+	}
+	r.PID = num(e, trace.FieldPID)
+	switch e.Kind {
+	case trace.ProcessStart:
+		r.Running, r.Paused, r.Signal = true, false, ""
+		r.Restarts = num(e, trace.FieldRestarts)
+	case trace.ProcessExit:
+		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, e.Str(trace.FieldSignal), e.Time
+		r.Restarts = num(e, trace.FieldRestarts)
+		if st.Leader == name {
+			st.Leader = "" // a dead replica leads no more, whatever the Lease says
+		}
+	case trace.ProcessPause:
+		r.Running, r.Paused = true, true
+	case trace.ProcessResume:
+		r.Paused = false
+	}
+}
+
+// track counts the calls under way, by replica and id.
+func (st *Operator) track(e trace.Event) {
+	id, ok := e.Num(trace.FieldID) // a call number within the replica
+	if !ok {
+		return
+	}
+	r := replicaOf(e.Source)
+	calls := st.inFlight[r]
+	if e.Kind == trace.ReconcileEnd {
+		delete(calls, id)
+		return
+	}
+	if calls == nil {
+		calls = map[float64]struct{}{}
+		st.inFlight[r] = calls
+	}
+	calls[id] = struct{}{}
+}
