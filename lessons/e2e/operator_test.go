@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -168,20 +167,6 @@ func TestWriteYourOwn(t *testing.T) {
 // sample: a starter never reports it ready.
 func startOperator(t *testing.T, c sandbox.Custom) *sandbox.Sandbox {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	root := t.TempDir()
-	sb, err := sandbox.Start(ctx, sandbox.Options{
-		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: assetsDir, Self: rlabBin,
-		Custom: []sandbox.Custom{c}, Sample: true,
-	})
-	if err != nil {
-		t.Fatalf("start sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))
-	}
-	t.Cleanup(func() {
-		if err := sb.Stop(); err != nil {
-			t.Errorf("stop sandbox: %v", err)
-		}
-	})
+	sb, _ := startWith(t, sandbox.Options{Custom: []sandbox.Custom{c}, Sample: true})
 	return sb
 }

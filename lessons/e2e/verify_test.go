@@ -182,23 +182,33 @@ func verifyLessons(t *testing.T, extra ...string) {
 // test ends.
 func startSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
+	sb, logs := startWith(t, sandbox.Options{Styles: style.All(), ShellInterval: time.Second, Sample: true})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	if err := sb.WaitSample(ctx); err != nil {
+		t.Fatalf("sandbox: %v (logs in %s)", err, logs)
+	}
+	return sb
+}
+
+// startWith starts a sandbox with o, in a state dir of the test's own and
+// with the test binary's assets and rlab, stopped when the test ends; it
+// returns the sandbox and where its logs are.
+func startWith(t *testing.T, o sandbox.Options) (*sandbox.Sandbox, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	root := t.TempDir()
-	sb, err := sandbox.Start(ctx, sandbox.Options{
-		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: assetsDir, Self: rlabBin,
-		Styles: style.All(), ShellInterval: time.Second, Sample: true,
-	})
+	o.State, o.Assets, o.Self = state.Dir{Root: filepath.Join(root, "state")}, assetsDir, rlabBin
+	logs := o.State.Logs()
+	sb, err := sandbox.Start(ctx, o)
 	if err != nil {
-		t.Fatalf("start sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))
+		t.Fatalf("start sandbox: %v (logs in %s)", err, logs)
 	}
 	t.Cleanup(func() {
 		if err := sb.Stop(); err != nil {
 			t.Errorf("stop sandbox: %v", err)
 		}
 	})
-	if err := sb.WaitSample(ctx); err != nil {
-		t.Fatalf("sandbox: %v (logs in %s)", err, filepath.Join(root, "state", "logs"))
-	}
-	return sb
+	return sb, logs
 }

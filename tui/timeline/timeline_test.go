@@ -149,13 +149,7 @@ func TestTUITimelineActs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(16, styles)
-			for range tt.styles {
-				m.CycleStyle()
-			}
-			for range tt.kinds {
-				m.CycleKind()
-			}
+			m := filtered(styles, tt.styles, tt.kinds)
 			if got := m.Shows(act); got != tt.want {
 				t.Errorf("Shows under %s · %s = %v, want %v", m.StyleFilter(), m.KindFilter(), got, tt.want)
 			}
@@ -192,13 +186,7 @@ func TestTUITimelineYourRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(16, styles)
-			for range tt.styles {
-				m.CycleStyle()
-			}
-			for range tt.kinds {
-				m.CycleKind()
-			}
+			m := filtered(styles, tt.styles, tt.kinds)
 			if got := m.Shows(tt.ev); got != tt.want {
 				t.Errorf("Shows under %s · %s = %v, want %v", m.StyleFilter(), m.KindFilter(), got, tt.want)
 			}
@@ -292,4 +280,17 @@ func TestTUITimelineInsertRing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// filtered is a timeline of styles with its style filter cycled n times and
+// its kind filter k times, as the keys do.
+func filtered(styles []style.Style, n, k int) *Model {
+	m := New(16, styles)
+	for range n {
+		m.CycleStyle()
+	}
+	for range k {
+		m.CycleKind()
+	}
+	return m
 }
