@@ -585,20 +585,8 @@ func (p *Proxy) publish(x *exchange, code int) {
 	latency := float64(time.Since(x.start).Microseconds()) / 1000
 	p.log.Debug("api request", "verb", x.call.verb, "resource", x.call.resource,
 		"ns", x.call.namespace, "object", x.call.object, "code", code, "latency_ms", latency)
-	p.enqueue(trace.Event{
-		Time:      time.Now(),
-		Source:    p.source,
-		Kind:      trace.APIRequest,
-		Namespace: x.call.namespace,
-		Object:    x.call.object,
-		Fields: map[string]any{
-			trace.FieldVerb:      x.call.verb,
-			trace.FieldResource:  x.call.resource,
-			trace.FieldCode:      code,
-			trace.FieldLatencyMS: latency,
-			trace.FieldUserAgent: x.userAgent,
-		},
-	})
+	req := trace.Request{Verb: x.call.verb, Resource: x.call.resource, Code: code, LatencyMS: latency, UserAgent: x.userAgent}
+	p.enqueue(req.Event(time.Now(), p.source, x.call.namespace, x.call.object))
 }
 
 func (p *Proxy) enqueue(e trace.Event) {

@@ -155,9 +155,10 @@ func (st *Operator) api(e trace.Event) {
 		return
 	}
 	st.APITotal++
-	k := VerbKey{e.Str(trace.FieldVerb), e.Str(trace.FieldResource)}
+	q, _ := e.Request()
+	k := VerbKey{q.Verb, q.Resource}
 	st.Verbs[k]++ // no string built per event
-	if num(e, trace.FieldCode) == 403 {
+	if q.Code == 403 {
 		st.Denied.N++
 		st.Denied.Last, st.Denied.At = k, e.Time
 	}
@@ -175,9 +176,9 @@ func (st *Operator) api(e trace.Event) {
 		return
 	}
 	switch {
-	case e.Verb() == trace.VerbWatch:
+	case q.Verb == trace.VerbWatch:
 		st.stage(stWatch, e.Time)
-	case !e.IsHousekeeping():
+	case !trace.IsHousekeepingResource(q.Resource):
 		st.stage(stAPI, e.Time)
 	}
 }

@@ -53,12 +53,13 @@ func (r *RequestLog) Requests(since time.Time) []Request {
 	defer r.mu.Unlock()
 	var out []Request
 	for _, e := range r.events {
-		if e.Kind != trace.APIRequest || e.Time.Before(since) {
+		q, ok := e.Request()
+		if !ok || e.Time.Before(since) {
 			continue
 		}
 		out = append(out, Request{
 			Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"),
-			Verb: e.Verb(), Resource: e.Resource(), Object: e.Object, Code: e.Code(),
+			Verb: q.Verb, Resource: q.Resource, Object: e.Object, Code: q.Code,
 		})
 	}
 	return out

@@ -1,0 +1,41 @@
+package trace
+
+import "time"
+
+// Request is the payload of an api.request event: one request to the
+// apiserver, as the proxy in front of the replica (or of the student) saw
+// it. It is the first kind with a payload type of its own: producers build
+// the event from it and readers decode it, instead of reading Fields by
+// name.
+type Request struct {
+	Verb      string  // "get", "list", "watch", "create", "update", "patch", "delete"
+	Resource  string  // "deployments", "echoes/status", "discovery"
+	Code      int     // the HTTP code; 0 if the client left before an answer
+	LatencyMS float64 // until the answer (a watch: until it ended)
+	UserAgent string
+}
+
+// Event is r as the api.request event source published about object in
+// namespace ns at t.
+func (r Request) Event(t time.Time, source, ns, object string) Event {
+	return Event{Time: t, Source: source, Kind: APIRequest, Namespace: ns, Object: object,
+		Fields: map[string]any{
+			FieldVerb:      r.Verb,
+			FieldResource:  r.Resource,
+			FieldCode:      r.Code,
+			FieldLatencyMS: r.LatencyMS,
+			FieldUserAgent: r.UserAgent,
+		}}
+}
+
+// Request decodes e's payload; ok is false if e is not an api.request. It
+// reads what a proxy wrote in process (ints) and what came back through
+// JSON (float64s) alike.
+func (e Event) Request() (r Request, ok bool) {
+	if e.Kind != APIRequest {
+		return Request{}, false
+	}
+	latency, _ := e.Num(FieldLatencyMS)
+	return Request{Verb: e.Verb(), Resource: e.Resource(), Code: e.Code(), LatencyMS: latency,
+		UserAgent: e.Str(FieldUserAgent)}, true
+}
