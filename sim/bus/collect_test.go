@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"github.com/kkloud/rlab/sim/poll"
 	"sync"
 	"testing"
 	"time"
@@ -103,10 +104,11 @@ func TestCollector(t *testing.T) {
 			defer c.Close()
 			tc.run(b, c)
 			if tc.pollForCalls {
-				deadline := time.Now().Add(5 * time.Second)
-				for evs, _, _ := s.got(); len(evs) < tc.wantEvents && time.Now().Before(deadline); evs, _, _ = s.got() {
-					time.Sleep(time.Millisecond)
-				}
+				// The collector's own goroutine delivers: wait for it.
+				_ = poll.Until(t.Context(), time.Millisecond, 5*time.Second, "", poll.True(func() bool {
+					evs, _, _ := s.got()
+					return len(evs) >= tc.wantEvents
+				}))
 			}
 			evs, dropped, _ := s.got()
 			if len(evs) != tc.wantEvents || dropped != tc.wantDropped {
