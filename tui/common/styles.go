@@ -90,23 +90,18 @@ func NewTheme(dark bool) *Theme {
 
 // OpPaint is the paint of an operator style (Own for a student's), or
 // Text for anything else.
-func (s *Theme) OpPaint(st style.Style) Paint {
-	if p, ok := s.Op[st]; ok {
-		return p
-	}
-	if st != "" && !st.Traits().Builtin {
-		return s.Own
-	}
-	return s.Text
-}
+func (s *Theme) OpPaint(st style.Style) Paint { return s.opPaint(st, s.Op, s.Own) }
 
 // OpTitle is the bold paint of an operator style, for its pane's title.
-func (s *Theme) OpTitle(st style.Style) Paint {
-	if p, ok := s.OpBold[st]; ok {
+func (s *Theme) OpTitle(st style.Style) Paint { return s.opPaint(st, s.OpBold, s.OwnBold) }
+
+// opPaint is st's paint in builtin, own for a student's style, or Text.
+func (s *Theme) opPaint(st style.Style, builtin map[style.Style]Paint, own Paint) Paint {
+	if p, ok := builtin[st]; ok {
 		return p
 	}
 	if st != "" && !st.Traits().Builtin {
-		return s.OwnBold
+		return own
 	}
 	return s.Text
 }
