@@ -9,18 +9,14 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 )
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-
-func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-
-func ev(ms int, src string, kind trace.Kind, ns, obj string, fields map[string]any) trace.Event {
-	return trace.Event{Time: at(ms), Source: src, Kind: kind, Namespace: ns, Object: obj, Fields: fields}
-}
+// The made-up traces of these tests.
+var t0, at, ev = simtest.T0, simtest.At, simtest.Ev
 
 func snapshot(ready string, replicas int32, owner string) world.Snapshot {
 	sn := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}

@@ -154,3 +154,14 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// T0 is when the tests' made-up traces start.
+var T0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// At is ms milliseconds after T0.
+func At(ms int) time.Time { return T0.Add(time.Duration(ms) * time.Millisecond) }
+
+// Ev is a made-up trace event at At(ms).
+func Ev(ms int, source string, kind trace.Kind, ns, obj string, f map[string]any) trace.Event {
+	return trace.Event{Time: At(ms), Source: source, Kind: kind, Namespace: ns, Object: obj, Fields: f}
+}

@@ -7,17 +7,13 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 )
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-
-func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-
-func ev(ms int, source string, kind trace.Kind, ns, obj string, f map[string]any) trace.Event {
-	return trace.Event{Time: at(ms), Source: source, Kind: kind, Namespace: ns, Object: obj, Fields: f}
-}
+// The made-up traces of these tests.
+var t0, at, ev = simtest.T0, simtest.At, simtest.Ev
 
 func TestTUIStatsStage(t *testing.T) {
 	tests := []struct {
