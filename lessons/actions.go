@@ -18,6 +18,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -571,13 +572,24 @@ func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
 	}
 }
 
-// onLeader waits for st's leader, then does fn (kill, stop) to it, and
-// says whom.
+// onLeader does fn (kill, stop) to st's leader, once there is one that
+// runs, and says whom. fn looks the leader up itself: if the Lease changed
+// hands in between (its holder lost it and exited, under load), it waits
+// for the next one rather than fail.
 func (p *Player) onLeader(ctx context.Context, st style.Style, fn func(context.Context, style.Style) (string, error)) (string, error) {
-	if _, err := p.leader(ctx, st); err != nil {
-		return "", err
+	var who string
+	var done error // what fn answered once there was a leader
+	err := poll.Until(ctx, p.Poll, 60*time.Second, "", func(ctx context.Context) (bool, error) {
+		who, done = fn(ctx, st)
+		if errors.Is(done, sandbox.ErrNoLeader) {
+			return false, done
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("no leader: %w", err)
 	}
-	return fn(ctx, st)
+	return who, done
 }
 
 // sources names st's replicas: "clientgo/a, clientgo/b".

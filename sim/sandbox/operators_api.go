@@ -29,6 +29,11 @@ type Operators struct{ s *Sandbox }
 // Operators drives the sandbox's operator replicas.
 func (s *Sandbox) Operators() Operators { return Operators{s} }
 
+// ErrNoLeader is why Leader found no replica to name: nobody holds the
+// Lease, or its holder is not running (it has just lost the Lease and
+// exited). Both pass: the next leader is usually moments away.
+var ErrNoLeader = errors.New("no running leader")
+
 // Leader returns the replica ("clientgo/a") holding a style's Lease.
 func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
 	l, err := o.s.admin.kube.CoordinationV1().Leases(o.s.Namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
@@ -36,7 +41,7 @@ func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordin
 		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return "", l, fmt.Errorf("nobody holds the lease of %s", st)
+		return "", l, fmt.Errorf("nobody holds the lease of %s: %w", st, ErrNoLeader)
 	}
 	id := *l.Spec.HolderIdentity
 	_, _, pid, ok := style.ParseIdentity(id)
@@ -45,7 +50,7 @@ func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordin
 	}
 	name, ok := o.s.super.ByPID(pid)
 	if !ok {
-		return "", l, fmt.Errorf("lease holder %s is not a running replica", id)
+		return "", l, fmt.Errorf("lease holder %s is not a running replica: %w", id, ErrNoLeader)
 	}
 	return name, l, nil
 }
