@@ -45,6 +45,7 @@ kind-image: ## Build the offline kind node image for --backend kind (root and Do
 test: assets ## Run every test, end to end against the real control plane (and kind, where Docker runs; and both as an existing, shared cluster)
 	bash scripts/build-kind-node.sh --if-able
 	$(GO) test $(TESTFLAGS) ./...
+	RLAB_TEST_KIND_LESSONS=1 $(GO) test $(TESTFLAGS) -run '^TestKindLessonsVerify$$' ./cmd/rlab/
 	RLAB_TEST_BACKEND=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/
 	RLAB_TEST_BACKEND=kubeconfig $(GO) test $(TESTFLAGS) ./sim/sandbox/
 	RLAB_TEST_BACKEND=kubeconfig RLAB_TEST_HOST=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/

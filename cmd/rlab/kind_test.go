@@ -170,7 +170,14 @@ func TestKindUpQuit(t *testing.T) {
 }
 
 // TestKindLessonsVerify: every lesson's every check passes on kind.
+// kindLessonsEnv turns TestKindLessonsVerify on: make test runs it on its
+// own, once `go test ./...` is done.
+const kindLessonsEnv = "RLAB_TEST_KIND_LESSONS"
+
 func TestKindLessonsVerify(t *testing.T) {
+	if os.Getenv(kindLessonsEnv) == "" {
+		t.Skipf("runs alone, after every other package: make test sets %s=1 for it (the timed lessons on a kind node miss their bounds under the load of the envtest suites beside them)", kindLessonsEnv)
+	}
 	kindtest.Require(t)
 	kindtest.Lock(t)
 	e := newSandboxEnv(t)
