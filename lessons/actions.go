@@ -557,19 +557,16 @@ func (p *Player) forEach(arg string, fn func(st style.Style) error) error {
 
 // leader waits (a bounded while) until someone holds st's Lease.
 func (p *Player) leader(ctx context.Context, st style.Style) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		name, _, err := p.sb.Operators().Leader(ctx, st)
-		if err == nil {
-			return name, nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("no leader: %w", err)
-		case <-time.After(p.Poll):
-		}
+	var name string
+	err := poll.Until(ctx, p.Poll, 60*time.Second, "", func(ctx context.Context) (bool, error) {
+		var err error
+		name, _, err = p.sb.Operators().Leader(ctx, st)
+		return err == nil, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("no leader: %w", err)
 	}
+	return name, nil
 }
 
 // onLeader does fn (kill, stop) to st's leader, once there is one that
