@@ -101,6 +101,15 @@ func (c *Child) Signal(sig syscall.Signal) error {
 		// been reaped; until then its id is not reused).
 		return fmt.Errorf("%w: %w", ErrExited, err)
 	}
+	if err == nil && sig == syscall.SIGSTOP {
+		// The watcher (the group's leader) must go on reading the
+		// lifeline while the rest is frozen. Stopped, it relies on the
+		// kernel's SIGCONT to an orphaned stopped group, which comes only
+		// if the group counts as stopped when rlab dies (not if the
+		// watcher has not yet stopped then, as on a loaded CI machine)
+		// and only if rlab's reaper is in another session.
+		err = syscall.Kill(c.pgid, syscall.SIGCONT)
+	}
 	return err
 }
 

@@ -93,6 +93,7 @@ func TestChildDiesWithParent(t *testing.T) {
 		{"started and paused, lifeline alone", "paused", true},
 		{"started, lifeline and death signal", "started", false},
 	}
+	adoptOrphans(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
