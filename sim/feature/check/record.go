@@ -59,7 +59,7 @@ func (r *RequestLog) Requests(since time.Time) []Request {
 		}
 		out = append(out, Request{
 			Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"),
-			Verb: q.Verb, Resource: q.Resource, Object: e.Object, Code: q.Code,
+			Verb: q.Verb, Resource: q.Resource, Namespace: e.Namespace, Object: e.Object, Code: q.Code,
 		})
 	}
 	return out
@@ -79,8 +79,11 @@ type Request struct {
 	Replica  string // "a"
 	Verb     string // "get", "list", "watch", "create", "patch", ...
 	Resource string // "deployments", "echoes/status", "discovery"
-	Object   string // "Deployment/echo-hello", or ""
-	Code     int
+	// Namespace is the request's: "" for a request across all namespaces
+	// (or about a cluster-scoped object, or not about a resource).
+	Namespace string
+	Object    string // "Deployment/echo-hello", or ""
+	Code      int
 }
 
 // Key is "verb resource".
