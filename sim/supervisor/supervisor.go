@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sort"
@@ -111,6 +112,11 @@ func (s *Supervisor) Add(spec Spec) error {
 		return fmt.Errorf("replica %s exists", spec.Name())
 	}
 	r := &replica{spec: spec, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	// A log holds one sandbox's life of its replica: what `rlab check`
+	// quotes from it must be this run's.
+	if err := os.Truncate(spec.LogFile, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log file: %w", err)
+	}
 	if err := s.start(r); err != nil {
 		return err
 	}

@@ -229,6 +229,10 @@ func TestSupervisorUntraced(t *testing.T) {
 	s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: rec.Publish})
 	defer s.Close(timeout)
 	logFile := filepath.Join(dir, "mine-a.log")
+	// An earlier sandbox's log: not this one's, and so not kept.
+	if err := os.WriteFile(logFile, []byte("an earlier run's error\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Add(Spec{Style: "mine", Replica: "a", Path: "/bin/sh", Untraced: true, LogFile: logFile,
 		Args: []string{"-c", fakeOperator + "\n"}}); err != nil {
 		t.Fatal(err)
@@ -243,4 +247,12 @@ func TestSupervisorUntraced(t *testing.T) {
 	if st := s.Statuses(); len(st) != 1 || !st[0].Running || st[0].Malformed != 0 {
 		t.Fatalf("statuses = %+v", st)
 	}
+	// A restart appends: the log holds every run of this sandbox.
+	if err := s.Kill("mine/a"); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, timeout, "both runs in the log, not the earlier sandbox's", simtest.True(func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Count(string(b), "this is not json") == 2 && !strings.Contains(string(b), "earlier run")
+	}))
 }
