@@ -57,7 +57,10 @@ type Status struct {
 	PID             int // 0 while not running
 	Running, Paused bool
 	Restarts        int
-	Malformed       int // trace lines that were not events
+	// Failed counts exits with a non-zero code or by a signal, rlab's own
+	// kills included: a replica that exits 0 to be run again is not failing.
+	Failed    int
+	Malformed int // trace lines that were not events
 }
 
 // Supervisor runs replicas until Close.
@@ -75,6 +78,7 @@ type replica struct {
 	child     *proc.Child
 	paused    bool
 	restarts  int
+	failed    int
 	malformed int
 	wake      chan struct{} // restart now, skipping the backoff
 	removed   bool          // Remove: no restart; forget it once it exits
@@ -197,6 +201,9 @@ func (s *Supervisor) watch(r *replica) {
 		fields := map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldBackoffMS: backoff.Milliseconds()}
 		if ps := c.ProcessState(); ps != nil {
 			fields[trace.FieldCode] = ps.ExitCode()
+			if ps.ExitCode() != 0 {
+				r.failed++ // -1: by a signal
+			}
 			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				fields[trace.FieldSignal] = ws.Signal().String()
 			}
@@ -416,7 +423,7 @@ func (s *Supervisor) Statuses() []Status {
 	out := make([]Status, 0, len(s.replicas))
 	for name, r := range s.replicas {
 		st := Status{Name: name, Style: r.spec.Style, Replica: r.spec.Replica, Paused: r.paused,
-			Restarts: r.restarts, Malformed: r.malformed}
+			Restarts: r.restarts, Failed: r.failed, Malformed: r.malformed}
 		select {
 		case <-r.child.Done():
 		default:

@@ -256,3 +256,30 @@ func TestSupervisorUntraced(t *testing.T) {
 		return strings.Count(string(b), "this is not json") == 2 && !strings.Contains(string(b), "earlier run")
 	}))
 }
+
+// TestSupervisorCountsFailures: exits with a non-zero code count as failures
+// (a crash loop); an operator that exits 0 to be run again does not.
+func TestSupervisorCountsFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		failing      bool
+	}{
+		{"exits 0", "exit 0", false},
+		{"exits 3", "echo 'listen tcp :8081: bind: address already in use' >&2; exit 3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := New(Options{PIDDir: filepath.Join(dir, "pids"), Publish: (&simtest.EventLog{}).Publish, Backoff: 10 * time.Millisecond})
+			defer s.Close(timeout)
+			if err := s.Add(Spec{Style: "mine", Replica: "a", Path: "/bin/sh", Untraced: true,
+				LogFile: filepath.Join(dir, "mine-a.log"), Args: []string{"-c", tc.script}}); err != nil {
+				t.Fatal(err)
+			}
+			simtest.Eventually(t, timeout, "restarted twice", simtest.True(func() bool { return s.Statuses()[0].Restarts >= 2 }))
+			st := s.Statuses()[0]
+			if failing := st.Failed >= 2; failing != tc.failing || (!tc.failing && st.Failed != 0) {
+				t.Fatalf("status %+v: failed %d after %d restarts, want failing %v", st, st.Failed, st.Restarts, tc.failing)
+			}
+		})
+	}
+}
