@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -78,6 +79,9 @@ type checkReport struct {
 	Passed   bool           `json:"passed"`
 	Seconds  float64        `json:"seconds"`
 	Checks   []check.Result `json:"checks"`
+	// Error is why the run ended before its checks did (the sandbox did
+	// not start; interrupted); the checks listed are those that ran.
+	Error string `json:"error,omitempty"`
 }
 
 // operator is what to check: a built-in style, or a custom one running
@@ -145,20 +149,45 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
+	text := f.Output == "text"
+	rep := checkReport{Operator: st.String(), Command: command, Replicas: f.Replicas, Backend: opts.Backend.Name}
+	// The report is written whatever happens below: a grader reads the
+	// JSON even when the sandbox did not start.
+	finish := func(err error) error {
+		rep.Passed = err == nil && check.Passed(rep.Checks)
+		rep.Seconds = time.Since(began).Seconds()
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		if text {
+			if err == nil || len(rep.Checks) > 0 {
+				printSummary(stdout, rep)
+			}
+		} else if werr := writeJSON(stdout, rep); werr != nil {
+			return errors.Join(err, werr)
+		}
+		if err != nil {
+			return err
+		}
+		if !rep.Passed {
+			return exitCode(1)
+		}
+		return nil
+	}
 	l, err := launch.New()
 	if err != nil {
-		return err
+		return finish(err)
 	}
 	defer l.Close()
 	rec := check.NewRequestLog(l.Bus, st)
 	defer rec.Close()
 	sb, err := l.Start(ctx, opts)
 	if err != nil {
-		return startErr(ctx, err)
+		return finish(startErr(ctx, err))
 	}
-	text := f.Output == "text"
+	rep.Backend = launch.Info(sb.Backend()).Backend
 	if text {
-		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, launch.Info(sb.Backend()).Backend)
+		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, rep.Backend)
 	}
 	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{
 		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only,
@@ -167,32 +196,41 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 				printResult(stdout, r)
 			}
 		},
+		Waiting: func(id string, waited time.Duration, why string) {
+			if text {
+				printWaiting(stdout, id, waited, why)
+			}
+		},
 	})
+	rep.Checks = results
 	if ctx.Err() != nil {
-		return errInterrupted
+		return finish(errChecksInterrupted)
 	}
 	if err != nil {
-		return err
-	}
-	passed := check.Passed(results)
-	rep := checkReport{Operator: st.String(), Command: command, Replicas: f.Replicas, Backend: launch.Info(sb.Backend()).Backend,
-		Passed: passed, Seconds: time.Since(began).Seconds(), Checks: results}
-	if text {
-		printSummary(stdout, rep)
-	} else {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
+		return finish(err)
 	}
 	if err := l.Close(); err != nil {
-		return err
+		return finish(err)
 	}
-	if !passed {
-		return exitCode(1)
-	}
-	return nil
+	return finish(nil)
+}
+
+// errChecksInterrupted is Ctrl-C while the checks run: the report holds
+// those that finished, and rlab exits 130 as for errInterrupted.
+var errChecksInterrupted error = interruption("interrupted during the checks; everything started was stopped, and the report has the checks that finished")
+
+// interruption is an interruption said its own way: errors.Is(err,
+// errInterrupted) holds, for the exit status.
+type interruption string
+
+func (i interruption) Error() string        { return string(i) }
+func (i interruption) Is(target error) bool { return target == errInterrupted }
+
+// writeJSON prints the report as --output json does.
+func writeJSON(w io.Writer, rep checkReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func checkIDs() []string {
@@ -214,6 +252,15 @@ func printResult(w io.Writer, r check.Result) {
 		}
 	}
 	fmt.Fprintf(w, "%s %6.1fs  %s\n               %s\n", mark, r.Seconds, r.Title, r.Reason)
+}
+
+// printWaiting is a line of progress while check id waits for the operator.
+func printWaiting(w io.Writer, id string, waited time.Duration, why string) {
+	line := fmt.Sprintf("     … %3.0fs  %s: waiting", waited.Seconds(), id)
+	if why != "" {
+		line += " (" + why + ")"
+	}
+	fmt.Fprintln(w, line)
 }
 
 func printSummary(w io.Writer, r checkReport) {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kkloud/rlab/sim/proc"
 )
 
 // restart: every replica killed and restarted finds the world as it wants
@@ -26,8 +29,8 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	}
 	t0 := time.Now()
 	for _, rep := range r.replicas {
-		if err := r.sb.KillReplica(r.st.Source(rep)); err != nil {
-			return false, "", fmt.Errorf("kill %s: %w", r.st.Source(rep), err)
+		if err := r.kill(rep); err != nil {
+			return false, "", err
 		}
 	}
 	// The supervisor restarts them after its backoff.
@@ -46,7 +49,7 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	if _, _, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
 		return len(r.rec.Requests(up)) > 0, "", nil
 	}); err != nil {
-		return outcome(0, err, "", fmt.Sprintf("it made no request %s after its restart (see its log, %s)", secs(r.opts.Within), r.sb.LogFile(r.st, r.replicas[0])))
+		return outcome(0, err, "", fmt.Sprintf("it made no request %s after its restart (see its log, %s)", secs(r.waited), r.sb.LogFile(r.st, r.replicas[0])))
 	}
 	select {
 	case <-ctx.Done():
@@ -86,6 +89,20 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 		noop = fmt.Sprintf(" (%d write requests changed nothing)", writes)
 	}
 	return true, fmt.Sprintf("restarted %s after the kill, no object changed in %s%s, then %s", secs(up.Sub(t0)), secs(r.opts.Settle), noop, why), nil
+}
+
+// kill kills replica rep, as a crash would. One that has already exited
+// (crash looping) is left to its restart, which the check then waits for.
+func (r *run) kill(rep string) error {
+	err := r.sb.KillReplica(r.st.Source(rep))
+	switch {
+	case errors.Is(err, proc.ErrExited):
+		return nil
+	case err != nil:
+		return fmt.Errorf("kill %s: %w", r.st.Source(rep), err)
+	}
+	r.killed[rep]++ // its failed exit is rlab's, not the operator's
+	return nil
 }
 
 // versions are the resourceVersions of the Echoes and Deployments in the
@@ -194,7 +211,7 @@ func (r *run) privilege(ctx context.Context) (bool, string, error) {
 	if probes > 0 {
 		note = fmt.Sprintf(" (not counted: kubectl's lookup of namespace %s after a 404 ×%d)", r.ns, probes)
 	}
-	if d := denied(qs); len(d) > 0 {
+	if d := r.denied(qs); len(d) > 0 {
 		return false, "denied: " + strings.Join(d, ", ") + note + ": the course's Role allows Echoes, their status, Deployments, Events and Leases in its namespace; get what you need from those (e.g. the Deployment's status, not its pods)", nil
 	}
 	n := map[string]int{}
@@ -266,8 +283,8 @@ func (r *run) failover(ctx context.Context) (bool, string, error) {
 	}
 	leader := ws[len(ws)-1].Replica
 	t0 := time.Now()
-	if err := r.sb.KillReplica(r.st.Source(leader)); err != nil {
-		return false, "", fmt.Errorf("kill %s: %w", r.st.Source(leader), err)
+	if err := r.kill(leader); err != nil {
+		return false, "", err
 	}
 	if err := r.setReplicas(ctx, sample, 2); err != nil {
 		return false, "", err

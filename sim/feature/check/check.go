@@ -25,6 +25,8 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
@@ -64,7 +66,7 @@ func All() []Info {
 		{ID: Deployment, Title: "creates the Deployment echo-<name>", Required: true},
 		{ID: Owner, Title: "Deployment has a controller ownerReference to its Echo", Required: true},
 		{ID: Replicas, Title: "spec.replicas → Deployment replicas", Required: true},
-		{ID: Message, Title: "spec.message → container args, image " + sandbox.EnvImage, Required: true},
+		{ID: Message, Title: "spec.message → container args; image " + sandbox.EnvImage + " where the nodes need it", Required: true},
 		{ID: Status, Title: "status.ready says ready/replicas", Required: true},
 		{ID: Scale, Title: "scale 2 → 4", Required: true},
 		{ID: DriftScaled, Title: "drift: Deployment scaled by hand is repaired", Required: true},
@@ -107,7 +109,13 @@ type Options struct {
 	Only []string
 	// Progress is told each result as it comes.
 	Progress func(Result)
+	// Waiting, if set, is told every WaitingEvery while a check waits for
+	// the operator: how long so far, and why not yet.
+	Waiting func(id string, waited time.Duration, why string)
 }
+
+// WaitingEvery is how often Options.Waiting is told of a wait.
+const WaitingEvery = 10 * time.Second
 
 // Target is what the checks drive: a sandbox running the operator under
 // test (Sandbox), its cluster and its operators.
@@ -116,6 +124,7 @@ type Target interface {
 	Namespace(st style.Style) string
 	Replicas(st style.Style) []string
 	Image() string
+	Backend() backend.Backend
 	LogFile(st style.Style, replica string) string
 	Kube() kubernetes.Interface
 	Echoes(st style.Style) dynamic.ResourceInterface
@@ -133,6 +142,9 @@ type sandboxTarget struct {
 
 // Sandbox is the Target of sb.
 func Sandbox(sb *sandbox.Sandbox) Target { return sandboxTarget{sb, sb.Operators()} }
+
+// Backend is the kind of cluster the sandbox runs on.
+func (t sandboxTarget) Backend() backend.Backend { return t.Sandbox.Backend().Type() }
 
 // Run runs the checks on opts.Operator in sb and returns every result. rec
 // must record the operator's proxies from before its start (NewRequestLog).
@@ -157,8 +169,14 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 		sb: sb, st: st, ns: ns, rec: rec, opts: opts, began: time.Now(),
 		kube: sb.Kube(), echoes: sb.Echoes(st),
 		replicas: sb.Replicas(st),
+		failed:   map[string]int{}, killed: map[string]int{},
 	}
 	r.restarts = r.restartCounts()
+	for _, s := range sb.ReplicaStatuses() {
+		if s.Style == st {
+			r.failed[s.Replica] = s.Failed
+		}
+	}
 	var out []Result
 	for _, c := range All() {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, c.ID) {
@@ -168,18 +186,54 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 			continue
 		}
 		t0 := time.Now()
-		pass, reason, err := r.do(ctx, c.ID)
-		if err != nil {
-			return out, fmt.Errorf("check %s: %w", c.ID, err)
+		res := Result{ID: c.ID, Title: c.Title, Required: c.Required}
+		if r.cause != nil && r.cause.blocking && !c.independent() {
+			res.Reason = "not checked: see " + r.named
+		} else {
+			r.current, r.lost, r.changed = c.ID, false, time.Time{}
+			pass, reason, err := r.do(ctx, c.ID)
+			if err != nil && ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			if err != nil {
+				// rlab's own trouble is this check's failure, not the
+				// end of the report.
+				pass, reason = false, fmt.Sprintf("rlab could not finish this check: %v", err)
+			}
+			if !pass && r.lost {
+				reason = r.attribute(c.ID, reason)
+			}
+			res.Pass, res.Reason = pass, reason
 		}
-		res := Result{ID: c.ID, Title: c.Title, Required: c.Required, Pass: pass,
-			Seconds: time.Since(t0).Seconds(), Reason: reason}
+		res.Seconds = time.Since(t0).Seconds()
 		out = append(out, res)
 		if opts.Progress != nil {
 			opts.Progress(res)
 		}
 	}
 	return out, nil
+}
+
+// independent says whether a check can be made without the operator: the
+// apiserver's answer, what the requests already say.
+func (c Info) independent() bool { return c.ID == Invalid || c.ID == Privilege }
+
+// attribute words the failure of check id, which waited for the operator in
+// vain: the first such failure with a known cause names it; later ones point
+// to that one.
+func (r *run) attribute(id, reason string) string {
+	if r.named != "" {
+		if r.cause.blocking {
+			return "not checked: see " + r.named
+		}
+		return reason + "; see " + r.named
+	}
+	c := r.diagnose()
+	if c == nil {
+		return reason
+	}
+	r.cause, r.named = c, id
+	return c.line
 }
 
 // Passed says whether every required check passed.
@@ -204,6 +258,21 @@ type run struct {
 	echoes   dynamic.ResourceInterface
 	replicas []string
 	restarts map[string]int // per replica at the start
+
+	// Diagnosis: failed exits at the start and those of rlab's own kills,
+	// by replica; resources' scope, from discovery (nil until asked).
+	failed, killed map[string]int
+	namespaced     map[string]bool
+	// current is the check running; lost says it waited for the operator
+	// in vain. cause, once named by check named, is why.
+	current, named string
+	lost           bool
+	cause          *cause
+	// changed is when the check changed what the operator must act on (zero
+	// if the wait is not for its act); waited is how long the last wait
+	// took, given up or not.
+	changed time.Time
+	waited  time.Duration
 }
 
 // The Echoes the checks use besides the sample.
@@ -255,28 +324,81 @@ func (r *run) do(ctx context.Context, id string) (bool, string, error) {
 }
 
 // waitFor polls cond every 100 ms until it holds or Within passes. cond
-// says why not yet, for the failure's reason.
+// says why not yet, for the failure's reason. It gives up early, with
+// errBlocked, once the operator can no longer act (see diagnose).
 func (r *run) waitFor(ctx context.Context, cond func(ctx context.Context) (bool, string, error)) (time.Duration, string, error) {
 	t0 := time.Now()
 	var why string
+	var looked, told time.Time
+	blocked, idle := false, false
+	defer func() { r.waited = time.Since(t0) }()
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.opts.Within, true, func(pctx context.Context) (bool, error) {
 		ok, w, err := cond(pctx)
 		if err != nil && pctx.Err() != nil {
 			return false, nil // the bound cut a request short: keep the last why
 		}
 		why = w
-		return ok, err
-	})
-	if err != nil && !wait.Interrupted(err) {
-		return 0, why, err
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, why, ctx.Err()
+		if ok || err != nil {
+			return ok, err
 		}
+		if time.Since(looked) >= time.Second {
+			looked = time.Now()
+			if c := r.diagnose(); c != nil && c.blocking {
+				blocked = true
+				return false, errBlocked
+			}
+			if r.idle() {
+				idle = true
+				return false, errTimeout
+			}
+		}
+		if r.opts.Waiting != nil && time.Since(t0) >= WaitingEvery && time.Since(told) >= WaitingEvery {
+			told = time.Now()
+			r.opts.Waiting(r.current, time.Since(t0), why)
+		}
+		return false, nil
+	})
+	switch {
+	case blocked:
+		r.lost = true
+		return 0, why, errBlocked
+	case idle:
+		r.lost = true
+		return 0, why, errTimeout
+	case err != nil && !wait.Interrupted(err):
+		return 0, why, err
+	case err != nil && ctx.Err() != nil:
+		return 0, why, ctx.Err()
+	case err != nil:
+		r.lost = true
 		return 0, why, errTimeout
 	}
 	return time.Since(t0), "", nil
+}
+
+// idleAfter is how long a watching operator may make no request after a
+// change it must act on before it counts as not acting: one that watches
+// acts within a second.
+const idleAfter = 8 * time.Second
+
+// idle says whether a watching operator has made no request since the
+// check's change, for idleAfter: it is not going to act. An operator that
+// does not watch (polls) is given the whole bound: its interval may be
+// long.
+func (r *run) idle() bool {
+	if r.changed.IsZero() || time.Since(r.changed) < idleAfter {
+		return false
+	}
+	watches := false
+	for _, q := range r.rec.Requests(time.Time{}) {
+		if q.Verb == trace.VerbWatch && q.Code == 200 {
+			watches = true
+		}
+		if !q.Time.Before(r.changed) && q.Verb != trace.VerbWatch && !q.Housekeeping() {
+			return false
+		}
+	}
+	return watches
 }
 
 // quietFor is how long an operator must make no request (leader election
@@ -288,24 +410,30 @@ const quietFor = 2 * time.Second
 // and not the tail of the last one. An operator never at rest within the
 // bound is left as it is: the rest check reports its cost.
 func (r *run) quiet(ctx context.Context) error {
+	lost := r.lost
 	_, _, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
 		qs, _ := r.requests(time.Now().Add(-quietFor))
 		for _, q := range qs {
 			if !q.Housekeeping() && q.Verb != "watch" {
-				return false, "", nil
+				return false, "it is still making requests (" + q.Key() + ")", nil
 			}
 		}
 		return true, "", nil
 	})
 	if errors.Is(err, errTimeout) {
+		r.lost = lost // being busy is not losing
 		return nil
 	}
 	return err
 }
 
-// errTimeout is a wait the operator did not finish within the bound; the
-// checks turn it into a failing result.
-var errTimeout = errors.New("timed out")
+// errTimeout is a wait the operator did not finish within the bound, and
+// errBlocked (one too) a wait it can no longer finish; the checks turn them
+// into a failing result.
+var (
+	errTimeout = errors.New("timed out")
+	errBlocked = fmt.Errorf("%w: the operator cannot act", errTimeout)
+)
 
 // outcome turns a waitFor into a check result: a timeout fails with reason,
 // any other error is the sandbox's.
@@ -380,7 +508,7 @@ func (r *run) hint(since time.Time) string {
 	if len(qs) == 0 {
 		return "it made no request since (its log: " + r.sb.LogFile(r.st, r.replicas[0]) + ")"
 	}
-	if d := denied(qs); len(d) > 0 {
+	if d := r.denied(qs); len(d) > 0 {
 		return "it was denied " + strings.Join(d, ", ")
 	}
 	return ""
@@ -400,12 +528,13 @@ func (r *run) requests(since time.Time) (qs []Request, probes int) {
 	return qs, probes
 }
 
-// denied lists the distinct requests answered 403, with counts.
-func denied(qs []Request) []string {
+// denied lists the distinct requests answered 403, with their scope and
+// counts.
+func (r *run) denied(qs []Request) []string {
 	n := map[string]int{}
 	for _, q := range qs {
 		if q.Code == 403 {
-			n[q.Key()]++
+			n[r.scoped(q)]++
 		}
 	}
 	return counted(n)

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -68,15 +71,19 @@ func TestRequestKinds(t *testing.T) {
 }
 
 func TestDenied(t *testing.T) {
+	const ns = "echo-mine"
 	qs := []Request{
-		{Verb: "list", Resource: "pods", Code: 403},
-		{Verb: "list", Resource: "pods", Code: 403},
-		{Verb: "get", Resource: "secrets", Code: 403},
-		{Verb: "get", Resource: "echoes", Code: 200},
-		{Verb: "get", Resource: "deployments", Code: 404},
+		{Verb: "list", Resource: "pods", Namespace: ns, Code: 403},
+		{Verb: "list", Resource: "pods", Namespace: ns, Code: 403},
+		{Verb: "get", Resource: "secrets", Namespace: ns, Code: 403},
+		{Verb: "get", Resource: "echoes", Namespace: ns, Code: 200},
+		{Verb: "get", Resource: "deployments", Namespace: ns, Code: 404},
+		{Verb: "list", Resource: "echoes", Code: 403},
+		{Verb: "list", Resource: "namespaces", Code: 403},
 	}
-	got := denied(qs)
-	want := []string{"list pods ×2", "get secrets ×1"}
+	r := &run{namespaced: map[string]bool{"pods": true, "secrets": true, "echoes": true, "deployments": true, "namespaces": false}}
+	got := r.denied(qs)
+	want := []string{"list pods ×2", "get secrets ×1", "list echoes (all namespaces) ×1", "list namespaces ×1"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("denied = %q, want %q", got, want)
 	}
@@ -121,6 +128,55 @@ func TestLeader(t *testing.T) {
 
 // event is q as its proxy publishes it: for tests of what reads requests.
 func (q Request) event(st string) trace.Event {
-	return trace.Event{Time: q.Time, Source: "proxy/" + st + "/" + q.Replica, Kind: trace.APIRequest, Object: q.Object,
+	return trace.Event{Time: q.Time, Source: "proxy/" + st + "/" + q.Replica, Kind: trace.APIRequest, Namespace: q.Namespace, Object: q.Object,
 		Fields: map[string]any{trace.FieldVerb: q.Verb, trace.FieldResource: q.Resource, trace.FieldCode: q.Code}}
+}
+
+// imageTarget is a Target with a backend and an image alone.
+type imageTarget struct {
+	Target
+	b backend.Backend
+}
+
+func (t imageTarget) Backend() backend.Backend { return t.b }
+func (t imageTarget) Image() string            { return "hashicorp/http-echo:0.2.3" }
+
+// TestImage: another image than $ECHO_IMAGE fails only where the nodes
+// cannot run it (kind's offline node); elsewhere it is a note that says what
+// it means.
+func TestImage(t *testing.T) {
+	d := func(image string) *appsv1.Deployment {
+		return &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Image: image, Args: []string{"-text=hi"}}}}}}}
+	}
+	tests := []struct {
+		b             backend.Backend
+		image         string
+		problem, note string // "" for none
+	}{
+		{backend.Kind, "hashicorp/http-echo:0.2.3", "", ""},
+		{backend.Kind, "hashicorp/http-echo", `container image is "hashicorp/http-echo", want "hashicorp/http-echo:0.2.3"`, ""},
+		{backend.Envtest, "hashicorp/http-echo:0.2.3", "", ""},
+		{backend.Envtest, "hashicorp/http-echo", "", "fine here, where the nodes run no containers; on kind's offline node only hashicorp/http-echo:0.2.3 runs; an image without a tag is :latest"},
+		{backend.Envtest, "registry.local:5000/echo:1.0", "", "fine here"},
+		{backend.Kubeconfig, "hashicorp/http-echo:latest", "", "rlab cannot tell whether this cluster's nodes can pull it; an image without a tag is :latest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.b.Name+" "+tt.image, func(t *testing.T) {
+			r := &run{sb: imageTarget{b: tt.b}}
+			if got := r.templateProblem(d(tt.image), "hi"); (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
+				t.Fatalf("templateProblem = %q, want %q", got, tt.problem)
+			}
+			if tt.problem != "" {
+				return // the note is a passing check's
+			}
+			got := r.imageNote(tt.image)
+			if (tt.note == "") != (got == "") || !strings.Contains(got, tt.note) {
+				t.Fatalf("imageNote = %q, want %q", got, tt.note)
+			}
+			if strings.Contains(tt.image, "5000") && strings.Contains(got, ":latest") {
+				t.Fatalf("imageNote = %q: a registry's port is not a tag", got)
+			}
+		})
+	}
 }

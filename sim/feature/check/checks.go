@@ -38,7 +38,7 @@ func (r *run) deployment(ctx context.Context) (bool, string, error) {
 	})
 	name := echo.DeploymentName(sample)
 	return outcome(took, err, "Deployment "+name+" there",
-		join(fmt.Sprintf("no Deployment %s %s after Echo %s was created", name, secs(r.opts.Within), sample), r.hint(time.Time{})))
+		join(fmt.Sprintf("no Deployment %s %s after Echo %s was created", name, secs(r.waited), sample), r.hint(time.Time{})))
 }
 
 // owner: the Deployment names the Echo as its controller.
@@ -129,7 +129,48 @@ func (r *run) message(ctx context.Context) (bool, string, error) {
 	if why := r.templateProblem(d, e.Spec.Message); why != "" {
 		return false, why, nil
 	}
-	return true, fmt.Sprintf("args [%s], image %s", echo.Arg(e.Spec.Message), r.sb.Image()), nil
+	image := d.Spec.Template.Spec.Containers[0].Image
+	return true, fmt.Sprintf("args [%s], image %s%s", echo.Arg(e.Spec.Message), image, r.imageNote(image)), nil
+}
+
+// imageNote says what an image other than $ECHO_IMAGE means where the
+// nodes can run it (nothing is said of $ECHO_IMAGE itself).
+func (r *run) imageNote(image string) string {
+	if image == r.sb.Image() {
+		return ""
+	}
+	note := " (not $" + sandbox.EnvImage + ", " + r.sb.Image()
+	// Envtest's nodes are kwok's: no kubelet pulls anything. An existing
+	// cluster's may or may not reach a registry.
+	if b := r.sb.Backend(); b.LocalControlPlane && !b.RealKubelets {
+		note += ": fine here, where the nodes run no containers; on kind's offline node only " + r.sb.Image() + " runs"
+	} else {
+		note += ": rlab cannot tell whether this cluster's nodes can pull it"
+	}
+	if _, tag := splitTag(image); tag == "" || tag == "latest" {
+		note += "; an image without a tag is :latest, which Kubernetes pulls on every Pod start (imagePullPolicy Always)"
+	}
+	return note + ")"
+}
+
+// splitTag splits an image reference into its name and tag ("" if none; a
+// digest counts as a tag).
+func splitTag(image string) (name, tag string) {
+	if i := strings.LastIndex(image, "@"); i >= 0 {
+		return image[:i], image[i+1:]
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		return image[:i], image[i+1:]
+	}
+	return image, ""
+}
+
+// imageRequired says whether the pods must run $ECHO_IMAGE: only where the
+// nodes cannot run another (kind's offline node holds that one alone).
+func (r *run) imageRequired() bool {
+	b := r.sb.Backend()
+	return b.RealKubelets && b.NodeImage
 }
 
 // templateProblem says how d's pod template differs from what an Echo with
@@ -143,7 +184,7 @@ func (r *run) templateProblem(d *appsv1.Deployment, message string) string {
 	if !slices.Equal(cs[0].Args, want) {
 		return fmt.Sprintf("container args are %q, want %q: pass the message as one argument, -text=<message>", cs[0].Args, want)
 	}
-	if cs[0].Image != r.sb.Image() {
+	if cs[0].Image != r.sb.Image() && r.imageRequired() {
 		return fmt.Sprintf("container image is %q, want %q: use $%s, the image this cluster's nodes can run", cs[0].Image, r.sb.Image(), sandbox.EnvImage)
 	}
 	return ""
@@ -183,6 +224,7 @@ func (r *run) matches(ctx context.Context, name string, status bool) (bool, stri
 // so that one mistake fails one check.
 func (r *run) follows(ctx context.Context, name, what string) (bool, string, error) {
 	t0 := time.Now()
+	r.changed = t0
 	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
 		return r.matches(ctx, name, false)
 	})
@@ -248,6 +290,7 @@ func (r *run) driftScaled(ctx context.Context) (bool, string, error) {
 		return err
 	}
 	t0 := time.Now()
+	r.changed = t0
 	if err := scale(hand); err != nil {
 		return false, "", fmt.Errorf("scale by hand: %w", err)
 	}
@@ -256,7 +299,7 @@ func (r *run) driftScaled(ctx context.Context) (bool, string, error) {
 		return d != nil && deploymentReplicas(d) == want, "", err
 	})
 	ok, why, err := outcome(took, err, fmt.Sprintf("back to %d replicas", want),
-		fmt.Sprintf("Deployment %s still has %d replica%s %s after a hand scale (Echo asks for %d): %s", echo.DeploymentName(sample), hand, plural(hand), secs(r.opts.Within), want,
+		fmt.Sprintf("Deployment %s still has %d replica%s %s after a hand scale (Echo asks for %d): %s", echo.DeploymentName(sample), hand, plural(hand), secs(r.waited), want,
 			r.triggered(t0, fmt.Sprintf("Deployment at %d", hand))))
 	if !ok && err == nil {
 		_ = scale(want) // put back by rlab, so that the next checks test what they test
@@ -282,6 +325,7 @@ func (r *run) driftDeleted(ctx context.Context) (bool, string, error) {
 		return false, "no Deployment to delete", err
 	}
 	t0 := time.Now()
+	r.changed = t0
 	if err := r.kube.AppsV1().Deployments(r.ns).Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil {
 		return false, "", fmt.Errorf("delete Deployment: %w", err)
 	}
@@ -290,7 +334,7 @@ func (r *run) driftDeleted(ctx context.Context) (bool, string, error) {
 		return n != nil && n.UID != d.UID && n.DeletionTimestamp == nil, "", err
 	})
 	return outcome(took, err, "recreated",
-		fmt.Sprintf("Deployment %s was not recreated %s after it was deleted: %s", d.Name, secs(r.opts.Within), r.triggered(t0, "Deployment missing")))
+		fmt.Sprintf("Deployment %s was not recreated %s after it was deleted: %s", d.Name, secs(r.waited), r.triggered(t0, "Deployment missing")))
 }
 
 // quoting: a message full of shell metacharacters reaches the container
@@ -301,6 +345,7 @@ func (r *run) quoting(ctx context.Context) (bool, string, error) {
 	}
 	defer r.cleanup(quotesEcho)
 	t0 := time.Now()
+	r.changed = t0
 	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
 		d, err := r.getDeployment(ctx, quotesEcho)
 		if d == nil || err != nil {
@@ -315,6 +360,10 @@ func (r *run) quoting(ctx context.Context) (bool, string, error) {
 // cleanup deletes a check's own Echo and waits (briefly) until its
 // Deployment is gone, so that the next check starts clean.
 func (r *run) cleanup(name string) {
+	// Its wait is rlab's, not the operator's: it tells nothing of it.
+	lost, changed := r.lost, r.changed
+	r.changed = time.Time{}
+	defer func() { r.lost, r.changed = lost, changed }()
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Within)
 	defer cancel()
 	_ = r.echoes.Delete(ctx, name, metav1.DeleteOptions{})
@@ -342,6 +391,7 @@ func (r *run) invalid(ctx context.Context) (bool, string, error) {
 	}
 	said := err.Error()
 	if why := r.restarted(); why != "" {
+		r.lost = true // the operator's doing: diagnose it
 		return false, why, nil
 	}
 	return true, "the apiserver said: " + said, nil
@@ -358,16 +408,16 @@ func (r *run) restartCounts() map[string]int {
 	return out
 }
 
-// restarted says which replicas exited on their own since the run began, or
-// is "".
+// restarted says which replicas failed (exited non-zero, or were killed by
+// other than rlab) since the run began, or is "".
 func (r *run) restarted() string {
+	exits := r.exits()
 	var out []string
-	for rep, n := range r.restartCounts() {
-		if n > r.restarts[rep] {
-			out = append(out, fmt.Sprintf("%s/%s exited %d times", r.st, rep, n-r.restarts[rep]))
+	for _, rep := range r.replicas {
+		if n := exits[rep]; n > 0 {
+			out = append(out, fmt.Sprintf("%s exited %d time%s", r.st.Source(rep), n, plural(int32(n))))
 		}
 	}
-	slices.Sort(out)
 	if len(out) == 0 {
 		return ""
 	}
@@ -412,7 +462,7 @@ func (r *run) gc(ctx context.Context) (bool, string, error) {
 	if len(deletes) > 0 && err == nil {
 		return false, fmt.Sprintf("the operator deleted the Deployment itself (DELETE %s): leave it to the garbage collector, which follows the controller ownerReference", strings.Join(deletes, ", ")), nil
 	}
-	fail := fmt.Sprintf("Deployment %s is still there %s after Echo %s was deleted", name, secs(r.opts.Within), gcEcho)
+	fail := fmt.Sprintf("Deployment %s is still there %s after Echo %s was deleted", name, secs(r.waited), gcEcho)
 	if !owned {
 		fail += ": it has no controller ownerReference to the Echo, so the garbage collector leaves it"
 	}
