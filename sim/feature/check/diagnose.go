@@ -271,11 +271,11 @@ func (r *run) blocked(exits map[string]int, firstDenied time.Time) bool {
 	if looping {
 		return true
 	}
-	if firstDenied.IsZero() || time.Since(firstDenied) < deniedFor {
+	if firstDenied.IsZero() {
 		return false
 	}
 	had := map[string]bool{}
-	denied := map[string]bool{}
+	denied := map[string]time.Time{} // first denial, by resource
 	for _, q := range r.rec.Requests(time.Time{}) {
 		res, _, _ := strings.Cut(q.Resource, "/")
 		if !slices.Contains(needed, res) {
@@ -284,12 +284,12 @@ func (r *run) blocked(exits map[string]int, firstDenied time.Time) bool {
 		switch {
 		case q.Code >= 200 && q.Code < 300:
 			had[res] = true
-		case q.Code == 403:
-			denied[res] = true
+		case q.Code == 403 && denied[res].IsZero():
+			denied[res] = q.Time
 		}
 	}
-	for res := range denied {
-		if !had[res] {
+	for res, t := range denied {
+		if !had[res] && time.Since(t) >= deniedFor {
 			return true
 		}
 	}
