@@ -34,6 +34,10 @@ func TestCheck(t *testing.T) {
 		args   []string
 		passed bool            // the exit status
 		checks map[string]want // checks that must be there, with outcome
+		// within bounds the whole run (0: no bound): a broken operator's
+		// report comes early.
+		within float64
+		error  string // in the report's error: the run ended early
 	}{
 		{name: "shell", args: []string{"shell"}, passed: true},
 		{name: "clientgo", args: []string{"clientgo"}, passed: true},
@@ -69,6 +73,22 @@ func TestCheck(t *testing.T) {
 				check.Deployment: {pass: true},
 				check.Privilege:  {reason: "denied: list pods"},
 			}},
+		{name: "crash loop: in-cluster config", within: 60,
+			args: []string{"echo 'error: unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined' >&2; exit 1"},
+			checks: map[string]want{
+				check.Deployment: {reason: `: load $KUBECONFIG, which rlab sets`},
+				check.Status:     {reason: "not checked: see deployment"},
+				check.Owner:      {reason: "not checked: see deployment"},
+				check.Restart:    {reason: "not checked: see deployment"},
+			}},
+		{name: "lists across all namespaces", within: 60, args: []string{"kubectl get echoes --all-namespaces --watch"},
+			checks: map[string]want{
+				check.Deployment: {reason: `it was denied list echoes (all namespaces)`},
+				check.Scale:      {reason: "not checked: see deployment"},
+				check.Privilege:  {reason: "list echoes (all namespaces)"},
+			}},
+		{name: "sandbox that cannot start", args: []string{"--backend", "kubeconfig", "--kubeconfig", "/nonexistent/kubeconfig", "shell"},
+			error: "/nonexistent/kubeconfig"},
 		{name: "two writers", args: []string{"--replicas", "2", "--only", "status,scale,drift-scaled,leader", "{two-writers}"},
 			checks: map[string]want{
 				check.Scale:  {pass: true},
@@ -100,6 +120,12 @@ func TestCheck(t *testing.T) {
 				lines = append(lines, fmt.Sprintf("%s pass=%v %.1fs: %s", c.ID, c.Pass, c.Seconds, c.Reason))
 			}
 			t.Logf("checks:\n%s", strings.Join(lines, "\n"))
+			if tt.within > 0 && rep.Seconds > tt.within {
+				t.Errorf("the report came after %.1fs, want at most %.0fs: the checks waited for an operator that cannot act", rep.Seconds, tt.within)
+			}
+			if (rep.Error == "") != (tt.error == "") || !strings.Contains(rep.Error, tt.error) {
+				t.Errorf("report error %q, want %q", rep.Error, tt.error)
+			}
 			if rep.Passed != tt.passed || (err == nil) != tt.passed {
 				t.Fatalf("passed %v, exit %v; want passed %v (exit status 1 on a failure)\nstderr:\n%s", rep.Passed, err, tt.passed, r.stderr)
 			}
