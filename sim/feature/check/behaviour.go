@@ -282,6 +282,15 @@ func (r *run) failover(ctx context.Context) (bool, string, error) {
 		return false, "no replica wrote anything: no leader to kill", nil
 	}
 	leader := ws[len(ws)-1].Replica
+	// A standby that crash-loops cannot take over, however well the leader
+	// does after its own restart. (Once may be a Lease lost under load.)
+	exits := r.exits()
+	for _, rep := range r.replicas {
+		if n := exits[rep]; n >= crashLoop && rep != leader {
+			r.lost = true
+			return false, fmt.Sprintf("%s exited %d time%s: it is no standby for %s", r.st.Source(rep), n, plural(int32(n)), r.st.Source(leader)), nil
+		}
+	}
 	t0 := time.Now()
 	if err := r.kill(leader); err != nil {
 		return false, "", err
