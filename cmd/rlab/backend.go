@@ -24,9 +24,11 @@ type clusterFlags struct {
 	// kindImageFlag is --kind-image as given on the command line (the
 	// environment's default is not a mistake on envtest, the flag is).
 	kindImageFlag *pflag.Flag
+	fs            *pflag.FlagSet // where they were registered: validate tells a flag given as "" from one left out
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.Backend, "backend", os.Getenv("RLAB_BACKEND"),
 		"cluster to run on: "+backend.Usage()+" (default "+backend.Default.Name+", or $RLAB_BACKEND)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "",

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,11 +61,8 @@ and --echoes Echoes per style applied at once until converged.`,
 }
 
 func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if f.Output != "text" && f.Output != "json" {
-		return fmt.Errorf("--output %q: want text or json", f.Output)
-	}
-	if f.Rounds < 1 || f.Reps < 1 {
-		return errors.New("--rounds and --reps must be at least 1")
+	if err := f.validate(); err != nil {
+		return err
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -127,16 +126,8 @@ func shellJoin(args []string) string {
 }
 
 func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if f.Output != "text" && f.Output != "json" {
-		return fmt.Errorf("--output %q: want text or json", f.Output)
-	}
-	for _, id := range f.Only {
-		if !slices.Contains(checkIDs(), id) {
-			return fmt.Errorf("--only %s: no such check; the checks are %s", id, strings.Join(checkIDs(), ", "))
-		}
-	}
-	if f.Replicas < 1 || f.Replicas > sandbox.MaxReplicas {
-		return fmt.Errorf("--replicas %d: want 1 to %d", f.Replicas, sandbox.MaxReplicas)
+	if err := f.validate(args); err != nil {
+		return err
 	}
 	began := time.Now()
 	opts := launch.Options{Options: sandbox.Options{ShellInterval: f.ShellInterval, Sample: true}, NoWait: true, Report: launch.Print(stderr)}

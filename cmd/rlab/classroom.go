@@ -57,6 +57,9 @@ status lists every student's Echoes and Lease holders; teardown removes it all.`
 		Short: "Install the Echo CRD and make each student's namespaces, identities and kubeconfig",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkPrepare(students, dir, ttl, server); err != nil {
+				return err
+			}
 			cfg, err := kf.config()
 			if err != nil {
 				return err

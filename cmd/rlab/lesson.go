@@ -53,6 +53,9 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
   rlab lesson starter 12 --step 3 | diff my-operator.sh -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkStarterStep(step); err != nil {
+				return err
+			}
 			_, chosen, err := chooseLessons(args, false)
 			if err != nil {
 				return err
@@ -196,6 +199,9 @@ needs an act must not pass, then run the command it shows through bash
 (KUBECONFIG as rlab env says, rlab's kubectl and rlab first on PATH), or
 press the key it names, and wait for its check, measured from the act.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
 			_, chosen, err := chooseLessons(args, f.All)
 			if err != nil {
 				return err
@@ -205,7 +211,7 @@ press the key it names, and wait for its check, measured from the act.`,
 	}
 	cmd.Flags().BoolVar(&f.All, "all", false, "verify every lesson")
 	cmd.Flags().BoolVar(&f.ByHand, "by-hand", false, "follow each step as a student does: read it (--read), then run its command through bash with rlab env's KUBECONFIG; a step that needs an act must not pass before it")
-	cmd.Flags().DurationVar(&f.Read, "read", 10*time.Second, "with --by-hand, how long the student reads a step before acting")
+	cmd.Flags().DurationVar(&f.Read, "read", 10*time.Second, "with --by-hand, how long the student reads a step before acting (0: act at once)")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	f.clusterFlags.register(cmd.Flags())
 	return cmd
@@ -380,6 +386,9 @@ A lesson about your own operator (12) runs the one you name with
 --operator NAME=COMMAND (see rlab lesson starter), or else its starter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := firstErr(f.validate(), up.operatorFlags.validate()); err != nil {
+				return err
+			}
 			all, chosen, err := chooseLessons(args, false)
 			if err != nil {
 				return err

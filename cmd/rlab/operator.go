@@ -31,11 +31,8 @@ func newOperatorCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{style.ClientGo.String(), style.Runtime.String()},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Namespace == "" {
-				return fmt.Errorf("--namespace is required")
-			}
-			if o.Image == "" {
-				return fmt.Errorf("--image must name an image")
+			if err := checkOperatorFlags(o); err != nil {
+				return err
 			}
 			if o.Warmup && style.Style(args[0]) != style.Runtime {
 				return fmt.Errorf("--warmup is controller-runtime's EnableWarmup: client-go has no such option, and the %s operator starts its informers once it leads", args[0])

@@ -28,6 +28,9 @@ Keys: space play/pause, < and > slower/faster, ← and → seek 10 s, 0 from the
 start; the screen's own keys (tab, f, t, T, p, ↑/↓, ?) work as usual; q quits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSpeed(f.Speed); err != nil {
+				return err
+			}
 			fh, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)

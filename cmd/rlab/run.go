@@ -48,8 +48,8 @@ events on stdout, until --for has passed or Ctrl-C.`,
 // run starts the sandbox and prints its timeline until --for has passed or
 // a signal comes, then stops it.
 func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if f.Output != "text" && f.Output != "json" {
-		return fmt.Errorf("--output %q: want text or json", f.Output)
+	if err := f.validate(); err != nil {
+		return err
 	}
 	styles, err := parseStyles(f.Operators)
 	if err != nil {

@@ -59,6 +59,9 @@ running.`,
 // run starts the sandbox behind the screen, which shows the start-up, and
 // stops it however the screen ends.
 func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
 	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), Sample: true}, Screen: true, Follow: f.Follow}
 	if err := f.apply(&opts); err != nil {
 		return err

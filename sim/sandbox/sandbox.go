@@ -52,7 +52,8 @@ type Options struct {
 	Replicas map[style.Style]int
 	// Unwatched styles run with --watch-owned=false (the never-repaired bug).
 	Unwatched []style.Style
-	// ShellInterval is the shell loop's poll interval (default 5 s).
+	// ShellInterval is the shell loop's poll interval: whole seconds, at
+	// least 1 s (default 5 s).
 	ShellInterval time.Duration
 	// Image is what Echo pods run, given to every replica (--image) and to
 	// the world, which judges drift by it; the backend's default if empty.
@@ -132,16 +133,17 @@ type Sandbox struct {
 	tmp string
 }
 
-// Start takes the state dir (or fails with *state.BusyError), reaps whatever a
-// killed previous run left, and starts the cluster. On error nothing is left
-// running.
+// Start checks opts as Validate does, takes the state dir (or fails with
+// *state.BusyError), reaps whatever a killed previous run left, and starts
+// the cluster. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	began := time.Now()
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if opts.ShellInterval == 0 {
-		opts.ShellInterval = 5 * time.Second
+	styles, err := opts.check()
+	if err != nil {
+		return nil, err
 	}
 	if opts.Bus == nil {
 		opts.Bus = bus.New()
@@ -152,10 +154,6 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			return nil, fmt.Errorf("locate rlab binary: %w", err)
 		}
 		opts.Self = self
-	}
-	styles, err := checkStyles(&opts)
-	if err != nil {
-		return nil, err
 	}
 	lock, err := opts.State.Acquire()
 	if err != nil {
@@ -215,6 +213,54 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	s.ClusterReady = time.Since(began)
 	s.Ready = s.ClusterReady
 	return s, nil
+}
+
+// OptionError is an Options field that cannot work, said before anything
+// starts: rlab's commands name the flag that set it.
+type OptionError struct {
+	Option string // the field, e.g. "ShellInterval"
+	Value  string // as given
+	Want   string // what would work, e.g. "want a positive duration, e.g. 5s"
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s %s: %s", e.Option, e.Value, e.Want) }
+
+// Validate says what in o cannot work, before anything starts: an
+// *OptionError for a bad value of one option, or an error naming the
+// operator whose replicas, name, command or role is wrong. Start checks
+// the same.
+func (o Options) Validate() error {
+	o.Custom = slices.Clone(o.Custom) // check fills in their defaults
+	_, err := o.check()
+	return err
+}
+
+// check validates o and fills in its defaults (ShellInterval, the custom
+// operators' replicas and roles), and returns every style's name in screen
+// order.
+func (o *Options) check() ([]style.Style, error) {
+	// The shell loop is given whole seconds (--interval N); a smaller or
+	// fractional interval would be cut to what it does not say.
+	switch d := o.ShellInterval; {
+	case d == 0:
+		o.ShellInterval = 5 * time.Second
+	case d < 0:
+		return nil, &OptionError{"ShellInterval", d.String(), "want a positive duration, e.g. 5s"}
+	case d < time.Second || d%time.Second != 0:
+		return nil, &OptionError{"ShellInterval", d.String(), "want whole seconds, at least 1s (rlab gives the shell loop whole seconds), e.g. 5s"}
+	}
+	for _, img := range []struct{ field, v, eg string }{{"Image", o.Image, echo.DefaultImage}, {"KindImage", o.KindImage, cluster.OfflineNodeImage}} {
+		if img.v == "" {
+			continue // the backend's default
+		}
+		if err := echo.CheckImage(img.v, img.eg); err != nil {
+			return nil, &OptionError{img.field, fmt.Sprintf("%q", img.v), err.Error()}
+		}
+	}
+	if _, err := style.ParsePrefix(o.NamespacePrefix); err != nil {
+		return nil, err
+	}
+	return checkStyles(o)
 }
 
 // checkStyles checks the built-in styles and the custom operators (and

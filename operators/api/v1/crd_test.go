@@ -99,7 +99,7 @@ func TestCRDMatchesTypes(t *testing.T) {
 	}
 
 	r := root["spec"].Properties["replicas"]
-	if r.Minimum == nil || *r.Minimum != 1 || r.Maximum == nil || *r.Maximum != 5 || r.Default == nil || string(r.Default.Raw) != "1" {
+	if r.Minimum == nil || *r.Minimum != MinReplicas || r.Maximum == nil || *r.Maximum != MaxReplicas || r.Default == nil || string(r.Default.Raw) != "1" {
 		t.Fatalf("replicas bounds/default wrong: %+v", r)
 	}
 }

@@ -25,6 +25,12 @@ var (
 	GroupVersionKind = GroupVersion.WithKind(Kind)
 )
 
+// MinReplicas and MaxReplicas bound spec.replicas, as the CRD's schema does.
+const (
+	MinReplicas = 1
+	MaxReplicas = 5
+)
+
 // EchoSpec is what the student asks for.
 type EchoSpec struct {
 	// Message is what every pod answers (http-echo -text=<message>). Required.
