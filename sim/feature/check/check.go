@@ -25,6 +25,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
@@ -107,6 +108,10 @@ type Options struct {
 	Only []string
 	// Progress is told each result as it comes.
 	Progress func(Result)
+	// RBAC is what the operator was granted instead of the course's Role
+	// (sandbox.Custom.RBAC), if it was: privilege then compares what it
+	// declared, what it used and what the course needs.
+	RBAC *rbac.Grant
 }
 
 // Target is what the checks drive: a sandbox running the operator under
@@ -204,6 +209,7 @@ type run struct {
 	echoes   dynamic.ResourceInterface
 	replicas []string
 	restarts map[string]int // per replica at the start
+	scopes   *scopes        // which resources are namespaced (scope())
 }
 
 // The Echoes the checks use besides the sample.
@@ -380,7 +386,7 @@ func (r *run) hint(since time.Time) string {
 	if len(qs) == 0 {
 		return "it made no request since (its log: " + r.sb.LogFile(r.st, r.replicas[0]) + ")"
 	}
-	if d := denied(qs); len(d) > 0 {
+	if d := r.denied(qs); len(d) > 0 {
 		return "it was denied " + strings.Join(d, ", ")
 	}
 	return ""
@@ -400,12 +406,13 @@ func (r *run) requests(since time.Time) (qs []Request, probes int) {
 	return qs, probes
 }
 
-// denied lists the distinct requests answered 403, with counts.
-func denied(qs []Request) []string {
+// denied lists the distinct requests answered 403, with counts, each
+// saying if it was across all namespaces.
+func (r *run) denied(qs []Request) []string {
 	n := map[string]int{}
 	for _, q := range qs {
 		if q.Code == 403 {
-			n[q.Key()]++
+			n[r.scopedKey(q)]++
 		}
 	}
 	return counted(n)
