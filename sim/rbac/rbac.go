@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -339,4 +340,59 @@ func readBinding(doc []byte, kind, source string) (*binding, error) {
 	}
 	toSA := slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return s.Kind == rbacv1.ServiceAccountKind })
 	return &binding{kind: kind, source: source, ref: ref, toServiceAccount: toSA}, nil
+}
+
+// ClusterRoleName is the ClusterRole (and ClusterRoleBinding) that grants
+// ClusterRole role cluster-wide to the operator in namespace ns, named
+// after the namespace so that two operators, or two sandboxes on one
+// cluster, cannot clash: "echo-mine:manager-role".
+func ClusterRoleName(ns, role string) string { return ns + ":" + role }
+
+// Objects are the RBAC objects that grant a Grant to one identity.
+type Objects struct {
+	ClusterRoles        []rbacv1.ClusterRole
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+	Roles               []rbacv1.Role // in the identity's namespace
+	RoleBindings        []rbacv1.RoleBinding
+}
+
+// Objects are what grant g to subject, the identity of an operator in
+// namespace ns, each object labelled labels. With clusterWide, each of
+// g.Cluster becomes ClusterRole ClusterRoleName(ns, name) bound to subject
+// by a ClusterRoleBinding of the same name; without, it holds in ns only,
+// like every role of g.Namespaced: a Role there of its own name (roles of
+// one name merged) with a RoleBinding of the same name. A Role cannot grant
+// non-resource URLs (/metrics): those rules are left out of it.
+func (g *Grant) Objects(ns string, subject rbacv1.Subject, clusterWide bool, labels map[string]string) Objects {
+	var o Objects
+	namespaced := g.Namespaced
+	if clusterWide {
+		for _, r := range g.Cluster {
+			name := ClusterRoleName(ns, r.Name)
+			meta := metav1.ObjectMeta{Name: name, Labels: labels}
+			o.ClusterRoles = append(o.ClusterRoles, rbacv1.ClusterRole{ObjectMeta: meta, Rules: r.Rules})
+			o.ClusterRoleBindings = append(o.ClusterRoleBindings, rbacv1.ClusterRoleBinding{ObjectMeta: meta,
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindClusterRole, Name: name},
+				Subjects: []rbacv1.Subject{subject}})
+		}
+	} else {
+		namespaced = slices.Concat(g.Cluster, g.Namespaced)
+	}
+	for _, r := range namespaced {
+		i := slices.IndexFunc(o.Roles, func(have rbacv1.Role) bool { return have.Name == r.Name })
+		if i < 0 {
+			meta := metav1.ObjectMeta{Name: r.Name, Namespace: ns, Labels: labels}
+			o.Roles = append(o.Roles, rbacv1.Role{ObjectMeta: meta})
+			o.RoleBindings = append(o.RoleBindings, rbacv1.RoleBinding{ObjectMeta: meta,
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole, Name: r.Name},
+				Subjects: []rbacv1.Subject{subject}})
+			i = len(o.Roles) - 1
+		}
+		for _, rule := range r.Rules {
+			if len(rule.NonResourceURLs) == 0 {
+				o.Roles[i].Rules = append(o.Roles[i].Rules, rule)
+			}
+		}
+	}
+	return o
 }

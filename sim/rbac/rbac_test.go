@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // names lists roles as "Kind/name".
@@ -121,6 +123,80 @@ func TestLoadErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q, want it to say %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestObjects: where ClusterRoles may hold cluster-wide, each becomes a
+// ClusterRole named after the operator's namespace with a binding of the
+// same name; on a shared cluster every role becomes a Role in the
+// namespace. Every binding binds the operator's identity, and no Role
+// carries a non-resource URL.
+func TestObjects(t *testing.T) {
+	g := &Grant{
+		Cluster: []Role{
+			{Kind: KindClusterRole, Name: "manager-role", Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"kkloud.io"}, Resources: []string{"echoes"}, Verbs: []string{"list", "watch"}},
+				{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+			}},
+		},
+		Namespaced: []Role{
+			{Kind: KindRole, Name: "leader-election-role", Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}}}},
+			{Kind: KindClusterRole, Name: "manager-role", Rules: []rbacv1.PolicyRule{ // bound by a RoleBinding too
+				{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}}},
+		},
+	}
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "echo-mine-operator", Namespace: "echo-mine"}
+	labels := map[string]string{"app.kubernetes.io/managed-by": "rlab"}
+	type role struct {
+		name  string
+		rules int
+	}
+	tests := []struct {
+		name        string
+		clusterWide bool
+		cluster     []role // ClusterRoles, each bound by a ClusterRoleBinding of its name
+		roles       []role // Roles in echo-mine, each bound by a RoleBinding of its name
+	}{
+		{"own cluster", true, []role{{"echo-mine:manager-role", 2}}, []role{{"leader-election-role", 1}, {"manager-role", 1}}},
+		{"shared cluster", false, nil, []role{{"manager-role", 2}, {"leader-election-role", 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := g.Objects("echo-mine", sa, tt.clusterWide, labels)
+			var cluster, roles []role
+			for i, cr := range o.ClusterRoles {
+				cluster = append(cluster, role{cr.Name, len(cr.Rules)})
+				b := o.ClusterRoleBindings[i]
+				if b.Name != cr.Name || b.RoleRef.Kind != KindClusterRole || b.RoleRef.Name != cr.Name || !slices.Equal(b.Subjects, []rbacv1.Subject{sa}) {
+					t.Errorf("ClusterRoleBinding %+v does not bind %s to %v", b, cr.Name, sa)
+				}
+				if cr.Labels["app.kubernetes.io/managed-by"] != "rlab" {
+					t.Errorf("ClusterRole %s labels %v", cr.Name, cr.Labels)
+				}
+			}
+			if len(o.ClusterRoleBindings) != len(o.ClusterRoles) || len(o.RoleBindings) != len(o.Roles) {
+				t.Fatalf("%d ClusterRoles, %d bindings; %d Roles, %d bindings", len(o.ClusterRoles), len(o.ClusterRoleBindings), len(o.Roles), len(o.RoleBindings))
+			}
+			for i, r := range o.Roles {
+				roles = append(roles, role{r.Name, len(r.Rules)})
+				if r.Namespace != "echo-mine" {
+					t.Errorf("Role %s in %q, want echo-mine", r.Name, r.Namespace)
+				}
+				for _, rule := range r.Rules {
+					if len(rule.NonResourceURLs) > 0 {
+						t.Errorf("Role %s grants %v: a Role cannot", r.Name, rule.NonResourceURLs)
+					}
+				}
+				b := o.RoleBindings[i]
+				if b.Name != r.Name || b.Namespace != "echo-mine" || b.RoleRef.Kind != KindRole || b.RoleRef.Name != r.Name || !slices.Equal(b.Subjects, []rbacv1.Subject{sa}) {
+					t.Errorf("RoleBinding %+v does not bind %s to %v", b, r.Name, sa)
+				}
+			}
+			if !slices.Equal(cluster, tt.cluster) || !slices.Equal(roles, tt.roles) {
+				t.Errorf("ClusterRoles %v, Roles %v; want %v, %v", cluster, roles, tt.cluster, tt.roles)
 			}
 		})
 	}

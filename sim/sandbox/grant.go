@@ -19,8 +19,8 @@ import (
 // its project declares instead of the course's Role. Where the cluster is
 // this sandbox's alone (envtest, kind), a ClusterRole holds cluster-wide as
 // it would in a real deployment: rlab makes it a ClusterRole named after the
-// operator's namespace (two sandboxes on one cluster cannot clash), binds it
-// with a ClusterRoleBinding of the same name, and deletes both at Stop. On a
+// operator's namespace (rbac.ClusterRoleName), binds it with a
+// ClusterRoleBinding of the same name, and deletes both at Stop. On a
 // shared cluster every role holds in the operator's namespace only: its
 // rules become a Role there, so that no student's operator reads another's
 // Echoes, and rlab makes nothing outside its namespaces.
@@ -31,73 +31,40 @@ type grantedObject struct {
 	kind, namespace, name string
 }
 
-// ClusterRoleName is the ClusterRole (and ClusterRoleBinding) that grants
-// ClusterRole role of the operator in namespace ns cluster-wide:
-// "echo-mine:manager-role".
-func ClusterRoleName(ns, role string) string { return ns + ":" + role }
-
 // grantRBAC binds to subject, the identity of the operator in namespace
-// ns, what g grants. owned says the sandbox created ns (and deletes it
-// whole at Stop on a shared cluster).
+// ns, what g grants (rbac.Grant.Objects). owned says the sandbox created ns
+// (and deletes it whole at Stop on a shared cluster).
 func (s *Sandbox) grantRBAC(ctx context.Context, ns string, subject rbacv1.Subject, g *rbac.Grant, owned bool) error {
-	labels := map[string]string{tenancy.LabelManagedBy: tenancy.ManagedByRlab}
-	namespaced := g.Namespaced
-	if s.shared {
-		namespaced = slices.Concat(g.Cluster, g.Namespaced)
-	} else {
-		for _, r := range g.Cluster {
-			name := ClusterRoleName(ns, r.Name)
-			if err := s.applyClusterRole(ctx, name, labels, r.Rules); err != nil {
-				return fmt.Errorf("grant %s (%s) to %s: %w", r.Name, r.Source, subject.Name, err)
-			}
-			if err := s.applyClusterRoleBinding(ctx, name, labels, subject); err != nil {
-				return fmt.Errorf("bind %s (%s) to %s: %w", r.Name, r.Source, subject.Name, err)
-			}
+	o := g.Objects(ns, subject, !s.shared, map[string]string{tenancy.LabelManagedBy: tenancy.ManagedByRlab})
+	for i, cr := range o.ClusterRoles {
+		if err := s.applyClusterRole(ctx, &cr); err != nil {
+			return fmt.Errorf("grant %s to %s: %w", g.Cluster[i].Source, subject.Name, err)
+		}
+		if err := s.applyClusterRoleBinding(ctx, &o.ClusterRoleBindings[i]); err != nil {
+			return fmt.Errorf("bind %s to %s: %w", g.Cluster[i].Source, subject.Name, err)
 		}
 	}
-	// Roles of the same name (a Role and a ClusterRole, on a shared
-	// cluster) become one Role.
-	var names []string
-	rules := map[string][]rbacv1.PolicyRule{}
-	for _, r := range namespaced {
-		if !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
+	for i, r := range o.Roles {
+		if err := s.applyRole(ctx, &r, !owned); err != nil {
+			return fmt.Errorf("grant %s to %s in %s: %w", r.Name, subject.Name, ns, err)
 		}
-		rules[r.Name] = append(rules[r.Name], inNamespace(r.Rules)...)
-	}
-	for _, name := range names {
-		if err := s.applyRole(ctx, ns, name, labels, rules[name], !owned); err != nil {
-			return fmt.Errorf("grant %s to %s in %s: %w", name, subject.Name, ns, err)
-		}
-		if err := s.applyRoleBinding(ctx, ns, name, labels, subject, !owned); err != nil {
-			return fmt.Errorf("bind %s to %s in %s: %w", name, subject.Name, ns, err)
+		if err := s.applyRoleBinding(ctx, &o.RoleBindings[i], !owned); err != nil {
+			return fmt.Errorf("bind %s to %s in %s: %w", r.Name, subject.Name, ns, err)
 		}
 	}
 	return nil
 }
 
-// inNamespace are the rules of rs that a Role may hold: a Role cannot
-// grant non-resource URLs (/metrics), which are cluster-wide by nature.
-func inNamespace(rs []rbacv1.PolicyRule) []rbacv1.PolicyRule {
-	var out []rbacv1.PolicyRule
-	for _, r := range rs {
-		if len(r.NonResourceURLs) == 0 {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// applyClusterRole creates ClusterRole name with rules, or resets the rules
-// of one a killed run left; Stop deletes it.
-func (s *Sandbox) applyClusterRole(ctx context.Context, name string, labels map[string]string, rules []rbacv1.PolicyRule) error {
+// applyClusterRole creates cr, or resets the rules of one a killed run
+// left; Stop deletes it.
+func (s *Sandbox) applyClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) error {
 	crs := s.admin.kube.RbacV1().ClusterRoles()
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: rules}
+	name := cr.Name
 	_, err := crs.Create(ctx, cr, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		var got *rbacv1.ClusterRole
 		if got, err = crs.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			got.Rules = rules
+			got.Rules = cr.Rules
 			_, err = crs.Update(ctx, got, metav1.UpdateOptions{})
 		}
 	}
@@ -108,15 +75,11 @@ func (s *Sandbox) applyClusterRole(ctx context.Context, name string, labels map[
 	return nil
 }
 
-// applyClusterRoleBinding binds ClusterRole name to subject cluster-wide,
-// with a ClusterRoleBinding of the same name; Stop deletes it.
-func (s *Sandbox) applyClusterRoleBinding(ctx context.Context, name string, labels map[string]string, subject rbacv1.Subject) error {
+// applyClusterRoleBinding creates crb, or makes it anew in place of one a
+// killed run left; Stop deletes it.
+func (s *Sandbox) applyClusterRoleBinding(ctx context.Context, crb *rbacv1.ClusterRoleBinding) error {
 	crbs := s.admin.kube.RbacV1().ClusterRoleBindings()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{subject},
-	}
+	name := crb.Name
 	_, err := crbs.Create(ctx, crb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// A killed run's: its roleRef cannot change, so make it anew.
@@ -131,16 +94,16 @@ func (s *Sandbox) applyClusterRoleBinding(ctx context.Context, name string, labe
 	return nil
 }
 
-// applyRole creates Role name in ns with rules, or resets the rules of one
-// there; outlives says ns outlives the sandbox, so Stop deletes the Role.
-func (s *Sandbox) applyRole(ctx context.Context, ns, name string, labels map[string]string, rules []rbacv1.PolicyRule, outlives bool) error {
+// applyRole creates role, or resets the rules of one there; outlives says
+// its namespace outlives the sandbox, so Stop deletes the Role.
+func (s *Sandbox) applyRole(ctx context.Context, role *rbacv1.Role, outlives bool) error {
+	ns, name := role.Namespace, role.Name
 	roles := s.admin.kube.RbacV1().Roles(ns)
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Rules: rules}
 	_, err := roles.Create(ctx, role, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		var got *rbacv1.Role
 		if got, err = roles.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			got.Rules = rules
+			got.Rules = role.Rules
 			_, err = roles.Update(ctx, got, metav1.UpdateOptions{})
 		}
 	}
@@ -153,15 +116,11 @@ func (s *Sandbox) applyRole(ctx context.Context, ns, name string, labels map[str
 	return nil
 }
 
-// applyRoleBinding binds Role name in ns to subject with a RoleBinding of
-// the same name; outlives as for applyRole.
-func (s *Sandbox) applyRoleBinding(ctx context.Context, ns, name string, labels map[string]string, subject rbacv1.Subject, outlives bool) error {
+// applyRoleBinding creates rb, or makes it anew in place of one there;
+// outlives as for applyRole.
+func (s *Sandbox) applyRoleBinding(ctx context.Context, rb *rbacv1.RoleBinding, outlives bool) error {
+	ns, name := rb.Namespace, rb.Name
 	rbs := s.admin.kube.RbacV1().RoleBindings(ns)
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{subject},
-	}
 	_, err := rbs.Create(ctx, rb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		if err = rbs.Delete(ctx, name, metav1.DeleteOptions{}); err == nil || apierrors.IsNotFound(err) {
