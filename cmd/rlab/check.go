@@ -38,8 +38,9 @@ func newCheckCmd() *cobra.Command {
 		Short: "Grade an Echo operator against a fresh sandbox: each check passes or fails with a reason",
 		Long: `Start a fresh sandbox, run COMMAND as an Echo operator in it (as
 rlab up --operator does: namespace echo-NAME, the course's least-privilege Role
-or with --rbac the RBAC its project declares, KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's
-kubectl on PATH), create Echo "hello", and check from outside what it does:
+or with --rbac the RBAC its project declares, KUBECONFIG, WATCH_NAMESPACE,
+POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's kubectl on PATH), create
+Echo "hello", and check from outside what it does:
 the Deployment and its ownerReference, replicas, message, status, scaling, drift
 repair, garbage collection, an invalid spec, a restart, the API cost at rest and
 least privilege; with --replicas 2 also leader election and failover.
