@@ -198,3 +198,35 @@ func watchDeleted(t *testing.T, kube kubernetes.Interface) func() []string {
 		return slices.Clone(got)
 	}
 }
+
+// TestOwnRBACRefused: a grant the sandbox cannot honour is refused before
+// anything starts (no cluster: the state dir is not even taken).
+func TestOwnRBACRefused(t *testing.T) {
+	g := &rbac.Grant{Path: "role.yaml", Cluster: []rbac.Role{{Kind: rbac.KindClusterRole, Name: "manager-role"}}}
+	tests := []struct {
+		name string
+		c    sandbox.Custom
+		want string
+	}{
+		{"with namespace-admin", sandbox.Custom{Name: "mine", Command: "true", RBAC: g, Role: sandbox.RoleNamespaceAdmin},
+			"operator mine: its own RBAC and role namespace-admin exclude each other"},
+		{"granting nothing", sandbox.Custom{Name: "mine", Command: "true", RBAC: &rbac.Grant{Path: "empty.yaml"}},
+			"operator mine: its RBAC (empty.yaml) grants no role"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			sb, err := sandbox.Start(t.Context(), sandbox.Options{State: state.Dir{Root: root}, Custom: []sandbox.Custom{tt.c}})
+			if err == nil {
+				_ = sb.Stop()
+				t.Fatalf("Start succeeded, want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Start: %v, want it to say %q", err, tt.want)
+			}
+			if entries, _ := os.ReadDir(root); len(entries) > 0 {
+				t.Errorf("the state dir holds %d entries: something started", len(entries))
+			}
+		})
+	}
+}
