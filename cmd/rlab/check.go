@@ -14,6 +14,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -22,6 +23,7 @@ type checkFlags struct {
 	Replicas      int
 	Output        string
 	Role          string
+	RBAC          string
 	Within        time.Duration
 	Settle, Rest  time.Duration
 	ShellInterval time.Duration
@@ -35,9 +37,10 @@ func newCheckCmd() *cobra.Command {
 		Use:   "check COMMAND [ARG...]",
 		Short: "Grade an Echo operator against a fresh sandbox: each check passes or fails with a reason",
 		Long: `Start a fresh sandbox, run COMMAND as an Echo operator in it (as
-rlab up --operator does: namespace echo-NAME, the course's least-privilege Role,
-KUBECONFIG, WATCH_NAMESPACE, POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's
-kubectl on PATH), create Echo "hello", and check from outside what it does:
+rlab up --operator does: namespace echo-NAME, the course's least-privilege Role
+or with --rbac the RBAC its project declares, KUBECONFIG, WATCH_NAMESPACE,
+POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's kubectl on PATH), create
+Echo "hello", and check from outside what it does:
 the Deployment and its ownerReference, replicas, message, status, scaling, drift
 repair, garbage collection, an invalid spec, a restart, the API cost at rest and
 least privilege; with --replicas 2 also leader election and failover.
@@ -60,6 +63,8 @@ required check fails.`,
 	fs.StringVar(&f.Output, "output", "text", "text, or json for course graders")
 	fs.StringVar(&f.Role, "operator-role", sandbox.RoleLeast, "what the operator may do: "+sandbox.RoleLeast+" or "+sandbox.RoleNamespaceAdmin+
 		" (the least privilege check still lists what the course's Role would deny)")
+	fs.StringVar(&f.RBAC, "rbac", "", rbacUsage("the operator")+
+		"; the least privilege check then lists what it declared and never used, and what it used across all namespaces")
 	fs.DurationVar(&f.Within, "within", 30*time.Second, "how long the operator has to act on each change")
 	fs.DurationVar(&f.Settle, "settle", 10*time.Second, "how long a restarted operator is watched for writes")
 	fs.DurationVar(&f.Rest, "rest", 30*time.Second, "how long the API cost at rest is counted")
@@ -88,6 +93,9 @@ type checkReport struct {
 func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, string, error) {
 	if len(args) == 1 {
 		if st, err := style.Parse(args[0]); err == nil {
+			if f.RBAC != "" {
+				return "", "", fmt.Errorf("--rbac grades your own operator: the built-in %s runs with its own Role", st)
+			}
 			o.Styles = []style.Style{st}
 			o.Replicas = map[style.Style]int{st: f.Replicas}
 			return st, "built-in " + st.Traits().Title, nil
@@ -101,11 +109,15 @@ func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, str
 	if err != nil {
 		return "", "", fmt.Errorf("--operator-role: %w", err)
 	}
+	g, err := ownRBAC(f.RBAC, role)
+	if err != nil {
+		return "", "", err
+	}
 	command := args[0]
 	if len(args) > 1 {
 		command = shellJoin(args)
 	}
-	o.Custom = []sandbox.Custom{{Name: st, Command: command, Replicas: f.Replicas, Role: role}}
+	o.Custom = []sandbox.Custom{{Name: st, Command: command, Replicas: f.Replicas, Role: role, RBAC: g}}
 	return st, command, nil
 }
 
@@ -180,8 +192,12 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if text {
 		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, rep.Backend)
 	}
+	var granted *rbac.Grant
+	if c, ok := sb.Custom(st); ok {
+		granted = c.RBAC
+	}
 	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{
-		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only,
+		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only, RBAC: granted,
 		Progress: func(r check.Result) {
 			if text {
 				printResult(stdout, r)

@@ -24,6 +24,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
@@ -78,6 +79,12 @@ type Custom struct {
 	Replicas int
 	// Role is RoleLeast (the default) or RoleNamespaceAdmin.
 	Role string
+	// RBAC, if set, is granted instead of the course's Role: what the
+	// operator's own project declares (rbac.Load). Its ClusterRoles hold
+	// cluster-wide where the cluster is this sandbox's alone, in the
+	// operator's namespace only on a shared one. It excludes
+	// RoleNamespaceAdmin.
+	RBAC *rbac.Grant
 }
 
 // Roles of a custom operator.
@@ -89,6 +96,10 @@ const (
 	// what (rlab check still lists what least privilege would deny).
 	RoleNamespaceAdmin = "namespace-admin"
 )
+
+// roleOwn is setupStyle's word for an operator granted its own RBAC
+// (Custom.RBAC): no course Role is bound to it.
+const roleOwn = "own"
 
 // ParseRole checks a custom operator's role; "" is RoleLeast.
 func ParseRole(r string) (string, error) {
@@ -176,6 +187,8 @@ const RoleName = "echo-operator"
 // in a classroom the instructor made them and a student may only read and
 // update them. owned says whether the namespace was created here (labels
 // mark it); on a shared cluster only an owned namespace is deleted at exit.
+// With roleName roleOwn there is no course Role: the caller grants the
+// operator's own RBAC.
 func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface, ns string, labels map[string]string, st style.Style, roleName string) (id *cluster.Identity, owned bool, err error) {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 		metav1.CreateOptions{})
@@ -190,6 +203,9 @@ func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface
 	}
 	if id, err = cluster.ServiceAccount(ctx, admin, ns, st.Operator()); err != nil {
 		return nil, owned, err
+	}
+	if roleName == roleOwn {
+		return id, owned, noCourseBinding(ctx, cs, ns, owned)
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns}, Rules: rules(st)}
 	got, err := cs.RbacV1().Roles(ns).Get(ctx, RoleName, metav1.GetOptions{})
@@ -226,6 +242,23 @@ func setupStyle(ctx context.Context, admin *rest.Config, cs kubernetes.Interface
 		}
 	}
 	return id, owned, nil
+}
+
+// noCourseBinding fails if namespace ns, made by someone else, binds the
+// course's Role to its operator already: an operator granted its own RBAC
+// would hold both, and be graded on more than it declares.
+func noCourseBinding(ctx context.Context, cs kubernetes.Interface, ns string, owned bool) error {
+	if owned {
+		return nil
+	}
+	_, err := cs.RbacV1().RoleBindings(ns).Get(ctx, RoleName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return fmt.Errorf("namespace %s binds the course's Role to its operator already (RoleBinding %s), which its own RBAC would add to: delete the RoleBinding, or grade it with the course's Role", ns, RoleName)
+	case apierrors.IsNotFound(err):
+		return nil
+	}
+	return fmt.Errorf("rolebinding in %s: %w", ns, err)
 }
 
 // scriptCommand is the command line that runs the bash script at path.

@@ -112,7 +112,10 @@ type Sandbox struct {
 	prefix style.Prefix
 	shared bool
 	owned  []string
-	cancel context.CancelFunc // stops the world's informers
+	// granted are the RBAC objects made for operators' own RBAC
+	// (Custom.RBAC) that Stop deletes.
+	granted []grantedObject
+	cancel  context.CancelFunc // stops the world's informers
 
 	shellScript, shellKubectl string
 	// Reaped lists processes a previous, killed run had left behind.
@@ -298,6 +301,14 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 			return nil, fmt.Errorf("operator %s: %w", c.Name, err)
 		}
 		c.Role = role
+		if c.RBAC != nil {
+			if role == RoleNamespaceAdmin {
+				return nil, fmt.Errorf("operator %s: its own RBAC and role %s exclude each other: it is granted one or the other", c.Name, role)
+			}
+			if len(c.RBAC.Cluster)+len(c.RBAC.Namespaced) == 0 {
+				return nil, fmt.Errorf("operator %s: its RBAC (%s) grants no role", c.Name, c.RBAC.Path)
+			}
+		}
 		all = append(all, c.Name)
 	}
 	return all, nil
@@ -393,8 +404,12 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		ns := s.Namespace(st)
 		nss = append(nss, ns)
 		role := RoleLeast
-		if c := s.custom(st); c != nil {
+		c := s.custom(st)
+		if c != nil {
 			role = c.Role
+			if c.RBAC != nil {
+				role = roleOwn
+			}
 		}
 		id, owned, err := setupStyle(ctx, s.backend.Config(), admin.kube, ns, labels, st, role)
 		if owned {
@@ -402,6 +417,11 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if role == roleOwn {
+			if err := s.grantRBAC(ctx, ns, id.Subject, c.RBAC, owned); err != nil {
+				return fmt.Errorf("operator %s's own RBAC: %w", st, err)
+			}
 		}
 		s.identities[st] = id
 	}
@@ -593,6 +613,12 @@ func (s *Sandbox) Stop() error {
 	if s.cancel != nil {
 		s.cancel()
 		s.cancel = nil
+	}
+	if len(s.granted) > 0 && s.admin != nil {
+		// An operator's own RBAC that its namespace would not take with
+		// it (ClusterRoles, a prepared namespace's Roles) goes now, as
+		// its namespace does, whether the cluster stays or not.
+		errs = append(errs, s.revokeRBAC())
 	}
 	if s.shared && s.admin != nil {
 		// Only now: the operators are gone and cannot recreate anything.

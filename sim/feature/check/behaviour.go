@@ -201,29 +201,21 @@ func beyondCourse(q Request) bool {
 }
 
 // privilege: no request was denied, and none needed more than the course's
-// Role (which matters when the operator runs with a wider one).
+// Role (which matters when the operator runs with a wider one, or its own
+// RBAC: see judgePrivilege).
 func (r *run) privilege(ctx context.Context) (bool, string, error) {
 	if err := r.quiet(ctx); err != nil { // what it does about the last change counts too
 		return false, "", err
 	}
-	qs, probes := r.requests(time.Time{})
-	note := ""
-	if probes > 0 {
-		note = fmt.Sprintf(" (not counted: kubectl's lookup of namespace %s after a 404 ×%d)", r.ns, probes)
-	}
-	if d := r.denied(qs); len(d) > 0 {
-		return false, "denied: " + strings.Join(d, ", ") + note + ": the course's Role allows Echoes, their status, Deployments, Events and Leases in its namespace; get what you need from those (e.g. the Deployment's status, not its pods)", nil
-	}
-	n := map[string]int{}
-	for _, q := range qs {
-		if beyondCourse(q) {
-			n[q.Key()]++
+	if r.opts.RBAC != nil {
+		// Which requests were across all namespaces is half the verdict.
+		if _, err := r.scope().load(); err != nil {
+			return false, "", err
 		}
 	}
-	if b := counted(n); len(b) > 0 {
-		return false, "beyond the course's Role: " + strings.Join(b, ", ") + note, nil
-	}
-	return true, fmt.Sprintf("%d requests, none denied%s", len(qs), note), nil
+	qs, probes := r.requests(time.Time{})
+	pass, reason := r.judgePrivilege(qs, probes)
+	return pass, reason, nil
 }
 
 // writes are the requests that change Echoes or their children, oldest

@@ -27,6 +27,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/backend"
+	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
@@ -112,6 +113,10 @@ type Options struct {
 	// Waiting, if set, is told every WaitingEvery while a check waits for
 	// the operator: how long so far, and why not yet.
 	Waiting func(id string, waited time.Duration, why string)
+	// RBAC is what the operator was granted instead of the course's Role
+	// (sandbox.Custom.RBAC), if it was: privilege then compares what it
+	// declared, what it used and what the course needs.
+	RBAC *rbac.Grant
 }
 
 // WaitingEvery is how often Options.Waiting is told of a wait.
@@ -258,11 +263,11 @@ type run struct {
 	echoes   dynamic.ResourceInterface
 	replicas []string
 	restarts map[string]int // per replica at the start
+	scopes   *scopes        // which resources are namespaced (scope())
 
 	// Diagnosis: failed exits at the start and those of rlab's own kills,
-	// by replica; resources' scope, from discovery (nil until asked).
+	// by replica.
 	failed, killed map[string]int
-	namespaced     map[string]bool
 	// current is the check running; lost says it waited for the operator
 	// in vain. cause, once named by check named, is why.
 	current, named string
@@ -528,13 +533,13 @@ func (r *run) requests(since time.Time) (qs []Request, probes int) {
 	return qs, probes
 }
 
-// denied lists the distinct requests answered 403, with their scope and
-// counts.
+// denied lists the distinct requests answered 403, with counts, each
+// saying if it was across all namespaces.
 func (r *run) denied(qs []Request) []string {
 	n := map[string]int{}
 	for _, q := range qs {
 		if q.Code == 403 {
-			n[r.scoped(q)]++
+			n[r.scopedKey(q)]++
 		}
 	}
 	return counted(n)

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -70,6 +71,8 @@ func TestRequestKinds(t *testing.T) {
 	}
 }
 
+// TestDenied: denials are counted by verb and resource, most first, and
+// one across all namespaces says so; where discovery failed, keys are plain.
 func TestDenied(t *testing.T) {
 	const ns = "echo-mine"
 	qs := []Request{
@@ -78,15 +81,33 @@ func TestDenied(t *testing.T) {
 		{Verb: "get", Resource: "secrets", Namespace: ns, Code: 403},
 		{Verb: "get", Resource: "echoes", Namespace: ns, Code: 200},
 		{Verb: "get", Resource: "deployments", Namespace: ns, Code: 404},
-		{Verb: "list", Resource: "echoes", Code: 403},
-		{Verb: "list", Resource: "namespaces", Code: 403},
+		{Verb: "list", Resource: "echoes", Code: 403},     // across all namespaces
+		{Verb: "list", Resource: "namespaces", Code: 403}, // cluster-scoped: no namespace to be across
 	}
-	r := &run{namespaced: map[string]bool{"pods": true, "secrets": true, "echoes": true, "deployments": true, "namespaces": false}}
-	got := r.denied(qs)
-	want := []string{"list pods ×2", "get secrets ×1", "list echoes (all namespaces) ×1", "list namespaces ×1"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("denied = %q, want %q", got, want)
+	tests := []struct {
+		name   string
+		scopes *scopes
+		want   []string
+	}{
+		{"scopes known", knownScopes(), []string{"list pods ×2", "get secrets ×1", "list echoes (all namespaces) ×1", "list namespaces ×1"}},
+		{"discovery failed", &scopes{load: func() (map[string]bool, error) { return nil, errors.New("no discovery") }},
+			[]string{"list pods ×2", "get secrets ×1", "list echoes ×1", "list namespaces ×1"}},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &run{scopes: tt.scopes}
+			if got := r.denied(qs); !slices.Equal(got, tt.want) {
+				t.Fatalf("denied = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// knownScopes are a cluster's namespaced resources, as discovery says.
+func knownScopes() *scopes {
+	m := map[string]bool{"echoes": true, "deployments": true, "pods": true, "secrets": true, "configmaps": true,
+		"leases": true, "events": true, "namespaces": false, "tokenreviews": false, "subjectaccessreviews": false}
+	return &scopes{load: func() (map[string]bool, error) { return m, nil }}
 }
 
 // TestLeader: writing that passes between replicas only at a restart is

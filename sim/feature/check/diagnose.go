@@ -167,37 +167,9 @@ func (r *run) deniedBy() (keys map[string]int, first time.Time) {
 		if first.IsZero() {
 			first = q.Time
 		}
-		keys[r.scoped(q)]++
+		keys[r.scopedKey(q)]++
 	}
 	return keys, first
-}
-
-// scoped is a request's key with its scope when it was across all
-// namespaces: "list echoes (all namespaces)".
-func (r *run) scoped(q Request) string {
-	if r.clusterWide(q) {
-		return q.Key() + " (all namespaces)"
-	}
-	return q.Key()
-}
-
-// clusterWide says whether q asked for a namespaced resource across all
-// namespaces, as the apiserver's discovery knows the resource.
-func (r *run) clusterWide(q Request) bool {
-	if q.Namespace != "" || q.Resource == "discovery" || strings.HasPrefix(q.Resource, "/") {
-		return false
-	}
-	if r.namespaced == nil {
-		r.namespaced = map[string]bool{}
-		lists, _ := r.kube.Discovery().ServerPreferredResources() // partial lists still count
-		for _, l := range lists {
-			for _, res := range l.APIResources {
-				r.namespaced[res.Name] = res.Namespaced
-			}
-		}
-	}
-	res, _, _ := strings.Cut(q.Resource, "/")
-	return r.namespaced[res]
 }
 
 // needed are the resources an Echo operator cannot do without.

@@ -108,7 +108,7 @@ func TestDiagnose(t *testing.T) {
 			}
 			r := &run{sb: tg, st: "mine", ns: ns, rec: rec, replicas: tt.replicas,
 				failed: map[string]int{}, killed: map[string]int{},
-				namespaced: map[string]bool{"echoes": true, "deployments": true, "customresourcedefinitions": false}}
+				scopes: knownScopes()}
 			c := r.diagnose()
 			if len(tt.want) == 0 {
 				if c != nil {
