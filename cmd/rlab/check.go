@@ -66,8 +66,8 @@ required check fails.`,
 	fs.StringVar(&f.RBAC, "rbac", "", rbacUsage("the operator")+
 		"; the least privilege check then lists what it declared and never used, and what it used across all namespaces")
 	fs.DurationVar(&f.Within, "within", 30*time.Second, "how long the operator has to act on each change")
-	fs.DurationVar(&f.Settle, "settle", 10*time.Second, "how long a restarted operator is watched for writes")
-	fs.DurationVar(&f.Rest, "rest", 30*time.Second, "how long the API cost at rest is counted")
+	fs.DurationVar(&f.Settle, "settle", check.DefaultSettle, "how long a restarted operator is watched for writes")
+	fs.DurationVar(&f.Rest, "rest", check.DefaultRest, "how long the API cost at rest is counted")
 	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the built-in shell loop")
 	fs.StringSliceVar(&f.Only, "only", nil, "run only these checks (`IDS`, comma-separated): "+strings.Join(checkIDs(), ", "))
 	f.clusterFlags.register(fs)

@@ -198,8 +198,8 @@ func (f checkFlags) validate(args []string) error {
 		oneOf("--output", f.Output, "text", "json"), only, name, role,
 		between("--replicas", f.Replicas, 1, sandbox.MaxReplicas),
 		atLeast("--within", f.Within, time.Second, "30s"),
-		atLeast("--settle", f.Settle, time.Second, "10s"),
-		atLeast("--rest", f.Rest, time.Second, "30s"),
+		atLeast("--settle", f.Settle, time.Second, "5s"),
+		atLeast("--rest", f.Rest, time.Second, "15s"),
 		shellInterval(f.ShellInterval), slow,
 		f.clusterFlags.validate(),
 	)

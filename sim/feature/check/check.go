@@ -103,7 +103,8 @@ type Options struct {
 	// Within bounds every wait for the operator to act (default 30 s).
 	Within time.Duration
 	// Settle is how long a restarted operator is watched for writes
-	// (default 10 s); Rest how long API cost at rest is counted (30 s).
+	// (DefaultSettle); Rest how long API cost at rest is counted
+	// (DefaultRest).
 	Settle, Rest time.Duration
 	// Only runs these checks (IDs), if set. A check that needs state an
 	// earlier one makes (scale needs the Deployment) sets it up itself.
@@ -118,6 +119,14 @@ type Options struct {
 	// declared, what it used and what the course needs.
 	RBAC *rbac.Grant
 }
+
+// Defaults of Options. A restarted operator that writes what is already
+// there does so at once (a watcher syncs on start, a poller polls); three of
+// the shell loop's default polls fit in the rest window.
+const (
+	DefaultSettle = 5 * time.Second
+	DefaultRest   = 15 * time.Second
+)
 
 // WaitingEvery is how often Options.Waiting is told of a wait.
 const WaitingEvery = 10 * time.Second
@@ -160,10 +169,10 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 		opts.Within = 30 * time.Second
 	}
 	if opts.Settle == 0 {
-		opts.Settle = 10 * time.Second
+		opts.Settle = DefaultSettle
 	}
 	if opts.Rest == 0 {
-		opts.Rest = 30 * time.Second
+		opts.Rest = DefaultRest
 	}
 	st := opts.Operator
 	if !slices.Contains(sb.Styles(), st) {
