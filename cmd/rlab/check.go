@@ -50,7 +50,7 @@ of a built-in operator: shell, clientgo or runtime. The exit status is 1 when a
 required check fails.`,
 		Example: `  rlab check ./my-operator.sh
   rlab check 'python3 operator.py --verbose'
-  rlab check --replicas 2 -- go run ./cmd/manager --leader-elect
+  rlab check --replicas 2 -- go run ./cmd --leader-elect --health-probe-bind-address=0
   rlab check runtime --replicas 2 --output json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

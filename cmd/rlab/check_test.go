@@ -76,6 +76,7 @@ func TestCheck(t *testing.T) {
 				check.Status:     {reason: "not checked: see deployment"},
 				check.Owner:      {reason: "not checked: see deployment"},
 				check.Restart:    {reason: "not checked: see deployment"},
+				check.Privilege:  {reason: "no request to judge: see deployment"},
 			}},
 		{name: "lists across all namespaces", within: 60, args: []string{"kubectl get echoes --all-namespaces --watch"},
 			checks: map[string]checkWant{

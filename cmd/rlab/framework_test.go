@@ -80,10 +80,31 @@ func TestCheckKubebuilder(t *testing.T) {
 		command func(t *testing.T, bin string) string // the operator's command line
 		passed  bool
 		checks  map[string]checkWant
+		within  float64 // the report's bound, as in TestCheck
 	}{
 		{
+			// The manager caches every namespace; the course's Role is in
+			// one. (Its probe is off only so that no other test's port is
+			// in the way.)
+			name: "stock under the course's Role", pkg: "cmd",
+			command: func(t *testing.T, bin string) string { return bin + " --health-probe-bind-address=0" },
+			within:  60,
+			checks: map[string]checkWant{
+				check.Deployment: {reason: "it was denied list "},
+				check.Owner:      {reason: "not checked: see deployment"},
+				check.Privilege:  {reason: "(all namespaces)"},
+			},
+		},
+		{
+			name: "stock with its own RBAC", pkg: "cmd",
+			flags:   []string{"--rbac", filepath.Join(kubebuilderDir, "config", "rbac")},
+			command: func(t *testing.T, bin string) string { return bin + " --health-probe-bind-address=0" },
+			passed:  true,
+		},
+		{
+			// controller-runtime's Lease lasts 15 s: a failover takes 16–21 s.
 			name: "fixed replicas 2 probe port per replica", pkg: "cmd/fixed",
-			flags: []string{"--replicas", "2"},
+			flags: []string{"--replicas", "2", "--within", "45s"},
 			command: func(t *testing.T, bin string) string {
 				return perReplicaProbe(t, bin, "--leader-elect")
 			},
@@ -96,10 +117,15 @@ func TestCheckKubebuilder(t *testing.T) {
 			bin := builds.bin(t, tt.pkg)
 			r := runCheck(t, append(slices.Clone(tt.flags), tt.command(t, bin))...)
 			r.wantPassed(t, tt.passed)
+			r.wantEarly(t, tt.within, "")
 			if tt.passed {
 				r.allRan(t)
 			}
 			r.want(t, tt.checks)
+			if d := r.got[check.Deployment]; tt.name == "stock under the course's Role" &&
+				!(strings.Contains(d.Reason, "restrict it to $WATCH_NAMESPACE") && strings.Contains(d.Reason, `at the cluster scope"`)) {
+				t.Errorf("deployment's reason %q: want the cluster-scope cause, quoting the manager's log", d.Reason)
+			}
 		})
 	}
 }

@@ -26,6 +26,13 @@ func (r *run) judgePrivilege(qs []Request, probes int) (bool, string) {
 	if probes > 0 {
 		note = fmt.Sprintf(" (not counted: kubectl's lookup of namespace %s after a 404 ×%d)", r.ns, probes)
 	}
+	if len(qs) == 0 {
+		// Nothing asked, nothing to judge: not a pass.
+		if r.named != "" {
+			return false, "no request to judge: see " + r.named
+		}
+		return false, "no request to judge: the operator made none through rlab (does it read $" + sandbox.EnvKubeconfig + "?)" + note
+	}
 	if r.opts.RBAC != nil {
 		return r.judgeOwnRBAC(qs, note)
 	}

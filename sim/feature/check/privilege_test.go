@@ -57,6 +57,7 @@ func TestPrivilege(t *testing.T) {
 		{name: "course's Role, in its namespace", qs: []Request{
 			q("list", "echoes", ns, 200), q("watch", "echoes", ns, 200), q("create", "deployments", ns, 201),
 		}, pass: true, reason: "3 requests, none denied"},
+		{name: "no request at all", reason: "no request to judge: the operator made none through rlab (does it read $KUBECONFIG?)"},
 		{name: "course's Role, pods", qs: []Request{q("list", "pods", ns, 403), q("list", "pods", ns, 403)},
 			reason: "denied: list pods ×2: the course's Role allows Echoes, their status, Deployments, Events and Leases in its namespace; " +
 				"get what you need from those (e.g. the Deployment's status, not its pods)"},
