@@ -46,8 +46,12 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	}
 	r.restarts = r.restartCounts() // the kills were ours
 	up := time.Now()
+	// Since the kill, not since up: a watcher that elects no leader makes
+	// its list and watch as it starts, maybe before this loop saw it
+	// running, and then nothing. (An answer the killed process never got,
+	// code 0, is not the new one's.)
 	if _, _, err := r.waitFor(ctx, func(context.Context) (bool, string, error) {
-		return len(r.rec.Requests(up)) > 0, "", nil
+		return slices.ContainsFunc(r.rec.Requests(t0), func(q Request) bool { return q.Code != 0 }), "", nil
 	}); err != nil {
 		return outcome(0, err, "", fmt.Sprintf("it made no request %s after its restart (see its log, %s)", secs(r.waited), r.sb.LogFile(r.st, r.replicas[0])))
 	}
@@ -68,8 +72,8 @@ func (r *run) restart(ctx context.Context) (bool, string, error) {
 	}
 	slices.Sort(changed)
 	writes := 0
-	for _, q := range r.rec.Requests(up) {
-		if q.Write() && !q.Housekeeping() {
+	for _, q := range r.rec.Requests(t0) {
+		if q.Code != 0 && q.Write() && !q.Housekeeping() {
 			writes++
 		}
 	}

@@ -398,7 +398,9 @@ const idleAfter = 8 * time.Second
 // idle says whether a watching operator has made no request since the
 // check's change, for idleAfter: it is not going to act. An operator that
 // does not watch (polls) is given the whole bound: its interval may be
-// long.
+// long. So is one that elects a leader (any Lease request counts as a
+// request): a standby acts only once the Lease it waits for expires, 15 s
+// for controller-runtime's.
 func (r *run) idle() bool {
 	if r.changed.IsZero() || time.Since(r.changed) < idleAfter {
 		return false
@@ -408,7 +410,7 @@ func (r *run) idle() bool {
 		if q.Verb == trace.VerbWatch && q.Code == 200 {
 			watches = true
 		}
-		if !q.Time.Before(r.changed) && q.Verb != trace.VerbWatch && !q.Housekeeping() {
+		if !q.Time.Before(r.changed) && q.Verb != trace.VerbWatch {
 			return false
 		}
 	}

@@ -162,7 +162,8 @@ func TestIdle(t *testing.T) {
 		qs      []Request
 		idle    bool
 	}{
-		{"watching, silent since", changed, []Request{watch, lease, rewatch}, true},
+		{"watching, silent since", changed, []Request{watch, rewatch}, true},
+		{"watching, waiting for a Lease", changed, []Request{watch, lease}, false},
 		{"watching, acted", changed, []Request{watch, acted}, false},
 		{"polling", changed, []Request{poll, lease}, false},
 		{"watching, too early to tell", time.Now(), []Request{watch}, false},
