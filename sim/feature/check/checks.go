@@ -450,6 +450,7 @@ func (r *run) gc(ctx context.Context) (bool, string, error) {
 		}
 		return d == nil, "", err
 	})
+	r.lost = false // the garbage collector's wait: what the operator did is said below
 	if qerr := r.quiet(ctx); qerr != nil {
 		return false, "", qerr
 	}

@@ -71,6 +71,8 @@ func TestDiagnose(t *testing.T) {
 			qs: []Request{{Time: long.Add(-time.Second), Verb: "list", Resource: "echoes", Namespace: ns, Code: 200},
 				{Time: long, Verb: "list", Resource: "echoes", Code: 403}},
 			want: []string{"(all namespaces)"}},
+		{name: "kubectl's lookup of its own namespace after a 404", replicas: []string{"a"}, logs: map[string]string{"a": ""},
+			qs: []Request{{Time: long, Verb: "get", Resource: "namespaces", Object: "Namespace/" + ns, Code: 403}}},
 		{name: "kopf scanning", replicas: []string{"a"}, logs: map[string]string{"a": ""},
 			qs:   []Request{{Time: long, Verb: "list", Resource: "customresourcedefinitions", Code: 403}},
 			want: []string{"list customresourcedefinitions ×1", "settings.scanning.disabled"}},
