@@ -131,13 +131,7 @@ func TestLeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bus.New()
-			rec := NewRequestLog(b, "mine")
-			defer rec.Close()
-			for _, q := range tt.qs {
-				b.Publish(q.event("mine"))
-				b.Publish(q.event("other")) // another operator's: not counted
-			}
+			rec := logOf(t, tt.qs)
 			r := &run{rec: rec, replicas: []string{"a", "b"}}
 			pass, reason, err := r.leader(t.Context())
 			if err != nil || pass != tt.pass || !strings.Contains(reason, tt.reason) {
@@ -145,6 +139,23 @@ func TestLeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logOf is a RequestLog of operator "mine" that saw qs (from replica "a"
+// where they name none), and another operator's copies of them, which it
+// must not count.
+func logOf(t *testing.T, qs []Request) *RequestLog {
+	b := bus.New()
+	rec := NewRequestLog(b, "mine")
+	t.Cleanup(rec.Close)
+	for _, q := range qs {
+		if q.Replica == "" {
+			q.Replica = "a"
+		}
+		b.Publish(q.event("mine"))
+		b.Publish(q.event("other"))
+	}
+	return rec
 }
 
 // event is q as its proxy publishes it: for tests of what reads requests.

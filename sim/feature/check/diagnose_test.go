@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
@@ -101,13 +100,7 @@ func TestDiagnose(t *testing.T) {
 				}
 				tg.statuses = append(tg.statuses, status(rep, tt.failed[rep]))
 			}
-			b := bus.New()
-			rec := NewRequestLog(b, "mine")
-			defer rec.Close()
-			for _, q := range tt.qs {
-				q.Replica = "a"
-				b.Publish(q.event("mine"))
-			}
+			rec := logOf(t, tt.qs)
 			r := &run{sb: tg, st: "mine", ns: ns, rec: rec, replicas: tt.replicas,
 				failed: map[string]int{}, killed: map[string]int{},
 				scopes: knownScopes()}
@@ -173,13 +166,7 @@ func TestIdle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bus.New()
-			rec := NewRequestLog(b, "mine")
-			defer rec.Close()
-			for _, q := range tt.qs {
-				q.Replica = "a"
-				b.Publish(q.event("mine"))
-			}
+			rec := logOf(t, tt.qs)
 			r := &run{rec: rec, changed: tt.changed}
 			if got := r.idle(); got != tt.idle {
 				t.Fatalf("idle() = %v, want %v", got, tt.idle)

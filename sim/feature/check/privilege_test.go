@@ -6,7 +6,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/rbac"
 )
 
@@ -87,12 +86,7 @@ func TestPrivilege(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := bus.New()
-			rec := NewRequestLog(b, "mine")
-			defer rec.Close()
-			for _, q := range tt.qs {
-				b.Publish(q.event("mine"))
-			}
+			rec := logOf(t, tt.qs)
 			r := &run{st: "mine", ns: ns, rec: rec, opts: Options{RBAC: tt.grant, Within: 5 * time.Second}, scopes: knownScopes()}
 			pass, reason, err := r.privilege(t.Context())
 			if err != nil {
