@@ -411,13 +411,7 @@ func (r *run) restartCounts() map[string]int {
 // restarted says which replicas failed (exited non-zero, or were killed by
 // other than rlab) since the run began, or is "".
 func (r *run) restarted() string {
-	exits := r.exits()
-	var out []string
-	for _, rep := range r.replicas {
-		if n := exits[rep]; n > 0 {
-			out = append(out, fmt.Sprintf("%s exited %d time%s", r.st.Source(rep), n, plural(int32(n))))
-		}
-	}
+	out := r.exited(r.exits())
 	if len(out) == 0 {
 		return ""
 	}

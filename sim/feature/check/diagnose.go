@@ -120,26 +120,38 @@ var (
 // cause found in any replica's log, else the last error line of the replica
 // that failed last.
 func (r *run) logged() (k *known, replica, line string) {
-	last := map[string]string{}
+	tails := make([][]string, len(r.replicas)) // each log read once
+	for i, rep := range r.replicas {
+		tails[i] = readTail(r.sb.LogFile(r.st, rep))
+	}
 	for i := range knowns {
-		for _, rep := range r.replicas {
-			lines := readTail(r.sb.LogFile(r.st, rep))
+		for ri, lines := range tails {
 			for j := len(lines) - 1; j >= 0; j-- {
 				if m := knowns[i].log.FindStringIndex(lines[j]); m != nil {
-					return &knowns[i], rep, quote(lines[j], m[0])
-				}
-				if _, ok := last[rep]; !ok && errorLine.MatchString(lines[j]) {
-					last[rep] = quote(lines[j], 0)
+					return &knowns[i], r.replicas[ri], quote(lines[j], m[0])
 				}
 			}
 		}
 	}
-	for _, rep := range r.replicas {
-		if q := last[rep]; q != "" {
-			return nil, rep, q
+	for ri, lines := range tails {
+		for j := len(lines) - 1; j >= 0; j-- {
+			if errorLine.MatchString(lines[j]) {
+				return nil, r.replicas[ri], quote(lines[j], 0)
+			}
 		}
 	}
 	return nil, "", ""
+}
+
+// exited words exits: "mine/a exited 2 times", a replica each, in order.
+func (r *run) exited(exits map[string]int) []string {
+	var out []string
+	for _, rep := range r.replicas {
+		if n := exits[rep]; n > 0 {
+			out = append(out, fmt.Sprintf("%s exited %d time%s", r.st.Source(rep), n, plural(int32(n))))
+		}
+	}
+	return out
 }
 
 // exits are how many times each replica failed (exited non-zero, or was
@@ -201,12 +213,7 @@ func (r *run) diagnose() *cause {
 			}
 		}
 	}
-	var what []string
-	for _, rp := range r.replicas {
-		if n := exits[rp]; n > 0 {
-			what = append(what, fmt.Sprintf("%s exited %d time%s", r.st.Source(rp), n, plural(int32(n))))
-		}
-	}
+	what := r.exited(exits)
 	if d := counted(denied); len(d) > 0 {
 		if len(d) > 3 {
 			d = append(d[:3], "…")
