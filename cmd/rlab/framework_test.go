@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/rbac"
 )
 
 // kubebuilderDir is the controller-runtime operator laid out as a
@@ -139,27 +140,12 @@ func TestKubebuilderRoleMatchesMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rules, err := rbac.Markers(src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	fromMarkers := map[string]bool{}
-	for line := range strings.SplitSeq(string(src), "\n") {
-		marker, ok := strings.CutPrefix(line, "// +kubebuilder:rbac:")
-		if !ok {
-			continue
-		}
-		var r rbacv1.PolicyRule
-		for kv := range strings.SplitSeq(marker, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			vals := strings.Split(strings.ReplaceAll(v, `""`, ""), ";")
-			switch k {
-			case "groups":
-				r.APIGroups = vals
-			case "resources":
-				r.Resources = vals
-			case "verbs":
-				r.Verbs = vals
-			default:
-				t.Fatalf("marker %q: key %q not handled here", marker, k)
-			}
-		}
+	for _, r := range rules {
 		for _, p := range permissions(r) {
 			fromMarkers[p] = true
 		}

@@ -3,12 +3,10 @@ package sandbox
 import (
 	"os"
 	"reflect"
-	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/rbac"
 )
 
 // TestRBACMarkersMatchRole: the +kubebuilder:rbac markers a student reads
@@ -19,30 +17,9 @@ func TestRBACMarkersMatchRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []rbacv1.PolicyRule
-	for _, line := range strings.Split(string(src), "\n") {
-		marker, ok := strings.CutPrefix(line, "// +kubebuilder:rbac:")
-		if !ok {
-			continue
-		}
-		var r rbacv1.PolicyRule
-		for _, kv := range strings.Split(marker, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			vals := strings.Split(strings.ReplaceAll(v, `""`, ""), ";")
-			switch k {
-			case "groups":
-				r.APIGroups = vals
-			case "resources":
-				r.Resources = vals
-			case "resourceNames":
-				r.ResourceNames = vals
-			case "verbs":
-				r.Verbs = vals
-			default:
-				t.Fatalf("marker %q: unknown key %q", marker, k)
-			}
-		}
-		got = append(got, r)
+	got, err := rbac.Markers(src)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if want := rules(style.Runtime); !reflect.DeepEqual(got, want) {
 		t.Fatalf("markers say\n%+v\nthe Role grants\n%+v", got, want)
