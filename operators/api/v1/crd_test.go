@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // jsonFields lists a struct's JSON field names and which of them are required
@@ -90,12 +91,23 @@ func TestCRDMatchesTypes(t *testing.T) {
 			}
 			for f := range tc.typ.Fields() {
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				want := map[reflect.Kind]string{reflect.String: "string", reflect.Int32: "integer"}[f.Type.Kind()]
+				want := map[reflect.Kind]string{reflect.String: "string", reflect.Int32: "integer", reflect.Int64: "integer", reflect.Slice: "array"}[f.Type.Kind()]
 				if got := tc.schema.Properties[name].Type; got != want {
 					t.Errorf("%s.%s: schema type %q, Go kind %s", tc.name, name, got, f.Type.Kind())
 				}
 			}
 		})
+	}
+
+	// Conditions are metav1.Condition, merged by type: one of each.
+	conds := root["status"].Properties["conditions"]
+	if conds.XListType == nil || *conds.XListType != "map" || !slices.Equal(conds.XListMapKeys, []string{"type"}) {
+		t.Fatalf("status.conditions list type %v keys %v, want a map keyed by type", conds.XListType, conds.XListMapKeys)
+	}
+	gotNames, gotReq := schemaFields(*conds.Items.Schema)
+	wantNames, wantReq := jsonFields(reflect.TypeFor[metav1.Condition]())
+	if !slices.Equal(gotNames, wantNames) || !slices.Equal(gotReq, wantReq) {
+		t.Fatalf("status.conditions items: schema %v required %v, metav1.Condition %v required %v", gotNames, gotReq, wantNames, wantReq)
 	}
 
 	r := root["spec"].Properties["replicas"]

@@ -43,6 +43,24 @@ type EchoSpec struct {
 type EchoStatus struct {
 	// Ready is "<readyReplicas>/<spec.replicas>", e.g. "2/2".
 	Ready string `json:"ready,omitempty"`
+	// ObservedGeneration is the metadata.generation the operator last
+	// reconciled: a reader knows this status is about the current spec only
+	// when it equals metadata.generation.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Ready and Progressing (echo.ConditionReady,
+	// echo.ConditionProgressing), one of each type.
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// DeepCopyInto copies the receiver into out.
+func (in *EchoStatus) DeepCopyInto(out *EchoStatus) {
+	*out = *in
+	if in.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(in.Conditions))
+		for i := range in.Conditions {
+			in.Conditions[i].DeepCopyInto(&out.Conditions[i])
+		}
+	}
 }
 
 // Echo asks for a Deployment of http-echo pods that answer with Message.
@@ -74,7 +92,7 @@ func (in *Echo) DeepCopyInto(out *Echo) {
 	out.TypeMeta = in.TypeMeta
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec = in.Spec
-	out.Status = in.Status
+	in.Status.DeepCopyInto(&out.Status)
 }
 
 // DeepCopy returns a copy of the receiver.
