@@ -378,6 +378,22 @@ var actions = map[string]actionKind{
 	// (EnableWarmup: the controller's watches start before it leads).
 	"warmup": restartWith("--warmup", sandbox.Operators.SetWarmup),
 
+	// Restart the controller-runtime replicas with GenerationChangedPredicate
+	// on no watch, the Echo watch, or every watch.
+	"generation_predicate": {
+		args: spec{required: argTypes{"style": tStyle, "where": tWhere}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			if err := p.sb.Operators().SetGenerationPredicate(st, a.Str("where")); err != nil {
+				return err
+			}
+			said(ctx, "restarting %s with --generation-predicate=%s", p.sources(st), a.Str("where"))
+			return nil
+		},
+		words: func(a Args) string {
+			return "restart the replicas with --generation-predicate=" + a.Str("where")
+		},
+	},
+
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},

@@ -10,6 +10,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
 )
@@ -31,6 +33,9 @@ const (
 	tOperator // the name of the student's operator the lesson runs
 	tChecks   // a list of rlab check's check IDs
 	tFile     // a bash script in the lesson's folder: owner.sh
+	tWhere    // where GenerationChangedPredicate filters: off, echo or all
+	tResource // what an informer watches: Echo or Deployment
+	tChange   // what an update changed: spec (the generation moved) or status
 )
 
 // spec is what arguments an action or a check takes.
@@ -237,6 +242,21 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 	case tMode:
 		if v != "refuse" && v != "hang" {
 			return bad("refuse or hang")
+		}
+		return v, true
+	case tWhere:
+		if !slices.Contains(echo.GenerationPredicates, v) {
+			return bad(strings.Join(echo.GenerationPredicates, ", ") + " (where GenerationChangedPredicate filters)")
+		}
+		return v, true
+	case tResource:
+		if v != echov1.Kind && v != "Deployment" {
+			return bad("Echo or Deployment")
+		}
+		return v, true
+	case tChange:
+		if v != "spec" && v != "status" {
+			return bad("spec (the generation moved) or status (it did not)")
 		}
 		return v, true
 	case tOperator:

@@ -63,6 +63,50 @@ var checks = map[string]checkKind{
 		words: func(a Args) string { return fmt.Sprintf("Echo %s reports ready %s", a.Str("name"), a.Str("ready")) },
 	},
 
+	// The Echo's status is about its current spec (status.observedGeneration
+	// equals metadata.generation), or, with current: false, about an older
+	// one.
+	"status_current": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "current": tBool}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			current := e.ObservedGeneration == e.Generation
+			return styleResult{ok: current == a.Bool("current"),
+				detail: fmt.Sprintf("generation %d, status.observedGeneration %d, ready %q", e.Generation, e.ObservedGeneration, e.Ready)}
+		},
+		words: func(a Args) string {
+			if a.Bool("current") {
+				return fmt.Sprintf("Echo %s's status is about its current spec (observedGeneration = generation)", a.Str("name"))
+			}
+			return fmt.Sprintf("Echo %s's status is about an older spec (observedGeneration < generation)", a.Str("name"))
+		},
+	},
+
+	// Every pod the Echo asks for is ready, and its status.ready does not
+	// say so: nothing brought the Echo back to the queue.
+	"status_behind": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			d := e.Deployment
+			if d == nil {
+				return styleResult{detail: "no Deployment"}
+			}
+			all := fmt.Sprintf("%d/%d", e.Replicas, e.Replicas)
+			ok := d.Replicas == e.Replicas && d.ReadyReplicas == e.Replicas && e.Ready != all
+			return styleResult{ok: ok, detail: fmt.Sprintf("Deployment %d of %d ready, status.ready %q", d.ReadyReplicas, d.Replicas, e.Ready)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("every pod of Echo %s is ready and its status.ready says otherwise", a.Str("name"))
+		},
+	},
+
 	// The Echo is gone.
 	"echo_absent": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},
@@ -653,6 +697,43 @@ var checks = map[string]checkKind{
 				what += fmt.Sprintf(" over %s", d)
 			}
 			return what + want
+		},
+	},
+
+	// Informer updates of Echo name (resource Echo) or its Deployment
+	// (resource Deployment) since the step began, of one change (spec:
+	// the generation moved; status: it did not), let through to the queue
+	// or, with filtered: true, stopped by a predicate.
+	"informer_updates": {
+		args: spec{required: argTypes{"style": tGoStyle, "resource": tResource, "name": tName},
+			optional: argTypes{"change": tChange, "filtered": tBool, "min": tInt, "max": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := trace.Object(a.Str("resource"), a.Str("name"))
+			if a.Str("resource") != echov1.Kind {
+				obj = trace.Object(a.Str("resource"), echo.DeploymentName(a.Str("name")))
+			}
+			evs := eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool {
+				return e.Object == obj && (a.Str("change") == "" || e.Str(trace.FieldChange) == a.Str("change")) &&
+					e.Bool(trace.FieldFiltered) == a.Bool("filtered")
+			})
+			ok, want := bounds(a, len(evs))
+			return styleResult{ok: ok, detail: fmt.Sprintf("%d%s", len(evs), want)}
+		},
+		words: func(a Args) string {
+			what := "updates"
+			if c := a.Str("change"); c != "" {
+				what = c + " updates"
+			}
+			obj := "Echo " + a.Str("name")
+			if a.Str("resource") != echov1.Kind {
+				obj = "Deployment " + echo.DeploymentName(a.Str("name"))
+			}
+			fate := "let through to the queue"
+			if a.Bool("filtered") {
+				fate = "filtered out by a predicate"
+			}
+			_, want := bounds(a, 0)
+			return fmt.Sprintf("%s of %s %s%s", what, obj, fate, want)
 		},
 	},
 

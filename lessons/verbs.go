@@ -59,6 +59,8 @@ var verbs = []Verb{
 		Short: "restart the replicas watching their Deployments, or not (--watch-owned=false)"},
 	{Words: []string{"warmup"}, Action: "warmup", args: []verbArg{argStyle, argOnOff("on")},
 		Short: "restart controller-runtime's replicas starting their watches before they lead (EnableWarmup), or not"},
+	{Words: []string{"generation-predicate"}, Action: "generation_predicate", args: []verbArg{argStyle, {key: "where", usage: "off|echo|all"}},
+		Short: "restart controller-runtime's replicas with GenerationChangedPredicate on no watch, the Echo watch, or every watch"},
 	{Words: []string{"finalizer"}, Action: "finalizer", args: []verbArg{argStyle, argOnOff("on")},
 		Short: "restart the replicas with or without --finalizer"},
 	{Words: []string{"pause"}, Action: "pause_operators", args: []verbArg{argStyle},

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -20,7 +21,8 @@ import (
 
 // Baseline says whether the sandbox is as a lesson must find and leave it:
 // in every style only the sample Echo with its message and 2 replicas,
-// every replica running; in the built-in styles the sample 2/2, its
+// every replica running; in the built-in styles the sample 2/2 and its
+// status about its current spec, its
 // Deployment 2 ready, nothing orphaned, and the Go styles led.
 func Baseline(sn world.Snapshot, running []string, styles []style.Style, replicasOf func(style.Style) []string) (bool, string) {
 	var problems []string
@@ -49,6 +51,8 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 			// the lesson begins. Only the sample's spec must be as found.
 		case e.Ready != want:
 			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
+		case e.ObservedGeneration != e.Generation:
+			problems = append(problems, fmt.Sprintf("%s: %s's status is about generation %d, its spec is at %d", name, e.Name, e.ObservedGeneration, e.Generation))
 		case e.Deployment == nil || e.Deployment.Replicas != sandbox.SampleReplicas || e.Deployment.ReadyReplicas != sandbox.SampleReplicas:
 			problems = append(problems, name+": Deployment not 2/2")
 		}
@@ -137,6 +141,9 @@ func (p *Player) Restore(ctx context.Context) error {
 			}
 			if slices.Contains(args, "--warmup") {
 				errs = append(errs, p.sb.Operators().SetWarmup(st, false))
+			}
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--generation-predicate") }) {
+				errs = append(errs, p.sb.Operators().SetGenerationPredicate(st, echo.GenerationOff))
 			}
 		}
 	}

@@ -283,6 +283,7 @@ func checkOperatorFlags(o echo.Options) error {
 		ns,
 		nonEmpty("--replica", o.Replica, "a"),
 		atLeastN("--workers", o.Workers, 1, ""),
+		oneOf("--generation-predicate", o.GenerationPredicate, echo.GenerationPredicates...),
 		img,
 		atLeast("--lease-duration", o.LeaseDuration, time.Second, "4s"),
 		positive("--renew-deadline", o.RenewDeadline, "3s"),

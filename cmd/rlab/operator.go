@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -37,6 +38,9 @@ func newOperatorCmd() *cobra.Command {
 			if o.Warmup && style.Style(args[0]) != style.Runtime {
 				return fmt.Errorf("--warmup is controller-runtime's EnableWarmup: client-go has no such option, and the %s operator starts its informers once it leads", args[0])
 			}
+			if o.GenerationPredicate != echo.GenerationOff && style.Style(args[0]) != style.Runtime {
+				return fmt.Errorf("--generation-predicate is controller-runtime's GenerationChangedPredicate: the %s operator queues every event its handlers get", args[0])
+			}
 			run := map[style.Style]func(context.Context, echo.Options) error{
 				style.ClientGo: clientgo.Run,
 				style.Runtime:  crstyle.Run,
@@ -56,6 +60,7 @@ func newOperatorCmd() *cobra.Command {
 	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
 	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)
 	f.BoolVar(&o.Warmup, "warmup", o.Warmup, "controller-runtime only: start the controller's watches before leading (EnableWarmup), so a standby takes over with a warm cache")
+	f.StringVar(&o.GenerationPredicate, "generation-predicate", o.GenerationPredicate, "controller-runtime only: where GenerationChangedPredicate filters updates that leave metadata.generation as it was: "+strings.Join(echo.GenerationPredicates, "|")+" (echo: the Echo watch; all: every watch, as WithEventFilter would)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")

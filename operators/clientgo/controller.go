@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -341,13 +342,14 @@ func (c *Controller) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
 	return echo.DesiredDeployment(e, Style.ManagedBy(), c.image)
 }
 
-// updateStatus writes status.ready through the status subresource, only when
-// it changed. On a conflict (someone wrote the Echo since our cache saw it)
-// it re-reads from the apiserver and tries again.
+// updateStatus writes the status (echo.Status: ready, observedGeneration,
+// conditions) through the status subresource, only when it changed. On a
+// conflict (someone wrote the Echo since our cache saw it) it re-reads from
+// the apiserver and tries again.
 func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) error {
-	ready := echo.Ready(d, e.Spec)
-	instrument.ReportStatus(ctx, ready)
-	if e.Status.Ready == ready {
+	want := echo.Status(e, d, e.Status.Conditions, time.Now())
+	instrument.ReportStatus(ctx, want.Ready)
+	if equality.Semantic.DeepEqual(e.Status, want) {
 		return nil
 	}
 	echoes := c.dyn.Resource(echov1.Resource).Namespace(c.namespace)
@@ -366,7 +368,9 @@ func (c *Controller) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1
 			}
 		}
 		upd := cur.DeepCopy()
-		upd.Status.Ready = ready
+		// What we reconciled (e's generation), over the conditions as
+		// they are now.
+		upd.Status = echo.Status(e, d, cur.Status.Conditions, time.Now())
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(upd)
 		if err != nil {
 			return err

@@ -131,14 +131,17 @@ func (o *operator) Deployment(name string) *appsv1.Deployment {
 	return obj.(*appsv1.Deployment)
 }
 
-func (o *operator) Status(name string) string {
+func (o *operator) Status(name string) echov1.EchoStatus {
 	o.t.Helper()
 	obj, err := o.dyn.Tracker().Get(echov1.Resource, Style.Namespace(), name)
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	s, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "status", "ready")
-	return s
+	e := &echov1.Echo{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, e); err != nil {
+		o.t.Fatal(err)
+	}
+	return e.Status
 }
 
 func (o *operator) Events() <-chan string { return o.recorder.Events }

@@ -28,6 +28,14 @@ type Options struct {
 	// option (its operator would have to start its informers before the
 	// election by hand), so only the controller-runtime operator takes it.
 	Warmup bool
+	// GenerationPredicate is where controller-runtime's
+	// GenerationChangedPredicate filters updates that leave
+	// metadata.generation as it was (status, labels, finalizers, owners):
+	// GenerationOff (nowhere), GenerationOnEcho (the Echo watch: its own
+	// status writes no longer requeue it) or GenerationEverywhere (every
+	// watch, as WithEventFilter would: its Deployments' status changes are
+	// lost too). Only the controller-runtime operator takes it.
+	GenerationPredicate string
 
 	LeaderElect   bool
 	LeaseDuration time.Duration
@@ -38,15 +46,26 @@ type Options struct {
 	Log   *slog.Logger
 }
 
+// The values of Options.GenerationPredicate.
+const (
+	GenerationOff        = "off"
+	GenerationOnEcho     = "echo"
+	GenerationEverywhere = "all"
+)
+
+// GenerationPredicates are those values, in the order a flag lists them.
+var GenerationPredicates = []string{GenerationOff, GenerationOnEcho, GenerationEverywhere}
+
 // DefaultOptions are short teaching values: failover is seen within seconds.
 func DefaultOptions() Options {
 	return Options{
-		Workers:       1,
-		Image:         DefaultImage,
-		WatchOwned:    true,
-		LeaderElect:   true,
-		LeaseDuration: 4 * time.Second,
-		RenewDeadline: 3 * time.Second,
-		RetryPeriod:   time.Second,
+		Workers:             1,
+		Image:               DefaultImage,
+		WatchOwned:          true,
+		GenerationPredicate: GenerationOff,
+		LeaderElect:         true,
+		LeaseDuration:       4 * time.Second,
+		RenewDeadline:       3 * time.Second,
+		RetryPeriod:         time.Second,
 	}
 }

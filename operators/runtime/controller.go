@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,9 +20,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
@@ -50,6 +54,9 @@ type EchoReconciler struct {
 	Finalizer bool
 	// Warmup starts the controller's sources before it leads (EnableWarmup).
 	Warmup bool
+	// GenerationPredicate is where GenerationChangedPredicate filters
+	// updates: echo.GenerationOff, GenerationOnEcho or GenerationEverywhere.
+	GenerationPredicate string
 
 	// Trace is what the screen sees; not part of the operator.
 	Trace *instrument.Tracer
@@ -140,10 +147,26 @@ var errNotControlled = errors.New("not controlled by this Echo")
 
 // SetupWithManager says what to watch: Echoes (For), and the Deployments they
 // own (Owns, mapped to the owner through its controller reference) unless
-// WatchOwned is off.
+// WatchOwned is off. Every event is queued unless GenerationPredicate says
+// otherwise.
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var echoes, deployments []predicate.Predicate
+	switch r.GenerationPredicate {
+	case echo.GenerationOnEcho:
+		// The usual advice: an update that leaves metadata.generation as it
+		// was, such as our own status write, does not requeue the Echo. Nor
+		// does a finalizer or a label removed by hand.
+		echoes = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
+	case echo.GenerationEverywhere:
+		// As WithEventFilter(GenerationChangedPredicate{}) would: on the
+		// Deployments too, whose status (ready pods) never moves their
+		// generation, so status.ready is no longer kept up to date.
+		echoes = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
+		deployments = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&echov1.Echo{}).
+		// crtrace.Predicate traces every event and applies the filters.
+		For(&echov1.Echo{}, builder.WithPredicates(crtrace.Predicate(r.Trace, echoes...))).
 		Named("echo").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 1,
@@ -156,10 +179,9 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// Off (the default), a standby opens no watch until it leads,
 			// and takes over with a cold cache.
 			EnableWarmup: ptr.To(r.Warmup),
-		}).
-		WithEventFilter(crtrace.Predicate(r.Trace)) // traces every event, lets all through
+		})
 	if r.WatchOwned {
-		b = b.Owns(&appsv1.Deployment{})
+		b = b.Owns(&appsv1.Deployment{}, builder.WithPredicates(crtrace.Predicate(r.Trace, deployments...)))
 	}
 	return b.Complete(crtrace.Traced(r.Trace, r))
 }
@@ -213,14 +235,16 @@ func (r *EchoReconciler) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
 	return echo.DesiredDeployment(e, Style.ManagedBy(), r.Image)
 }
 
-// updateStatus writes status.ready through the status subresource, only when
-// it changed, re-reading and retrying on a conflict.
+// updateStatus writes the status (echo.Status: ready, observedGeneration,
+// conditions) through the status subresource, only when it changed,
+// re-reading and retrying on a conflict.
 func (r *EchoReconciler) updateStatus(ctx context.Context, e *echov1.Echo, d *appsv1.Deployment) error {
-	ready := echo.Ready(d, e.Spec)
-	instrument.ReportStatus(ctx, ready)
-	if e.Status.Ready == ready {
+	want := echo.Status(e, d, e.Status.Conditions, time.Now())
+	instrument.ReportStatus(ctx, want.Ready)
+	if equality.Semantic.DeepEqual(e.Status, want) {
 		return nil
 	}
+	reconciled := e.DeepCopy() // its spec and generation are what the status is about
 	attempt := 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		attempt++
@@ -231,7 +255,8 @@ func (r *EchoReconciler) updateStatus(ctx context.Context, e *echov1.Echo, d *ap
 				return err
 			}
 		}
-		e.Status.Ready = ready
+		// Over the conditions as they are now.
+		e.Status = echo.Status(reconciled, d, e.Status.Conditions, time.Now())
 		return r.Status().Update(ctx, e)
 	})
 	if err != nil {

@@ -133,13 +133,13 @@ func (o *operator) Deployment(name string) *appsv1.Deployment {
 	return d
 }
 
-func (o *operator) Status(name string) string {
+func (o *operator) Status(name string) echov1.EchoStatus {
 	o.t.Helper()
 	e := &echov1.Echo{}
 	if err := o.client.Get(context.Background(), client.ObjectKey{Namespace: Style.Namespace(), Name: name}, e); err != nil {
 		o.t.Fatal(err)
 	}
-	return e.Status.Ready
+	return e.Status
 }
 
 func (o *operator) Events() <-chan string { return o.recorder.Events }

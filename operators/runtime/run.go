@@ -95,17 +95,18 @@ func Run(ctx context.Context, o echo.Options) error {
 		return fmt.Errorf("manager: %w", err)
 	}
 	r := &EchoReconciler{
-		Client:     mgr.GetClient(),
-		Scheme:     mgr.GetScheme(),
-		APIReader:  mgr.GetAPIReader(),
-		Kube:       kube,
-		Recorder:   mgr.GetEventRecorder(Style.ManagedBy()),
-		Namespace:  o.Namespace,
-		Image:      o.Image,
-		WatchOwned: o.WatchOwned,
-		Finalizer:  o.Finalizer,
-		Warmup:     o.Warmup,
-		Trace:      instrument.NewTracer(em, o.Namespace, log),
+		Client:              mgr.GetClient(),
+		Scheme:              mgr.GetScheme(),
+		APIReader:           mgr.GetAPIReader(),
+		Kube:                kube,
+		Recorder:            mgr.GetEventRecorder(Style.ManagedBy()),
+		Namespace:           o.Namespace,
+		Image:               o.Image,
+		WatchOwned:          o.WatchOwned,
+		Finalizer:           o.Finalizer,
+		Warmup:              o.Warmup,
+		GenerationPredicate: o.GenerationPredicate,
+		Trace:               instrument.NewTracer(em, o.Namespace, log),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("controller: %w", err)

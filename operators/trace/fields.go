@@ -15,6 +15,7 @@ const (
 	FieldInitial     = "initial"     // informer.add of an object listed at start
 	FieldChange      = "change"      // informer.update: "spec" (generation moved) or "status"
 	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
+	FieldFiltered    = "filtered"    // informer.*: a predicate kept it from the queue (true)
 	FieldKey         = "key"         // workqueue key "namespace/name"
 	FieldDepth       = "depth"       // workqueue depth after the operation
 	FieldCoalesced   = "coalesced"   // queue.add of a key already waiting
@@ -74,9 +75,9 @@ const (
 // not listed here (a typo in Go or in bash) fails TestSchema or the bash
 // operator's schema test.
 var Schema = map[Kind][]string{
-	InformerAdd:    {FieldResource, FieldInitial, FieldMappedTo},
-	InformerUpdate: {FieldResource, FieldChange, FieldMappedTo},
-	InformerDelete: {FieldResource, FieldMappedTo},
+	InformerAdd:    {FieldResource, FieldInitial, FieldMappedTo, FieldFiltered},
+	InformerUpdate: {FieldResource, FieldChange, FieldMappedTo, FieldFiltered},
+	InformerDelete: {FieldResource, FieldMappedTo, FieldFiltered},
 	QueueAdd:       {FieldKey, FieldDepth, FieldCoalesced, FieldCauseEvent},
 	QueueGet:       {FieldKey, FieldDepth},
 	QueueDone:      {FieldKey, FieldDepth},

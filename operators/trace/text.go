@@ -38,6 +38,9 @@ func (e Event) Summary() string {
 		if m := e.Str(FieldMappedTo); m != "" {
 			s += " → " + m
 		}
+		if e.Bool(FieldFiltered) {
+			s += " filtered: not queued"
+		}
 		return strings.TrimSpace(s)
 	case QueueAdd:
 		s := "depth " + e.Str(FieldDepth)

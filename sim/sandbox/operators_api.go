@@ -109,6 +109,19 @@ func (o Operators) SetWarmup(st style.Style, on bool) error {
 	return o.setFlag(st, "--warmup", "--warmup", on)
 }
 
+// SetGenerationPredicate restarts the controller-runtime operator's replicas
+// with GenerationChangedPredicate where says (echo.GenerationOff,
+// GenerationOnEcho, GenerationEverywhere), the only style that has it.
+func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
+	if st != style.Runtime {
+		return fmt.Errorf("%s has no predicates: GenerationChangedPredicate is controller-runtime's, and the other styles queue every event they get", st)
+	}
+	if !slices.Contains(echo.GenerationPredicates, where) {
+		return fmt.Errorf("GenerationChangedPredicate %q: want one of %s", where, strings.Join(echo.GenerationPredicates, ", "))
+	}
+	return o.setFlag(st, "--generation-predicate", "--generation-predicate="+where, where != echo.GenerationOff)
+}
+
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
 func (o Operators) setFlag(st style.Style, prefix, arg string, on bool) error {

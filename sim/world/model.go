@@ -58,8 +58,13 @@ type EchoView struct {
 	Replicas           int32 // spec.replicas
 	Generation         int64
 	Ready              string // status.ready
-	Deleting           bool
-	Finalizers         []string
+	// ObservedGeneration is status.observedGeneration: the generation the
+	// status is about (0 if the operator writes none).
+	ObservedGeneration int64
+	// Conditions are status.conditions, type → status ("True").
+	Conditions map[string]string
+	Deleting   bool
+	Finalizers []string
 	// Edited is when the world saw the spec change last (or the Echo
 	// appear); zero if unchanged since the world started.
 	Edited     time.Time
@@ -193,6 +198,14 @@ func (m *nsModel) view() *NamespaceView {
 			Ready:      e.Status.Ready,
 			Deleting:   deleting(e),
 			Finalizers: slices.Clone(e.Finalizers),
+
+			ObservedGeneration: e.Status.ObservedGeneration,
+		}
+		for _, c := range e.Status.Conditions {
+			if ev.Conditions == nil {
+				ev.Conditions = make(map[string]string, len(e.Status.Conditions))
+			}
+			ev.Conditions[c.Type] = string(c.Status)
 		}
 		if tr := m.tracks[name]; tr != nil {
 			ev.Edited = tr.edited

@@ -84,15 +84,25 @@ func (t *Tracer) Handler(h cache.ResourceEventHandlerFuncs) cache.ResourceEventH
 // Added traces an add (initial: listed when the informer started) and
 // remembers it as a cause; Handler calls it, and so does the
 // controller-runtime predicate in operators/runtime/crtrace.
-func (t *Tracer) Added(obj any, initial bool) { t.observe(trace.InformerAdd, obj, initial, "") }
+func (t *Tracer) Added(obj any, initial bool) { t.observe(trace.InformerAdd, obj, initial, "", false) }
 
 // Updated traces an update of old into obj and remembers it as a cause.
 func (t *Tracer) Updated(old, obj any) {
-	t.observe(trace.InformerUpdate, obj, false, change(old, obj))
+	t.observe(trace.InformerUpdate, obj, false, changeOf(old, obj), false)
 }
 
 // Deleted traces a delete (obj may be a tombstone) and remembers it as a cause.
-func (t *Tracer) Deleted(obj any) { t.observe(trace.InformerDelete, obj, false, "") }
+func (t *Tracer) Deleted(obj any) { t.observe(trace.InformerDelete, obj, false, "", false) }
+
+// Filtered traces an event of kind that a predicate kept from the queue
+// (old is nil but for an update): it is no cause of any reconcile.
+func (t *Tracer) Filtered(kind trace.Kind, old, obj any, initial bool) {
+	change := ""
+	if kind == trace.InformerUpdate {
+		change = changeOf(old, obj)
+	}
+	t.observe(kind, obj, initial, change, true)
+}
 
 // Reconcile runs reconcile(ctx, key) between reconcile.start (with the
 // causes waiting for key) and reconcile.end (with what it reported through
@@ -157,7 +167,7 @@ type outcome struct {
 // itself, or a child it controls), records it as a cause of that Echo's next
 // reconcile. The key is found as the operator finds it: the object's own for
 // an Echo, its controller's for anything else.
-func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) {
+func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, filtered bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -177,6 +187,9 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) 
 	if change != "" {
 		fields[trace.FieldChange] = change
 	}
+	if filtered {
+		fields[trace.FieldFiltered] = true
+	}
 	cause := Cause{Kind: trace.CauseEvent, Event: verb(kind) + " " + name}
 	if initial {
 		cause.Kind = trace.CauseInitial
@@ -193,7 +206,9 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string) 
 		cause.Event += " → " + trace.Object(echov1.Kind, owner.Name)
 	}
 	t.emit(kind, name, fields)
-	t.causes.Add(o.GetNamespace()+"/"+echoName, cause)
+	if !filtered {
+		t.causes.Add(o.GetNamespace()+"/"+echoName, cause)
+	}
 }
 
 // verb is how an informer event is written in a cause: "UPDATE Echo/hello".
@@ -221,7 +236,7 @@ func isEcho(obj any) bool {
 
 // change says what an update changed: the spec (the generation moved) or
 // only status and metadata.
-func change(old, obj any) string {
+func changeOf(old, obj any) string {
 	o, n, ok := metas(old, obj)
 	if !ok {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -44,7 +45,7 @@ type Operator interface {
 	Calls() []string
 	// Deployment and Status read what the fake apiserver stores, unrecorded.
 	Deployment(name string) *appsv1.Deployment
-	Status(name string) string
+	Status(name string) echov1.EchoStatus
 	// Events are the Events recorded, "Type Reason message".
 	Events() <-chan string
 }
@@ -73,7 +74,7 @@ func (h Harness) Run(t *testing.T) {
 }
 
 // Echo is the Echo name of the style's namespace as its cache holds it,
-// with status.ready already written.
+// with status.ready already written (and nothing else of the status).
 func (h Harness) Echo(name string, replicas int32, ready string) *echov1.Echo {
 	e := echov1.NewEcho(h.Style.Namespace(), name, "hi", replicas)
 	e.UID, e.ResourceVersion, e.Generation = types.UID("uid-"+name), "1", 1
@@ -81,16 +82,35 @@ func (h Harness) Echo(name string, replicas int32, ready string) *echov1.Echo {
 	return e
 }
 
+// written is when the status of an Echo in sync was written.
+var written = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // OwnedDeployment is what the operator would have created for e, as the
-// apiserver stores it, with readyReplicas.
+// apiserver stores it, rolled out by its controller, with readyReplicas.
 func (h Harness) OwnedDeployment(e *echov1.Echo, ready int32) *appsv1.Deployment {
 	d := echo.DesiredDeployment(e, h.Style.ManagedBy(), Image)
-	d.ResourceVersion = "1"
+	d.ResourceVersion, d.Generation = "1", 1
 	// The apiserver's: controller-runtime's CreateOrUpdate tells a new
 	// Deployment by its absence, and the fakes leave it empty.
-	d.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d.Status.ReadyReplicas = ready
+	d.CreationTimestamp = metav1.NewTime(written)
+	want := echo.Replicas(e.Spec)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready}
 	return d
+}
+
+// wantStatus checks the status the operator wrote for e (at generation 1)
+// with its Deployment ready replicas of replicas: status.ready, the
+// generation it observed, and both conditions.
+func wantStatus(t *testing.T, got echov1.EchoStatus, ready string, readyCond, progressing metav1.ConditionStatus) {
+	t.Helper()
+	if got.Ready != ready || got.ObservedGeneration != 1 {
+		t.Errorf("status.ready = %q observedGeneration %d, want %q and 1", got.Ready, got.ObservedGeneration, ready)
+	}
+	for typ, want := range map[string]metav1.ConditionStatus{echo.ConditionReady: readyCond, echo.ConditionProgressing: progressing} {
+		if c := meta.FindStatusCondition(got.Conditions, typ); c == nil || c.Status != want || c.ObservedGeneration != 1 {
+			t.Errorf("condition %s = %+v, want %s at generation 1", typ, c, want)
+		}
+	}
 }
 
 // CreatesDeployment: an Echo with no Deployment gets one, as asked, owned
@@ -115,9 +135,8 @@ func (h Harness) CreatesDeployment(t *testing.T) {
 	if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != e.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("ownerReferences = %+v, want a blocking controller reference to uid %s", d.OwnerReferences, e.UID)
 	}
-	if got := op.Status("hello"); got != "0/2" {
-		t.Errorf("status.ready = %q, want 0/2", got)
-	}
+	// Just created: no pod yet, and its controller has not seen it.
+	wantStatus(t, op.Status("hello"), "0/2", metav1.ConditionFalse, metav1.ConditionTrue)
 }
 
 // NotControlledByUs: a Deployment of the Echo's name that nobody, or
@@ -193,7 +212,7 @@ func (h Harness) RepairsDrift(t *testing.T) {
 			if got := op.Deployment("echo-hello"); !tt.repaired(got) {
 				t.Errorf("not repaired: replicas %d, image %q", *got.Spec.Replicas, got.Spec.Template.Spec.Containers[0].Image)
 			}
-			if got := op.Status("hello"); got != "1/3" {
+			if got := op.Status("hello").Ready; got != "1/3" {
 				t.Errorf("status.ready = %q, want 1/3", got)
 			}
 		})
@@ -201,16 +220,39 @@ func (h Harness) RepairsDrift(t *testing.T) {
 }
 
 // InSyncWritesNothing: an Echo whose Deployment and status are as asked
-// costs no request.
+// costs no request, however long ago its status was written; one whose
+// status.ready is right but whose status is about an older generation gets
+// its status written.
 func (h Harness) InSyncWritesNothing(t *testing.T) {
-	e := h.Echo("hello", 2, "2/2")
-	op := h.New(t, World{Echoes: []*echov1.Echo{e}, Deployments: []*appsv1.Deployment{h.OwnedDeployment(e, 2)}})
+	for _, tc := range []struct {
+		name     string
+		observed int64
+		want     []string
+	}{
+		{"current", 1, nil},
+		{"older generation", 0, []string{"update Echo/status"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := h.Echo("hello", 2, "")
+			d := h.OwnedDeployment(e, 2)
+			e.Status = echo.Status(e, d, nil, written)
+			e.Status.ObservedGeneration = tc.observed
+			op := h.New(t, World{Echoes: []*echov1.Echo{e}, Deployments: []*appsv1.Deployment{d}})
 
-	if err := op.Reconcile("hello"); err != nil {
-		t.Fatal(err)
-	}
-	if got := op.Calls(); len(got) != 0 {
-		t.Errorf("calls = %v, want none", got)
+			if err := op.Reconcile("hello"); err != nil {
+				t.Fatal(err)
+			}
+			if got := op.Calls(); !slices.Equal(got, tc.want) {
+				t.Errorf("calls = %v, want %v", got, tc.want)
+			}
+			got := op.Status("hello")
+			wantStatus(t, got, "2/2", metav1.ConditionTrue, metav1.ConditionFalse)
+			for _, c := range got.Conditions {
+				if !c.LastTransitionTime.Time.Equal(written) {
+					t.Errorf("%s lastTransitionTime %s, want %s kept: its status did not change", c.Type, c.LastTransitionTime, written)
+				}
+			}
+		})
 	}
 }
 
@@ -228,7 +270,5 @@ func (h Harness) StatusConflictRetried(t *testing.T) {
 	if got, want := op.Calls(), []string{"update Echo/status", "get Echo", "update Echo/status"}; !slices.Equal(got, want) {
 		t.Fatalf("calls = %v, want %v", got, want)
 	}
-	if got := op.Status("hello"); got != "2/2" {
-		t.Errorf("status.ready = %q, want 2/2", got)
-	}
+	wantStatus(t, op.Status("hello"), "2/2", metav1.ConditionTrue, metav1.ConditionFalse)
 }

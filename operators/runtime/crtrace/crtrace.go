@@ -13,26 +13,51 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kkloud/rlab/operators/echo/instrument"
+	"github.com/kkloud/rlab/operators/trace"
 )
 
-// Predicate is the tracer's Handler for controller-runtime: a predicate that
-// lets every event through and only traces it. controller-runtime runs
-// predicates just before its handler queues the request.
-func Predicate(t *instrument.Tracer) predicate.Predicate {
+// Predicate is the tracer's Handler for controller-runtime: a predicate
+// that traces every event of one watch and lets through what all of filters
+// let through (every event, with none). An event a filter stops is traced
+// as filtered and is no cause of a reconcile. controller-runtime runs a
+// watch's predicates just before its handler queues the request.
+func Predicate(t *instrument.Tracer, filters ...predicate.Predicate) predicate.Predicate {
+	pass := func(ok func(predicate.Predicate) bool) bool {
+		for _, f := range filters {
+			if !ok(f) {
+				return false
+			}
+		}
+		return true
+	}
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
+			if !pass(func(f predicate.Predicate) bool { return f.Create(e) }) {
+				t.Filtered(trace.InformerAdd, nil, e.Object, e.IsInInitialList)
+				return false
+			}
 			t.Added(e.Object, e.IsInInitialList)
 			return true
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !pass(func(f predicate.Predicate) bool { return f.Update(e) }) {
+				t.Filtered(trace.InformerUpdate, e.ObjectOld, e.ObjectNew, false)
+				return false
+			}
 			t.Updated(e.ObjectOld, e.ObjectNew)
 			return true
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
+			if !pass(func(f predicate.Predicate) bool { return f.Delete(e) }) {
+				t.Filtered(trace.InformerDelete, nil, e.Object, false)
+				return false
+			}
 			t.Deleted(e.Object)
 			return true
 		},
-		GenericFunc: func(event.GenericEvent) bool { return true },
+		GenericFunc: func(e event.GenericEvent) bool {
+			return pass(func(f predicate.Predicate) bool { return f.Generic(e) })
+		},
 	}
 }
 

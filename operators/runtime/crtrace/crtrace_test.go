@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
@@ -40,6 +41,50 @@ func TestPredicate(t *testing.T) {
 	}
 	if got := evs[1].Str(trace.FieldCauseEvent); got != "ADD Echo/hello" {
 		t.Errorf("reconcile cause_event = %q, want %q", got, "ADD Echo/hello")
+	}
+}
+
+// TestPredicateFiltered: with GenerationChangedPredicate, an update that
+// leaves the generation as it was (a status write) is stopped and traced as
+// filtered, and is no cause of the next reconcile; one that moves it passes.
+func TestPredicateFiltered(t *testing.T) {
+	old := &echov1.Echo{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Generation: 1}}
+	statusOnly := old.DeepCopy()
+	statusOnly.Status.Ready = "1/1"
+	specChange := old.DeepCopy()
+	specChange.Generation = 2
+	tests := []struct {
+		name         string
+		obj          *echov1.Echo
+		pass         bool
+		change       string
+		wantCause    string
+		wantCauseLen float64
+	}{
+		{"status write", statusOnly, false, "status", "", 0},
+		{"spec change", specChange, true, "spec", "UPDATE Echo/hello", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var passed bool
+			evs := optest.Traced(t, func(tr *instrument.Tracer) {
+				p := Predicate(tr, predicate.GenerationChangedPredicate{})
+				passed = p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: tc.obj})
+				_ = tr.Reconcile(context.Background(), "ns/hello", func(context.Context, string) error { return nil })
+			})
+			if passed != tc.pass {
+				t.Fatalf("passed %v, want %v", passed, tc.pass)
+			}
+			if len(evs) != 3 || evs[0].Kind != trace.InformerUpdate {
+				t.Fatalf("events %+v, want informer.update, reconcile.start, reconcile.end", evs)
+			}
+			if evs[0].Bool(trace.FieldFiltered) == tc.pass || evs[0].Str(trace.FieldChange) != tc.change {
+				t.Errorf("informer.update filtered=%v change=%q, want filtered=%v change=%q", evs[0].Bool(trace.FieldFiltered), evs[0].Str(trace.FieldChange), !tc.pass, tc.change)
+			}
+			if n, _ := evs[1].Num(trace.FieldCauses); evs[1].Str(trace.FieldCauseEvent) != tc.wantCause || n != tc.wantCauseLen {
+				t.Errorf("reconcile cause_event %q causes %v, want %q %v", evs[1].Str(trace.FieldCauseEvent), n, tc.wantCause, tc.wantCauseLen)
+			}
+		})
 	}
 }
 
