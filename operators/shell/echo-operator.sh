@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # echo-operator.sh: the Echo operator as a kubectl loop, the course's first
 # operator made correct. Every --interval seconds it lists the Echoes and, for
-# each one, applies the Deployment it asks for and writes status.ready.
+# each one, applies the Deployment it asks for and writes the Echo's status
+# as echo.Status does in Go: ready, observedGeneration, and the Ready and
+# Progressing conditions.
 #
 # It watches nothing: a change is noticed on the next poll at the earliest.
 # It elects no leader either: run two copies and they both write (a lesson).
@@ -63,6 +65,14 @@ MANAGER=echo-shell # field manager and managed-by label: this style's name
 FINALIZER=kkloud.io/echo-registry # the same names as operators/echo/finalizer.go
 REGISTRY=echo-registry
 TRACE=${RLAB_TRACE:-0}
+# What step 1's GET reads of an Echo. ECHO_CONDITION is one condition on one
+# line, tab-separated: we write messages without newlines or tabs, and the
+# message comes last so that a tab in one still stays in it.
+ECHO_CONDITION='{.status}{"\t"}{.reason}{"\t"}{.observedGeneration}{"\t"}{.lastTransitionTime}{"\t"}{.message}'
+ECHO_FIELDS='{.metadata.uid}{"\n"}{.spec.replicas}{"\n"}{.metadata.generation}{"\n"}{.status.ready}{"\n"}{.status.observedGeneration}{"\n"}'
+ECHO_FIELDS+='{.metadata.resourceVersion}{"\n"}{.metadata.deletionTimestamp}{"\n"}{.metadata.finalizers[*]}{"\n"}'
+ECHO_FIELDS+='{range .status.conditions[?(@.type=="Ready")]}'$ECHO_CONDITION'{end}{"\n"}'
+ECHO_FIELDS+='{range .status.conditions[?(@.type=="Progressing")]}'$ECHO_CONDITION'{end}{"\n"}{.spec.message}'
 kubectl_cmd=("$KUBECTL" --namespace "$NS" --request-timeout=10s) # a hung apiserver must not stall the loop forever
 [[ -z $KUBECONFIG_FILE ]] || kubectl_cmd+=(--kubeconfig "$KUBECONFIG_FILE")
 tmp=$(mktemp -d) # kubectl's output and errors, read back from files
@@ -87,6 +97,13 @@ quote() {
     done
   fi
   printf -v "$1" '"%s"' "$_s"
+}
+
+# whole VAR... sets each VAR that holds no whole number to 0: a field an
+# object lacks yet counts as 0, and only digits ever reach bash arithmetic.
+whole() {
+  local _v
+  for _v; do [[ ${!_v} =~ ^[0-9]+$ ]] || printf -v "$_v" 0; done
 }
 
 # clock sets now_ms (Unix milliseconds) and now_time (RFC 3339, UTC, ms).
@@ -206,10 +223,55 @@ JSON
   err=$why
 }
 
-# update_status NAME READY CURRENT patches status.ready, unless it already says READY.
+# update_status writes the Echo's status as echo.Status computes it in Go:
+# status.ready, observedGeneration (the generation step 1 read), then the
+# Ready and Progressing conditions, in that order (a merge patch replaces the
+# whole list). Nothing is sent when the Echo already says all this. It reads
+# reconcile_echo's locals (bash scoping is dynamic).
 update_status() {
-  [[ $2 != "$3" ]] || return 0
-  kube "patch echoes/status" patch echo "$1" --subresource=status --type=merge -p "{\"status\":{\"ready\":\"$2\"}}"
+  local differs=0 conditions="" patch
+  [[ $ready == "$current" && $generation == "$observed" ]] || differs=1
+  if ((d_ready >= replicas)); then
+    set_condition Ready "$cond_ready" True ReplicasReady "$ready replicas ready"
+  else
+    set_condition Ready "$cond_ready" False ReplicasNotReady "$ready replicas ready"
+  fi
+  # Still moving toward the spec: not yet seen by the Deployment's
+  # controller, or some pods not updated, not ready, or not yet gone.
+  if ((d_observed < d_generation || d_updated < replicas || d_ready < replicas || d_replicas > replicas)); then
+    set_condition Progressing "$cond_progressing" True RollingOut "Deployment echo-$name is rolling out"
+  else
+    set_condition Progressing "$cond_progressing" False UpToDate "Deployment echo-$name is up to date"
+  fi
+  ((differs)) || return 0
+  patch="{\"status\": {\"ready\": \"$ready\", \"observedGeneration\": $generation, \"conditions\": [$conditions]}}"
+  kube "patch echoes/status" patch echo "$name" --subresource=status --type=merge -p "$patch"
+}
+
+# set_condition TYPE CURRENT STATUS REASON MESSAGE appends condition TYPE to
+# update_status's $conditions, and sets its $differs unless the Echo's
+# CURRENT one already says the same. CURRENT is step 1's line for TYPE:
+# status, reason, observedGeneration, lastTransitionTime and message,
+# tab-separated, or empty if the Echo has none. The lastTransitionTime stays
+# as long as the status does, as meta.SetStatusCondition keeps it.
+set_condition() {
+  local cur=$2 c_status c_reason c_generation c_at c_message at msg
+  c_status=${cur%%$'\t'*} cur=${cur#*$'\t'}
+  c_reason=${cur%%$'\t'*} cur=${cur#*$'\t'}
+  c_generation=${cur%%$'\t'*} cur=${cur#*$'\t'}
+  c_at=${cur%%$'\t'*} c_message=${cur#*$'\t'}
+  whole c_generation
+  [[ $c_status == "$3" && $c_reason == "$4" && $c_generation == "$generation" && $c_message == "$5" ]] || differs=1
+  if [[ $c_status == "$3" && -n $c_at ]]; then
+    at=$c_at
+  else
+    clock
+    at=${now_time%.*}Z # whole seconds, as the apiserver stores it
+  fi
+  quote at "$at"
+  quote msg "$5"
+  conditions+="${conditions:+, }{\"type\": \"$1\", \"status\": \"$3\", \"reason\": \"$4\", \"message\": $msg,"
+  conditions+=" \"observedGeneration\": $generation, \"lastTransitionTime\": $at}"
 }
 
 # The finalizer guards state outside the owner tree: each Echo is listed by
@@ -259,31 +321,39 @@ finalize() {
   trace finalizer action removed finalizer "$FINALIZER"
 }
 
-# reconcile_echo NAME brings Deployment echo-NAME and status.ready in line
-# with Echo NAME. It returns non-zero on failure; the next poll retries.
+# reconcile_echo NAME brings Deployment echo-NAME and the Echo's status in
+# line with Echo NAME. It returns non-zero on failure; the next poll retries.
 reconcile_echo() {
   local name=$1 id start step changed=none ready="" uid replicas current message uid_before rv_before owner uid_after rv_after rv deleting finalizers
+  local generation observed cond_ready cond_progressing d_generation d_observed d_replicas d_updated d_ready
   reconcile_id=$((reconcile_id + 1)) id=$reconcile_id
   OBJECT="Echo/$name"
   clock; start=$now_ms
   trace reconcile.start id "$id" cause poll cause_event "poll tick"
 
   # Step 1: fetch the Echo
-  # One GET, seven lines: uid, replicas, current status, resourceVersion,
-  # deletionTimestamp, finalizers, then the message, which may hold
-  # newlines of its own, so it comes last.
+  # One GET, eleven lines: uid, replicas, generation, status.ready,
+  # status.observedGeneration, resourceVersion, deletionTimestamp,
+  # finalizers, the Ready and the Progressing condition (ECHO_CONDITION:
+  # empty if there is none), then the message, which may hold newlines of
+  # its own, so it comes last. The conditions come late too: were one to
+  # hold a newline after all, no field we act on shifts, only their own.
   step=fetch
-  kube "get echoes" get echo "$name" --ignore-not-found \
-    -o jsonpath='{.metadata.uid}{"\n"}{.spec.replicas}{"\n"}{.status.ready}{"\n"}{.metadata.resourceVersion}{"\n"}{.metadata.deletionTimestamp}{"\n"}{.metadata.finalizers[*]}{"\n"}{.spec.message}' ||
+  kube "get echoes" get echo "$name" --ignore-not-found -o jsonpath="$ECHO_FIELDS" ||
     { reconcile_failed; return 1; }
   [[ -n $out ]] || { reconcile_done; return 0; } # deleted since the list: GC removes its Deployment, not us
   uid=${out%%$'\n'*} out=${out#*$'\n'}
   replicas=${out%%$'\n'*} out=${out#*$'\n'}
+  generation=${out%%$'\n'*} out=${out#*$'\n'}
   current=${out%%$'\n'*} out=${out#*$'\n'}
+  observed=${out%%$'\n'*} out=${out#*$'\n'}
   rv=${out%%$'\n'*} out=${out#*$'\n'}
   deleting=${out%%$'\n'*} out=${out#*$'\n'}
-  finalizers=${out%%$'\n'*} message=${out#*$'\n'}
+  finalizers=${out%%$'\n'*} out=${out#*$'\n'}
+  cond_ready=${out%%$'\n'*} out=${out#*$'\n'}
+  cond_progressing=${out%%$'\n'*} message=${out#*$'\n'}
   [[ $replicas =~ ^[0-9]+$ ]] && ((replicas >= 1)) || replicas=1 # the CRD's default
+  whole generation observed
 
   # Step 2: the finalizer
   # A deleted Echo is cleaned up and let go (the garbage collector removes
@@ -328,18 +398,22 @@ reconcile_echo() {
     # read, and the next poll looks again.
     doc=${doc/\"namespace\": \"$NS\",/\"namespace\": \"$NS\", \"resourceVersion\": \"$rv_before\",}
   fi
+  # It answers with what step 5 needs of the Deployment too, comma-separated:
+  # status fields are missing until its controller sets them, and read
+  # would close up runs of spaces, not of commas.
   kube "apply deployments" apply --server-side --field-manager="$MANAGER" --force-conflicts -f - \
-    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} {.status.readyReplicas}' <<<"$doc" ||
+    -o jsonpath='{.metadata.uid},{.metadata.resourceVersion},{.metadata.generation},{.status.observedGeneration},{.status.replicas},{.status.updatedReplicas},{.status.readyReplicas}' <<<"$doc" ||
     { reconcile_failed; return 1; }
-  read -r uid_after rv_after ready <<<"$out"
+  IFS=, read -r uid_after rv_after d_generation d_observed d_replicas d_updated d_ready <<<"$out"
+  whole d_generation d_observed d_replicas d_updated d_ready
   if [[ $uid_before != "$uid_after" ]]; then changed=created # a new uid is a new object, even if one was there
   elif [[ $rv_before != "$rv_after" ]]; then changed=updated; fi
 
   # Step 5: write status
   # apply answered with the object as stored, status included: no extra GET.
   step=status
-  ready="${ready:-0}/$replicas"
-  update_status "$name" "$ready" "$current" || { reconcile_failed; return 1; }
+  ready="$d_ready/$replicas"
+  update_status || { reconcile_failed; return 1; }
   reconcile_done
 }
 

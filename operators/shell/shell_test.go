@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -200,9 +202,7 @@ func TestRendersDeployment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			// Step 1's GET answers seven lines: uid, replicas, status,
-			// resourceVersion, deletionTimestamp, finalizers, message.
-			if err := os.WriteFile(filepath.Join(dir, "echo"), []byte("uid-1\n2\n\n7\n\n\n"+message), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "echo"), []byte(getAnswer(e)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// No Deployment yet; apply keeps what it was sent.
@@ -211,7 +211,7 @@ func TestRendersDeployment(t *testing.T) {
 case " $* " in
   *" get echoes "*) echo hello ;;
   *" get echo "*) cat "$FAKE_DIR/echo" ;;
-  *" apply "*) cat >"$FAKE_DIR/doc.tmp"; mv "$FAKE_DIR/doc.tmp" "$FAKE_DIR/doc.json"; printf 'uid-d 8 0' ;;
+  *" apply "*) cat >"$FAKE_DIR/doc.tmp"; mv "$FAKE_DIR/doc.tmp" "$FAKE_DIR/doc.json"; printf 'uid-d,8,1,,,,' ;;
 esac
 `), 0o700); err != nil {
 				t.Fatal(err)
@@ -329,9 +329,9 @@ func TestStopsCleanlyMidWork(t *testing.T) {
 	if err := os.WriteFile(fake, []byte(`#!/usr/bin/env bash
 case " $* " in
   *" get echoes "*) echo hello ;;
-  *" get echo "*) printf 'uid-1\n2\n1/2\nhi there' ;;
-  *" get deployment "*) printf 7 ;;
-  *" apply "*) cat >/dev/null; printf '8 2' ;;
+  *" get echo "*) printf 'uid-1\n2\n1\n1/2\n1\n7\n\n\n\n\nhi there' ;;
+  *" get deployment "*) printf 'uid-d 7 uid-1' ;;
+  *" apply "*) cat >/dev/null; printf 'uid-d,8,2,1,2,2,1' ;;
 esac
 `), 0o700); err != nil {
 		t.Fatal(err)
@@ -353,7 +353,9 @@ esac
 
 // TestAgainstControlPlane runs the script against the real control plane
 // (apiserver, kube-controller-manager, scheduler, kwok) and follows one Echo
-// through create, scale, drift and shutdown.
+// through create, scale up, drift, scale down and shutdown. At each step the
+// status the script wrote (which the apiserver validated against the CRD's
+// schema) must be the one echo.Status computes for the Echo and Deployment.
 func TestAgainstControlPlane(t *testing.T) {
 	// Never skips: this is the proof that the shell operator works.
 	b := startBackend(t)
@@ -371,6 +373,7 @@ func TestAgainstControlPlane(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	u, err := echov1.NewEcho(ns, name, message, 2).ToUnstructured()
 	if err != nil {
 		t.Fatal(err)
@@ -413,19 +416,94 @@ func TestAgainstControlPlane(t *testing.T) {
 		}
 	}
 
+	// settled waits until the rollout is over and the Echo at generation
+	// says ready with a status the script has nothing left to write to:
+	// what echo.Status computes from it and its Deployment as they are,
+	// lastTransitionTimes kept. Its times must read as written, whole
+	// seconds in UTC.
+	settled := func(ready string, generation int64) *echov1.Echo {
+		t.Helper()
+		var e *echov1.Echo
+		var status []byte
+		eventually(t, s, 60*time.Second, fmt.Sprintf("status %s settled at generation %d", ready, generation), func(ctx context.Context) (bool, error) {
+			u, err := echoes.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			e = &echov1.Echo{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, e); err != nil {
+				return false, err
+			}
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, echo.DeploymentName(name), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if e.Generation != generation || e.Status.Ready != ready || e.Status.ObservedGeneration != generation ||
+				!meta.IsStatusConditionTrue(e.Status.Conditions, echo.ConditionReady) ||
+				!meta.IsStatusConditionFalse(e.Status.Conditions, echo.ConditionProgressing) {
+				return false, fmt.Errorf("generation %d, status %+v", e.Generation, e.Status)
+			}
+			if status, err = json.Marshal(u.Object["status"]); err != nil {
+				return false, err
+			}
+			return true, statusDiff(e.Status, e, d, time.Time{}, time.Time{})
+		})
+		if err := checkTimes(status); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	// transition is when condition typ of e last changed status.
+	transition := func(e *echov1.Echo, typ string) time.Time {
+		return meta.FindStatusCondition(e.Status.Conditions, typ).LastTransitionTime.Time
+	}
+
 	var first *appsv1.Deployment
 	eventually(t, s, 60*time.Second, "Deployment as desired", func(ctx context.Context) (ok bool, err error) {
 		first, err = matches(ctx)
 		return err == nil, err
 	})
 	eventually(t, s, 60*time.Second, "status.ready 2/2", statusIs("2/2"))
+	cur := settled("2/2", 1)
+	for _, typ := range []string{echo.ConditionReady, echo.ConditionProgressing} {
+		if at := transition(cur, typ); at.Before(began.Truncate(time.Second)) || at.After(time.Now()) {
+			t.Errorf("%s lastTransitionTime %s, want a time since the test began at %s", typ, at, began)
+		}
+	}
 
+	// Polls with nothing changed write nothing: the status is a fixed point.
+	quiet := time.Now()
+	var calm []reconcileCall
+	eventually(t, s, 30*time.Second, "two polls after the status settled", func(context.Context) (bool, error) {
+		calm = calm[:0]
+		for _, r := range reconciles(s.events(t)) {
+			if r.ended && r.start.After(quiet) {
+				calm = append(calm, r)
+			}
+		}
+		return len(calm) >= 2, nil
+	})
+	for _, r := range calm {
+		if slices.Contains(r.verbs, "patch echoes/status") {
+			t.Errorf("a poll with nothing changed patched the status: kubectl %q", r.verbs)
+		}
+	}
+
+	// Scaling up turns Ready False (2/3) and Progressing True, then back:
+	// both move, and observedGeneration with the spec.
+	scaledUp := time.Now()
 	if _, err := echoes.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, s, 60*time.Second, "status.ready 3/3", statusIs("3/3"))
 	if _, err := matches(ctx); err != nil {
 		t.Fatalf("after scaling the Echo: %v", err)
+	}
+	cur = settled("3/3", 2)
+	for _, typ := range []string{echo.ConditionReady, echo.ConditionProgressing} {
+		if at := transition(cur, typ); at.Before(scaledUp.Truncate(time.Second)) {
+			t.Errorf("%s changed status twice since the scale-up at %s, but its lastTransitionTime is %s", typ, scaledUp, at)
+		}
 	}
 
 	// Drift: the Deployment deleted by hand comes back on a later poll.
@@ -442,6 +520,26 @@ func TestAgainstControlPlane(t *testing.T) {
 		return count(s.events(t), trace.ReconcileEnd, "changed", "created") == 2, nil
 	})
 	eventually(t, s, 60*time.Second, "status.ready 3/3 again", statusIs("3/3"))
+	cur = settled("3/3", 2)
+
+	// Scaling down keeps three, then two pods ready: Ready stays True and
+	// keeps its lastTransitionTime, which must be a second old at least for
+	// a new one to show; Progressing goes True and back.
+	readySince := transition(cur, echo.ConditionReady)
+	eventually(t, s, 5*time.Second, "a second since Ready's lastTransitionTime", func(context.Context) (bool, error) {
+		return time.Now().Truncate(time.Second).After(readySince), nil
+	})
+	scaledDown := time.Now()
+	if _, err := echoes.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur = settled("2/2", 3)
+	if at := transition(cur, echo.ConditionReady); !at.Equal(readySince) {
+		t.Errorf("Ready stayed True through the scale-down, but its lastTransitionTime moved from %s to %s", readySince, at)
+	}
+	if at := transition(cur, echo.ConditionProgressing); at.Before(scaledDown.Truncate(time.Second)) {
+		t.Errorf("Progressing changed status twice since the scale-down at %s, but its lastTransitionTime is %s", scaledDown, at)
+	}
 
 	s.terminate(t, 3*time.Second)
 
@@ -468,12 +566,19 @@ func TestAgainstControlPlane(t *testing.T) {
 		{trace.ReconcileStart, "cause", trace.CausePoll},
 		{trace.ReconcileEnd, "result", "ok"},
 		{trace.ReconcileEnd, "changed", "created"}, // twice: at start and after the delete
-		{trace.ReconcileEnd, "changed", "updated"}, // replicas 2 → 3
+		{trace.ReconcileEnd, "changed", "updated"}, // replicas 2 → 3 → 2
 		{trace.ReconcileEnd, "changed", "none"},
 		{trace.ReconcileEnd, "status", "3/3"},
 	} {
 		if count(evs, want.kind, want.key, want.value) == 0 {
 			t.Errorf("no %s event with %s=%s", want.kind, want.key, want.value)
+		}
+	}
+	// The apiserver took every status written: one off the CRD's schema (a
+	// bad reason, a missing field) gets 422 and kubectl exits 1.
+	for _, e := range evs {
+		if e.Kind == trace.Kubectl && e.Str(trace.FieldVerb) == "patch echoes/status" && e.Str(trace.FieldCode) != "0" {
+			t.Errorf("status patch failed with code %s", e.Str(trace.FieldCode))
 		}
 	}
 	if n := count(evs, trace.ReconcileEnd, "changed", "created"); n != 2 {
