@@ -124,6 +124,11 @@ func TestTUIPaneConverging(t *testing.T) {
 		}
 		return n
 	}
+	// generations sets the Echo's generation and the one its status is for.
+	generations := func(n *world.NamespaceView, gen, observed int64) *world.NamespaceView {
+		n.Echoes["hello"].Generation, n.Echoes["hello"].ObservedGeneration = gen, observed
+		return n
+	}
 	tests := []struct {
 		name string
 		ns   *world.NamespaceView
@@ -138,6 +143,9 @@ func TestTUIPaneConverging(t *testing.T) {
 		{"an edit under way keeps the time", ns(3, 2, "2/3", true), created, `Echo/hello 2/3 waiting for pods 2/3 · created in 1.23s ×3`},
 		{"Deployment deleted after converging", ns(2, 2, "2/2", false), created, `Echo/hello 2/2 no Deployment · created in 1.23s ×2`},
 		{"ready before the screen saw it", ns(2, 2, "2/2", true), nil, `Echo/hello 2/2 ×2`},
+		{"status for an older spec", generations(ns(3, 2, "2/2", true), 4, 3), nil, `Echo/hello 2/2 stale: status of gen 3, spec gen 4 waiting for pods 2/3 ×3`},
+		{"status for this spec", generations(ns(2, 2, "2/2", true), 4, 4), nil, `Echo/hello 2/2 ×2`},
+		{"no observedGeneration written", generations(ns(2, 2, "2/2", true), 4, 0), nil, `Echo/hello 2/2 ×2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

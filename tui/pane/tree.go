@@ -60,6 +60,11 @@ func echoLine(ev *world.EchoView, c *stats.Convergence, s *common.Theme) *common
 	} else {
 		l.Add(s.Warn, ready)
 	}
+	// Written for an older spec: what it says may no longer be true. An
+	// operator that writes no observedGeneration (0) says nothing of it.
+	if ev.ObservedGeneration > 0 && ev.ObservedGeneration < ev.Generation {
+		l.Add(s.Warn, fmt.Sprintf(" stale: status of gen %d, spec gen %d", ev.ObservedGeneration, ev.Generation))
+	}
 	converging(l, ev, c, s)
 	l.Add(s.Dim, fmt.Sprintf(" ×%d %q", ev.Replicas, ev.Message))
 	if ev.Deleting {
