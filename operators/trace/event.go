@@ -61,6 +61,10 @@ const (
 	// matched again.
 	DriftDetected Kind = "drift.detected"
 	DriftRepaired Kind = "drift.repaired"
+	// Handover: a field of a Deployment changed owners: in its
+	// managedFields, another field manager now owns it (an Update takes it,
+	// a forced apply takes it, a conflicting apply is refused instead).
+	Handover Kind = "field.handover"
 	// Finalizer: an operator added its finalizer to an Echo, or cleaned up
 	// after a deleted one and removed it.
 	Finalizer Kind = "finalizer"

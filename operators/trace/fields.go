@@ -47,6 +47,9 @@ const (
 	FieldCreated     = "created"     // echo.converged of a new Echo, not an edit: true
 	FieldAction      = "action"      // finalizer: "added", "removed"; rlab.act: the lesson action, "partition_leader"
 	FieldFinalizer   = "finalizer"   // finalizer: its name
+	FieldPath        = "path"        // field.handover: the field, "spec.replicas"
+	FieldFrom        = "from"        // field.handover: the field managers that owned it, comma-separated
+	FieldTo          = "to"          // field.handover: those that own it now
 	FieldFinalizers  = "finalizers"  // echo.deleting: the finalizers that hold it, comma-separated
 	FieldWaitedMS    = "waited_ms"   // echo.deleted
 	FieldPID         = "pid"         // process.*
@@ -95,6 +98,7 @@ var Schema = map[Kind][]string{
 	DriftDetected:  {FieldWhat, FieldEcho},
 	DriftRepaired:  {FieldWhat, FieldEcho, FieldLatencyMS},
 	Finalizer:      {FieldAction, FieldFinalizer},
+	Handover:       {FieldPath, FieldFrom, FieldTo, FieldEcho},
 	EchoDeleting:   {FieldFinalizers},
 	EchoDeleted:    {FieldWaitedMS},
 	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho, FieldCreated},

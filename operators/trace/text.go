@@ -90,6 +90,8 @@ func (e Event) Summary() string {
 		return "collected by GC: owner " + e.Str(FieldOwner) + " is gone"
 	case DriftDetected:
 		return "drift: " + e.Str(FieldWhat)
+	case Handover:
+		return e.Str(FieldPath) + " changed owners: " + e.Str(FieldFrom) + " → " + e.Str(FieldTo)
 	case DriftRepaired:
 		return fmt.Sprintf("repaired %s in %s", e.Str(FieldWhat), ms(FieldLatencyMS))
 	case Converged:

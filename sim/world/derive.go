@@ -1,7 +1,9 @@
 package world
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,15 +125,63 @@ func echoFor(deployment string) (string, bool) {
 
 func (m *nsModel) upsertDeployment(d *appsv1.Deployment, now time.Time) []trace.Event {
 	m.deployments[d.Name] = d
-	if name, ok := echoFor(d.Name); ok {
-		return m.evaluate(name, true, now)
+	var evs []trace.Event
+	owners, had := fieldOwners(d, "spec", "replicas"), m.replicasOwners[d.Name]
+	m.replicasOwners[d.Name] = owners
+	name, ok := echoFor(d.Name)
+	// It changed owners when a manager that owned it lost it to another (a
+	// forced apply, an Update). One that joins by applying the same value
+	// takes nothing from anyone.
+	if len(had) > 0 && len(owners) > 0 && slices.ContainsFunc(had, func(o string) bool { return !slices.Contains(owners, o) }) {
+		fields := map[string]any{trace.FieldPath: "spec.replicas", trace.FieldFrom: strings.Join(had, ","), trace.FieldTo: strings.Join(owners, ",")}
+		if ok {
+			fields[trace.FieldEcho] = name
+		}
+		evs = append(evs, m.event(now, trace.Handover, trace.Object("Deployment", d.Name), fields))
 	}
-	return nil
+	if ok {
+		evs = append(evs, m.evaluate(name, true, now)...)
+	}
+	return evs
+}
+
+// fieldOwners are the field managers whose managedFields entry of d holds
+// the field at path (of the object itself, not of its status), sorted; nil
+// if none does. A manager's set is JSON like {"f:spec":{"f:replicas":{}}}.
+func fieldOwners(d metav1.Object, path ...string) []string {
+	var out []string
+	for _, mf := range d.GetManagedFields() {
+		if mf.FieldsV1 == nil || mf.Subresource == "status" {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &set) != nil {
+			continue
+		}
+		for i, p := range path {
+			next, ok := set["f:"+p]
+			if !ok {
+				set = nil
+				break
+			}
+			if i < len(path)-1 {
+				set, _ = next.(map[string]any)
+			}
+		}
+		if set != nil && !slices.Contains(out, mf.Manager) {
+			out = append(out, mf.Manager)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (m *nsModel) deleteDeployment(d *appsv1.Deployment, now time.Time) []trace.Event {
 	evs := m.collected(d, "Deployment", now)
 	forget(m.deployments, d)
+	if m.deployments[d.Name] == nil {
+		delete(m.replicasOwners, d.Name)
+	}
 	if name, ok := echoFor(d.Name); ok {
 		evs = append(evs, m.evaluate(name, true, now)...)
 	}

@@ -78,7 +78,10 @@ type DeploymentView struct {
 	ReadyReplicas int32  // status
 	Message       string // from the -text= argument
 	Owner         string // "Echo/<name>" of the controller ownerRef, "" if none
-	Deleting      bool
+	// ReplicasOwners are the field managers that own spec.replicas in its
+	// managedFields, sorted ("echo-shell"; two appliers of one value share it).
+	ReplicasOwners []string
+	Deleting       bool
 	// ReplicaSets and Pods are owned through the chain Deployment →
 	// ReplicaSet → Pod, by controller ownerReference UID.
 	ReplicaSets []*ReplicaSetView
@@ -117,9 +120,12 @@ type nsModel struct {
 	image       string // the operators' image: any other is drift
 	echoes      map[string]*echov1.Echo
 	deployments map[string]*appsv1.Deployment
-	replicaSets map[string]*appsv1.ReplicaSet
-	pods        map[string]*corev1.Pod
-	lease       *coordinationv1.Lease
+	// replicasOwners are, by Deployment name, the field managers that own
+	// its spec.replicas (read from managedFields once per change).
+	replicasOwners map[string][]string
+	replicaSets    map[string]*appsv1.ReplicaSet
+	pods           map[string]*corev1.Pod
+	lease          *coordinationv1.Lease
 	// leases are every Lease of a namespace whose operator names its own
 	// (a student's), by name; nil in a built-in style's namespace.
 	leases   map[string]*coordinationv1.Lease
@@ -132,14 +138,15 @@ type nsModel struct {
 
 func newNSModel(name, image string) *nsModel {
 	return &nsModel{
-		name:        name,
-		image:       image,
-		echoes:      map[string]*echov1.Echo{},
-		deployments: map[string]*appsv1.Deployment{},
-		replicaSets: map[string]*appsv1.ReplicaSet{},
-		pods:        map[string]*corev1.Pod{},
-		tracks:      map[string]*echoTrack{},
-		leases:      ownLeases(name),
+		name:           name,
+		image:          image,
+		echoes:         map[string]*echov1.Echo{},
+		deployments:    map[string]*appsv1.Deployment{},
+		replicasOwners: map[string][]string{},
+		replicaSets:    map[string]*appsv1.ReplicaSet{},
+		pods:           map[string]*corev1.Pod{},
+		tracks:         map[string]*echoTrack{},
+		leases:         ownLeases(name),
 	}
 }
 
@@ -212,13 +219,16 @@ func (m *nsModel) view() *NamespaceView {
 		}
 		if d := m.deployments[echo.DeploymentName(name)]; d != nil {
 			ev.Deployment = owned.deploymentView(d)
+			ev.Deployment.ReplicasOwners = slices.Clone(m.replicasOwners[d.Name])
 			shown[d.Name] = true
 		}
 		v.Echoes[name] = ev
 	}
 	for name, d := range m.deployments {
 		if !shown[name] {
-			v.Orphans = append(v.Orphans, owned.deploymentView(d))
+			dv := owned.deploymentView(d)
+			dv.ReplicasOwners = slices.Clone(m.replicasOwners[d.Name])
+			v.Orphans = append(v.Orphans, dv)
 		}
 	}
 	slices.SortFunc(v.Orphans, func(a, b *DeploymentView) int { return cmp.Compare(a.Name, b.Name) })

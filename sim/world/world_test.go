@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -784,5 +786,64 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	})
 	if s.Namespaces[f.ns].Registry == nil {
 		t.Error("registry ConfigMap vanished from the snapshot; want it kept, empty")
+	}
+}
+
+// TestHandover: a field.handover comes when another field manager takes
+// spec.replicas of a Deployment (a forced apply, an Update), and none when
+// an apply is refused for its conflict or only joins the owner by applying
+// the same value.
+func TestHandover(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.helloReady(t)
+	creator := waitFor(t, f.w, "an owner of spec.replicas", func(s world.Snapshot) bool {
+		return len(s.Namespaces[f.ns].Echoes["hello"].Deployment.ReplicasOwners) == 1
+	}).Namespaces[f.ns].Echoes["hello"].Deployment.ReplicasOwners[0]
+
+	apply := func(manager string, replicas int, force bool) error {
+		body := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"echo-hello"},"spec":{"replicas":%d}}`, replicas)
+		_, err := shared.cs.AppsV1().Deployments(f.ns).Patch(t.Context(), "echo-hello", types.ApplyPatchType, []byte(body),
+			metav1.PatchOptions{FieldManager: manager, Force: ptr.To(force)})
+		return err
+	}
+	owners := func(want ...string) {
+		t.Helper()
+		waitFor(t, f.w, fmt.Sprintf("spec.replicas owned by %v", want), func(s world.Snapshot) bool {
+			return slices.Equal(s.Namespaces[f.ns].Echoes["hello"].Deployment.ReplicasOwners, want)
+		})
+	}
+	handovers := func() []trace.Event { return f.rec.Of(trace.Handover) }
+
+	// Joining with the same value takes nothing.
+	if err := apply("joiner", 2, false); err != nil {
+		t.Fatalf("apply of the same value: %v", err)
+	}
+	owners(slices.Sorted(slices.Values([]string{creator, "joiner"}))...)
+	if err := apply("joiner", 1, true); err != nil { // and it lets go of it again
+		t.Fatal(err)
+	}
+	owners("joiner")
+	took := f.rec.Wait(t, timeout, trace.Handover, "Deployment/echo-hello", nil)
+	both := strings.Join(slices.Sorted(slices.Values([]string{creator, "joiner"})), ",")
+	if took.Str(trace.FieldPath) != "spec.replicas" || took.Str(trace.FieldFrom) != both ||
+		took.Str(trace.FieldTo) != "joiner" || took.Str(trace.FieldEcho) != "hello" {
+		t.Errorf("field.handover %+v, want spec.replicas from %s and joiner to joiner, Echo hello", took.Fields, creator)
+	}
+
+	// A conflicting apply is refused: nothing changes hands.
+	err := apply("student", 3, false)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("apply of another value without force: %v, want 409 Conflict", err)
+	}
+	// An Update takes it without asking.
+	changeDeployment(t, f.ns, "echo-hello", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) })
+	owners(creator)
+	waitFor(t, f.w, "two handovers", func(world.Snapshot) bool { return len(handovers()) == 2 })
+	if last := handovers()[1]; last.Str(trace.FieldFrom) != "joiner" || last.Str(trace.FieldTo) != creator {
+		t.Errorf("second field.handover %+v, want joiner → %s", last.Fields, creator)
+	}
+	if n := len(handovers()); n != 2 {
+		t.Errorf("field.handover events %v, want 2", handovers())
 	}
 }

@@ -459,5 +459,10 @@ func drift(d Data, st *stats.Operator, w int, s *common.Theme) string {
 	default:
 		l.Plain("drift repaired in ").Add(s.Bold, common.MS(dr.LatencyMS)).Add(s.Dim, " ("+dr.What+")")
 	}
+	// Two writers taking a field from each other, counted: a fight.
+	if h := st.Handover; h != nil {
+		l.Add(s.Dim, " · ").Add(s.Warn, fmt.Sprintf("%s changed owners %d×", h.Path, h.Count)).
+			Add(s.Dim, " (last "+h.From+" → "+h.To+")")
+	}
 	return l.Fit(w)
 }

@@ -58,7 +58,7 @@ func (st *Operator) apply(e trace.Event) {
 		st.leader(e)
 	case trace.ProcessStart, trace.ProcessExit, trace.ProcessPause, trace.ProcessResume:
 		st.process(e)
-	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted:
+	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted, trace.Handover:
 		st.observed(e)
 	case trace.ClientLimits:
 		qps, _ := e.Num(trace.FieldQPS)
@@ -234,6 +234,13 @@ func (st *Operator) observed(e trace.Event) {
 		}
 	case trace.DriftDetected:
 		st.Drift = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat), Detected: e.Time}
+	case trace.Handover:
+		n := 1
+		if st.Handover != nil {
+			n = st.Handover.Count + 1
+		}
+		st.Handover = &Handover{Object: e.Object, Path: e.Str(trace.FieldPath), From: e.Str(trace.FieldFrom),
+			To: e.Str(trace.FieldTo), At: e.Time, Count: n}
 	case trace.DriftRepaired:
 		d := st.Drift
 		if d == nil || d.Object != e.Object {

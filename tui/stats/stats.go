@@ -71,6 +71,14 @@ type Drift struct {
 	LatencyMS    float64
 }
 
+// Handover is the last time a Deployment's field changed owners (field
+// managers), and how often fields of the style's Deployments have.
+type Handover struct {
+	Object, Path, From, To string
+	At                     time.Time
+	Count                  int
+}
+
 // Convergence is what the world observer reported of one Echo: how long
 // it took from its creation until its Deployment and status caught up, and
 // the same for its last edit.
@@ -161,7 +169,8 @@ type Operator struct {
 
 	Replicas map[string]*Replica
 
-	Drift *Drift
+	Drift    *Drift
+	Handover *Handover // nil until a field changed owners
 	// Converged is, by Echo name, what the world reported of its
 	// convergence; forgotten when the Echo is deleted.
 	Converged     map[string]*Convergence
