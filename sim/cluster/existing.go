@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -85,18 +86,24 @@ func (e *Existing) User() string { return e.user }
 func (e *Existing) Prefix() style.Prefix { return e.prefix }
 
 // Start implements Cluster: it connects, learns who it is, and makes sure the
-// Echo CRD is served (installing it if the user may).
+// Echo CRD is served (installing it if the user may) and, if the user may read
+// it, up to date (updating it if the user may).
 func (e *Existing) Start(ctx context.Context) error {
 	if err := e.step("connect", func() error { return e.connect(ctx) }); err != nil {
 		return err
 	}
-	installed := false
+	var installed bool
+	var added []string
 	if err := e.step("echo crd", func() (err error) {
-		installed, err = e.ensureCRD(ctx)
+		installed, added, err = e.ensureCRD(ctx)
 		return err
 	}); err != nil {
 		return err
 	}
+	if len(added) > 0 {
+		e.opts.Log.Info("updated the Echo CRD", "added", added)
+	}
+	// An updated CRD was served all along: the garbage collector watches it.
 	if !installed {
 		return nil
 	}
@@ -178,32 +185,69 @@ func standalone(raw clientcmdapi.Config, ctx string) ([]byte, error) {
 // ErrNoCRD says the Echo CRD is missing and the user may not install it.
 var ErrNoCRD = errors.New("the Echo CRD is not installed")
 
-// ensureCRD returns whether it installed the CRD. A served Echo resource is
-// enough: discovery is open to every authenticated user, reading CRDs is not.
-func (e *Existing) ensureCRD(ctx context.Context) (installed bool, err error) {
+// ErrOldCRD says the Echo CRD lacks status fields this rlab's operators write
+// and the user may not update it.
+var ErrOldCRD = errors.New("the Echo CRD is older than this rlab")
+
+// ensureCRD returns whether it installed the CRD, or which status properties
+// it added to an older one (see CRDOutdated). A served Echo resource is
+// enough when the user may not read CRDs: discovery is open to every
+// authenticated user, reading CRDs is not.
+func (e *Existing) ensureCRD(ctx context.Context) (installed bool, added []string, err error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(e.cfg)
 	if err != nil {
-		return false, fmt.Errorf("discovery client: %w", err)
-	}
-	if served(dc) {
-		return false, nil
+		return false, nil, fmt.Errorf("discovery client: %w", err)
 	}
 	crd, err := echov1.CRD()
 	if err != nil {
-		return false, err
+		return false, nil, err
+	}
+	if served(dc) {
+		added, err := e.upgradeCRD(ctx, crd.Name)
+		return false, added, err
 	}
 	err = installEchoCRD(ctx, e.cfg, Poll)
 	if apierrors.IsForbidden(err) {
-		return false, fmt.Errorf("%w in context %s and %s may not install it: an administrator must run\n"+
+		return false, nil, fmt.Errorf("%w in context %s and %s may not install it: an administrator must run\n"+
 			"  rlab classroom prepare --students N     (the CRD plus a namespace set and kubeconfig per student)\n"+
 			"or just the CRD:\n"+
 			"  rlab crd | kubectl apply -f -\n"+
 			"(CRD %s; the apiserver said: %v)", ErrNoCRD, e.context, e.user, crd.Name, err)
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return true, nil
+	return true, nil, nil
+}
+
+// upgradeCRD updates the served CRD name if it lacks status properties: an
+// older one would have the apiserver drop what the operators write, and the
+// lessons fail on a status that never catches up. A user who may not read
+// it (or finds no CRD behind the resource) goes on as before: rlab cannot
+// tell. One who may read but not update it gets ErrOldCRD, naming the cause.
+func (e *Existing) upgradeCRD(ctx context.Context, name string) ([]string, error) {
+	cs, err := apiextensionsclient.NewForConfig(e.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read CRD %s: %w", name, err)
+	}
+	missing, err := upgradeEchoCRD(ctx, cs, got, Poll)
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("%w in context %s: its status lacks %s, which this rlab's operators write "+
+			"(the apiserver drops them, so no status would stick), and %s may not update it: an administrator must run\n"+
+			"  rlab crd | kubectl apply -f -\n"+
+			"(CRD %s; the apiserver said: %v)", ErrOldCRD, e.context, strings.Join(missing, ", "), e.user, name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return missing, nil
 }
 
 // served says whether the apiserver serves the Echo resource.

@@ -57,8 +57,13 @@ func installEchoCRD(ctx context.Context, cfg *rest.Config, poll pollFunc) error 
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
+	return waitEstablished(ctx, cs, crd.Name, poll)
+}
+
+// waitEstablished waits until the apiserver reports CRD name Established.
+func waitEstablished(ctx context.Context, cs apiextensionsclient.Interface, name string, poll pollFunc) error {
 	return poll(ctx, 30*time.Second, "Echo CRD Established", func(ctx context.Context) (bool, error) {
-		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

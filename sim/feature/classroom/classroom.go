@@ -114,9 +114,9 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	return c, nil
 }
 
-// Prepare installs the Echo CRD if it is missing, and makes each student's
-// namespaces, identities and kubeconfig. Running it again adds what is
-// missing and writes fresh tokens.
+// Prepare installs the Echo CRD if it is missing (updates it if it is older
+// than this rlab's), and makes each student's namespaces, identities and
+// kubeconfig. Running it again adds what is missing and writes fresh tokens.
 func Prepare(ctx context.Context, cfg *rest.Config, o Options) ([]string, error) {
 	if o.Students < 1 {
 		return nil, fmt.Errorf("--students %d: want at least 1", o.Students)
@@ -128,8 +128,12 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ensureCRD(ctx); err != nil {
+	added, err := c.ensureCRD(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if len(added) > 0 && o.Log != nil {
+		fmt.Fprintf(o.Log, "updated the Echo CRD: added %s\n", strings.Join(added, ", "))
 	}
 	if err := c.namespace(ctx, tenancy.ClassroomNamespace, "classroom"); err != nil {
 		return nil, err
@@ -161,25 +165,31 @@ func styleNames() []string {
 }
 
 // ensureCRD installs the Echo CRD, labelled so that teardown removes it,
-// unless one is there already (then it is left as it is, and kept).
-func (c *clients) ensureCRD(ctx context.Context) error {
+// unless one is there already: then it is kept, and updated if it lacks
+// status properties this rlab's operators write (returned), its labels left
+// as they are so that teardown still removes only what prepare installed.
+func (c *clients) ensureCRD(ctx context.Context) (added []string, err error) {
 	crd, err := echov1.CRD()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err == nil {
-		return nil
+	if got, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err == nil {
+		added, err := cluster.UpgradeEchoCRD(ctx, c.ext, got)
+		if err != nil {
+			return nil, fmt.Errorf("echo crd: %w", err)
+		}
+		return added, nil
 	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("echo crd: %w", err)
+		return nil, fmt.Errorf("echo crd: %w", err)
 	}
 	if crd.Labels == nil {
 		crd.Labels = map[string]string{}
 	}
 	crd.Labels[LabelClassroom] = "crd"
 	if _, err := c.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("install echo crd: %w", err)
+		return nil, fmt.Errorf("install echo crd: %w", err)
 	}
-	return cluster.Poll(ctx, 30*time.Second, "the Echo CRD to be served", func(ctx context.Context) (bool, error) {
+	return nil, cluster.Poll(ctx, 30*time.Second, "the Echo CRD to be served", func(ctx context.Context) (bool, error) {
 		_, err := c.dyn.Resource(echov1.Resource).Namespace(tenancy.ClassroomNamespace).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
