@@ -243,6 +243,46 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Server-side apply spec.replicas of the Echo's Deployment as another
+	// field manager, with or without --force-conflicts; with for, again
+	// every `every` (default 1s) until for has passed.
+	"apply_replicas": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt, "manager": tName},
+			optional: argTypes{"force": tBool, "for": tDuration, "every": tDuration}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			n, _ := a.Int("replicas")
+			end := time.Now().Add(a.Dur("for"))
+			every := a.Dur("every")
+			if every == 0 {
+				every = time.Second
+			}
+			for {
+				if err := p.sb.Student().ApplyReplicas(ctx, st, a.Str("name"), n, a.Str("manager"), a.Bool("force")); err != nil {
+					return err
+				}
+				if time.Now().Add(every).After(end) {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(every):
+				}
+			}
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			s := fmt.Sprintf("apply replicas: %d to Deployment %s as field manager %s", n, echo.DeploymentName(a.Str("name")), a.Str("manager"))
+			if a.Bool("force") {
+				s += " with --force-conflicts"
+			}
+			if d := a.Dur("for"); d > 0 {
+				s += fmt.Sprintf(", again and again for %s", d)
+			}
+			return s
+		},
+	},
+
 	// Restart the replicas watching their Deployments, or not
 	// (--watch-owned=false).
 	"watch_owned": {

@@ -107,6 +107,45 @@ var checks = map[string]checkKind{
 		},
 	},
 
+	// The field manager owns spec.replicas of the Echo's Deployment (alone,
+	// or with others that applied the same value).
+	"replicas_owner": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "manager": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			d := deploymentOf(v, st, a.Str("name"))
+			if d == nil {
+				return styleResult{detail: "no Deployment"}
+			}
+			return styleResult{ok: slices.Contains(d.ReplicasOwners, a.Str("manager")),
+				detail: "spec.replicas owned by " + strings.Join(d.ReplicasOwners, ", ")}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("field manager %s owns spec.replicas of Deployment %s", a.Str("manager"), echo.DeploymentName(a.Str("name")))
+		},
+	},
+
+	// spec.replicas of the Echo's Deployment changed owners (field
+	// managers) at least min times since the step began: writers taking it
+	// from each other.
+	"handovers": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
+			evs := eventsOf(v, st, trace.Handover, func(e trace.Event) bool { return e.Object == obj })
+			ok, want := bounds(a, len(evs))
+			detail := fmt.Sprintf("%d%s", len(evs), want)
+			if len(evs) > 0 {
+				last := evs[len(evs)-1]
+				detail += ", last " + last.Str(trace.FieldFrom) + " → " + last.Str(trace.FieldTo)
+			}
+			return styleResult{ok: ok, detail: detail}
+		},
+		words: func(a Args) string {
+			_, want := bounds(a, 0)
+			return fmt.Sprintf("spec.replicas of Deployment %s changes owners%s", echo.DeploymentName(a.Str("name")), want)
+		},
+	},
+
 	// The Echo is gone.
 	"echo_absent": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName}},

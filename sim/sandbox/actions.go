@@ -225,6 +225,21 @@ func (h Student) ScaleDeployment(ctx context.Context, only style.Style, name str
 	})
 }
 
+// ApplyReplicas server-side applies spec.replicas of Echo name's Deployment
+// as field manager manager, as `kubectl apply --server-side
+// --field-manager=MANAGER [--force-conflicts]` of a Deployment that says
+// only that would: 409 Conflict, unless force, when another manager owns
+// the field with another value.
+func (h Student) ApplyReplicas(ctx context.Context, only style.Style, name string, replicas int, manager string, force bool) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		body := mustJSON(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": echo.DeploymentName(name)}, "spec": map[string]any{"replicas": replicas}})
+		_, err := h.s.hands.kube.AppsV1().Deployments(h.s.Namespace(st)).Patch(ctx, echo.DeploymentName(name), types.ApplyPatchType,
+			body, metav1.PatchOptions{FieldManager: manager, Force: &force})
+		return err
+	})
+}
+
 // ReviewRules asks, as the student through their proxy, what st's
 // ServiceAccount may do in its namespace, the way `kubectl auth can-i
 // --list --as=system:serviceaccount:NS:NAME` does: a SelfSubjectRulesReview
