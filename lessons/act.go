@@ -1,6 +1,8 @@
 package lessons
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
@@ -19,8 +21,9 @@ import (
 //     Lease on the way out (kill, SIGTERM): the operators only do that when
 //     told to stop;
 //   - an Echo created, edited or deleted, as the world saw it;
-//   - a Deployment changed by hand (the world's drift.detected), or an
-//     orphaned one deleted (Player.View: gone since the step was shown).
+//   - a Deployment changed by hand (the world's drift.detected, or a
+//     field.handover to a field manager that is not the style's operator),
+//     or an orphaned one deleted (Player.View: gone since the step was shown).
 //
 // What leaves no trace (a request the apiserver refused, a read, a Role
 // edited, an annotation) is not an act: steps whose action is only that are not gated
@@ -88,6 +91,14 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			if e.Str(trace.FieldReason) == trace.ReasonReleased {
 				a.note(e.Time, style.FromSource(e.Source))
 			}
+		case trace.Handover:
+			// Someone other than the style's operator took a field of its
+			// Deployment: a hand's write, seen at once (drift is confirmed
+			// only once it has stood a while, and a fight never stands).
+			if st := styleOfNS(e.Namespace); st != "" && e.Source == trace.SourceWorld &&
+				!slices.Contains(strings.Split(e.Str(trace.FieldTo), ","), st.ManagedBy()) {
+				a.note(e.Time, st)
+			}
 		case trace.EchoDeleting, trace.EchoDeleted, trace.DriftDetected:
 			// An Echo with no finalizer goes at once: the world sees it
 			// deleted, never deleting.
@@ -148,6 +159,7 @@ func (s *Step) Gated() bool {
 // A request the world cannot see is still seen by the student's proxy when
 // it goes through `rlab env`'s kubeconfig (check you_asked), but not when a
 // student uses a kubeconfig of their own: the stale update of lesson 7 and
-// the review of a ServiceAccount's rights in lesson 10 are not gated either.
+// the review of a ServiceAccount's rights in lesson 10 and the read of
+// managedFields in lesson 14 are not gated either.
 var traceless = map[string]bool{"role_verbs": true, "role_reset": true, "annotate": true,
-	"stale_update": true, "rules_review": true}
+	"stale_update": true, "rules_review": true, "get_deployment": true}

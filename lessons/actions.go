@@ -243,6 +243,15 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Read the Echo's Deployment, as kubectl get does.
+	"get_deployment": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.Student().GetDeployment(ctx, st, a.Str("name"))
+		},
+		words: func(a Args) string { return "read Deployment " + echo.DeploymentName(a.Str("name")) },
+	},
+
 	// Server-side apply spec.replicas of the Echo's Deployment as another
 	// field manager, with or without --force-conflicts; with for, again
 	// every `every` (default 1s) until for has passed.

@@ -225,6 +225,15 @@ func (h Student) ScaleDeployment(ctx context.Context, only style.Style, name str
 	})
 }
 
+// GetDeployment reads Echo name's Deployment, managedFields and all, as
+// `kubectl get deploy --show-managed-fields` does.
+func (h Student) GetDeployment(ctx context.Context, only style.Style, name string) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		_, err := h.s.hands.kube.AppsV1().Deployments(h.s.Namespace(st)).Get(ctx, echo.DeploymentName(name), metav1.GetOptions{})
+		return err
+	})
+}
+
 // ApplyReplicas server-side applies spec.replicas of Echo name's Deployment
 // as field manager manager, as `kubectl apply --server-side
 // --field-manager=MANAGER [--force-conflicts]` of a Deployment that says
