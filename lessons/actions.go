@@ -162,24 +162,7 @@ var actions = map[string]actionKind{
 	"annotate": {
 		args: spec{required: argTypes{"name": tName}, optional: argTypes{"for": tDuration, "every": tDuration}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			end := time.Now().Add(a.Dur("for"))
-			every := a.Dur("every")
-			if every == 0 {
-				every = 50 * time.Millisecond
-			}
-			for {
-				if err := p.annotate(ctx, a.Str("name")); err != nil {
-					return err
-				}
-				if time.Now().Add(every).After(end) {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(every):
-				}
-			}
+			return again(ctx, a, 50*time.Millisecond, func() error { return p.annotate(ctx, a.Str("name")) })
 		},
 		words: func(a Args) string {
 			s := "annotate Echo " + a.Str("name")
@@ -260,24 +243,9 @@ var actions = map[string]actionKind{
 			optional: argTypes{"force": tBool, "for": tDuration, "every": tDuration}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			n, _ := a.Int("replicas")
-			end := time.Now().Add(a.Dur("for"))
-			every := a.Dur("every")
-			if every == 0 {
-				every = time.Second
-			}
-			for {
-				if err := p.sb.Student().ApplyReplicas(ctx, st, a.Str("name"), n, a.Str("manager"), a.Bool("force")); err != nil {
-					return err
-				}
-				if time.Now().Add(every).After(end) {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(every):
-				}
-			}
+			return again(ctx, a, time.Second, func() error {
+				return p.sb.Student().ApplyReplicas(ctx, st, a.Str("name"), n, a.Str("manager"), a.Bool("force"))
+			})
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -544,6 +512,29 @@ func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) err
 			return nil
 		},
 		words: func(a Args) string { return "restart the replicas " + with(a.Bool("on")) },
+	}
+}
+
+// again does fn once, or with the action's for argument again every
+// `every` (def if unset) until for has passed.
+func again(ctx context.Context, a Args, def time.Duration, fn func() error) error {
+	end := time.Now().Add(a.Dur("for"))
+	every := a.Dur("every")
+	if every == 0 {
+		every = def
+	}
+	for {
+		if err := fn(); err != nil {
+			return err
+		}
+		if time.Now().Add(every).After(end) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
 	}
 }
 

@@ -8,20 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
-	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestExistingOldCRD: on a cluster whose Echo CRD predates the status fields
@@ -183,34 +180,10 @@ func installOldCRD(t testing.TB, ext apiextensionsclient.Interface, labels map[s
 	})
 }
 
-// statusSticks writes status.observedGeneration of a new Echo through the
-// status subresource and reads it back: an older schema prunes it.
+// statusSticks: the Echo CRD keeps status.observedGeneration.
 func statusSticks(t *testing.T) {
 	t.Helper()
-	ns := clustertest.Namespace(t, shared.cs, "crdstatus")
-	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
-	if _, err := echoes.Create(t.Context(), echo("hello", map[string]any{"message": "hi"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The apiserver may take a moment to serve the updated schema.
-	simtest.Eventually(t, 10*time.Second, "status.observedGeneration kept", func(ctx context.Context) (bool, error) {
-		e, err := echoes.Get(ctx, "hello", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if err := unstructured.SetNestedField(e.Object, e.GetGeneration(), "status", "observedGeneration"); err != nil {
-			return false, err
-		}
-		if _, err := echoes.UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
-			return false, err
-		}
-		e, err = echoes.Get(ctx, "hello", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		g, found, err := unstructured.NestedInt64(e.Object, "status", "observedGeneration")
-		return found && g == e.GetGeneration(), err
-	})
+	clustertest.StatusSticks(t, shared.cs, shared.dyn)
 }
 
 // crdReader is a user who may get CRDs and nothing more of them, for the

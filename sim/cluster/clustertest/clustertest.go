@@ -12,7 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/simtest"
 
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
@@ -97,4 +102,39 @@ func Namespace(t testing.TB, cs kubernetes.Interface, prefix string) string {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// StatusSticks writes status.observedGeneration of a new Echo in a fresh
+// namespace through the status subresource and reads it back, until it
+// stays: an Echo CRD older than this rlab's prunes it.
+func StatusSticks(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface) {
+	t.Helper()
+	ns := Namespace(t, cs, "crdstatus")
+	echoes := dyn.Resource(echov1.Resource).Namespace(ns)
+	u, err := echov1.NewEcho(ns, "hello", "hi", 1).ToUnstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echoes.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver may take a moment to serve the updated schema.
+	simtest.Eventually(t, 10*time.Second, "status.observedGeneration kept", func(ctx context.Context) (bool, error) {
+		e, err := echoes.Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if err := unstructured.SetNestedField(e.Object, e.GetGeneration(), "status", "observedGeneration"); err != nil {
+			return false, err
+		}
+		if _, err := echoes.UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+		e, err = echoes.Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		g, found, err := unstructured.NestedInt64(e.Object, "status", "observedGeneration")
+		return found && g == e.GetGeneration(), err
+	})
 }

@@ -12,7 +12,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,7 +20,6 @@ import (
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/feature/classroom"
-	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // shared is the control plane the tests use, with the current Echo CRD
@@ -143,37 +141,8 @@ func installOldCRD(t testing.TB, label string) {
 	})
 }
 
-// statusSticks writes status.observedGeneration of a new Echo through the
-// status subresource and reads it back: an older schema prunes it.
+// statusSticks: the Echo CRD keeps status.observedGeneration.
 func statusSticks(t *testing.T) {
 	t.Helper()
-	ns := clustertest.Namespace(t, shared.cs, "crdstatus")
-	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
-	e := echov1.NewEcho(ns, "hello", "hi", 1)
-	u, err := e.ToUnstructured()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := echoes.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The apiserver may take a moment to serve the updated schema.
-	simtest.Eventually(t, 10*time.Second, "status.observedGeneration kept", func(ctx context.Context) (bool, error) {
-		e, err := echoes.Get(ctx, "hello", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if err := unstructured.SetNestedField(e.Object, e.GetGeneration(), "status", "observedGeneration"); err != nil {
-			return false, err
-		}
-		if _, err := echoes.UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
-			return false, err
-		}
-		e, err = echoes.Get(ctx, "hello", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		g, found, err := unstructured.NestedInt64(e.Object, "status", "observedGeneration")
-		return found && g == e.GetGeneration(), err
-	})
+	clustertest.StatusSticks(t, shared.cs, shared.dyn)
 }
