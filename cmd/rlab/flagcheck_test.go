@@ -111,6 +111,20 @@ func TestBadFlags(t *testing.T) {
 			`--image "": want an image, e.g. hashicorp/http-echo:0.2.3`},
 		{"operator empty replica", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--replica", ""}, `--replica "": want a name, e.g. a`},
 		{"operator no workers", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--workers", "0"}, "--workers 0: want at least 1"},
+		{"operator zero qps with a burst", nil, []string{"operator", "clientgo", "--kubeconfig", none, "--namespace", "x", "--burst", "100"},
+			"--burst 100: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate"},
+		{"operator negative qps other than -1", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--qps", "-2"},
+			"--qps -2: want requests per second above 0, e.g. 50, or -1 for no client-side limit (0: the library's default)"},
+		{"operator infinite qps", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--qps", "+Inf", "--burst", "10"},
+			"--qps +Inf: want requests per second above 0, e.g. 50, or -1 for no client-side limit (0: the library's default)"},
+		{"operator qps without a burst", nil, []string{"operator", "clientgo", "--kubeconfig", none, "--namespace", "x", "--qps", "50"},
+			"--qps 50: want a --burst of at least 1 with it, e.g. --burst 100: client-go's clientset refuses a rate without one"},
+		{"operator fractional qps without a burst", nil, []string{"operator", "clientgo", "--kubeconfig", none, "--namespace", "x", "--qps", "0.1"},
+			"--qps 0.1: want a --burst of at least 1 with it, e.g. --burst 1: client-go's clientset refuses a rate without one"},
+		{"operator negative burst", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--qps", "50", "--burst", "-1"},
+			"--burst -1: want at least 1, e.g. 100"},
+		{"operator burst with no limit", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--qps", "-1", "--burst", "100"},
+			"--burst 100: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate"},
 		{"operator lease below 1s", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--lease-duration", "500ms"},
 			"--lease-duration 500ms: want at least 1s, e.g. 4s"},
 		{"operator renew deadline past the lease", nil, []string{"operator", "runtime", "--kubeconfig", none, "--namespace", "x", "--renew-deadline", "5s"},
@@ -162,6 +176,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"bench", "--echoes", "0", "--replicas", "5", "--idle", "1s"}, "log dir: "},
 		{[]string{"classroom", "prepare", "--students", "1", "--ttl", "10m", "--server", "https://10.0.0.1:6443", "--kubeconfig", none}, "kubeconfig: "},
 		{[]string{"replay", "--speed", "0.0625", none}, "replay: open " + none},
+		// The operator gets to its kubeconfig, which is not there: it logs that and exits 1.
+		{[]string{"operator", "clientgo", "--kubeconfig", none, "--namespace", "x", "--qps", "50", "--burst", "100", "--workers", "10"}, "exit status 1"},
+		{[]string{"operator", "clientgo", "--kubeconfig", none, "--namespace", "x", "--qps", "-1"}, "exit status 1"},
 	} {
 		t.Run("good/"+strings.Join(tt.args, " "), func(t *testing.T) {
 			flagEnv(t, nil)

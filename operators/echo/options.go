@@ -15,6 +15,14 @@ type Options struct {
 	Workers    int    // concurrent reconciles
 	Image      string // what Echo pods run; DefaultImage unless the cluster has another
 
+	// QPS and Burst are the client-side rate limit of the replica's API
+	// clients (rest.Config): QPS 0 leaves the library's default (client-go
+	// 5 req/s, burst 10; controller-runtime none), QPS NoClientLimit (-1)
+	// none at all. A Burst goes with a QPS above 0: client-go's clientset
+	// refuses a rate without one.
+	QPS   float32
+	Burst int
+
 	// WatchOwned makes Deployment events trigger the owning Echo's reconcile.
 	// Off, a hand edit of a Deployment is never repaired: the classic bug.
 	WatchOwned bool
@@ -45,6 +53,10 @@ type Options struct {
 	Trace io.Writer // JSON-lines trace (stdout when RLAB_TRACE=1), nil for none
 	Log   *slog.Logger
 }
+
+// NoClientLimit is the Options.QPS of no client-side rate limit: client-go
+// builds no limiter for a negative QPS.
+const NoClientLimit = -1
 
 // The values of Options.GenerationPredicate.
 const (
