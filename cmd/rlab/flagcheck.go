@@ -9,10 +9,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -285,7 +283,7 @@ func checkOperatorFlags(o echo.Options) error {
 		ns,
 		nonEmpty("--replica", o.Replica, "a"),
 		atLeastN("--workers", o.Workers, 1, ""),
-		clientLimit(o.QPS, o.Burst),
+		echo.CheckClientLimit(o.QPS, o.Burst),
 		oneOf("--generation-predicate", o.GenerationPredicate, echo.GenerationPredicates...),
 		img,
 		atLeast("--lease-duration", o.LeaseDuration, time.Second, "4s"),
@@ -293,26 +291,6 @@ func checkOperatorFlags(o echo.Options) error {
 		positive("--retry-period", o.RetryPeriod, "1s"),
 		order,
 	)
-}
-
-// clientLimit is --qps and --burst. A QPS is above 0, or -1 for no
-// client-side limit (0 leaves the library's default); a burst goes with a
-// QPS above 0, and such a QPS needs one: kubernetes.NewForConfig refuses a
-// rate without a burst, and a burst with no rate limits nothing.
-func clientLimit(qps float32, burst int) error {
-	q := float64(qps)
-	shown := strconv.FormatFloat(q, 'g', -1, 32)
-	switch {
-	case q != 0 && q != echo.NoClientLimit && (q <= 0 || math.IsNaN(q) || math.IsInf(q, 0)):
-		return fmt.Errorf("--qps %s: want requests per second above 0, e.g. 50, or -1 for no client-side limit (0: the library's default)", shown)
-	case burst < 0:
-		return fmt.Errorf("--burst %d: want at least 1, e.g. 100", burst)
-	case q > 0 && burst == 0:
-		return fmt.Errorf("--qps %s: want a --burst of at least 1 with it, e.g. --burst %d: client-go's clientset refuses a rate without one", shown, int(max(1, min(2*q, 1e6))))
-	case q <= 0 && burst > 0:
-		return fmt.Errorf("--burst %d: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate", burst)
-	}
-	return nil
 }
 
 // nonEmpty is a name that must be given.

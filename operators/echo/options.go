@@ -1,8 +1,11 @@
 package echo
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -57,6 +60,28 @@ type Options struct {
 // NoClientLimit is the Options.QPS of no client-side rate limit: client-go
 // builds no limiter for a negative QPS.
 const NoClientLimit = -1
+
+// CheckClientLimit says what is wrong with a --qps and --burst, or nil,
+// in the words of those flags: the operators, the sandbox, `rlab do tune`
+// and `rlab bench` take them. A QPS is above 0, or NoClientLimit (0 leaves
+// the library's default); a burst goes with a QPS above 0, and such a QPS
+// needs one: kubernetes.NewForConfig refuses a rate without a burst, and a
+// burst with no rate limits nothing.
+func CheckClientLimit(qps float32, burst int) error {
+	q := float64(qps)
+	shown := strconv.FormatFloat(q, 'g', -1, 32)
+	switch {
+	case q != 0 && q != NoClientLimit && (q <= 0 || math.IsNaN(q) || math.IsInf(q, 0)):
+		return fmt.Errorf("--qps %s: want requests per second above 0, e.g. 50, or -1 for no client-side limit (0: the library's default)", shown)
+	case burst < 0:
+		return fmt.Errorf("--burst %d: want at least 1, e.g. 100", burst)
+	case q > 0 && burst == 0:
+		return fmt.Errorf("--qps %s: want a --burst of at least 1 with it, e.g. --burst %d: client-go's clientset refuses a rate without one", shown, int(max(1, min(2*q, 1e6))))
+	case q <= 0 && burst > 0:
+		return fmt.Errorf("--burst %d: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate", burst)
+	}
+	return nil
+}
 
 // The values of Options.GenerationPredicate.
 const (
