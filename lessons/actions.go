@@ -411,6 +411,21 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Restart a Go style's replicas with --workers, --qps and --burst; one
+	// left out is the library's default (all left out: the baseline).
+	"tune": {
+		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"workers": tInt, "qps": tQPS, "burst": tInt}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			t := tuningOf(a)
+			if err := p.sb.Operators().SetTuning(st, t); err != nil {
+				return err
+			}
+			said(ctx, "restarting %s with %s", p.sources(st), t)
+			return nil
+		},
+		words: func(a Args) string { return "restart the replicas with " + tuningOf(a).String() },
+	},
+
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
 		args: spec{required: argTypes{"style": tStyle}},
@@ -491,6 +506,13 @@ var actions = map[string]actionKind{
 		},
 		words: func(Args) string { return "stop the second shell loop" },
 	},
+}
+
+// tuningOf is the Tuning a tune action's arguments say.
+func tuningOf(a Args) sandbox.Tuning {
+	workers, _ := a.Int("workers")
+	burst, _ := a.Int("burst")
+	return sandbox.Tuning{Workers: workers, QPS: a.QPS("qps"), Burst: burst}
 }
 
 // restartWith is the action that restarts a style's replicas with flag

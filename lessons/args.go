@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -36,6 +37,7 @@ const (
 	tWhere    // where GenerationChangedPredicate filters: off, echo or all
 	tResource // what an informer watches: Echo or Deployment
 	tChange   // what an update changed: spec (the generation moved) or status
+	tQPS      // requests per second: above 0, or -1 for no limit
 )
 
 // spec is what arguments an action or a check takes.
@@ -58,6 +60,9 @@ func (a Args) Str(k string) string { s, _ := a[k].(string); return s }
 
 // Int is an integer argument and whether it was given.
 func (a Args) Int(k string) (int, bool) { n, ok := a[k].(int); return n, ok }
+
+// QPS is a requests-per-second argument, 0 if absent.
+func (a Args) QPS(k string) float32 { q, _ := a[k].(float32); return q }
 
 // Dur is a duration argument, 0 if absent.
 func (a Args) Dur(k string) time.Duration { d, _ := a[k].(time.Duration); return d }
@@ -158,6 +163,13 @@ func (p *parser) args(n *yaml.Node, what string, sp spec, isOp bool) Args {
 			p.errorf(f["latency"], "%s: latency: want 0s to 5s, got %q", what, l)
 		}
 	}
+	if _, ok := sp.optional["qps"]; ok && len(p.errs) == before {
+		// A burst goes with a rate: the rule the operators hold their flags to.
+		burst, _ := out.Int("burst")
+		if err := echo.CheckClientLimit(out.QPS("qps"), burst); err != nil {
+			p.errorf(n, "%s: %v", what, err)
+		}
+	}
 	if c := out.Str("cascade"); c != "" && c != "background" && c != "orphan" {
 		p.errorf(f["cascade"], "%s: cascade: want background or orphan, got %q", what, c)
 	}
@@ -254,6 +266,12 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 			return bad("Echo or Deployment")
 		}
 		return v, true
+	case tQPS:
+		q, err := strconv.ParseFloat(v, 32)
+		if err != nil || n.Tag != "!!int" && n.Tag != "!!float" || q != echo.NoClientLimit && (q <= 0 || math.IsInf(q, 0)) {
+			return bad("requests per second above 0, e.g. 50, or -1 for no client-side limit")
+		}
+		return float32(q), true
 	case tChange:
 		if v != "spec" && v != "status" {
 			return bad("spec (the generation moved) or status (it did not)")

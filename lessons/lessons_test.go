@@ -123,6 +123,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"l.yaml:9: step 1: action: play 1: delete_echo: cascade: want background or orphan"}},
 		{"latency", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - set_latency: {style: go, latency: 1h}\n"),
 			[]string{"l.yaml:9: step 1: action: play 1: set_latency: latency: want 0s to 5s"}},
+		{"tune: a rate with no burst", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - tune: {style: go, qps: 50}\n"),
+			[]string{"l.yaml:9: step 1: action: play 1: tune: --qps 50: want a --burst of at least 1 with it"}},
+		{"tune: qps in quotes", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - tune: {style: go, qps: \"50\", burst: 100}\n"),
+			[]string{`l.yaml:9: step 1: action: play 1: tune: qps: want requests per second above 0, e.g. 50, or -1 for no client-side limit, got "50"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

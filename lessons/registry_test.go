@@ -17,7 +17,7 @@ func sample(name string, t argType) string {
 	}
 	return map[argType]string{
 		tString: "x", tName: "hello", tInt: "1", tDuration: "1s", tBool: "true",
-		tStyle: StyleAll, tGoStyle: StyleGo, tStrings: "[get]", tErrKind: "conflict", tMode: "refuse", tWhere: "echo", tResource: "Echo", tChange: "status",
+		tStyle: StyleAll, tGoStyle: StyleGo, tStrings: "[get]", tErrKind: "conflict", tMode: "refuse", tWhere: "echo", tResource: "Echo", tChange: "status", tQPS: "50",
 		tOperator: "mine", tChecks: "[owner, gc]", tFile: "owner.sh",
 	}[t]
 }
@@ -178,6 +178,9 @@ func TestOpDescribe(t *testing.T) {
 		{Op{Name: "set_replicas", Args: Args{"name": "hello", "replicas": 4}}, "set the replicas of Echo hello to 4"},
 		{Op{Name: "scale_deployment", Args: Args{"style": "go", "name": "hello", "replicas": 1}}, "both Go styles: scale Deployment echo-hello to 1 replicas"},
 		{Op{Name: "kill_leader", Args: Args{"style": "runtime"}}, "runtime: kill the leader (SIGKILL)"},
+		{Op{Name: "tune", Args: Args{"style": "go", "workers": 10, "qps": float32(100), "burst": 200}},
+			"both Go styles: restart the replicas with --workers=10 --qps=100 --burst=200"},
+		{Op{Name: "tune", Args: Args{"style": "clientgo"}}, "clientgo: restart the replicas with the library's defaults"},
 		{Op{Name: "set_message", Args: Args{"name": "hello", "message": "", "expect_error": "invalid"}},
 			`set the message of Echo hello to "", which the apiserver must refuse (invalid)`},
 	}

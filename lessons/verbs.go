@@ -61,6 +61,9 @@ var verbs = []Verb{
 		Short: "restart controller-runtime's replicas starting their watches before they lead (EnableWarmup), or not"},
 	{Words: []string{"generation-predicate"}, Action: "generation_predicate", args: []verbArg{argStyle, {key: "where", usage: "off|echo|all"}},
 		Short: "restart controller-runtime's replicas with GenerationChangedPredicate on no watch, the Echo watch, or every watch"},
+	{Words: []string{"tune"}, Action: "tune", args: []verbArg{argStyle},
+		flags: []verbFlag{{name: "workers", key: "workers", usage: "N"}, {name: "qps", key: "qps", usage: "Q"}, {name: "burst", key: "burst", usage: "B"}},
+		Short: "restart the Go replicas with N workers and a client limit of Q requests/s, burst B; a flag left out: the library's default"},
 	{Words: []string{"finalizer"}, Action: "finalizer", args: []verbArg{argStyle, argOnOff("on")},
 		Short: "restart the replicas with or without --finalizer"},
 	{Words: []string{"pause"}, Action: "pause_operators", args: []verbArg{argStyle},
@@ -200,7 +203,11 @@ func ParseVerb(words []string) (Op, error) {
 			val = f.def
 		}
 		if ok || val != "" {
-			add(f.key, val, "!!str")
+			tag := "!!str"
+			if t := actions[v.Action].args.optional[f.key]; t == tInt || t == tQPS {
+				tag = (&yaml.Node{Kind: yaml.ScalarNode, Value: val}).ShortTag() // as a lesson's 10 or 2.5 reads
+			}
+			add(f.key, val, tag)
 		}
 	}
 	p := &parser{file: "rlab do"}

@@ -145,6 +145,11 @@ func (p *Player) Restore(ctx context.Context) error {
 			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--generation-predicate") }) {
 				errs = append(errs, p.sb.Operators().SetGenerationPredicate(st, echo.GenerationOff))
 			}
+			if t, err := p.sb.Operators().Tuning(st); err != nil {
+				errs = append(errs, err)
+			} else if t != (sandbox.Tuning{}) {
+				errs = append(errs, p.sb.Operators().SetTuning(st, sandbox.Tuning{}))
+			}
 		}
 	}
 	sn := p.sb.Snapshot()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,19 @@ type benchFlags struct {
 	Output       string
 	JSON         string
 	Kwokctl      string
+	Operators    string // the styles to measure
+	// The Go operators' tuning for the scale run; TuneCompare runs it at
+	// the libraries' defaults first.
+	Workers     int
+	QPS         float32
+	Burst       int
+	TuneCompare bool
 	clusterFlags
+}
+
+// tuning is the Go operators' tuning the flags ask for.
+func (f benchFlags) tuning() sandbox.Tuning {
+	return sandbox.Tuning{Workers: f.Workers, QPS: f.QPS, Burst: f.Burst}
 }
 
 func newBenchCmd() *cobra.Command {
@@ -40,7 +53,13 @@ one table (or JSON): start-up phases over --rounds starts (alternated with
 kwokctl's bare cluster if --kwokctl is given), then on the last sandbox
 edit → converged, drift → repaired, garbage collection and failover per style,
 API requests at rest and per edit, CPU at rest of every process and of rlab,
-and --echoes Echoes per style applied at once until converged.`,
+and --echoes Echoes per style applied at once until converged. Before the
+scale run the Go operators are restarted with --workers, --qps and --burst
+(none given: the libraries' defaults, one worker, client-go 5 req/s burst 10,
+controller-runtime no limit); --tune-compare runs it twice, at the defaults
+and then so tuned. The report says what each replica's clients said their
+limit was, and client-go's floor: the requests through its busiest limiter,
+beyond the burst, at its rate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -52,6 +71,11 @@ and --echoes Echoes per style applied at once until converged.`,
 	fs.IntVar(&f.Echoes, "echoes", 500, "Echoes per style to apply at once (0: skip the scale run)")
 	fs.IntVar(&f.Replicas, "replicas", 1, "replicas of each of those Echoes")
 	fs.DurationVar(&f.ScaleTimeout, "scale-timeout", 3*time.Minute, "how long the scale run waits for a style to converge")
+	fs.StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to measure, comma-separated (the shell loop takes many minutes over 500 Echoes)")
+	fs.IntVar(&f.Workers, "workers", 0, "the Go operators' workers for the scale run (0: the libraries' default, 1)")
+	fs.Float32Var(&f.QPS, "qps", 0, "the Go operators' client limit for the scale run, requests/s (0: the libraries' default; -1: none)")
+	fs.IntVar(&f.Burst, "burst", 0, "the burst with --qps")
+	fs.BoolVar(&f.TuneCompare, "tune-compare", false, "run the scale run at the libraries' defaults first, then with --workers, --qps and --burst")
 	fs.DurationVar(&f.Idle, "idle", 30*time.Second, "window for API cost and CPU at rest")
 	fs.StringVar(&f.Output, "output", "text", "text (a table) or json")
 	fs.StringVar(&f.JSON, "json", "", "also write the report as JSON to `FILE`")
@@ -140,7 +164,8 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return enc.Encode(r)
 	}
 	fmt.Fprintf(stdout, "rlab bench on %s (Kubernetes %s)\n", r.Backend, r.Version)
-	return bench.WriteTable(stdout, r, style.All())
+	styles, _ := parseStyles(f.Operators)
+	return bench.WriteTable(stdout, r, styles)
 }
 
 // measure runs every measurement on the running sandbox; one that fails is
@@ -190,18 +215,34 @@ func (f benchFlags) measure(ctx context.Context, sb *sandbox.Sandbox, l *launch.
 	if !fail("idle CPU", cpuErr) {
 		r.CPU = &cpu
 	}
-	if f.Echoes > 0 {
+	if f.Echoes == 0 {
+		return
+	}
+	// Each run starts from freshly restarted Go operators, tuned or not:
+	// the runs compared differ only in their flags.
+	runs := []**bench.ScaleResult{&r.Scale}
+	tunings := []sandbox.Tuning{f.tuning()}
+	if f.TuneCompare {
+		runs = []**bench.ScaleResult{&r.ScaleDefaults, &r.Scale}
+		tunings = []sandbox.Tuning{{}, f.tuning()}
+	}
+	for i, t := range tunings {
+		say("Go operators restarted with %s", t)
+		if fail("tune", b.Tune(ctx, t)) {
+			return
+		}
 		say("%d Echoes per style at once", f.Echoes)
 		s, err := b.Scale(ctx, f.Echoes, f.Replicas, f.ScaleTimeout, func(m string) { say("%s", m) })
 		if !fail("scale", err) {
-			r.Scale = &s
+			*runs[i] = &s
 		}
 	}
 }
 
 // start starts one sandbox, as `rlab run` would, and waits for the sample.
 func (f benchFlags) start(ctx context.Context) (*launch.Launcher, *sandbox.Sandbox, error) {
-	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: 5 * time.Second, Sample: true}, Report: launch.Report{}}
+	styles, _ := parseStyles(f.Operators) // validated
+	opts := launch.Options{Options: sandbox.Options{Styles: styles, ShellInterval: 5 * time.Second, Sample: true}, Report: launch.Report{}}
 	if err := f.apply(&opts); err != nil {
 		return nil, nil, err
 	}

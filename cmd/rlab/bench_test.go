@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +14,13 @@ import (
 )
 
 // TestBench runs `rlab bench` small (one start, two edits and drifts, five
-// Echoes per style, 15 s at rest: three of the shell loop's 5 s polls) and checks that every figure was measured and makes
+// Echoes per style at the defaults and tuned, 15 s at rest: three of the shell loop's 5 s polls) and checks that every figure was measured and makes
 // sense: the report is what the README's numbers come from.
 func TestBench(t *testing.T) {
 	e := newSandboxEnv(t)
 	file := filepath.Join(t.TempDir(), "bench.json")
-	r := startRlab(t, rlabBin, e, "bench", "--rounds", "1", "--reps", "2", "--echoes", "5", "--idle", "15s", "--json", file)
+	r := startRlab(t, rlabBin, e, "bench", "--rounds", "1", "--reps", "2", "--echoes", "5", "--idle", "15s", "--json", file,
+		"--tune-compare", "--workers", "2", "--qps", "50", "--burst", "100")
 	if err := r.wait(t, 10*time.Minute); err != nil {
 		t.Fatalf("rlab bench: %v\nstderr:\n%s", err, r.stderr)
 	}
@@ -62,8 +64,13 @@ func TestBench(t *testing.T) {
 		if d := rep.GC[st]; d.N != 1 {
 			t.Errorf("%s GC = %+v, want 1 timing", st, d)
 		}
-		if _, ok := rep.Scale.Converged[st]; !ok || rep.Scale.Done[st] != 5 {
-			t.Errorf("%s: 5 Echoes not converged: done %d", st, rep.Scale.Done[st])
+		for _, run := range []*bench.ScaleResult{rep.ScaleDefaults, rep.Scale} {
+			if run == nil {
+				continue // said below
+			}
+			if _, ok := run.Converged[st]; !ok || run.Done[st] != 5 {
+				t.Errorf("%s: 5 Echoes not converged (%s): done %d", st, run.Tuning, run.Done[st])
+			}
 		}
 	}
 	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
@@ -79,6 +86,30 @@ func TestBench(t *testing.T) {
 	}
 	if sh := rep.Idle[style.Shell]; sh.PerMin <= 0 || sh.LeasePerMin != 0 {
 		t.Errorf("shell at rest: %+v, want polling requests and no Lease", sh)
+	}
+	// Each scale run says what the Go operators ran with, as their
+	// replicas said it; client-go's floor is of its limit.
+	for _, tt := range []struct {
+		name    string
+		run     *bench.ScaleResult
+		tuning  string
+		workers int
+		limits  map[style.Style]bench.Limit
+	}{
+		{"defaults", rep.ScaleDefaults, "the library's defaults", 1, map[style.Style]bench.Limit{style.ClientGo: {QPS: 5, Burst: 10}, style.Runtime: {QPS: -1, Burst: 10}}},
+		{"tuned", rep.Scale, "--workers=2 --qps=50 --burst=100", 2, map[style.Style]bench.Limit{style.ClientGo: {QPS: 50, Burst: 100}, style.Runtime: {QPS: 50, Burst: 100}}},
+	} {
+		if tt.run == nil {
+			t.Errorf("%s: no scale run", tt.name)
+			continue
+		}
+		if tt.run.Tuning != tt.tuning || !reflect.DeepEqual(tt.run.Limits, tt.limits) ||
+			tt.run.Workers[style.ClientGo] != tt.workers || tt.run.Workers[style.Runtime] != tt.workers {
+			t.Errorf("%s: tuning %q workers %v limits %v, want %q, %d and %v", tt.name, tt.run.Tuning, tt.run.Workers, tt.run.Limits, tt.tuning, tt.workers, tt.limits)
+		}
+		if f := tt.run.ClientGoFloor; f == nil || f.QPS != tt.limits[style.ClientGo].QPS || f.Requests <= 0 || f.AllRequests < f.Requests {
+			t.Errorf("%s: client-go's floor %+v", tt.name, f)
+		}
 	}
 	if c := rep.CPU; c == nil || c.Rlab <= 0 || c.Sandbox <= c.Rlab || c.By["kube-apiserver"] <= 0 {
 		t.Errorf("idle CPU = %+v, want rlab's and the apiserver's share, the sandbox's above rlab's", c)

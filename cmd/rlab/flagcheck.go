@@ -206,10 +206,25 @@ func (f checkFlags) validate(args []string) error {
 }
 
 func (f benchFlags) validate() error {
+	var compare error
+	switch {
+	case f.Echoes == 0 && (f.TuneCompare || f.tuning() != (sandbox.Tuning{})):
+		compare = errors.New("--echoes 0: want more with --workers, --qps, --burst or --tune-compare, which are the scale run's, e.g. 500")
+	case f.TuneCompare && f.tuning() == (sandbox.Tuning{}):
+		compare = errors.New("--tune-compare: want --workers, --qps or --burst to compare with the defaults, e.g. --workers 10 --qps 100 --burst 200")
+	}
+	styles, ops := parseStyles(f.Operators)
+	if ops == nil && len(styles) == 0 {
+		ops = fmt.Errorf("--operators %s: want at least one style to measure, e.g. clientgo,runtime", f.Operators)
+	}
 	return firstErr(
+		ops,
 		atLeastN("--rounds", f.Rounds, 1, ""),
 		atLeastN("--reps", f.Reps, 1, ""),
 		atLeastN("--echoes", f.Echoes, 0, "skip the scale run"),
+		atLeastN("--workers", f.Workers, 0, "the libraries' default, 1"),
+		echo.CheckClientLimit(f.QPS, f.Burst),
+		compare,
 		between("--replicas", f.Replicas, echov1.MinReplicas, echov1.MaxReplicas),
 		positive("--scale-timeout", f.ScaleTimeout, "3m"),
 		atLeast("--idle", f.Idle, time.Second, "30s"),
@@ -283,6 +298,7 @@ func checkOperatorFlags(o echo.Options) error {
 		ns,
 		nonEmpty("--replica", o.Replica, "a"),
 		atLeastN("--workers", o.Workers, 1, ""),
+		echo.CheckClientLimit(o.QPS, o.Burst),
 		oneOf("--generation-predicate", o.GenerationPredicate, echo.GenerationPredicates...),
 		img,
 		atLeast("--lease-duration", o.LeaseDuration, time.Second, "4s"),

@@ -56,6 +56,8 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.Namespace, "namespace", "", "the namespace to watch and write (required)")
 	f.StringVar(&o.Replica, "replica", o.Replica, "replica name, part of the leader identity <style>-<replica>-<pid>")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent reconciles")
+	f.Float32Var(&o.QPS, "qps", o.QPS, "client-side rate limit of the API clients, requests/s (0: the library's default, client-go 5 and controller-runtime none; -1: none)")
+	f.IntVar(&o.Burst, "burst", o.Burst, "requests above --qps allowed at once (with a --qps above 0; 0: the library's default, 10)")
 	f.StringVar(&o.Image, "image", o.Image, "image every Echo pod runs")
 	f.BoolVar(&o.WatchOwned, "watch-owned", o.WatchOwned, "reconcile on Deployment events too (false reproduces the never-repaired hand edit)")
 	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)

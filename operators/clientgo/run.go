@@ -43,6 +43,12 @@ func Run(ctx context.Context, o echo.Options) error {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = Style.UserAgent(o.Replica)
+	// Client limits: set before any client is built, each takes its limiter
+	// from cfg. Unset (0): client-go's defaults, 5 req/s and burst 10 for
+	// each API group's client and for the dynamic client apart; a QPS set
+	// above 0 is one limiter shared by the clientset's groups
+	// (kubernetes.NewForConfig) and one of the dynamic client.
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -53,8 +59,7 @@ func Run(ctx context.Context, o echo.Options) error {
 	}
 	em := instrument.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
-	// Client limits: client-go's defaults (QPS unset: 5 req/s, burst 10 per
-	// clientset), the limit a client-go operator runs with unless it sets one.
+	// The limits in effect, as client-go reads cfg.
 	em.EmitClientLimits(o.Namespace, cfg)
 	// Events about Echoes go to their namespace, as kubectl describe shows.
 	scheme := runtime.NewScheme()

@@ -1,8 +1,11 @@
 package echo
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -14,6 +17,14 @@ type Options struct {
 	Replica    string // "a", "b": part of the leader identity
 	Workers    int    // concurrent reconciles
 	Image      string // what Echo pods run; DefaultImage unless the cluster has another
+
+	// QPS and Burst are the client-side rate limit of the replica's API
+	// clients (rest.Config): QPS 0 leaves the library's default (client-go
+	// 5 req/s, burst 10; controller-runtime none), QPS NoClientLimit (-1)
+	// none at all. A Burst goes with a QPS above 0: client-go's clientset
+	// refuses a rate without one.
+	QPS   float32
+	Burst int
 
 	// WatchOwned makes Deployment events trigger the owning Echo's reconcile.
 	// Off, a hand edit of a Deployment is never repaired: the classic bug.
@@ -44,6 +55,32 @@ type Options struct {
 
 	Trace io.Writer // JSON-lines trace (stdout when RLAB_TRACE=1), nil for none
 	Log   *slog.Logger
+}
+
+// NoClientLimit is the Options.QPS of no client-side rate limit: client-go
+// builds no limiter for a negative QPS.
+const NoClientLimit = -1
+
+// CheckClientLimit says what is wrong with a --qps and --burst, or nil,
+// in the words of those flags: the operators, the sandbox, `rlab do tune`
+// and `rlab bench` take them. A QPS is above 0, or NoClientLimit (0 leaves
+// the library's default); a burst goes with a QPS above 0, and such a QPS
+// needs one: kubernetes.NewForConfig refuses a rate without a burst, and a
+// burst with no rate limits nothing.
+func CheckClientLimit(qps float32, burst int) error {
+	q := float64(qps)
+	shown := strconv.FormatFloat(q, 'g', -1, 32)
+	switch {
+	case q != 0 && q != NoClientLimit && (q <= 0 || math.IsNaN(q) || math.IsInf(q, 0)):
+		return fmt.Errorf("--qps %s: want requests per second above 0, e.g. 50, or -1 for no client-side limit (0: the library's default)", shown)
+	case burst < 0:
+		return fmt.Errorf("--burst %d: want at least 1, e.g. 100", burst)
+	case q > 0 && burst == 0:
+		return fmt.Errorf("--qps %s: want a --burst of at least 1 with it, e.g. --burst %d: client-go's clientset refuses a rate without one", shown, int(max(1, min(2*q, 1e6))))
+	case q <= 0 && burst > 0:
+		return fmt.Errorf("--burst %d: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate", burst)
+	}
+	return nil
 }
 
 // The values of Options.GenerationPredicate.

@@ -48,6 +48,9 @@ type EchoReconciler struct {
 	Namespace string
 	// Image is what Echo pods run.
 	Image string
+	// Workers is how many Echoes are reconciled at once
+	// (MaxConcurrentReconciles); 0 is controller-runtime's default, 1.
+	Workers int
 	// WatchOwned makes a change to a Deployment reconcile its Echo.
 	WatchOwned bool
 	// Finalizer puts echo.Finalizer on Echoes.
@@ -169,7 +172,7 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&echov1.Echo{}, builder.WithPredicates(crtrace.Predicate(r.Trace, echoes...))).
 		Named("echo").
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: 1,
+			MaxConcurrentReconciles: r.Workers,
 			// A request that never answers must fail the reconcile (and be
 			// retried) rather than hold the worker, and the key, forever.
 			ReconciliationTimeout: echo.ReconcileTimeout,

@@ -45,6 +45,15 @@ func Run(ctx context.Context, o echo.Options) error {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = Style.UserAgent(o.Replica)
+	// Client limits: set before any client is built, each takes its limiter
+	// from cfg. Unset (0): what ctrl.GetConfig() gives a controller-runtime
+	// main.go (pkg/client/config), no client-side limit (QPS -1), the
+	// apiserver's priority and fairness does flow control; a QPS set above
+	// 0 is one limiter per client the manager builds (one per kind).
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if cfg.QPS == 0 {
+		cfg.QPS = echo.NoClientLimit
+	}
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -54,12 +63,7 @@ func Run(ctx context.Context, o echo.Options) error {
 	}
 	em := instrument.NewEmitter(o.Trace, Style.Source(o.Replica))
 	defer em.Close()
-	// Client limits: what ctrl.GetConfig() gives a controller-runtime main.go
-	// (pkg/client/config): with no QPS set, no client-side rate limit
-	// (QPS -1); the apiserver's priority and fairness does flow control.
-	if cfg.QPS == 0 {
-		cfg.QPS = -1
-	}
+	// The limits in effect, as client-go reads cfg.
 	em.EmitClientLimits(o.Namespace, cfg)
 
 	id := Style.Identity(o.Replica, os.Getpid())
@@ -102,6 +106,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		Recorder:            mgr.GetEventRecorder(Style.ManagedBy()),
 		Namespace:           o.Namespace,
 		Image:               o.Image,
+		Workers:             o.Workers,
 		WatchOwned:          o.WatchOwned,
 		Finalizer:           o.Finalizer,
 		Warmup:              o.Warmup,

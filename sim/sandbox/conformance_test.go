@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -568,5 +570,86 @@ func TestClientLimits(t *testing.T) {
 				t.Errorf("%s: qps %v burst %v, want %v and %v", src, q, b, w.qps, w.burst)
 			}
 		}
+	}
+}
+
+// TestTuning: SetTuning restarts a Go style's replicas with --workers,
+// --qps and --burst; each replica's client.limits then says the limit its
+// clients really have, and the leader's library logs the workers it
+// started. The zero Tuning gives back the libraries' defaults, which the
+// sandbox is left at.
+func TestTuning(t *testing.T) {
+	// How each library logs the workers it starts (client-go's is ours).
+	workersLine := map[style.Style]*regexp.Regexp{
+		style.ClientGo: regexp.MustCompile(`msg="starting workers".* workers=(\d+)`),
+		style.Runtime:  regexp.MustCompile(`msg="Starting workers".* "worker count"=(\d+)`),
+	}
+	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
+		t.Run(st.String(), func(t *testing.T) {
+			defaults := map[style.Style]float64{style.ClientGo: 5, style.Runtime: -1}[st]
+			for _, step := range []struct {
+				name       string
+				tuning     sandbox.Tuning
+				qps, burst float64
+				workers    int
+			}{
+				{"tuned", sandbox.Tuning{Workers: 4, QPS: 50, Burst: 100}, 50, 100, 4},
+				{"defaults again", sandbox.Tuning{}, defaults, 10, 1},
+			} {
+				since := time.Now()
+				if err := sb.Operators().SetTuning(st, step.tuning); err != nil {
+					t.Fatalf("%s: %v", step.name, err)
+				}
+				if got, err := sb.Operators().Tuning(st); err != nil || got != step.tuning {
+					t.Errorf("%s: Tuning = %+v, %v; want %+v", step.name, got, err, step.tuning)
+				}
+				for _, r := range sandbox.Replicas(st) {
+					src := st.Source(r)
+					e := waitEvent(t, "client.limits of "+src+" restarted", func(e trace.Event) bool {
+						return e.Kind == trace.ClientLimits && e.Source == src && e.Time.After(since)
+					})
+					q, _ := e.Num(trace.FieldQPS)
+					b, _ := e.Num(trace.FieldBurst)
+					if q != step.qps || b != step.burst {
+						t.Errorf("%s: %s says qps %v burst %v, want %v and %v", step.name, src, q, b, step.qps, step.burst)
+					}
+				}
+				// The leader, a process started since, says how many workers
+				// it started once it led: in its log since it began.
+				var leader string
+				var began time.Time
+				simtest.Eventually(t, time.Minute, step.name+": the leader's workers", func(ctx context.Context) (bool, error) {
+					name, _, err := sb.Operators().Leader(ctx, st)
+					if err != nil {
+						return false, err
+					}
+					leader, began = name, time.Time{}
+					for _, e := range events.Of(trace.ProcessStart) {
+						if e.Object == name && e.Time.After(since) {
+							began = e.Time
+						}
+					}
+					if began.IsZero() {
+						return false, fmt.Errorf("%s leads, not restarted yet", name)
+					}
+					_, r, _ := strings.Cut(name, "/")
+					b, err := os.ReadFile(sb.Operators().LogFile(st, r))
+					if err != nil {
+						return false, err
+					}
+					log := string(b)
+					log = log[max(0, strings.LastIndex(log, "waiting for the Lease")):]
+					m := workersLine[st].FindStringSubmatch(log)
+					if m == nil {
+						return false, fmt.Errorf("%s has logged no workers since it began", name)
+					}
+					return m[1] == strconv.Itoa(step.workers), fmt.Errorf("%s logged %s workers", name, m[1])
+				})
+				// It works: the sample reconciled by the new leader.
+				waitEvent(t, "reconcile by "+leader+" since it began", func(e trace.Event) bool {
+					return e.Kind == trace.ReconcileEnd && e.Source == leader && e.Time.After(began)
+				})
+			}
+		})
 	}
 }

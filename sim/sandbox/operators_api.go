@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,25 +123,119 @@ func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
 	return o.setFlag(st, "--generation-predicate", "--generation-predicate="+where, where != echo.GenerationOff)
 }
 
+// Tuning is how a Go operator's replicas are sized for load: concurrent
+// reconciles and their API clients' rate limit. A zero field leaves the
+// library's default (one worker; client-go 5 req/s, burst 10;
+// controller-runtime no limit); QPS echo.NoClientLimit is no limit.
+type Tuning struct {
+	Workers int
+	QPS     float32
+	Burst   int
+}
+
+// The operator flags of a Tuning, each given as one argument --flag=value.
+const (
+	flagWorkers = "--workers="
+	flagQPS     = "--qps="
+	flagBurst   = "--burst="
+)
+
+// Validate says what is wrong with t, in the words of the operator's flags.
+func (t Tuning) Validate() error {
+	if t.Workers < 0 {
+		return fmt.Errorf("--workers %d: want 0 (the library's default, 1) or more", t.Workers)
+	}
+	return echo.CheckClientLimit(t.QPS, t.Burst)
+}
+
+// Args are the operator's flags for t: none for a zero field.
+func (t Tuning) Args() []string {
+	var out []string
+	if t.Workers != 0 {
+		out = append(out, flagWorkers+strconv.Itoa(t.Workers))
+	}
+	if t.QPS != 0 {
+		out = append(out, flagQPS+strconv.FormatFloat(float64(t.QPS), 'g', -1, 32))
+	}
+	if t.Burst != 0 {
+		out = append(out, flagBurst+strconv.Itoa(t.Burst))
+	}
+	return out
+}
+
+// String is t as the operator's flags, or "the library's defaults".
+func (t Tuning) String() string {
+	if t == (Tuning{}) {
+		return "the library's defaults"
+	}
+	return strings.Join(t.Args(), " ")
+}
+
+// isTuningArg says whether an operator argument is one of a Tuning's.
+func isTuningArg(a string) bool {
+	return strings.HasPrefix(a, flagWorkers) || strings.HasPrefix(a, flagQPS) || strings.HasPrefix(a, flagBurst)
+}
+
+// SetTuning restarts a Go style's replicas, once each, with t's flags in
+// place of those they had: the zero Tuning is the libraries' defaults.
+func (o Operators) SetTuning(st style.Style, t Tuning) error {
+	if st != style.ClientGo && st != style.Runtime {
+		return fmt.Errorf("%s has no workers or client-side limit to tune: only the Go operators take --workers, --qps and --burst", st)
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	return o.setArgs(st, isTuningArg, t.Args())
+}
+
+// Tuning is what a Go style's replicas run with now, read from replica a's
+// arguments (SetTuning gives every replica the same).
+func (o Operators) Tuning(st style.Style) (Tuning, error) {
+	args, err := o.ReplicaArgs(st.Source("a"))
+	if err != nil {
+		return Tuning{}, err
+	}
+	var t Tuning
+	for _, a := range args {
+		var err error
+		switch {
+		case strings.HasPrefix(a, flagWorkers):
+			t.Workers, err = strconv.Atoi(strings.TrimPrefix(a, flagWorkers))
+		case strings.HasPrefix(a, flagQPS):
+			var q float64
+			q, err = strconv.ParseFloat(strings.TrimPrefix(a, flagQPS), 32)
+			t.QPS = float32(q)
+		case strings.HasPrefix(a, flagBurst):
+			t.Burst, err = strconv.Atoi(strings.TrimPrefix(a, flagBurst))
+		}
+		if err != nil {
+			return Tuning{}, fmt.Errorf("%s argument %q: %w", st.Source("a"), a, err)
+		}
+	}
+	return t, nil
+}
+
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
 func (o Operators) setFlag(st style.Style, prefix, arg string, on bool) error {
+	var add []string
+	if on {
+		add = []string{arg}
+	}
+	return o.setArgs(st, func(a string) bool { return strings.HasPrefix(a, prefix) }, add)
+}
+
+// setArgs restarts every replica of st without the arguments drop says,
+// and with add after the others.
+func (o Operators) setArgs(st style.Style, drop func(string) bool, add []string) error {
 	for _, r := range o.Replicas(st) {
 		name := st.Source(r)
 		sp, err := o.s.super.Spec(name)
 		if err != nil {
 			return err
 		}
-		var args []string
-		for _, a := range sp.Args {
-			if !strings.HasPrefix(a, prefix) {
-				args = append(args, a)
-			}
-		}
-		if on {
-			args = append(args, arg)
-		}
-		if err := o.s.super.SetArgs(name, args); err != nil {
+		args := slices.DeleteFunc(slices.Clone(sp.Args), drop)
+		if err := o.s.super.SetArgs(name, append(args, add...)); err != nil {
 			return err
 		}
 	}

@@ -84,7 +84,9 @@ func (e *Emitter) Close() {
 // EmitClientLimits records the client-side rate limit the replica's clients
 // run with, as client-go applies it: an unset QPS or Burst (0) means
 // rest.DefaultQPS (5 req/s) and rest.DefaultBurst (10); a negative QPS, no
-// limit at all. Every clientset built from cfg has a limiter of its own.
+// limit at all. Every client built from cfg has a limiter of its own (a
+// clientset one per API group while QPS is unset); TestEmitClientLimits
+// holds this to the limiters client-go builds.
 func (e *Emitter) EmitClientLimits(ns string, cfg *rest.Config) {
 	qps, burst := float64(cfg.QPS), cfg.Burst
 	if qps == 0 {

@@ -66,6 +66,8 @@ type Bench struct {
 	col  *bus.Collector
 	mu   sync.Mutex
 	seen []trace.Event // drift.repaired, the only kind read back
+	// tuned is what the last Tune set, nil before any.
+	tuned *tuned
 }
 
 // New starts recording sb's trace; Close stops it.

@@ -48,6 +48,10 @@ type Report struct {
 	Scale    *ScaleResult                    `json:"scale,omitempty"`
 	RSSMiB   float64                         `json:"rlab_rss_mib,omitempty"`
 	Errors   []string                        `json:"errors,omitempty"`
+
+	// ScaleDefaults is, when the scale run was compared (rlab bench
+	// --tune-compare), the run at the libraries' defaults before Scale's.
+	ScaleDefaults *ScaleResult `json:"scale_defaults,omitempty"`
 }
 
 func medianOf(xs []Startup, f func(Startup) float64) float64 {
@@ -135,16 +139,56 @@ func WriteTable(w io.Writer, r Report, styles []style.Style) error {
 		perStyle("API at rest, requests/min", func(st style.Style) string { return fmt.Sprintf("%.1f", r.Idle[st].PerMin) })
 		perStyle("  of which the Lease", func(st style.Style) string { return fmt.Sprintf("%.1f", r.Idle[st].LeasePerMin) })
 	}
-	if s := r.Scale; s != nil {
+	scale := func(s *ScaleResult) {
+		if s == nil {
+			return
+		}
 		perStyle(fmt.Sprintf("%d Echoes (replicas %d) → converged", s.Echoes, s.Replicas), func(st style.Style) string {
 			if v, ok := s.Converged[st]; ok {
 				return secs(v)
 			}
 			return fmt.Sprintf("%d/%d", s.Done[st], s.Echoes)
 		})
+		if s.Tuning != "" {
+			perStyle("  Go operators: "+s.Tuning, func(st style.Style) string {
+				l, ok := s.Limits[st]
+				if !ok {
+					return "-"
+				}
+				return fmt.Sprintf("%d worker(s), %s", s.Workers[st], l)
+			})
+		}
 		perStyle("  API requests meanwhile", func(st style.Style) string { return fmt.Sprint(s.API[st]) })
+		if f := s.ClientGoFloor; f != nil {
+			perStyle("  client limit floor (busiest limiter; as one)", func(st style.Style) string {
+				if st != style.ClientGo {
+					return "-"
+				}
+				return fmt.Sprintf("%s %s (%d req); %s", secs(f.Ms), f.Limiter, f.Requests, secs(f.AllMs))
+			})
+			if v, ok := s.Converged[style.ClientGo]; ok && f.Ms > 0 {
+				perStyle("  converged ÷ floor", func(st style.Style) string {
+					if st != style.ClientGo {
+						return "-"
+					}
+					return fmt.Sprintf("%.2f", v/f.Ms)
+				})
+			}
+		}
 		one("  all applied in", secs(s.Applied))
 		one("  rlab RSS after (peak)", fmt.Sprintf("%.0f MiB (%.0f)", s.RSSMiB, s.PeakRSSMiB))
+	}
+	scale(r.ScaleDefaults)
+	scale(r.Scale)
+	if d, s := r.ScaleDefaults, r.Scale; d != nil && s != nil {
+		perStyle("converged, tuned ÷ defaults", func(st style.Style) string {
+			a, okA := s.Converged[st]
+			b, okB := d.Converged[st]
+			if !okA || !okB || b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		})
 	}
 	if c := r.CPU; c != nil {
 		one(fmt.Sprintf("CPU at rest, sandbox (%.0fs)", c.Window), fmt.Sprintf("%.1f%%", c.Sandbox))

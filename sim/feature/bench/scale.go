@@ -26,8 +26,21 @@ type ScaleResult struct {
 	Converged map[style.Style]float64 `json:"converged_ms"`
 	Done      map[style.Style]int     `json:"done"`
 	// API is each style's requests from the apply until its convergence
-	// (or the timeout).
-	API map[style.Style]int `json:"api_requests"`
+	// (or the timeout); Requests the same by "verb resource".
+	API      map[style.Style]int            `json:"api_requests"`
+	Requests map[style.Style]map[string]int `json:"requests_by_kind"`
+	// Tuning is the Go operators' flags during the run (Bench.Tune), and
+	// Workers and Limits what each Go style ran with: its workers (the
+	// libraries run one unless told), and the client-side limit its
+	// replicas said (client.limits) when they restarted. Absent if the run
+	// came before any Tune.
+	Tuning  string                `json:"tuning,omitempty"`
+	Workers map[style.Style]int   `json:"workers,omitempty"`
+	Limits  map[style.Style]Limit `json:"client_limits,omitempty"`
+	// ClientGoFloor is the least time client-go's client-side limit let it
+	// take, from the requests its leader made until it converged (or the
+	// timeout); nil with no limit or no Tune.
+	ClientGoFloor *Floor `json:"clientgo_limit_floor,omitempty"`
 	// RSS is rlab's resident set at the end, and its peak so far, in MiB.
 	RSSMiB     float64 `json:"rlab_rss_mib"`
 	PeakRSSMiB float64 `json:"rlab_peak_rss_mib"`
@@ -39,9 +52,26 @@ type ScaleResult struct {
 // progress, if set, is told the counts now and then.
 func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duration, progress func(string)) (ScaleResult, error) {
 	out := ScaleResult{Echoes: n, Replicas: replicas, Converged: map[style.Style]float64{},
-		Done: map[style.Style]int{}, API: map[style.Style]int{}}
+		Done: map[style.Style]int{}, API: map[style.Style]int{}, Requests: map[style.Style]map[string]int{}}
+	b.mu.Lock()
+	tu := b.tuned
+	b.mu.Unlock()
+	if tu != nil {
+		out.Tuning, out.Workers, out.Limits = tu.tuning.String(), tu.workers, tu.limits
+	}
 	name := func(i int) string { return sandbox.SetName(ScalePrefix, i+1) }
-	before := b.apiTotals()
+	// A style's requests until it converged, or until the end.
+	counted := map[style.Style]map[string]map[string]int{}
+	count := func(st style.Style, before, now map[string]map[string]int) {
+		counted[st] = since(before, now, st)
+		out.Requests[st] = map[string]int{}
+		for _, c := range counted[st] {
+			for k, n := range c {
+				out.Requests[st][k] += n
+			}
+		}
+	}
+	before, beforeCounts := b.apiTotals(), b.counts()
 	t0 := time.Now()
 	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx)) }()
 	if err := b.sb.CreateEchoes(ctx, ScalePrefix, n, replicas, "echo"); err != nil {
@@ -70,6 +100,7 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 			if done == n {
 				out.Converged[st] = ms(time.Since(t0))
 				out.API[st] = b.apiTotals()[st] - before[st]
+				count(st, beforeCounts, b.counts())
 			} else {
 				pending++
 			}
@@ -87,11 +118,15 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	after := b.apiTotals()
+	after, afterCounts := b.apiTotals(), b.counts()
 	for _, st := range b.sb.Styles() {
 		if _, ok := out.Converged[st]; !ok {
 			out.API[st] = after[st] - before[st]
+			count(st, beforeCounts, afterCounts)
 		}
+	}
+	if tu != nil {
+		out.ClientGoFloor = clientGoFloor(counted[style.ClientGo], tu.limits[style.ClientGo], tu.tuning.QPS > 0)
 	}
 	if now, peak, err := proc.RSS(); err == nil {
 		out.RSSMiB, out.PeakRSSMiB = float64(now)/(1<<20), float64(peak)/(1<<20)
