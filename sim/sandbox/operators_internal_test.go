@@ -160,3 +160,45 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestTuningArgs: a Tuning is the operator's flags, one argument each and
+// none for a zero field; a bad one is refused in those flags' words.
+func TestTuningArgs(t *testing.T) {
+	tests := []struct {
+		t       Tuning
+		args    []string
+		words   string
+		invalid string // Validate's error, "" if none
+	}{
+		{Tuning{}, nil, "the library's defaults", ""},
+		{Tuning{Workers: 10, QPS: 100, Burst: 200}, []string{"--workers=10", "--qps=100", "--burst=200"}, "--workers=10 --qps=100 --burst=200", ""},
+		{Tuning{QPS: 2.5, Burst: 4}, []string{"--qps=2.5", "--burst=4"}, "--qps=2.5 --burst=4", ""},
+		{Tuning{QPS: -1}, []string{"--qps=-1"}, "--qps=-1", ""},
+		{Tuning{Workers: -1}, []string{"--workers=-1"}, "--workers=-1", "--workers -1: want 0 (the library's default, 1) or more"},
+		{Tuning{QPS: 50}, []string{"--qps=50"}, "--qps=50", "--qps 50: want a --burst of at least 1 with it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.words, func(t *testing.T) {
+			if got := tt.t.Args(); !slices.Equal(got, tt.args) {
+				t.Errorf("Args = %q, want %q", got, tt.args)
+			}
+			if got := tt.t.String(); got != tt.words {
+				t.Errorf("String = %q, want %q", got, tt.words)
+			}
+			err := tt.t.Validate()
+			if tt.invalid == "" && err != nil || tt.invalid != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.invalid)) {
+				t.Errorf("Validate = %v, want %q", err, tt.invalid)
+			}
+			for _, a := range tt.args {
+				if !isTuningArg(a) {
+					t.Errorf("%s is not taken for a tuning argument: SetTuning would not drop it", a)
+				}
+			}
+		})
+	}
+	for _, a := range []string{"--watch-owned=false", "--warmup", "--replica", "--workersx"} {
+		if isTuningArg(a) {
+			t.Errorf("%s taken for a tuning argument", a)
+		}
+	}
+}
