@@ -73,7 +73,7 @@ var checks = map[string]checkKind{
 			if e == nil {
 				return missing
 			}
-			current := e.ObservedGeneration == e.Generation
+			current := e.StatusCurrent()
 			return styleResult{ok: current == a.Bool("current"),
 				detail: fmt.Sprintf("generation %d, status.observedGeneration %d, ready %q", e.Generation, e.ObservedGeneration, e.Ready)}
 		},

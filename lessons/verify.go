@@ -51,7 +51,7 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 			// the lesson begins. Only the sample's spec must be as found.
 		case e.Ready != want:
 			problems = append(problems, fmt.Sprintf("%s: %s is %q, %d replicas, ready %q", name, e.Name, e.Message, e.Replicas, e.Ready))
-		case e.ObservedGeneration != e.Generation:
+		case !e.StatusCurrent():
 			problems = append(problems, fmt.Sprintf("%s: %s's status is about generation %d, its spec is at %d", name, e.Name, e.ObservedGeneration, e.Generation))
 		case e.Deployment == nil || e.Deployment.Replicas != sandbox.SampleReplicas || e.Deployment.ReadyReplicas != sandbox.SampleReplicas:
 			problems = append(problems, name+": Deployment not 2/2")

@@ -78,9 +78,3 @@ func rollingOut(d *appsv1.Deployment, want int32) bool {
 	s := d.Status
 	return s.ObservedGeneration < d.Generation || s.UpdatedReplicas < want || s.ReadyReplicas < want || s.Replicas > want
 }
-
-// Current says whether status describes the spec at generation: a reader
-// that trusts status.ready without it may read a stale "2/2".
-func Current(e *echov1.Echo) bool {
-	return e.Status.ObservedGeneration == e.Generation
-}

@@ -71,6 +71,10 @@ type EchoView struct {
 	Deployment *DeploymentView // echo-<name>, nil if absent
 }
 
+// StatusCurrent says whether the Echo's status is about its spec as it is:
+// status.observedGeneration equals metadata.generation.
+func (e *EchoView) StatusCurrent() bool { return e.ObservedGeneration == e.Generation }
+
 // DeploymentView is one Deployment and the ReplicaSets and Pods it controls.
 type DeploymentView struct {
 	Name, UID     string

@@ -39,7 +39,7 @@ type tuned struct {
 func (b *Bench) goStyles() []style.Style {
 	var out []style.Style
 	for _, st := range b.sb.Styles() {
-		if st == style.ClientGo || st == style.Runtime {
+		if t := st.Traits(); t.Builtin && !t.Polls {
 			out = append(out, st)
 		}
 	}
