@@ -21,8 +21,10 @@ import (
 // runs only the lesson's starter: before each fix, the checks its step runs
 // fail on the operator as it is, each with rlab check's reason, and the
 // lesson panel shows them; then a swaps in the fix and the step passes. So
-// the starter really lacks what the lesson says, one thing a step.
+// the starter really lacks what the lesson says, one thing a step. It runs
+// beside the lesson verifications.
 func TestWriteYourOwn(t *testing.T) {
+	t.Parallel()
 	all, l, err := lessons.LoadOne(12)
 	if err != nil {
 		t.Fatal(err)

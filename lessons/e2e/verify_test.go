@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,20 +92,70 @@ func (l *lineLogger) close() string {
 // short): every check of every lesson must pass, each lesson must leave the
 // sandbox at its baseline, and each lesson's time is printed.
 // RLAB_LESSONS=6,7 verifies only those, while writing a lesson.
+//
+// It runs beside the by-hand shards and TestWriteYourOwn, each on a sandbox
+// of its own: most of a lesson is waiting for a control loop, and go test
+// runs no more than -parallel (GOMAXPROCS by default) of them at once.
 func TestVerifyAll(t *testing.T) {
-	verifyLessons(t)
+	t.Parallel()
+	chosen, whole := chosenLessons(t)
+	verifyLessons(t, chosen, whole)
 }
 
-// TestVerifyByHand runs `rlab lesson verify --all --by-hand`: every step
-// is done as a student does it, the command it shows typed into bash after
-// reading the step for longer than any time bound a check sets (5s: the
-// longest, lesson 8's takeover after SIGTERM, is 4s), and during that
-// reading a step that needs an act must not pass: the student who does
-// nothing fails every such step. Its sandbox is its own. It runs after
-// TestVerifyAll, not beside it: this package's tests together take less
-// than cmd/rlab's, which go test runs at the same time.
+// byHandShards is how many `rlab lesson verify --by-hand` split the course
+// between them, each on a sandbox of its own.
+const byHandShards = 2
+
+// TestVerifyByHand runs `rlab lesson verify --by-hand`: every step is done
+// as a student does it, the command it shows typed into bash after reading
+// the step for longer than any time bound a check sets (5s: the longest,
+// lesson 8's takeover after SIGTERM, is 4s), and during that reading a step
+// that needs an act must not pass: the student who does nothing fails
+// every such step. The course is split into shards by lesson number (1, 3,
+// 5, … and 2, 4, 6, …), each a subtest on a sandbox of its own, beside the
+// other verifications.
 func TestVerifyByHand(t *testing.T) {
-	verifyLessons(t, "--by-hand", "--read", "5s")
+	t.Parallel()
+	chosen, _ := chosenLessons(t)
+	for i, shard := range shards(chosen, byHandShards) {
+		t.Run(fmt.Sprintf("shard %d of %d", i+1, byHandShards), func(t *testing.T) {
+			t.Parallel()
+			verifyLessons(t, shard, false, "--by-hand", "--read", "5s")
+		})
+	}
+}
+
+// chosenLessons are the lessons RLAB_LESSONS names, or all of them (whole).
+func chosenLessons(t *testing.T) (chosen []*lessons.Lesson, whole bool) {
+	t.Helper()
+	all, err := lessons.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := os.Getenv("RLAB_LESSONS")
+	if only == "" {
+		return all, true
+	}
+	for _, f := range strings.Split(only, ",") {
+		for _, l := range all {
+			if fmt.Sprint(l.Number) == strings.TrimSpace(f) {
+				chosen = append(chosen, l)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		t.Fatalf("RLAB_LESSONS=%s names no lesson", only)
+	}
+	return chosen, false
+}
+
+// shards deals ls out to n shards in turn, leaving out the empty ones.
+func shards(ls []*lessons.Lesson, n int) [][]*lessons.Lesson {
+	out := make([][]*lessons.Lesson, n)
+	for i, l := range ls {
+		out[i%n] = append(out[i%n], l)
+	}
+	return slices.DeleteFunc(out, func(s []*lessons.Lesson) bool { return len(s) == 0 })
 }
 
 // failures are the lines of verify's output that say what failed.
@@ -118,27 +169,16 @@ func failures(out string) string {
 	return b.String()
 }
 
-// verifyLessons runs rlab lesson verify with extra flags on the lessons
-// RLAB_LESSONS names (all by default) and checks each was verified.
-func verifyLessons(t *testing.T, extra ...string) {
-	all, err := lessons.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+// verifyLessons runs rlab lesson verify with extra flags on chosen (as
+// --all when they are the whole course) and checks each was verified.
+func verifyLessons(t *testing.T, chosen []*lessons.Lesson, whole bool, extra ...string) {
 	args := append([]string{"lesson", "verify", "--shell-interval", "1s"}, extra...)
-	chosen := all
-	if only := os.Getenv("RLAB_LESSONS"); only != "" {
-		chosen = nil
-		for _, f := range strings.Split(only, ",") {
-			args = append(args, strings.TrimSpace(f))
-			for _, l := range all {
-				if fmt.Sprint(l.Number) == strings.TrimSpace(f) {
-					chosen = append(chosen, l)
-				}
-			}
-		}
-	} else {
+	if whole {
 		args = append(args, "--all")
+	} else {
+		for _, l := range chosen {
+			args = append(args, fmt.Sprint(l.Number))
+		}
 	}
 	// Kept when the test fails: the operators' and control plane's logs.
 	root, err := os.MkdirTemp("", "rlab-verify-")
