@@ -24,8 +24,6 @@ func fixture(t *testing.T, variant string) string {
 // TestCheck runs `rlab check` on the built-in operators, which pass every
 // required check, and on deliberately broken operators, each of which fails
 // the check that catches its mistake, with the reason a student would read.
-// Each case is a sandbox of its own; go test runs -parallel of them at once
-// (most of a check is waiting for the operator).
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -96,7 +94,6 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			var args []string
 			for _, a := range tt.args {
 				if v, ok := strings.CutPrefix(a, "{"); ok {
