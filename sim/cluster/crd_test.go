@@ -136,32 +136,30 @@ func TestCRDOutdated(t *testing.T) {
 // oldCRD is the Echo CRD as an earlier rlab installed it: no
 // status.observedGeneration, no status.conditions.
 func oldCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	crd, err := echov1.CRD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range crd.Spec.Versions {
-		s := v.Schema.OpenAPIV3Schema.Properties["status"]
+	return crdWith(t, "status", func(s *apiextensionsv1.JSONSchemaProps) {
 		delete(s.Properties, "observedGeneration")
 		delete(s.Properties, "conditions")
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = s
-	}
-	return crd
+	})
 }
 
 // noRuleCRD is the Echo CRD without the CEL rules of its spec, as rlab
 // installed it before lesson 16.
 func noRuleCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	return crdWith(t, "spec", func(s *apiextensionsv1.JSONSchemaProps) { s.XValidations = nil })
+}
+
+// crdWith is the embedded Echo CRD with edit done to the schema of its
+// top-level property prop in each version.
+func crdWith(t testing.TB, prop string, edit func(*apiextensionsv1.JSONSchemaProps)) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crd, err := echov1.CRD()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range crd.Spec.Versions {
-		s := v.Schema.OpenAPIV3Schema.Properties["spec"]
-		s.XValidations = nil
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = s
+		s := v.Schema.OpenAPIV3Schema.Properties[prop]
+		edit(&s)
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties[prop] = s
 	}
 	return crd
 }
