@@ -149,6 +149,7 @@ func TestGated(t *testing.T) {
 		{1, []bool{false, true, false, true}},
 		{10, []bool{false, true, false, true}},
 		{12, []bool{false, false, false, false, false, false}},
+		{16, []bool{false, false, false, true, false, true, true}},
 	}
 	for _, tt := range tests {
 		l, err := Find(all, tt.lesson)

@@ -57,7 +57,7 @@ var actions = map[string]actionKind{
 
 	// A new Echo in every style's namespace.
 	"create_echo": {
-		args: spec{required: argTypes{"name": tName, "message": tString, "replicas": tInt}},
+		args: spec{required: argTypes{"name": tName, "message": tMessage, "replicas": tInt}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().CreateEcho(ctx, a.Str("name"), a.Str("message"), n)
@@ -131,7 +131,7 @@ var actions = map[string]actionKind{
 
 	// Change spec.message in every style.
 	"set_message": {
-		args: spec{required: argTypes{"name": tName, "message": tString}},
+		args: spec{required: argTypes{"name": tName, "message": tMessage}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.sb.Student().SetMessage(ctx, a.Str("name"), a.Str("message"))
 		},
@@ -233,6 +233,60 @@ var actions = map[string]actionKind{
 			return p.sb.Student().GetDeployment(ctx, st, a.Str("name"))
 		},
 		words: func(a Args) string { return "read Deployment " + echo.DeploymentName(a.Str("name")) },
+	},
+
+	// Ask the apiserver which resources it serves, as `kubectl
+	// api-resources` does (discovery: /api and /apis).
+	"api_resources": {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			r, err := p.sb.Student().DiscoverEchoes(ctx)
+			if err == nil {
+				said(ctx, "discovery: %s, kind %s, short names %s, namespaced %t", r.Name, r.Kind, strings.Join(r.ShortNames, ","), r.Namespaced)
+			}
+			return err
+		},
+		words: func(Args) string { return "ask the apiserver which resources it serves (kubectl api-resources)" },
+	},
+
+	// Read the OpenAPI schema the apiserver publishes for the Echo, as
+	// `kubectl explain` does.
+	"explain": {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			_, err := p.sb.Student().ExplainEchoes(ctx)
+			return err
+		},
+		words: func(Args) string { return "read the Echo's schema from the apiserver's OpenAPI (kubectl explain)" },
+	},
+
+	// Read the Echo, as kubectl get does.
+	"get_echo": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.Student().GetEcho(ctx, st, a.Str("name"))
+		},
+		words: func(a Args) string { return "read Echo " + a.Str("name") },
+	},
+
+	// Apply lesson 16's ValidatingAdmissionPolicy (an Echo may ask for at
+	// most max replicas) and its binding, and wait until it is enforced.
+	"apply_policy": {
+		args: spec{required: argTypes{"max": tInt}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			n, _ := a.Int("max")
+			return p.sb.Student().ApplyPolicy(ctx, n)
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("max")
+			return fmt.Sprintf("apply ValidatingAdmissionPolicy %s (an Echo may ask for %d replicas at most) and its binding", sandbox.PolicyName, n)
+		},
+	},
+
+	// Delete lesson 16's policy and its binding.
+	"delete_policy": {
+		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
+		words: func(Args) string {
+			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", sandbox.PolicyName)
+		},
 	},
 
 	// Server-side apply spec.replicas of the Echo's Deployment as another

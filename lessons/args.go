@@ -38,6 +38,7 @@ const (
 	tResource // what an informer watches: Echo or Deployment
 	tChange   // what an update changed: spec (the generation moved) or status
 	tQPS      // requests per second: above 0, or -1 for no limit
+	tMessage  // an Echo's spec.message: any text, even blank, which the CRD's rule refuses
 )
 
 // spec is what arguments an action or a check takes.
@@ -209,6 +210,8 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		return nil, false
 	}
 	switch t {
+	case tMessage:
+		return v, true
 	case tString:
 		if strings.TrimSpace(v) == "" {
 			return bad("text")

@@ -173,7 +173,9 @@ func (p *Player) Restore(ctx context.Context) error {
 			}
 		}
 	}
-	errs = append(errs, p.sb.ResetSample(ctx))
+	// Lesson 16's admission policy, before the sample's spec: it would
+	// refuse more replicas than it allows.
+	errs = append(errs, p.sb.DeletePolicy(ctx), p.sb.ResetSample(ctx))
 	return errors.Join(errs...)
 }
 

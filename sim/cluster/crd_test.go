@@ -25,6 +25,8 @@ import (
 // the operators write, Start updates it for an administrator (and a status
 // write then sticks), names the cause and the fix for a user who may read
 // but not update CRDs, and goes on as before for one who may not read them.
+// One that lacks only the spec's CEL rule is updated for an administrator,
+// and only warned about for a user who may not update it.
 func TestExistingOldCRD(t *testing.T) {
 	ext := apiextensionsclient.NewForConfigOrDie(shared.backend.Config())
 	reader := crdReader(t)
@@ -33,19 +35,27 @@ func TestExistingOldCRD(t *testing.T) {
 		name    string
 		user    string // impersonated; "" is the administrator
 		old     bool   // start from the older CRD
+		noRule  bool   // start from the current CRD without its CEL rule
 		wantErr bool   // ErrOldCRD
+		warned  bool   // a warning in the log
 		updated bool   // the CRD is brought up to date
 	}{
 		{name: "admin updates", old: true, updated: true},
 		{name: "admin, current CRD", old: false},
 		{name: "reader told", user: reader, old: true, wantErr: true},
 		{name: "may not read", user: "rlab-test-nobody", old: true},
+		{name: "admin adds the rule", noRule: true, updated: true},
+		{name: "reader warned of the rule", user: reader, noRule: true, warned: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.old {
-				installOldCRD(t, ext, map[string]string{keep: "yes"})
+			switch {
+			case tc.old:
+				installOldCRD(t, ext, map[string]string{keep: "yes"}, oldCRD(t))
+			case tc.noRule:
+				installOldCRD(t, ext, map[string]string{keep: "yes"}, noRuleCRD(t))
 			}
+			old := tc.old || tc.noRule
 			var logs bytes.Buffer
 			e := cluster.NewExisting(cluster.ExistingOptions{
 				Path:   kubeconfigAs(t, tc.user),
@@ -69,15 +79,18 @@ func TestExistingOldCRD(t *testing.T) {
 			if said := strings.Contains(logs.String(), "updated the Echo CRD"); said != tc.updated {
 				t.Errorf("logged an update: %v, want %v; logs:\n%s", said, tc.updated, &logs)
 			}
+			if said := strings.Contains(logs.String(), "may not update it"); said != tc.warned {
+				t.Errorf("logged a warning: %v, want %v; logs:\n%s", said, tc.warned, &logs)
+			}
 			got := echoCRD(t, ext)
 			missing, err := cluster.CRDOutdated(got)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if uptodate := len(missing) == 0; uptodate != (tc.updated || !tc.old) {
-				t.Errorf("after Start the CRD lacks %v (updated %v, old %v)", missing, tc.updated, tc.old)
+			if uptodate := len(missing) == 0; uptodate != (tc.updated || !old) {
+				t.Errorf("after Start the CRD lacks %v (updated %v, old %v)", missing, tc.updated, old)
 			}
-			if tc.old && got.Labels[keep] != "yes" {
+			if old && got.Labels[keep] != "yes" {
 				t.Errorf("CRD labels %v lost %s", got.Labels, keep)
 			}
 			if tc.updated {
@@ -108,6 +121,7 @@ func TestCRDOutdated(t *testing.T) {
 		{"old", oldCRD(t), "status.conditions status.observedGeneration"},
 		{"no status", noStatus, "status.conditions status.observedGeneration status.ready"},
 		{"keeps unknown fields", keeps, ""},
+		{"no rule", noRuleCRD(t), `spec rule "self.message.trim().size() > 0"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,16 +136,30 @@ func TestCRDOutdated(t *testing.T) {
 // oldCRD is the Echo CRD as an earlier rlab installed it: no
 // status.observedGeneration, no status.conditions.
 func oldCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	return crdWith(t, "status", func(s *apiextensionsv1.JSONSchemaProps) {
+		delete(s.Properties, "observedGeneration")
+		delete(s.Properties, "conditions")
+	})
+}
+
+// noRuleCRD is the Echo CRD without the CEL rules of its spec, as rlab
+// installed it before lesson 16.
+func noRuleCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	return crdWith(t, "spec", func(s *apiextensionsv1.JSONSchemaProps) { s.XValidations = nil })
+}
+
+// crdWith is the embedded Echo CRD with edit done to the schema of its
+// top-level property prop in each version.
+func crdWith(t testing.TB, prop string, edit func(*apiextensionsv1.JSONSchemaProps)) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crd, err := echov1.CRD()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range crd.Spec.Versions {
-		s := v.Schema.OpenAPIV3Schema.Properties["status"]
-		delete(s.Properties, "observedGeneration")
-		delete(s.Properties, "conditions")
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = s
+		s := v.Schema.OpenAPIV3Schema.Properties[prop]
+		edit(&s)
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties[prop] = s
 	}
 	return crd
 }
@@ -145,13 +173,13 @@ func echoCRD(t testing.TB, ext apiextensionsclient.Interface) *apiextensionsv1.C
 	return got
 }
 
-// installOldCRD puts the older schema (and labels) on the cluster's Echo
-// CRD, and the current one back when the test ends.
-func installOldCRD(t testing.TB, ext apiextensionsclient.Interface, labels map[string]string) {
+// installOldCRD puts old's schema (and labels) on the cluster's Echo CRD,
+// and the current one back when the test ends.
+func installOldCRD(t testing.TB, ext apiextensionsclient.Interface, labels map[string]string, old *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
 	got := echoCRD(t, ext)
-	got.Spec.Versions = oldCRD(t).Spec.Versions
+	got.Spec.Versions = old.Spec.Versions
 	if got.Labels == nil {
 		got.Labels = map[string]string{}
 	}

@@ -1,8 +1,13 @@
 package v1
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,6 +119,70 @@ func TestCRDMatchesTypes(t *testing.T) {
 	if r.Minimum == nil || *r.Minimum != MinReplicas || r.Maximum == nil || *r.Maximum != MaxReplicas || r.Default == nil || string(r.Default.Raw) != "1" {
 		t.Fatalf("replicas bounds/default wrong: %+v", r)
 	}
+}
+
+// TestCRDRulesMatchMarkers: the spec's CEL rules (x-kubernetes-validations)
+// are EchoSpec's +kubebuilder:validation:XValidation markers, and its
+// fields' descriptions (what kubectl explain prints) their doc comments,
+// as controller-gen would write them from types.go.
+func TestCRDRulesMatchMarkers(t *testing.T) {
+	crd, err := CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	doc, fields := typeDoc(t, "types.go", "EchoSpec")
+	var markers []string
+	for _, line := range strings.Split(doc, "\n") {
+		if m, ok := strings.CutPrefix(line, "+kubebuilder:validation:XValidation:"); ok {
+			markers = append(markers, m)
+		}
+	}
+	var rules []string
+	for _, r := range spec.XValidations {
+		rules = append(rules, fmt.Sprintf("rule=%q,message=%q,fieldPath=%q", r.Rule, r.Message, r.FieldPath))
+	}
+	if len(rules) == 0 || !slices.Equal(markers, rules) {
+		t.Errorf("XValidation markers on EchoSpec:\n  %s\nrules of the CRD's spec:\n  %s", strings.Join(markers, "\n  "), strings.Join(rules, "\n  "))
+	}
+	for name, want := range fields {
+		if got := spec.Properties[name].Description; got != want {
+			t.Errorf("spec.%s description %q, doc comment %q", name, got, want)
+		}
+	}
+}
+
+// typeDoc is the doc comment of type name in file (one line per line), and
+// the doc comment of each of its fields by JSON name, on one line.
+func typeDoc(t *testing.T, file, name string) (string, map[string]string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || len(g.Specs) != 1 {
+			continue
+		}
+		ts, ok := g.Specs[0].(*ast.TypeSpec)
+		if !ok || ts.Name.Name != name {
+			continue
+		}
+		var lines []string
+		for _, c := range g.Doc.List {
+			lines = append(lines, strings.TrimSpace(strings.TrimPrefix(c.Text, "//")))
+		}
+		fields := map[string]string{}
+		for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+			tag, _ := strconv.Unquote(fl.Tag.Value)
+			json, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+			fields[json] = strings.Join(strings.Fields(fl.Doc.Text()), " ")
+		}
+		return strings.Join(lines, "\n"), fields
+	}
+	t.Fatalf("no type %s in %s", name, file)
+	return "", nil
 }
 
 // TestNewEcho: what NewEcho builds is what the dynamic client needs.

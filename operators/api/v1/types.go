@@ -32,6 +32,8 @@ const (
 )
 
 // EchoSpec is what the student asks for.
+//
+// +kubebuilder:validation:XValidation:rule="self.message.trim().size() > 0",message="must say something: not empty, not only spaces",fieldPath=".message"
 type EchoSpec struct {
 	// Message is what every pod answers (http-echo -text=<message>). Required.
 	Message string `json:"message"`

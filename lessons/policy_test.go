@@ -1,0 +1,64 @@
+package lessons
+
+import (
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// TestPolicyAsTyped: the policy and binding lesson 16 has the student
+// apply with kubectl are the ones its apply_policy action applies.
+func TestPolicyAsTyped(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Find(all, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	var max int
+	for _, s := range l.Steps {
+		if s.Action == nil {
+			continue
+		}
+		for _, op := range s.Action.Play {
+			if op.Name == "apply_policy" {
+				max, _ = op.Args.Int("max")
+				_, doc, _ = strings.Cut(s.Action.Kubectl, "<<'EOF'\n")
+				doc, _, _ = strings.Cut(doc, "\nEOF")
+			}
+		}
+	}
+	docs := strings.Split(doc, "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("want the policy and its binding in a here-document, got %d documents:\n%s", len(docs), doc)
+	}
+	var gotPolicy admissionregistrationv1.ValidatingAdmissionPolicy
+	var gotBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &gotPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &gotBinding); err != nil {
+		t.Fatal(err)
+	}
+	var namespaces []string
+	for _, st := range style.All() {
+		namespaces = append(namespaces, st.Namespace())
+	}
+	policy, binding := sandbox.Policy(max, namespaces)
+	gotPolicy.TypeMeta, gotBinding.TypeMeta = policy.TypeMeta, binding.TypeMeta
+	if !equality.Semantic.DeepEqual(&gotPolicy, policy) {
+		t.Errorf("the lesson's policy:\n%+v\napply_policy's:\n%+v", gotPolicy.Spec, policy.Spec)
+	}
+	if !equality.Semantic.DeepEqual(&gotBinding, binding) {
+		t.Errorf("the lesson's binding:\n%+v\napply_policy's:\n%+v", gotBinding.Spec, binding.Spec)
+	}
+}
