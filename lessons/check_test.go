@@ -256,6 +256,18 @@ func TestCondEval(t *testing.T) {
 			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 3, 1000, 500), setConverged("runtime", "faster", 2, 1000, 500),
 				ev(2000, world.Source, trace.Converged, "echo-runtime", "Echo/fast-002", map[string]any{trace.FieldEcho: "fast-002", trace.FieldLatencyMS: 40.0})),
 			false, false, "runtime 1 of 2 converged"},
+		{"a set faster than an earlier one", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0}, func() View {
+			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
+			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-35000)}}
+			return v
+		}(), true, false, "1 converged in 2.50s (0.4/s), base took 25.00s"},
+		{"a set no faster than an earlier one is final", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0}, func() View {
+			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
+			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-58000)}, {"runtime", "base"}: {N: 1}}
+			return v
+		}(), false, true, "not faster than base (2.00s)"},
+		{"the earlier set not timed here", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0},
+			with(setConverged("clientgo", "tuned", 1, 3000, 2500)), true, false, "base not timed in this session"},
 		{"the client limit reported by every replica", Cond{"client_limit", Args{"style": "clientgo", "qps": float32(100), "burst": 200}, 0}, func() View {
 			v := with(limits("clientgo/a", 5, 10), limits("clientgo/a", 100, 200), limits("clientgo/b", 100, 200))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo"}, {Name: "clientgo/b", Style: "clientgo"}}

@@ -187,10 +187,12 @@ var checks = map[string]checkKind{
 	// Every Echo of a set (create_echoes) converged after its creation
 	// since the step began, as the world reported it: the set as one batch
 	// (world.Batch, what a pane's batch line shows), timed from the first
-	// created to the last converged, at least min and at most max.
+	// created to the last converged, at least min and at most max, and in
+	// less time than the set faster_than took in an earlier step, if it
+	// was timed.
 	"echoes_converged": {
 		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt},
-			optional: argTypes{"min": tDuration, "max": tDuration}},
+			optional: argTypes{"min": tDuration, "max": tDuration, "faster_than": tName}},
 		eval: func(a Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
 			b := setBatch(v, st, a.Str("prefix"), n)
@@ -206,6 +208,20 @@ var checks = map[string]checkKind{
 				r.ok, r.final = false, true
 				r.detail += fmt.Sprintf(", later than %s", mx)
 			}
+			if other := a.Str("faster_than"); other != "" {
+				ob := v.Sets[SetKey{st, other}]
+				switch {
+				case ob.N == 0:
+					// Not seen here (the student began at this step): nothing
+					// to compare with.
+					r.detail += fmt.Sprintf("; %s not timed in this session", other)
+				case b.Took() >= ob.Took():
+					r.ok, r.final = false, true
+					r.detail += fmt.Sprintf(", not faster than %s (%s)", other, secs(ob.Took()))
+				default:
+					r.detail += fmt.Sprintf(", %s took %s", other, secs(ob.Took()))
+				}
+			}
 			return r
 		},
 		words: func(a Args) string {
@@ -218,6 +234,9 @@ var checks = map[string]checkKind{
 				s += fmt.Sprintf(", from the first created to the last converged in %s or more", mn)
 			case mx > 0:
 				s += fmt.Sprintf(", from the first created to the last converged within %s", mx)
+			}
+			if other := a.Str("faster_than"); other != "" {
+				s += fmt.Sprintf(", sooner than the Echoes %s-* did", other)
 			}
 			return s
 		},

@@ -17,6 +17,17 @@ type Batch struct {
 	Converged time.Time // the latest convergence
 }
 
+// BatchGap is how long after a batch's last convergence a new Echo may be
+// seen created and still count in that batch: the Echoes of one `kubectl
+// apply` are created milliseconds apart, and converge one after another.
+const BatchGap = 5 * time.Second
+
+// Takes says whether an Echo seen created at created counts in b: b has
+// Echoes, and created is within BatchGap of its last convergence.
+func (b Batch) Takes(created time.Time) bool {
+	return b.N > 0 && !created.After(b.Converged.Add(BatchGap))
+}
+
 // CreationConverged says whether e is the world's report that a new Echo
 // converged (echo.converged with created), and when the world saw that
 // Echo created: the report's time less its latency.

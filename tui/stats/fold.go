@@ -269,7 +269,7 @@ func (st *Operator) observed(e trace.Event) {
 				st.createdN++
 			}
 			c.CreatedMS, c.CreatedAt = ms, e.Time
-			if st.Batch == nil || created.After(st.Batch.Converged.Add(BatchGap)) {
+			if st.Batch == nil || !st.Batch.Takes(created) {
 				st.Batch = &world.Batch{}
 			}
 			st.Batch.Add(created, e.Time)

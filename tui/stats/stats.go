@@ -90,11 +90,6 @@ type Convergence struct {
 	EditAt    time.Time // zero until an edit converged
 }
 
-// BatchGap is how long after a batch's last convergence a new Echo may be
-// created and still count in that batch: the Echoes of one `kubectl apply`
-// are created a few milliseconds apart, and converge one after another.
-const BatchGap = 5 * time.Second
-
 // ClientLimit is the client-side rate limit a replica's library set.
 type ClientLimit struct {
 	QPS   float64 // < 0: none, left to the apiserver's priority and fairness
@@ -183,8 +178,8 @@ type Operator struct {
 	createdN  int // of Converged, those whose creation converged
 	// Batch is the last batch of Echoes created together, and how long
 	// they took to converge; nil before any new Echo converged. An Echo
-	// seen created more than BatchGap after the batch's last convergence
-	// begins a new one.
+	// seen created more than world.BatchGap after the batch's last
+	// convergence begins a new one.
 	Batch         *world.Batch
 	CollectedRecv []Collected // newest last, at most maxCollected
 

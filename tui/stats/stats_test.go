@@ -347,7 +347,7 @@ func TestTUIStatsYourRequests(t *testing.T) {
 	}
 }
 
-// TestTUIStatsBatch: the last batch is the Echoes created within BatchGap
+// TestTUIStatsBatch: the last batch is the Echoes created within world.BatchGap
 // of the batch's last convergence, timed from the first creation to the
 // last convergence; edits converging are no batch's.
 func TestTUIStatsBatch(t *testing.T) {
