@@ -86,9 +86,10 @@ var actions = map[string]actionKind{
 		},
 	},
 
-	// count new Echoes prefix-001 … in every style, all at once.
+	// count new Echoes prefix-001 … in every style (or those style names),
+	// all at once.
 	"create_echoes": {
-		args: spec{required: argTypes{"prefix": tName, "count": tInt}, optional: argTypes{"replicas": tInt, "message": tString}},
+		args: spec{required: argTypes{"prefix": tName, "count": tInt}, optional: argTypes{"replicas": tInt, "message": tString, "style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("count")
 			r, ok := a.Int("replicas")
@@ -99,7 +100,7 @@ var actions = map[string]actionKind{
 			if msg == "" {
 				msg = a.Str("prefix")
 			}
-			return p.sb.CreateEchoes(ctx, a.Str("prefix"), n, r, msg)
+			return p.sb.CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("count")
@@ -107,11 +108,12 @@ var actions = map[string]actionKind{
 		},
 	},
 
-	// Delete every Echo create_echoes made with prefix, in every style.
+	// Delete every Echo create_echoes made with prefix, in every style (or
+	// those style names).
 	"delete_echoes": {
-		args: spec{required: argTypes{"prefix": tName}},
+		args: spec{required: argTypes{"prefix": tName}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.DeleteEchoes(ctx, a.Str("prefix"))
+			return p.sb.DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
 		},
 		words: func(a Args) string { return fmt.Sprintf("delete the Echoes %s-*", a.Str("prefix")) },
 	},
@@ -560,6 +562,16 @@ var actions = map[string]actionKind{
 		},
 		words: func(Args) string { return "stop the second shell loop" },
 	},
+}
+
+// setStyles are the styles a create_echoes or delete_echoes names, nil
+// (every style the sandbox runs) if it names none; all styles at once,
+// so that they race fairly.
+func setStyles(a Args) []style.Style {
+	if a.Str("style") == "" {
+		return nil
+	}
+	return ExpandStyle(a.Str("style"))
 }
 
 // tuningOf is the Tuning a tune action's arguments say.

@@ -37,6 +37,9 @@ type View struct {
 	// ByKind, if set, holds Events by kind (the Player keeps it as events
 	// come), so that a check looks only at the kinds it asks about.
 	ByKind map[trace.Kind][]trace.Event
+	// Sets are the last batch of each set of Echoes the player saw
+	// converge, across steps (Player.noteSets).
+	Sets map[SetKey]world.Batch
 	// Grades are where the runs of rlab check's checks on the student's
 	// operator stand, by gradeKey of the operator_check they are for.
 	Grades map[string]Grade

@@ -9,6 +9,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -54,6 +55,19 @@ func withEcho(v View, fn func(e *world.EchoView, ns *world.NamespaceView)) View 
 		fn(ns.Echoes["hello"], ns)
 	}
 	return v
+}
+
+// setConverged is the world's report at ms that Echo prefix-00i of st
+// converged took ms after it was created.
+func setConverged(st, prefix string, i, ms int, took float64) trace.Event {
+	name := sandbox.SetName(prefix, i)
+	return ev(ms, world.Source, trace.Converged, style.Style(st).Namespace(), "Echo/"+name,
+		map[string]any{trace.FieldEcho: name, trace.FieldLatencyMS: took, trace.FieldCreated: true})
+}
+
+// limits is replica's report of its client-side limit.
+func limits(replica string, qps float64, burst int) trace.Event {
+	return ev(10, replica, trace.ClientLimits, style.FromSource(replica).Namespace(), "", map[string]any{trace.FieldQPS: qps, trace.FieldBurst: burst})
 }
 
 func TestCondEval(t *testing.T) {
@@ -228,6 +242,47 @@ func TestCondEval(t *testing.T) {
 		}(), true, false, "after 1.70s (poll)"},
 		{"no edit yet", Cond{"noticed", Args{"style": "shell", "name": "hello"}, 0},
 			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})), false, false, "no edit yet"},
+		{"a set converged, slower than the floor", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "base", "count": 3, "min": 20 * time.Second}, 0},
+			with(setConverged("clientgo", "base", 1, 1000, 500), setConverged("clientgo", "base", 2, 15000, 14400),
+				setConverged("clientgo", "base", 3, 24000, 23300), setConverged("runtime", "base", 1, 900, 400)),
+			true, false, "clientgo 3 converged in 23.50s (0.1/s)"},
+		{"a set converged sooner than min is final", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "base", "count": 2, "min": 20 * time.Second}, 0},
+			with(setConverged("clientgo", "base", 1, 1000, 500), setConverged("clientgo", "base", 2, 5000, 4400)),
+			false, true, "2 converged in 4.50s (0.4/s), sooner than 20s"},
+		{"a set converged later than max is final", Cond{"echoes_converged", Args{"style": "runtime", "prefix": "fast", "count": 2, "max": 10 * time.Second}, 0},
+			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 2, 12000, 11400)),
+			false, true, "later than 10s"},
+		{"a set half converged; edits, other sets and Echoes past count are not its", Cond{"echoes_converged", Args{"style": "runtime", "prefix": "fast", "count": 2}, 0},
+			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 3, 1000, 500), setConverged("runtime", "faster", 2, 1000, 500),
+				ev(2000, world.Source, trace.Converged, "echo-runtime", "Echo/fast-002", map[string]any{trace.FieldEcho: "fast-002", trace.FieldLatencyMS: 40.0})),
+			false, false, "runtime 1 of 2 converged"},
+		{"a set faster than an earlier one", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0}, func() View {
+			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
+			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-35000)}}
+			return v
+		}(), true, false, "1 converged in 2.50s (0.4/s), base took 25.00s"},
+		{"a set no faster than an earlier one is final", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0}, func() View {
+			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
+			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-58000)}, {"runtime", "base"}: {N: 1}}
+			return v
+		}(), false, true, "not faster than base (2.00s)"},
+		{"the earlier set not timed here", Cond{"echoes_converged", Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, 0},
+			with(setConverged("clientgo", "tuned", 1, 3000, 2500)), true, false, "base not timed in this session"},
+		{"the client limit reported by every replica", Cond{"client_limit", Args{"style": "clientgo", "qps": float32(100), "burst": 200}, 0}, func() View {
+			v := with(limits("clientgo/a", 5, 10), limits("clientgo/a", 100, 200), limits("clientgo/b", 100, 200))
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo"}, {Name: "clientgo/b", Style: "clientgo"}}
+			return v
+		}(), true, false, "clientgo 2 of 2 report it"},
+		{"a replica with the old limit, another not restarted", Cond{"client_limit", Args{"style": "clientgo", "qps": float32(100), "burst": 200}, 0}, func() View {
+			v := with(limits("clientgo/a", 100, 200), limits("clientgo/a", 5, 10))
+			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo"}, {Name: "clientgo/b", Style: "clientgo"}}
+			return v
+		}(), false, false, "clientgo/a 5/s burst 10, clientgo/b not reported since"},
+		{"no client limit", Cond{"client_limit", Args{"style": "runtime", "qps": float32(-1)}, 0}, func() View {
+			v := with(limits("runtime/a", -1, 0))
+			v.Replicas = []supervisor.Status{{Name: "runtime/a", Style: "runtime"}}
+			return v
+		}(), true, false, "runtime 1 of 1 report it"},
 		{"restarted, the new leader reconciled", Cond{"restarted", Args{"style": "clientgo"}, 0}, restartedView("clientgo-b-7", "clientgo/b"),
 			true, false, "restarted; clientgo/b leads and has reconciled"},
 		{"restarted, only the standby reconciled", Cond{"restarted", Args{"style": "clientgo"}, 0}, restartedView("clientgo-b-7", "clientgo/a"),

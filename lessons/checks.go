@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // checkKind is one check a lesson can name: the arguments it takes, how it
@@ -179,6 +181,64 @@ var checks = map[string]checkKind{
 		words: func(a Args) string {
 			n, _ := a.Int("count")
 			return fmt.Sprintf("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
+		},
+	},
+
+	// Every Echo of a set (create_echoes) converged after its creation
+	// since the step began, as the world reported it: the set as one batch
+	// (world.Batch, what a pane's batch line shows), timed from the first
+	// created to the last converged, at least min and at most max, and in
+	// less time than the set faster_than took in an earlier step, if it
+	// was timed.
+	"echoes_converged": {
+		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt},
+			optional: argTypes{"min": tDuration, "max": tDuration, "faster_than": tName}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n, _ := a.Int("count")
+			b := setBatch(v, st, a.Str("prefix"), n)
+			if b.N < n {
+				return styleResult{detail: fmt.Sprintf("%d of %d converged", b.N, n)}
+			}
+			r := styleResult{ok: true, detail: fmt.Sprintf("%d converged in %s (%.1f/s)", n, secs(b.Took()), b.PerSecond())}
+			if mn := a.Dur("min"); mn > 0 && b.Took() < mn {
+				r.ok, r.final = false, true
+				r.detail += fmt.Sprintf(", sooner than %s", mn)
+			}
+			if mx := a.Dur("max"); mx > 0 && b.Took() > mx {
+				r.ok, r.final = false, true
+				r.detail += fmt.Sprintf(", later than %s", mx)
+			}
+			if other := a.Str("faster_than"); other != "" {
+				ob := v.Sets[SetKey{st, other}]
+				switch {
+				case ob.N == 0:
+					// Not seen here (the student began at this step): nothing
+					// to compare with.
+					r.detail += fmt.Sprintf("; %s not timed in this session", other)
+				case b.Took() >= ob.Took():
+					r.ok, r.final = false, true
+					r.detail += fmt.Sprintf(", not faster than %s (%s)", other, secs(ob.Took()))
+				default:
+					r.detail += fmt.Sprintf(", %s took %s", other, secs(ob.Took()))
+				}
+			}
+			return r
+		},
+		words: func(a Args) string {
+			n, _ := a.Int("count")
+			s := fmt.Sprintf("all %d Echoes %s converge after their creation", n, setNames(a.Str("prefix"), n))
+			switch mn, mx := a.Dur("min"), a.Dur("max"); {
+			case mn > 0 && mx > 0:
+				s += fmt.Sprintf(", from the first created to the last converged in %s to %s", mn, mx)
+			case mn > 0:
+				s += fmt.Sprintf(", from the first created to the last converged in %s or more", mn)
+			case mx > 0:
+				s += fmt.Sprintf(", from the first created to the last converged within %s", mx)
+			}
+			if other := a.Str("faster_than"); other != "" {
+				s += fmt.Sprintf(", sooner than the Echoes %s-* did", other)
+			}
+			return s
 		},
 	},
 
@@ -498,6 +558,58 @@ var checks = map[string]checkKind{
 			return styleResult{ok: true, detail: fmt.Sprintf("%d standby trying for the Lease", n)}
 		},
 		words: func(Args) string { return "every standby tries for the Lease" },
+	},
+
+	// Every replica of a Go style reported, since the step began, the
+	// client-side rate limit its library set (client.limits, as a pane's
+	// API line shows it): qps requests a second (-1: none) and, if given,
+	// burst.
+	"client_limit": {
+		args: spec{required: argTypes{"style": tGoStyle, "qps": tQPS}, optional: argTypes{"burst": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			said := map[string]string{}
+			for _, e := range eventsOf(v, st, trace.ClientLimits, nil) {
+				q, _ := e.Num(trace.FieldQPS)
+				b, _ := e.Num(trace.FieldBurst)
+				said[e.Source] = limitWords(q, int(b))
+				if q != float64(a.QPS("qps")) && !(q < 0 && a.QPS("qps") < 0) {
+					continue
+				}
+				if want, ok := a.Int("burst"); ok && int(b) != want {
+					continue
+				}
+				said[e.Source] = "ok"
+			}
+			var wrong []string
+			n := 0
+			for _, r := range v.Replicas {
+				if r.Style != st {
+					continue
+				}
+				n++
+				switch got := said[r.Name]; got {
+				case "ok":
+				case "":
+					wrong = append(wrong, r.Name+" not reported since")
+				default:
+					wrong = append(wrong, r.Name+" "+got)
+				}
+			}
+			switch {
+			case n == 0:
+				return styleResult{detail: "no replica"}
+			case len(wrong) > 0:
+				return styleResult{detail: strings.Join(wrong, ", ")}
+			}
+			return styleResult{ok: true, detail: fmt.Sprintf("%d of %d report it", n, n)}
+		},
+		words: func(a Args) string {
+			b, _ := a.Int("burst")
+			if _, ok := a.Int("burst"); !ok {
+				b = -1
+			}
+			return "every replica reports the client limit " + limitWords(float64(a.QPS("qps")), b)
+		},
 	},
 
 	// Every replica runs.
@@ -965,6 +1077,42 @@ var checks = map[string]checkKind{
 			return fmt.Sprintf("the operator cleans up after Echo %s and it goes", a.Str("name"))
 		},
 	},
+}
+
+// limitWords says a client-side limit as a pane does: "5/s burst 10",
+// "none"; a burst below 0 is not said.
+func limitWords(qps float64, burst int) string {
+	if qps < 0 {
+		return "none"
+	}
+	s := strconv.FormatFloat(qps, 'f', -1, 64) + "/s"
+	if burst >= 0 {
+		s += " burst " + strconv.Itoa(burst)
+	}
+	return s
+}
+
+// setBatch is the Echoes prefix-001 … prefix-<n> whose creation converged
+// since the step began, each once (its first report), as one batch.
+func setBatch(v View, st style.Style, prefix string, n int) world.Batch {
+	var b world.Batch
+	seen := map[string]bool{}
+	for _, e := range eventsOf(v, st, trace.Converged, nil) {
+		name := e.Str(trace.FieldEcho)
+		created, ok := world.CreationConverged(e)
+		if !ok || seen[name] || !inSet(name, prefix, n) {
+			continue
+		}
+		seen[name] = true
+		b.Add(created, e.Time)
+	}
+	return b
+}
+
+// inSet says whether name is one of the Echoes prefix-001 … prefix-<n>.
+func inSet(name, prefix string, n int) bool {
+	i, err := strconv.Atoi(strings.TrimPrefix(name, prefix+"-"))
+	return err == nil && i >= 1 && i <= n && sandbox.SetName(prefix, i) == name
 }
 
 // leadSlack is how long after a request its replica's own LeaderAcquired

@@ -41,7 +41,12 @@ type Player struct {
 	// one gone is an act (nobody but a person deletes them; the world has
 	// no event for it).
 	orphans map[style.Style][]string
-	seq     int // annotation values, so every write changes the Echo
+	// sets are the sets of Echoes (prefix-001 …) whose creations converged,
+	// each style's last batch of each prefix; kept across steps, so that a
+	// step compares its set with an earlier one (echoes_converged's
+	// faster_than).
+	sets map[SetKey]world.Batch
+	seq  int // annotation values, so every write changes the Echo
 	// grading holds a token while rlab check's checks run on an operator.
 	grading chan struct{}
 	// via says who asks for the actions: trace.ViaPlay, or ViaCommand for
@@ -54,6 +59,7 @@ func NewPlayer(sb *sandbox.Sandbox) *Player {
 	p := &Player{sb: sb, Poll: 100 * time.Millisecond, grading: make(chan struct{}, 1), via: trace.ViaPlay}
 	p.col = sb.Bus().Collect(1<<16, func(evs []trace.Event, _ int) {
 		p.mu.Lock()
+		p.noteSets(evs)
 		p.keep(evs)
 		p.mu.Unlock()
 	})
@@ -125,6 +131,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 	// No copies: keep only appends, so the first len elements never change
 	// (an append past cap moves to a new array; Begin and openAt start new
 	// ones).
+	sets := maps.Clone(p.sets)
 	events := p.events[:len(p.events):len(p.events)]
 	byKind := make(map[trace.Kind][]trace.Event, len(p.byKind))
 	for k, l := range p.byKind {
@@ -152,6 +159,41 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		Replicas: replicas,
 		Cut:      cut,
 		ByKind:   byKind,
+		Sets:     sets,
+	}
+}
+
+// SetKey names a set of Echoes in one style: those create_echoes made
+// with prefix.
+type SetKey struct {
+	Style  style.Style
+	Prefix string
+}
+
+// noteSets folds the world's reports of new Echoes converged into the
+// batches of their sets, by the name's prefix (before its last "-"). Called
+// once per event, with p.mu held.
+func (p *Player) noteSets(evs []trace.Event) {
+	for _, e := range evs {
+		created, ok := world.CreationConverged(e)
+		if !ok {
+			continue
+		}
+		name := e.Str(trace.FieldEcho)
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		k := SetKey{style.FromNamespace(e.Namespace), name[:i]}
+		b := p.sets[k]
+		if !b.Takes(created) {
+			b = world.Batch{} // the set made again: a new batch
+		}
+		b.Add(created, e.Time)
+		if p.sets == nil {
+			p.sets = map[SetKey]world.Batch{}
+		}
+		p.sets[k] = b
 	}
 }
 

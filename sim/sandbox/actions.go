@@ -66,14 +66,17 @@ func (h Student) Echoes(st style.Style) dynamic.ResourceInterface { return h.s.e
 
 // everyStyle runs fn for each running style at the same instant, so the
 // styles race fairly, and returns the first error (the apiserver's own).
-func (s *Sandbox) everyStyle(fn func(st style.Style) error) error {
+func (s *Sandbox) everyStyle(fn func(st style.Style) error) error { return s.inStyles(s.styles, fn) }
+
+// inStyles runs fn for each of styles at the same instant, as everyStyle.
+func (s *Sandbox) inStyles(styles []style.Style, fn func(st style.Style) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
 	start := make(chan struct{})
-	for _, st := range s.styles {
+	for _, st := range styles {
 		wg.Go(func() {
 			<-start
 			if err := fn(st); err != nil {

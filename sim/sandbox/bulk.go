@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,14 +20,15 @@ const SetLabel = "rlab.kkloud.io/set"
 // SetName is the name of Echo i (from 1) of the set prefix: prefix-001.
 func SetName(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix, i) }
 
-// CreateEchoes (rlab's own, for lessons and rlab bench) creates Echoes prefix-001 … prefix-<count> in every style's
-// namespace at once, from several connections, as `kubectl apply -f` of one
-// big file would. Each says "<message> <i>".
-func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replicas int, message string) error {
+// CreateEchoes (rlab's own, for lessons and rlab bench) creates Echoes
+// prefix-001 … prefix-<count> in the namespace of each of styles the
+// sandbox runs (nil: every style) at once, from several connections, as
+// `kubectl apply -f` of one big file would. Each says "<message> <i>".
+func (s *Sandbox) CreateEchoes(ctx context.Context, styles []style.Style, prefix string, count, replicas int, message string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := 1; i <= count; i++ {
-		for _, st := range s.styles {
+		for _, st := range s.running(styles) {
 			g.Go(func() error {
 				u := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
@@ -42,10 +44,26 @@ func (s *Sandbox) CreateEchoes(ctx context.Context, prefix string, count, replic
 	return g.Wait()
 }
 
-// DeleteEchoes deletes every Echo of the set prefix in every style's
-// namespace; the garbage collector removes their Deployments.
-func (s *Sandbox) DeleteEchoes(ctx context.Context, prefix string) error {
-	return s.everyStyle(func(st style.Style) error {
+// DeleteEchoes deletes every Echo of the set prefix in the namespace of
+// each of styles the sandbox runs (nil: every style); the garbage collector
+// removes their Deployments.
+func (s *Sandbox) DeleteEchoes(ctx context.Context, styles []style.Style, prefix string) error {
+	return s.inStyles(s.running(styles), func(st style.Style) error {
 		return s.echoes(s.admin, st).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: SetLabel + "=" + prefix})
 	})
+}
+
+// running are those of styles the sandbox runs, in its order; nil is every
+// style it runs.
+func (s *Sandbox) running(styles []style.Style) []style.Style {
+	if styles == nil {
+		return s.styles
+	}
+	var out []style.Style
+	for _, st := range s.styles {
+		if slices.Contains(styles, st) {
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -32,6 +32,7 @@ func customBody(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	out = append(out, writes(st, w, s)...)
 	out = append(out, replicas(d, st, w, s)...)
 	out = append(out, ownLease(d, st, w, s), summary(d, w, s))
+	out = append(out, batch(st, w, s)...)
 	out = append(out, Tree(d, st, w, s)...)
 	return append(out, drift(d, st, w, s))
 }

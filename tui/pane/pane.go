@@ -1,7 +1,7 @@
 // Package pane draws one operator style's pane: its pipeline with a marker on
 // the stage of the latest event, the queue or the shell loop's poll timer,
-// API requests, reconciles and their cause, the leader, the object tree and
-// the last drift repair.
+// API requests, reconciles and their cause, the leader, its Echoes and the
+// last batch's throughput, the object tree and the last drift repair.
 package pane
 
 import (
@@ -75,6 +75,7 @@ func Body(d Data, w int, s *common.Theme) []string {
 	out = append(out, reconciles(d, st, w, s)...)
 	out = append(out, leader(d, st, w, s)...)
 	out = append(out, summary(d, w, s))
+	out = append(out, batch(st, w, s)...)
 	out = append(out, Tree(d, st, w, s)...)
 	return append(out, drift(d, st, w, s))
 }
@@ -92,6 +93,25 @@ func summary(d Data, w int, s *common.Theme) string {
 	l.Add(s.Dim, " · ").Plain(fmt.Sprintf("pods %d/%d ready", sm.PodsReady, sm.Pods))
 	return l.Fit(w)
 }
+
+// batch is the style's throughput: the last batch of Echoes created
+// together, how many converged and how long from the first created to the
+// last converged, as the world reported them (stats.Operator.Batch). None
+// for a batch of one: the Echo's own line says how long it took.
+func batch(st *stats.Operator, w int, s *common.Theme) []string {
+	b := st.Batch
+	if b == nil || b.N < 2 {
+		return nil
+	}
+	l := &common.Line{}
+	l.Plain("batch: ").Add(s.Bold, fmt.Sprintf("%d Echoes converged in %s", b.N, took(ms(b.Took()))))
+	if r := b.PerSecond(); r > 0 {
+		l.Add(s.Dim, fmt.Sprintf(" · %.1f/s", r))
+	}
+	return []string{l.Fit(w)}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Summarize counts a namespace's Echoes, those whose status says every
 // replica is ready, and their pods.

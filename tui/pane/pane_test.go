@@ -65,6 +65,13 @@ func TestTUIPaneGolden(t *testing.T) {
 			d.Fresh = func(p string) bool { return strings.Contains(p, "-cmz") }
 			d.Verbs = true
 		}},
+		{name: "batch", style: style.ClientGo, w: 53, h: 19, ns: snap.Namespaces[style.ClientGo.Namespace()], edit: func(s *stats.Stats) {
+			// 60 Echoes created from 10 s, the last converged at 34.31 s.
+			s.Styles[style.ClientGo].Batch = &world.Batch{N: 60, Created: fixture.At(10 * time.Second), Converged: fixture.At(34310 * time.Millisecond)}
+		}},
+		{name: "batch-of-one", style: style.ClientGo, w: 53, h: 18, ns: snap.Namespaces[style.ClientGo.Namespace()], edit: func(s *stats.Stats) {
+			s.Styles[style.ClientGo].Batch = &world.Batch{N: 1, Created: fixture.At(10 * time.Second), Converged: fixture.At(11 * time.Second)}
+		}},
 		{name: "drift-open", style: style.Runtime, w: 53, h: 18, ns: snap.Namespaces[style.Runtime.Namespace()], edit: func(s *stats.Stats) {
 			s.Styles[style.Runtime].Drift = &stats.Drift{Object: "Deployment/echo-hello", What: "replicas", Detected: fixture.At(39 * time.Second)}
 		}},

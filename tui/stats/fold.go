@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // Apply folds one event in.
@@ -263,11 +264,15 @@ func (st *Operator) observed(e trace.Event) {
 			st.Converged[name] = c
 		}
 		ms, _ := e.Num(trace.FieldLatencyMS)
-		if e.Bool(trace.FieldCreated) {
+		if created, ok := world.CreationConverged(e); ok {
 			if c.CreatedAt.IsZero() {
 				st.createdN++
 			}
 			c.CreatedMS, c.CreatedAt = ms, e.Time
+			if st.Batch == nil || !st.Batch.Takes(created) {
+				st.Batch = &world.Batch{}
+			}
+			st.Batch.Add(created, e.Time)
 		} else {
 			c.EditMS, c.EditAt = ms, e.Time
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // Go pipeline stage indexes, into a Go style's Traits().Stages.
@@ -173,8 +174,13 @@ type Operator struct {
 	Handover *Handover // nil until a field changed owners
 	// Converged is, by Echo name, what the world reported of its
 	// convergence; forgotten when the Echo is deleted.
-	Converged     map[string]*Convergence
-	createdN      int         // of Converged, those whose creation converged
+	Converged map[string]*Convergence
+	createdN  int // of Converged, those whose creation converged
+	// Batch is the last batch of Echoes created together, and how long
+	// they took to converge; nil before any new Echo converged. An Echo
+	// seen created more than world.BatchGap after the batch's last
+	// convergence begins a new one.
+	Batch         *world.Batch
 	CollectedRecv []Collected // newest last, at most maxCollected
 
 	Events int

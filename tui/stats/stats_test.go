@@ -346,3 +346,67 @@ func TestTUIStatsYourRequests(t *testing.T) {
 		t.Errorf("clientgo's patch echoes = %d, want 1: the operator's only", got)
 	}
 }
+
+// TestTUIStatsBatch: the last batch is the Echoes created within world.BatchGap
+// of the batch's last convergence, timed from the first creation to the
+// last convergence; edits converging are no batch's.
+func TestTUIStatsBatch(t *testing.T) {
+	cg, ns := style.ClientGo, style.ClientGo.Namespace()
+	// conv is the world's report at ms of Echo name converged took ms
+	// after it was created (or edited).
+	type conv struct {
+		ms      int
+		name    string
+		took    float64
+		created bool
+	}
+	tests := []struct {
+		name     string
+		convs    []conv
+		wantNil  bool
+		wantN    int
+		wantTook time.Duration
+	}{
+		{name: "nothing created", convs: []conv{{1000, "hello", 40, false}}, wantNil: true},
+		{name: "one", convs: []conv{{1500, "a", 500, true}}, wantN: 1, wantTook: 500 * time.Millisecond},
+		{name: "one apply, converging one after another", convs: []conv{
+			{1500, "a-1", 500, true},  // created at 1 s
+			{4000, "a-2", 2900, true}, // 1.1 s: after a-1 converged, within the gap
+			{9000, "a-3", 7800, true}, // 1.2 s
+		}, wantN: 3, wantTook: 8 * time.Second},
+		{name: "an edit counts in no batch", convs: []conv{
+			{1500, "a-1", 500, true}, {3000, "a-1", 100, false}, {4000, "a-2", 2900, true},
+		}, wantN: 2, wantTook: 3 * time.Second},
+		{name: "a second apply later starts a new batch", convs: []conv{
+			{1500, "a-1", 500, true}, {2000, "a-2", 900, true},
+			{20000, "b-1", 3000, true}, // created at 17 s, 15 s after a's last convergence
+			{21000, "b-2", 3900, true},
+		}, wantN: 2, wantTook: 4 * time.Second},
+		{name: "created within the gap of the last convergence", convs: []conv{
+			{2000, "a-1", 1000, true},
+			{8000, "a-2", 1000, true}, // created at 7 s, 5 s after a-1 converged
+		}, wantN: 2, wantTook: 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New([]style.Style{cg})
+			for _, c := range tt.convs {
+				f := map[string]any{trace.FieldLatencyMS: c.took, trace.FieldEcho: c.name}
+				if c.created {
+					f[trace.FieldCreated] = true
+				}
+				s.Apply(ev(c.ms, trace.SourceWorld, trace.Converged, ns, "Echo/"+c.name, f))
+			}
+			b := s.Styles[cg].Batch
+			if tt.wantNil {
+				if b != nil {
+					t.Fatalf("Batch = %+v, want none", *b)
+				}
+				return
+			}
+			if b == nil || b.N != tt.wantN || b.Took() != tt.wantTook {
+				t.Fatalf("Batch = %+v, want %d Echoes in %s", b, tt.wantN, tt.wantTook)
+			}
+		})
+	}
+}

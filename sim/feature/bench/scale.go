@@ -74,7 +74,7 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 	before, beforeCounts := b.apiTotals(), b.counts()
 	t0 := time.Now()
 	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx)) }()
-	if err := b.sb.CreateEchoes(ctx, ScalePrefix, n, replicas, "echo"); err != nil {
+	if err := b.sb.CreateEchoes(ctx, nil, ScalePrefix, n, replicas, "echo"); err != nil {
 		return out, err
 	}
 	out.Applied = ms(time.Since(t0))
@@ -148,7 +148,7 @@ func doneString(sts []style.Style, done map[style.Style]int, n int) string {
 // deleteScale deletes Scale's Echoes and waits until the world has seen
 // them and their Deployments go (the garbage collector's work).
 func (b *Bench) deleteScale(ctx context.Context) error {
-	if err := b.sb.DeleteEchoes(ctx, ScalePrefix); err != nil {
+	if err := b.sb.DeleteEchoes(ctx, nil, ScalePrefix); err != nil {
 		return fmt.Errorf("delete scale Echoes: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
