@@ -35,6 +35,9 @@ type actionKind struct {
 	each func(ctx context.Context, p *Player, a Args, st style.Style) error
 	// words says what it does, after "every style: " if it has a style.
 	words func(a Args) string
+	// onOperator: its style may be the student's operator instead
+	// (operator: mine), as for every check.
+	onOperator bool
 }
 
 // actRunOperator swaps in another version of the student's operator.
@@ -180,7 +183,7 @@ var actions = map[string]actionKind{
 	"stale_update": {
 		args: spec{required: argTypes{"name": tName}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.forEach(StyleAll, func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
+			return p.forEach(ExpandStyle(StyleAll), func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("replace Echo %s with a copy whose resourceVersion is no longer current", a.Str("name"))
@@ -212,7 +215,8 @@ var actions = map[string]actionKind{
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().DeleteDeployment(ctx, st, a.Str("name"))
 		},
-		words: func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
+		words:      func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
+		onOperator: true,
 	},
 
 	// Scale the Echo's Deployment by hand (drift).
@@ -226,6 +230,7 @@ var actions = map[string]actionKind{
 			n, _ := a.Int("replicas")
 			return fmt.Sprintf("scale Deployment %s to %d replicas", echo.DeploymentName(a.Str("name")), n)
 		},
+		onOperator: true,
 	},
 
 	// Read the Echo's Deployment, as kubectl get does.
@@ -234,7 +239,8 @@ var actions = map[string]actionKind{
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().GetDeployment(ctx, st, a.Str("name"))
 		},
-		words: func(a Args) string { return "read Deployment " + echo.DeploymentName(a.Str("name")) },
+		words:      func(a Args) string { return "read Deployment " + echo.DeploymentName(a.Str("name")) },
+		onOperator: true,
 	},
 
 	// Ask the apiserver which resources it serves, as `kubectl
@@ -314,6 +320,7 @@ var actions = map[string]actionKind{
 			}
 			return s
 		},
+		onOperator: true,
 	},
 
 	// Restart the replicas watching their Deployments, or not
@@ -680,15 +687,14 @@ func (p *Player) do(ctx context.Context, op Op) error {
 	case !ok:
 		return fmt.Errorf("unknown action %q", op.Name) // the loader lets none through
 	case act.each != nil:
-		return p.forEach(op.Args.Str("style"), func(st style.Style) error { return act.each(ctx, p, op.Args, st) })
+		return p.forEach(op.Args.Styles(), func(st style.Style) error { return act.each(ctx, p, op.Args, st) })
 	}
 	return act.do(ctx, p, op.Args)
 }
 
-// forEach runs fn in turn for each style the style argument names that the
-// sandbox runs.
-func (p *Player) forEach(arg string, fn func(st style.Style) error) error {
-	for _, st := range ExpandStyle(arg) {
+// forEach runs fn in turn for each of styles that the sandbox runs.
+func (p *Player) forEach(styles []style.Style, fn func(st style.Style) error) error {
+	for _, st := range styles {
 		if !slices.Contains(p.sb.Styles(), st) {
 			continue
 		}

@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -172,6 +173,75 @@ func TestLessonOperatorErrors(t *testing.T) {
 			_, err := Parse("l.yaml", []byte(tt.yaml))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A check, and an action on a Deployment by hand, can be about the
+// student's operator (operator: mine) instead of a style: evaluated in its
+// namespace, done there.
+func TestOperatorInPlaceOfStyle(t *testing.T) {
+	step := func(check, play string) string {
+		s := "  - title: a\n    text: b\n"
+		if play != "" {
+			s += "    action:\n      note: n\n      play:\n        - " + play + "\n"
+		}
+		if check != "" {
+			s += "    check:\n      " + check + "\n    hint: h\n"
+		}
+		return s
+	}
+	mine := style.Style("mine")
+	orphan := world.Snapshot{Namespaces: map[string]*world.NamespaceView{mine.Namespace(): {
+		Orphans: []*world.DeploymentView{{Name: "echo-x"}}}}}
+	tests := []struct {
+		name, yaml string
+		want       string // in the error; "" if it loads
+		styles     []style.Style
+		detail     string // of the check on orphan
+	}{
+		{name: "check", yaml: withOperator(step("orphaned: {operator: mine, name: x}", "")),
+			styles: []style.Style{mine}, detail: "mine echo-x left with 0 pods, no owner"},
+		{name: "list of checks", yaml: withOperator(step("deployment_absent: [{style: all, name: x}, {operator: mine, name: x}]", "")),
+			styles: []style.Style{mine}, detail: "mine echo-x still there"},
+		{name: "action", yaml: withOperator(step("", "delete_deployment: {operator: mine, name: x}")), styles: []style.Style{mine}},
+		{name: "no operator declared", yaml: lesson(step("orphaned: {operator: mine, name: x}", "")),
+			want: "l.yaml:7: step 1: check: orphaned: operator mine: the lesson runs no operator of the student's"},
+		{name: "both", yaml: withOperator(step("orphaned: {style: all, operator: mine, name: x}", "")),
+			want: `step 1: check: orphaned: unknown field "style"`},
+		{name: "a built-in style", yaml: withOperator(step("orphaned: {operator: shell, name: x}", "")),
+			want: "operator: want the name of the lesson's operator"},
+		{name: "a Go style's check", yaml: withOperator(step("leader_lost: {operator: mine}", "")),
+			want: `unknown field "operator"`},
+		{name: "an action on the operators", yaml: withOperator(step("", "pause_operators: {operator: mine}")),
+			want: `unknown field "operator"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := Parse("l.yaml", []byte(tt.yaml))
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := l.Steps[0]
+			if s.Action != nil {
+				if got := s.Action.Play[0].Args.Styles(); !slices.Equal(got, tt.styles) {
+					t.Errorf("action styles %v, want %v", got, tt.styles)
+				}
+				return
+			}
+			c := s.Check.Conds[len(s.Check.Conds)-1]
+			if got := c.Args.Styles(); !slices.Equal(got, tt.styles) {
+				t.Errorf("check styles %v, want %v", got, tt.styles)
+			}
+			if o := c.Eval(View{Snapshot: orphan}); o.Detail != tt.detail {
+				t.Errorf("detail %q, want %q", o.Detail, tt.detail)
 			}
 		})
 	}

@@ -644,7 +644,9 @@ func (p *parser) op(n *yaml.Node, what string) (Op, bool) {
 		p.errorf(n, "%s: unknown action %q (want one of %s)", what, name, strings.Join(sortedKeys(actions), ", "))
 		return Op{}, false
 	}
-	args := p.args(argsN, what+": "+name, act.args, true)
+	sp := act.args
+	sp.orOperator = act.onOperator
+	args := p.args(argsN, what+": "+name, sp, true)
 	return Op{Name: name, Args: args, Line: n.Line}, args != nil
 }
 
@@ -682,8 +684,10 @@ func (p *parser) check(n *yaml.Node, what string) *Check {
 					p.errorf(v, "%s: %s: empty list", what, k.Value)
 				}
 			}
+			sp := kind.args
+			sp.orOperator = true
 			for _, item := range items {
-				if args := p.args(item, what+": "+k.Value, kind.args, false); args != nil {
+				if args := p.args(item, what+": "+k.Value, sp, false); args != nil {
 					c.Conds = append(c.Conds, Cond{Kind: k.Value, Args: args, Line: item.Line})
 				}
 			}

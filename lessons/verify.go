@@ -248,7 +248,11 @@ func (p *Player) verifyOne(ctx context.Context, l *Lesson, hand *Hand, out io.Wr
 	if err := follow(ctx, l, out); err != nil {
 		return err
 	}
-	if why, err := p.AwaitBaseline(bctx); err != nil {
+	// A bound of its own: a lesson longer than the first bound would get
+	// one look, and fail on a Lease that changes hands just then.
+	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if why, err := p.AwaitBaseline(actx); err != nil {
 		return fmt.Errorf("the lesson left the sandbox changed: %s", why)
 	}
 	return nil
