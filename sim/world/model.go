@@ -147,7 +147,7 @@ type nsModel struct {
 	// configMapEdited is when a ConfigMap other than the registry and
 	// kube-root-ca.crt last changed (see NamespaceView.ConfigMapEdited).
 	configMapEdited time.Time
-	tracks   map[string]*echoTrack // by Echo name
+	tracks          map[string]*echoTrack // by Echo name
 	// later runs fn on this model after the settle time (see Options.Settle);
 	// called with the World's lock held.
 	later func(fn func(m *nsModel, now time.Time) []trace.Event)
