@@ -169,7 +169,7 @@ var errNotControlled = errors.New("not controlled by this Echo")
 // every Echo of its namespace). Every event is queued unless
 // GenerationPredicate says otherwise.
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var echoes, deployments []predicate.Predicate
+	var echoes, deployments, configMaps []predicate.Predicate
 	switch r.GenerationPredicate {
 	case echo.GenerationOnEcho:
 		// The usual advice: an update that leaves metadata.generation as it
@@ -182,6 +182,8 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// generation, so status.ready is no longer kept up to date.
 		echoes = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
 		deployments = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
+		// A ConfigMap has no generation: no update of echo-defaults passes.
+		configMaps = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		// crtrace.Predicate traces every event and applies the filters.
@@ -210,7 +212,7 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// manager's cache is narrowed to that name (--defaults-cache named).
 	defaultsOnly := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == echo.DefaultsName })
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.EchoesOf),
-		builder.WithPredicates(crtrace.Predicate(r.Trace.Mapped(r.echoKeys), defaultsOnly)))
+		builder.WithPredicates(crtrace.Predicate(r.Trace.Mapped(r.echoKeys), append(configMaps, defaultsOnly)...)))
 	return b.Complete(crtrace.Traced(r.Trace, r))
 }
 
