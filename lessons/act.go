@@ -21,6 +21,8 @@ import (
 //     Lease on the way out (kill, SIGTERM): the operators only do that when
 //     told to stop;
 //   - an Echo created, edited or deleted, as the world saw it;
+//   - a ConfigMap added, changed or deleted (echo-defaults, say), other
+//     than the operators' registry, as the world saw it;
 //   - a Deployment changed by hand (the world's drift.detected, or a
 //     field.handover to a field manager that is not the style's operator),
 //     or an orphaned one deleted (Player.View: gone since the step was shown).
@@ -116,6 +118,9 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			if ev.Edited.After(began) {
 				a.note(ev.Edited, st)
 			}
+		}
+		if view.ConfigMapEdited.After(began) {
+			a.note(view.ConfigMapEdited, st)
 		}
 	}
 	return a

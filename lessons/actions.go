@@ -219,6 +219,27 @@ var actions = map[string]actionKind{
 		onOperator: true,
 	},
 
+	// Set data[key] = value of ConfigMap name, creating it if missing (the
+	// ConfigMap echo-defaults holds the default message, key message).
+	"set_configmap": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "key": tString, "value": tString}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.Student().SetConfigMap(ctx, st, a.Str("name"), a.Str("key"), a.Str("value"))
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("set %s=%q in ConfigMap %s", a.Str("key"), a.Str("value"), a.Str("name"))
+		},
+	},
+
+	// Delete ConfigMap name (none there: nothing to do).
+	"delete_configmap": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			return p.sb.Student().DeleteConfigMap(ctx, st, a.Str("name"))
+		},
+		words: func(a Args) string { return "delete ConfigMap " + a.Str("name") },
+	},
+
 	// Scale the Echo's Deployment by hand (drift).
 	"scale_deployment": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}},
@@ -471,6 +492,22 @@ var actions = map[string]actionKind{
 		},
 		words: func(a Args) string {
 			return "restart the replicas with --generation-predicate=" + a.Str("where")
+		},
+	},
+
+	// Restart the controller-runtime replicas with their cache of
+	// ConfigMaps as it is (all) or narrowed to echo-defaults (named).
+	"defaults_cache": {
+		args: spec{required: argTypes{"style": tStyle, "cache": tDefaultsCache}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			if err := p.sb.Operators().SetDefaultsCache(st, a.Str("cache")); err != nil {
+				return err
+			}
+			said(ctx, "restarting %s with --defaults-cache=%s", p.sources(st), a.Str("cache"))
+			return nil
+		},
+		words: func(a Args) string {
+			return "restart the replicas with --defaults-cache=" + a.Str("cache")
 		},
 	},
 

@@ -26,19 +26,21 @@ const (
 	tInt              // a small non-negative integer
 	tDuration         // 30s, 250ms
 	tBool
-	tStyle    // one style; go (the Go styles); all
-	tGoStyle  // one style with a Lease and watches, or go
-	tStrings  // a list of words
-	tErrKind  // an apiserver error reason: invalid, conflict, forbidden
-	tMode     // a partition: refuse or hang
-	tOperator // the name of the student's operator the lesson runs
-	tChecks   // a list of rlab check's check IDs
-	tFile     // a bash script in the lesson's folder: owner.sh
-	tWhere    // where GenerationChangedPredicate filters: off, echo or all
-	tResource // what an informer watches: Echo or Deployment
-	tChange   // what an update changed: spec (the generation moved) or status
-	tQPS      // requests per second: above 0, or -1 for no limit
-	tMessage  // an Echo's spec.message: any text, even blank, which the CRD's rule refuses
+	tStyle         // one style; go (the Go styles); all
+	tGoStyle       // one style with a Lease and watches, or go
+	tStrings       // a list of words
+	tErrKind       // an apiserver error reason: invalid, conflict, forbidden
+	tMode          // a partition: refuse or hang
+	tOperator      // the name of the student's operator the lesson runs
+	tChecks        // a list of rlab check's check IDs
+	tFile          // a bash script in the lesson's folder: owner.sh
+	tWhere         // where GenerationChangedPredicate filters: off, echo or all
+	tResource      // what an informer watches: Echo, Deployment or ConfigMap
+	tChange        // what an update changed: spec (the generation moved) or status
+	tQPS           // requests per second: above 0, or -1 for no limit
+	tDefaultsCache // what controller-runtime caches of ConfigMaps: all or named
+	tEvent         // an informer event: add, update or delete
+	tMessage       // an Echo's spec.message: any text, "" too (the namespace's default); the CRD's rule refuses spaces only
 )
 
 // spec is what arguments an action or a check takes.
@@ -290,8 +292,18 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		}
 		return v, true
 	case tResource:
-		if v != echov1.Kind && v != "Deployment" {
-			return bad("Echo or Deployment")
+		if v != echov1.Kind && v != "Deployment" && v != "ConfigMap" {
+			return bad("Echo, Deployment or ConfigMap")
+		}
+		return v, true
+	case tEvent:
+		if v != "add" && v != "update" && v != "delete" {
+			return bad("add, update or delete")
+		}
+		return v, true
+	case tDefaultsCache:
+		if !slices.Contains(echo.DefaultsCaches, v) {
+			return bad(strings.Join(echo.DefaultsCaches, ", ") + " (what controller-runtime caches of ConfigMaps)")
 		}
 		return v, true
 	case tQPS:

@@ -851,19 +851,22 @@ var checks = map[string]checkKind{
 		},
 	},
 
-	// Informer updates of Echo name (resource Echo) or its Deployment
-	// (resource Deployment) since the step began, of one change (spec:
-	// the generation moved; status: it did not), let through to the queue
-	// or, with filtered: true, stopped by a predicate.
+	// Informer updates of Echo name (resource Echo), its Deployment
+	// (resource Deployment) or ConfigMap name (resource ConfigMap) since
+	// the step began, of one change (spec: the generation moved; status: it
+	// did not), let through to the queue or, with filtered: true, stopped
+	// by a predicate; with event: add or delete, those events instead.
 	"informer_updates": {
 		args: spec{required: argTypes{"style": tGoStyle, "resource": tResource, "name": tName},
-			optional: argTypes{"change": tChange, "filtered": tBool, "min": tInt, "max": tInt}},
+			optional: argTypes{"change": tChange, "filtered": tBool, "min": tInt, "max": tInt, "event": tEvent}},
 		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(a.Str("resource"), a.Str("name"))
-			if a.Str("resource") != echov1.Kind {
+			if a.Str("resource") == "Deployment" {
 				obj = trace.Object(a.Str("resource"), echo.DeploymentName(a.Str("name")))
 			}
-			evs := eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool {
+			kind := map[string]trace.Kind{"": trace.InformerUpdate, "update": trace.InformerUpdate,
+				"add": trace.InformerAdd, "delete": trace.InformerDelete}[a.Str("event")]
+			evs := eventsOf(v, st, kind, func(e trace.Event) bool {
 				return e.Object == obj && (a.Str("change") == "" || e.Str(trace.FieldChange) == a.Str("change")) &&
 					e.Bool(trace.FieldFiltered) == a.Bool("filtered")
 			})
@@ -872,11 +875,14 @@ var checks = map[string]checkKind{
 		},
 		words: func(a Args) string {
 			what := "updates"
-			if c := a.Str("change"); c != "" {
-				what = c + " updates"
+			if ev := a.Str("event"); ev != "" {
+				what = ev + "s"
 			}
-			obj := "Echo " + a.Str("name")
-			if a.Str("resource") != echov1.Kind {
+			if c := a.Str("change"); c != "" {
+				what = c + " " + what
+			}
+			obj := a.Str("resource") + " " + a.Str("name")
+			if a.Str("resource") == "Deployment" {
 				obj = "Deployment " + echo.DeploymentName(a.Str("name"))
 			}
 			fate := "let through to the queue"
@@ -888,16 +894,22 @@ var checks = map[string]checkKind{
 		},
 	},
 
-	// Reconciles of Echo name since the step began.
+	// Reconciles of Echo name since the step began; with cause, only those
+	// whose first cause names it (e.g. ConfigMap/echo-defaults).
 	"reconciles_after_edit": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt}},
+		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt, "cause": tString}},
 		eval: func(a Args, v View, st style.Style) styleResult {
-			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == trace.Object(echov1.Kind, a.Str("name")) })
+			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool {
+				return e.Object == trace.Object(echov1.Kind, a.Str("name")) && strings.Contains(e.Str(trace.FieldCauseEvent), a.Str("cause"))
+			})
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
 		},
 		words: func(a Args) string {
 			_, want := bounds(a, 0)
+			if c := a.Str("cause"); c != "" {
+				return fmt.Sprintf("reconciles of Echo %s caused by %s%s", a.Str("name"), c, want)
+			}
 			return fmt.Sprintf("reconciles of Echo %s%s", a.Str("name"), want)
 		},
 	},
@@ -973,16 +985,25 @@ var checks = map[string]checkKind{
 
 	// The Deployment carries the Echo's message.
 	"deployment_message": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
+		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"message": tString}},
 		eval: func(a Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			d := deploymentOf(v, st, a.Str("name"))
 			if e == nil || d == nil {
 				return styleResult{detail: "no Echo or no Deployment"}
 			}
-			return styleResult{ok: d.Message == e.Message, detail: fmt.Sprintf("Deployment says %q, Echo %q", d.Message, e.Message)}
+			// The message the Echo wants: its own, or the namespace's
+			// default (echo-defaults) when it has none.
+			want := e.Wants
+			if m, ok := a["message"].(string); ok {
+				want = m
+			}
+			return styleResult{ok: d.Message == e.Wants && d.Message == want, detail: fmt.Sprintf("Deployment says %q, Echo wants %q", d.Message, e.Wants)}
 		},
 		words: func(a Args) string {
+			if _, ok := a["message"]; ok {
+				return fmt.Sprintf("Deployment %s carries the message %q, which Echo %s wants", echo.DeploymentName(a.Str("name")), a.Str("message"), a.Str("name"))
+			}
 			return fmt.Sprintf("Deployment %s carries Echo %s's message", echo.DeploymentName(a.Str("name")), a.Str("name"))
 		},
 	},

@@ -61,6 +61,8 @@ var verbs = []Verb{
 		Short: "restart controller-runtime's replicas starting their watches before they lead (EnableWarmup), or not"},
 	{Words: []string{"generation-predicate"}, Action: "generation_predicate", args: []verbArg{argStyle, {key: "where", usage: "off|echo|all"}},
 		Short: "restart controller-runtime's replicas with GenerationChangedPredicate on no watch, the Echo watch, or every watch"},
+	{Words: []string{"defaults-cache"}, Action: "defaults_cache", args: []verbArg{argStyle, {key: "cache", usage: "all|named"}},
+		Short: "restart controller-runtime's replicas caching every ConfigMap of the namespace, or echo-defaults alone"},
 	{Words: []string{"tune"}, Action: "tune", args: []verbArg{argStyle},
 		flags: []verbFlag{{name: "workers", key: "workers", usage: "N"}, {name: "qps", key: "qps", usage: "Q"}, {name: "burst", key: "burst", usage: "B"}},
 		Short: "restart the Go replicas with N workers and a client limit of Q requests/s, burst B; a flag left out: the library's default"},

@@ -145,6 +145,9 @@ func (p *Player) Restore(ctx context.Context) error {
 			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--generation-predicate") }) {
 				errs = append(errs, p.sb.Operators().SetGenerationPredicate(st, echo.GenerationOff))
 			}
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--defaults-cache") }) {
+				errs = append(errs, p.sb.Operators().SetDefaultsCache(st, echo.DefaultsCacheAll))
+			}
 			if t, err := p.sb.Operators().Tuning(st); err != nil {
 				errs = append(errs, err)
 			} else if t != (sandbox.Tuning{}) {
@@ -161,6 +164,21 @@ func (p *Player) Restore(ctx context.Context) error {
 		for echoName := range ns.Echoes {
 			if echoName != sandbox.SampleName {
 				err := p.sb.Echoes(st).Delete(ctx, echoName, metav1.DeleteOptions{})
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		// The ConfigMaps a lesson made (echo-defaults, say); the registry
+		// and the cluster's kube-root-ca.crt stay.
+		if cms, err := p.sb.Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).List(ctx, metav1.ListOptions{}); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, cm := range cms.Items {
+				if cm.Name == echo.RegistryName || cm.Name == "kube-root-ca.crt" {
+					continue
+				}
+				err := p.sb.Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).Delete(ctx, cm.Name, metav1.DeleteOptions{})
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, err)
 				}

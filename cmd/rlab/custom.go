@@ -25,7 +25,7 @@ func (f *operatorFlags) register(fs *pflag.FlagSet) {
 		"run your own Echo operator beside the built-in ones: `NAME=COMMAND` (repeatable). It runs by /bin/sh -c in namespace echo-NAME with "+
 			sandbox.EnvKubeconfig+", "+sandbox.EnvWatchNamespace+", "+sandbox.EnvPodNamespace+", "+sandbox.EnvPodName+" and "+sandbox.EnvImage+" set, and rlab's kubectl on PATH")
 	fs.StringVar(&f.Role, "operator-role", sandbox.RoleLeast,
-		"what your operators may do: "+sandbox.RoleLeast+" (the course's Role: Echoes, their status, Deployments, Events, Leases) or "+
+		"what your operators may do: "+sandbox.RoleLeast+" (the course's Role: Echoes, their status, Deployments, reading ConfigMaps, Events, Leases) or "+
 			sandbox.RoleNamespaceAdmin+" (everything in its own namespace)")
 	fs.StringVar(&f.RBAC, "rbac", "", rbacUsage("your operators"))
 }

@@ -300,6 +300,7 @@ func checkOperatorFlags(o echo.Options) error {
 		atLeastN("--workers", o.Workers, 1, ""),
 		echo.CheckClientLimit(o.QPS, o.Burst),
 		oneOf("--generation-predicate", o.GenerationPredicate, echo.GenerationPredicates...),
+		oneOf("--defaults-cache", o.DefaultsCache, echo.DefaultsCaches...),
 		img,
 		atLeast("--lease-duration", o.LeaseDuration, time.Second, "4s"),
 		positive("--renew-deadline", o.RenewDeadline, "3s"),

@@ -41,6 +41,9 @@ func newOperatorCmd() *cobra.Command {
 			if o.GenerationPredicate != echo.GenerationOff && style.Style(args[0]) != style.Runtime {
 				return fmt.Errorf("--generation-predicate is controller-runtime's GenerationChangedPredicate: the %s operator queues every event its handlers get", args[0])
 			}
+			if o.DefaultsCache != echo.DefaultsCacheAll && style.Style(args[0]) != style.Runtime {
+				return fmt.Errorf("--defaults-cache narrows controller-runtime's cache: the %s operator's informer always lists and watches %s alone", args[0], echo.DefaultsName)
+			}
 			run := map[style.Style]func(context.Context, echo.Options) error{
 				style.ClientGo: clientgo.Run,
 				style.Runtime:  crstyle.Run,
@@ -63,6 +66,7 @@ func newOperatorCmd() *cobra.Command {
 	f.BoolVar(&o.Finalizer, "finalizer", o.Finalizer, "put the "+echo.Finalizer+" finalizer on Echoes: deletion waits until the Echo is unlisted from ConfigMap "+echo.RegistryName)
 	f.BoolVar(&o.Warmup, "warmup", o.Warmup, "controller-runtime only: start the controller's watches before leading (EnableWarmup), so a standby takes over with a warm cache")
 	f.StringVar(&o.GenerationPredicate, "generation-predicate", o.GenerationPredicate, "controller-runtime only: where GenerationChangedPredicate filters updates that leave metadata.generation as it was: "+strings.Join(echo.GenerationPredicates, "|")+" (echo: the Echo watch; all: every watch, as WithEventFilter would)")
+	f.StringVar(&o.DefaultsCache, "defaults-cache", o.DefaultsCache, "controller-runtime only: what the cache lists and watches of ConfigMaps for the watch of "+echo.DefaultsName+": "+strings.Join(echo.DefaultsCaches, "|")+" (all: every ConfigMap of the namespace, a predicate filtering the others' events; named: "+echo.DefaultsName+" alone, by a field selector)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")

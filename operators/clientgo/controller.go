@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -53,6 +55,10 @@ type Controller struct {
 	echoSynced   cache.InformerSynced
 	deployLister appslisters.DeploymentNamespaceLister
 	deploySynced cache.InformerSynced
+	// The namespace's echo-defaults ConfigMap: its informer lists and
+	// watches that one ConfigMap alone (see Run).
+	defaultsLister corelisters.ConfigMapNamespaceLister
+	defaultsSynced cache.InformerSynced
 
 	// queue holds "namespace/name" keys of Echoes to reconcile. A key is in
 	// it at most once: five events before a worker gets to it are one
@@ -67,26 +73,31 @@ type Controller struct {
 
 // NewController wires the informers' event handlers to the workqueue.
 // Deployment events are mapped to their owning Echo only when watchOwned:
-// without that, a hand edit of a Deployment is never noticed.
+// without that, a hand edit of a Deployment is never noticed. A change to
+// the ConfigMap echo-defaults, from defaultsInformers (a factory whose
+// informers ask for that ConfigMap alone), queues every Echo.
 func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace, image string,
-	kubeInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
+	kubeInformers, defaultsInformers informers.SharedInformerFactory, echoInformers dynamicinformer.DynamicSharedInformerFactory,
 	recorder record.EventRecorder, watchOwned, finalizer bool, tracer *instrument.Tracer, log *slog.Logger) (*Controller, error) {
 	echoInformer := echoInformers.ForResource(echov1.Resource)
 	deployInformer := kubeInformers.Apps().V1().Deployments()
+	defaultsInformer := defaultsInformers.Core().V1().ConfigMaps()
 	c := &Controller{
-		kube:         kube,
-		dyn:          dyn,
-		namespace:    namespace,
-		image:        image,
-		finalizer:    finalizer,
-		echoLister:   echoInformer.Lister().ByNamespace(namespace),
-		echoSynced:   echoInformer.Informer().HasSynced,
-		deployLister: deployInformer.Lister().Deployments(namespace),
-		deploySynced: deployInformer.Informer().HasSynced,
-		queue:        instrument.NewQueue(tracer, "echo", workqueue.DefaultTypedControllerRateLimiter[string](), func(k string) string { return k }),
-		recorder:     recorder,
-		trace:        tracer,
-		log:          log,
+		kube:           kube,
+		dyn:            dyn,
+		namespace:      namespace,
+		image:          image,
+		finalizer:      finalizer,
+		echoLister:     echoInformer.Lister().ByNamespace(namespace),
+		echoSynced:     echoInformer.Informer().HasSynced,
+		deployLister:   deployInformer.Lister().Deployments(namespace),
+		deploySynced:   deployInformer.Informer().HasSynced,
+		defaultsLister: defaultsInformer.Lister().ConfigMaps(namespace),
+		defaultsSynced: defaultsInformer.Informer().HasSynced,
+		queue:          instrument.NewQueue(tracer, "echo", workqueue.DefaultTypedControllerRateLimiter[string](), func(k string) string { return k }),
+		recorder:       recorder,
+		trace:          tracer,
+		log:            log,
 	}
 
 	log.Info("setting up event handlers")
@@ -97,6 +108,22 @@ func NewController(kube kubernetes.Interface, dyn dynamic.Interface, namespace, 
 		DeleteFunc: c.enqueueEcho,
 	})); err != nil {
 		return nil, fmt.Errorf("echo event handler: %w", err)
+	}
+	// A change to echo-defaults changes what every Echo with an empty
+	// message wants: queue every Echo of the namespace (EchoKeys). The
+	// informer sees no other ConfigMap, so the handler need not look at
+	// the name.
+	if _, err := defaultsInformer.Informer().AddEventHandler(tracer.Mapped(c.EchoKeys).Handler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueEchoes,
+		UpdateFunc: func(old, obj any) {
+			if old.(*corev1.ConfigMap).ResourceVersion == obj.(*corev1.ConfigMap).ResourceVersion {
+				return // a periodic resync sends updates that change nothing
+			}
+			c.enqueueEchoes(obj)
+		},
+		DeleteFunc: c.enqueueEchoes,
+	})); err != nil {
+		return nil, fmt.Errorf("configmap event handler: %w", err)
 	}
 	if !watchOwned {
 		return c, nil
@@ -124,7 +151,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
 
 	c.log.Info("waiting for informer caches to sync")
-	if ok := cache.WaitForCacheSync(ctx.Done(), c.echoSynced, c.deploySynced); !ok {
+	if ok := cache.WaitForCacheSync(ctx.Done(), c.echoSynced, c.deploySynced, c.defaultsSynced); !ok {
 		return errors.New("failed to wait for caches to sync")
 	}
 	c.log.Info("starting workers", "workers", workers)
@@ -179,6 +206,29 @@ func (c *Controller) enqueueEcho(obj any) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// EchoKeys maps a ConfigMap to the keys of every Echo of the namespace, from
+// the Echo lister (the cache): the Echoes a change of echo-defaults queues.
+func (c *Controller) EchoKeys(any) []string {
+	objs, err := c.echoLister.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, c.namespace+"/"+o.(metav1.Object).GetName())
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// enqueueEchoes queues every Echo of the namespace.
+func (c *Controller) enqueueEchoes(obj any) {
+	for _, k := range c.EchoKeys(obj) {
+		c.queue.Add(k)
+	}
 }
 
 // handleObject queues the Echo that controls a Deployment, if any: the
@@ -237,8 +287,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 	}
 
-	// Step 3: compute the desired Deployment.
-	desired := c.desiredDeployment(e)
+	// Step 3: compute the desired Deployment. An Echo with no message
+	// answers the namespace's default, from echo-defaults in the cache.
+	defaults, err := c.defaultsLister.Get(echo.DefaultsName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get %s: %w", echo.DefaultsName, err)
+	}
+	desired := c.desiredDeployment(e, defaults)
 
 	// Step 4: create or update.
 	d, err := c.deployLister.Get(desired.Name)
@@ -338,8 +393,9 @@ func (c *Controller) patchFinalizers(ctx context.Context, e *echov1.Echo, fins [
 
 // desiredDeployment is the shared builder, labelled as this style's, with
 // the image this operator was given.
-func (c *Controller) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
-	return echo.DesiredDeployment(e, Style.ManagedBy(), c.image)
+// defaults is the echo-defaults ConfigMap, nil if there is none.
+func (c *Controller) desiredDeployment(e *echov1.Echo, defaults *corev1.ConfigMap) *appsv1.Deployment {
+	return echo.DesiredDeployment(e, defaults, Style.ManagedBy(), c.image)
 }
 
 // updateStatus writes the status (echo.Status: ready, observedGeneration,

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,6 +61,9 @@ func newOperator(t *testing.T, w optest.World) optest.Operator {
 	for _, d := range w.Deployments {
 		kubeObjs = append(kubeObjs, d)
 	}
+	if w.Defaults != nil {
+		kubeObjs = append(kubeObjs, w.Defaults)
+	}
 	o := &operator{t: t, kube: kubefake.NewClientset(kubeObjs...), recorder: record.NewFakeRecorder(10),
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 			map[schema.GroupVersionResource]string{echov1.Resource: "EchoList"})}
@@ -80,8 +84,9 @@ func newOperator(t *testing.T, w optest.World) optest.Operator {
 	})
 
 	kubeInformers := informers.NewSharedInformerFactory(o.kube, 0)
+	defaultsInformers := informers.NewSharedInformerFactory(o.kube, 0)
 	echoInformers := dynamicinformer.NewDynamicSharedInformerFactory(o.dyn, 0)
-	c, err := NewController(o.kube, o.dyn, ns, optest.Image, kubeInformers, echoInformers, o.recorder,
+	c, err := NewController(o.kube, o.dyn, ns, optest.Image, kubeInformers, defaultsInformers, echoInformers, o.recorder,
 		true, false, optest.DiscardTracer(ns), optest.Log())
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +102,15 @@ func newOperator(t *testing.T, w optest.World) optest.Operator {
 			t.Fatal(err)
 		}
 	}
+	if w.Defaults != nil {
+		if err := defaultsInformers.Core().V1().ConfigMaps().Informer().GetIndexer().Add(w.Defaults); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return o
 }
+
+func (o *operator) Mapped(cm *corev1.ConfigMap) []string { return o.c.EchoKeys(cm) }
 
 func (o *operator) Reconcile(name string) error {
 	return o.c.reconcile(context.Background(), Style.Namespace()+"/"+name)
@@ -107,7 +119,7 @@ func (o *operator) Reconcile(name string) error {
 // Calls lists what both fake apiservers received, list and watch left out
 // (no informer runs).
 func (o *operator) Calls() []string {
-	kinds := map[string]string{"deployments": "Deployment", echov1.Plural: echov1.Kind}
+	kinds := map[string]string{"deployments": "Deployment", "configmaps": "ConfigMap", echov1.Plural: echov1.Kind}
 	var out []string
 	for _, a := range append(o.kube.Actions(), o.dyn.Actions()...) {
 		if a.GetVerb() == "list" || a.GetVerb() == "watch" {

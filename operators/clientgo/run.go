@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -75,14 +76,23 @@ func Run(ctx context.Context, o echo.Options) error {
 		// No resync (0): every reconcile here has an event behind it.
 		kubeInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace))
 		echoInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, o.Namespace, nil)
-		c, err := NewController(kube, dyn, o.Namespace, o.Image, kubeInformers, echoInformers, recorder,
+		// A factory of its own for echo-defaults: its informers list and
+		// watch with fieldSelector=metadata.name=echo-defaults, so no other
+		// ConfigMap of the namespace is listed, watched or cached.
+		defaultsInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", echo.DefaultsName).String()
+			}))
+		c, err := NewController(kube, dyn, o.Namespace, o.Image, kubeInformers, defaultsInformers, echoInformers, recorder,
 			o.WatchOwned, o.Finalizer, instrument.NewTracer(em, o.Namespace, log), log)
 		if err != nil {
 			return err
 		}
 		kubeInformers.Start(ctx.Done())
+		defaultsInformers.Start(ctx.Done())
 		echoInformers.Start(ctx.Done())
 		defer kubeInformers.Shutdown()
+		defer defaultsInformers.Shutdown()
 		defer echoInformers.Shutdown()
 		return c.Run(ctx, o.Workers)
 	}

@@ -86,9 +86,10 @@ func OwnerReference(name string, uid types.UID) metav1.OwnerReference {
 }
 
 // DesiredDeployment is the Deployment an Echo asks for: spec.replicas pods of
-// image answering spec.message, owned by the Echo; managedBy names the
-// operator style.
-func DesiredDeployment(e *echov1.Echo, managedBy, image string) *appsv1.Deployment {
+// image answering its Message (spec.message, or the default of defaults, the
+// namespace's echo-defaults ConfigMap or nil), owned by the Echo; managedBy
+// names the operator style.
+func DesiredDeployment(e *echov1.Echo, defaults *corev1.ConfigMap, managedBy, image string) *appsv1.Deployment {
 	labels := Labels(e.Name, managedBy)
 	selector := map[string]string{LabelKey: e.Name}
 	return &appsv1.Deployment{
@@ -105,7 +106,7 @@ func DesiredDeployment(e *echov1.Echo, managedBy, image string) *appsv1.Deployme
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{container(e.Spec.Message, image)},
+					Containers: []corev1.Container{container(Message(e.Spec.Message, defaults), image)},
 				},
 			},
 		},

@@ -23,7 +23,7 @@ func sample() *echov1.Echo {
 }
 
 func TestDesiredDeployment(t *testing.T) {
-	d := DesiredDeployment(sample(), "echo-test", DefaultImage)
+	d := DesiredDeployment(sample(), nil, "echo-test", DefaultImage)
 	c := d.Spec.Template.Spec.Containers
 	switch {
 	case d.Name != "echo-hello" || d.Namespace != "ns":
@@ -46,7 +46,7 @@ func TestDesiredDeployment(t *testing.T) {
 	}
 	e := sample()
 	e.Spec.Replicas = 0 // not defaulted yet
-	if got := *DesiredDeployment(e, "x", DefaultImage).Spec.Replicas; got != 1 {
+	if got := *DesiredDeployment(e, nil, "x", DefaultImage).Spec.Replicas; got != 1 {
 		t.Fatalf("default replicas = %d, want 1", got)
 	}
 }
@@ -59,7 +59,7 @@ func TestDesiredContainer(t *testing.T) {
 	}
 	for _, image := range []string{DefaultImage, "rlab.local/echo-server:v1", "rlab.local/echo-server:latest"} {
 		t.Run(image, func(t *testing.T) {
-			c := DesiredDeployment(sample(), "x", image).Spec.Template.Spec.Containers[0]
+			c := DesiredDeployment(sample(), nil, "x", image).Spec.Template.Spec.Containers[0]
 			if c.Image != image {
 				t.Errorf("image = %q, want %q", c.Image, image)
 			}
@@ -86,7 +86,7 @@ func TestDesiredContainer(t *testing.T) {
 
 func TestDrift(t *testing.T) {
 	const image = "rlab.local/echo-server:v1" // configured, not the default
-	want := DesiredDeployment(sample(), "x", image)
+	want := DesiredDeployment(sample(), nil, "x", image)
 	tests := []struct {
 		name   string
 		change func(d *appsv1.Deployment)

@@ -47,6 +47,13 @@ type Options struct {
 	// watch, as WithEventFilter would: its Deployments' status changes are
 	// lost too). Only the controller-runtime operator takes it.
 	GenerationPredicate string
+	// DefaultsCache is what controller-runtime's cache holds of ConfigMaps,
+	// for the watch of echo-defaults: DefaultsCacheAll (every ConfigMap of
+	// the namespace, a predicate filtering the events of the others) or
+	// DefaultsCacheNamed (echo-defaults alone, by a field selector). Only
+	// the controller-runtime operator takes it; the client-go operator's
+	// informer always asks for echo-defaults alone.
+	DefaultsCache string
 
 	LeaderElect   bool
 	LeaseDuration time.Duration
@@ -100,6 +107,7 @@ func DefaultOptions() Options {
 		Image:               DefaultImage,
 		WatchOwned:          true,
 		GenerationPredicate: GenerationOff,
+		DefaultsCache:       DefaultsCacheAll,
 		LeaderElect:         true,
 		LeaseDuration:       4 * time.Second,
 		RenewDeadline:       3 * time.Second,

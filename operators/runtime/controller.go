@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -60,6 +63,8 @@ type EchoReconciler struct {
 	// GenerationPredicate is where GenerationChangedPredicate filters
 	// updates: echo.GenerationOff, GenerationOnEcho or GenerationEverywhere.
 	GenerationPredicate string
+	// The cache's ConfigMaps (echo.DefaultsCacheAll or DefaultsCacheNamed)
+	// are set on the manager, in Run: the watch below is the same either way.
 
 	// Trace is what the screen sees; not part of the operator.
 	Trace *instrument.Tracer
@@ -74,6 +79,7 @@ var _ reconcile.Reconciler = &EchoReconciler{}
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,resourceNames=echo-registry,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
@@ -102,8 +108,17 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 
-	// Step 3: compute the desired Deployment.
-	desired := r.desiredDeployment(e)
+	// Step 3: compute the desired Deployment. An Echo with no message
+	// answers the namespace's default, from echo-defaults in the cache.
+	var defaults *corev1.ConfigMap
+	cm := &corev1.ConfigMap{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: echo.DefaultsName}, cm); {
+	case err == nil:
+		defaults = cm
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("get %s: %w", echo.DefaultsName, err)
+	}
+	desired := r.desiredDeployment(e, defaults)
 
 	// Step 4: create or update. CreateOrUpdate reads from the cache, applies
 	// the mutation, and writes only if something changed.
@@ -148,12 +163,13 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // another owner, or nobody, controls.
 var errNotControlled = errors.New("not controlled by this Echo")
 
-// SetupWithManager says what to watch: Echoes (For), and the Deployments they
+// SetupWithManager says what to watch: Echoes (For), the Deployments they
 // own (Owns, mapped to the owner through its controller reference) unless
-// WatchOwned is off. Every event is queued unless GenerationPredicate says
-// otherwise.
+// WatchOwned is off, and the ConfigMap echo-defaults (Watches, mapped to
+// every Echo of its namespace). Every event is queued unless
+// GenerationPredicate says otherwise.
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	var echoes, deployments []predicate.Predicate
+	var echoes, deployments, configMaps []predicate.Predicate
 	switch r.GenerationPredicate {
 	case echo.GenerationOnEcho:
 		// The usual advice: an update that leaves metadata.generation as it
@@ -166,6 +182,8 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// generation, so status.ready is no longer kept up to date.
 		echoes = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
 		deployments = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
+		// A ConfigMap has no generation: no update of echo-defaults passes.
+		configMaps = []predicate.Predicate{predicate.GenerationChangedPredicate{}}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		// crtrace.Predicate traces every event and applies the filters.
@@ -186,7 +204,45 @@ func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.WatchOwned {
 		b = b.Owns(&appsv1.Deployment{}, builder.WithPredicates(crtrace.Predicate(r.Trace, deployments...)))
 	}
+	// A change to echo-defaults changes what every Echo with an empty
+	// message wants: the map function queues every Echo of its namespace.
+	// The predicate lets through the events of echo-defaults alone; it
+	// filters events, it does not shrink the cache: this watch's informer
+	// lists and watches every ConfigMap of the namespace unless the
+	// manager's cache is narrowed to that name (--defaults-cache named).
+	defaultsOnly := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == echo.DefaultsName })
+	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.EchoesOf),
+		builder.WithPredicates(crtrace.Predicate(r.Trace.Mapped(r.echoKeys), append(configMaps, defaultsOnly)...)))
 	return b.Complete(crtrace.Traced(r.Trace, r))
+}
+
+// EchoesOf maps a ConfigMap to a request for every Echo of its namespace,
+// listed from the cache: the Echoes a change of echo-defaults queues.
+func (r *EchoReconciler) EchoesOf(ctx context.Context, cm client.Object) []reconcile.Request {
+	echoes := &echov1.EchoList{}
+	if err := r.List(ctx, echoes, client.InNamespace(cm.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list echoes")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(echoes.Items))
+	for _, e := range echoes.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&e)})
+	}
+	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
+	return reqs
+}
+
+// echoKeys is EchoesOf for the trace: the keys of the requests.
+func (r *EchoReconciler) echoKeys(obj any) []string {
+	cm, ok := obj.(client.Object)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, req := range r.EchoesOf(context.Background(), cm) {
+		keys = append(keys, req.String())
+	}
+	return keys
 }
 
 // addFinalizer puts the finalizer on the Echo before anything is
@@ -234,8 +290,9 @@ func (r *EchoReconciler) finalize(ctx context.Context, e *echov1.Echo) error {
 
 // desiredDeployment is the shared builder, labelled as this style's, with
 // the image this operator was given.
-func (r *EchoReconciler) desiredDeployment(e *echov1.Echo) *appsv1.Deployment {
-	return echo.DesiredDeployment(e, Style.ManagedBy(), r.Image)
+// defaults is the echo-defaults ConfigMap, nil if there is none.
+func (r *EchoReconciler) desiredDeployment(e *echov1.Echo, defaults *corev1.ConfigMap) *appsv1.Deployment {
+	return echo.DesiredDeployment(e, defaults, Style.ManagedBy(), r.Image)
 }
 
 // updateStatus writes the status (echo.Status: ready, observedGeneration,

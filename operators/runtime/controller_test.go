@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,9 @@ func newOperator(t *testing.T, w optest.World) optest.Operator {
 	}
 	for _, d := range w.Deployments {
 		objs = append(objs, d)
+	}
+	if w.Defaults != nil {
+		objs = append(objs, w.Defaults)
 	}
 	o := &operator{t: t, recorder: events.NewFakeRecorder(10)}
 	conflicts := w.StatusConflicts
@@ -112,6 +116,14 @@ func (r apiReader) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 func (r apiReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	r.o.calls = append(r.o.calls, "list")
 	return r.o.client.List(ctx, list, opts...)
+}
+
+func (o *operator) Mapped(cm *corev1.ConfigMap) []string {
+	var keys []string
+	for _, req := range o.r.EchoesOf(context.Background(), cm) {
+		keys = append(keys, req.String())
+	}
+	return keys
 }
 
 func (o *operator) Reconcile(name string) error {

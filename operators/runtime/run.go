@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -92,6 +95,15 @@ func Run(ctx context.Context, o echo.Options) error {
 			LeaseMeta:  metav1.ObjectMeta{Name: echo.LeaseName, Namespace: o.Namespace},
 			Client:     kube.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		}
+	}
+	if o.DefaultsCache == echo.DefaultsCacheNamed {
+		// The watch of echo-defaults (SetupWithManager) filters the events
+		// of other ConfigMaps with a predicate, but its informer still
+		// lists and watches them all. Narrowed here, the cache asks for
+		// fieldSelector=metadata.name=echo-defaults and holds that one.
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", echo.DefaultsName)},
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)

@@ -8,6 +8,10 @@
 # It watches nothing: a change is noticed on the next poll at the earliest.
 # It elects no leader either: run two copies and they both write (a lesson).
 #
+# An Echo with an empty message answers the namespace's default: data.message
+# of ConfigMap echo-defaults, read with one more GET only when it reconciles
+# such an Echo, or "no message" when there is none (echo.Message in Go).
+#
 # Logs go to stderr as logfmt. With RLAB_TRACE=1, trace events go to stdout
 # as JSON lines (the schema of operators/trace: fields.go lists each kind's keys) and nothing else does.
 #
@@ -64,6 +68,8 @@ dns_label='^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
 MANAGER=echo-shell # field manager and managed-by label: this style's name
 FINALIZER=kkloud.io/echo-registry # the same names as operators/echo/finalizer.go
 REGISTRY=echo-registry
+DEFAULTS=echo-defaults # echo.DefaultsName: data.message is the default message
+FALLBACK="no message"  # echo.FallbackMessage: the message when there is no default
 TRACE=${RLAB_TRACE:-0}
 # What step 1's GET reads of an Echo. ECHO_CONDITION is one condition on one
 # line, tab-separated: we write messages without newlines or tabs, and the
@@ -368,7 +374,14 @@ reconcile_echo() {
   if ((FINALIZE)); then add_finalizer || { reconcile_failed; return 1; }; fi
 
   # Step 3: compute the desired Deployment
+  # An Echo with no message answers the namespace's default: one more GET,
+  # for such an Echo only (nothing caches it here).
   step=desired
+  if [[ -z $message ]]; then
+    kube "get configmaps" get configmap "$DEFAULTS" --ignore-not-found -o 'jsonpath={.data.message}' ||
+      { reconcile_failed; return 1; }
+    message=${out:-$FALLBACK}
+  fi
   desired_deployment "$name" "$uid" "$replicas" "$message"
 
   # Step 4: create or update

@@ -185,25 +185,35 @@ func TestSyntaxAndHelp(t *testing.T) {
 
 // TestRendersDeployment: the Deployment the script applies is, field for
 // field, the one echo.DesiredDeployment builds in Go for the same Echo and
-// image: the default one, or the one given with --image.
+// image: the default one, or the one given with --image; an Echo with an
+// empty message answers echo-defaults' message, or the fallback.
 func TestRendersDeployment(t *testing.T) {
 	const message = `say "hi" \ xin chào`
-	e := &echov1.Echo{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo", UID: "uid-1"},
-		Spec:       echov1.EchoSpec{Message: message, Replicas: 2},
-	}
 	for _, tc := range []struct {
-		name  string
-		args  []string
-		image string
+		name     string
+		args     []string
+		image    string
+		message  string
+		defaults *corev1.ConfigMap // what get configmap echo-defaults finds
 	}{
-		{"default image", nil, echo.DefaultImage},
-		{"--image", []string{"--image", "rlab.local/echo-server:v1"}, "rlab.local/echo-server:v1"},
+		{"default image", nil, echo.DefaultImage, message, nil},
+		{"--image", []string{"--image", "rlab.local/echo-server:v1"}, "rlab.local/echo-server:v1", message, nil},
+		{"echo-defaults", nil, echo.DefaultImage, "", &corev1.ConfigMap{Data: map[string]string{echo.DefaultsKey: message}}},
+		{"no echo-defaults", nil, echo.DefaultImage, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := &echov1.Echo{
+				ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo", UID: "uid-1"},
+				Spec:       echov1.EchoSpec{Message: tc.message, Replicas: 2},
+			}
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "echo"), []byte(getAnswer(e)), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if tc.defaults != nil {
+				if err := os.WriteFile(filepath.Join(dir, "defaults"), []byte(tc.defaults.Data[echo.DefaultsKey]), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// No Deployment yet; apply keeps what it was sent.
 			fake := filepath.Join(dir, "kubectl")
@@ -211,6 +221,7 @@ func TestRendersDeployment(t *testing.T) {
 case " $* " in
   *" get echoes "*) echo hello ;;
   *" get echo "*) cat "$FAKE_DIR/echo" ;;
+  *" get configmap `+echo.DefaultsName+` "*) cat "$FAKE_DIR/defaults" 2>/dev/null || true ;;
   *" apply "*) cat >"$FAKE_DIR/doc.tmp"; mv "$FAKE_DIR/doc.tmp" "$FAKE_DIR/doc.json"; printf 'uid-d,8,1,,,,' ;;
 esac
 `), 0o700); err != nil {
@@ -230,7 +241,7 @@ esac
 			if err := json.Unmarshal(doc, have); err != nil {
 				t.Fatalf("applied document is not a Deployment: %v\n%s", err, doc)
 			}
-			want := echo.DesiredDeployment(e, style.Shell.ManagedBy(), tc.image)
+			want := echo.DesiredDeployment(e, tc.defaults, style.Shell.ManagedBy(), tc.image)
 			if !reflect.DeepEqual(have, want) {
 				wantJSON, _ := json.MarshalIndent(want, "", "  ")
 				haveJSON, _ := json.MarshalIndent(have, "", "  ")
@@ -404,7 +415,7 @@ func TestAgainstControlPlane(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return d, sameAsDesired(d, echo.DesiredDeployment(e, style.Shell.ManagedBy(), image)) // pins the script's MANAGER
+		return d, sameAsDesired(d, echo.DesiredDeployment(e, nil, style.Shell.ManagedBy(), image)) // pins the script's MANAGER
 	}
 	statusIs := func(want string) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {

@@ -11,10 +11,10 @@ import (
 // (stats, timeline, lessons) reads them back through these constants, so a
 // key is spelled once. Schema says which kind carries which.
 const (
-	FieldResource    = "resource"    // "Echo", "Deployment" (informer); "deployments" (api.request, api.watch_event)
+	FieldResource    = "resource"    // "Echo", "Deployment", "ConfigMap" (informer); "deployments" (api.request, api.watch_event)
 	FieldInitial     = "initial"     // informer.add of an object listed at start
 	FieldChange      = "change"      // informer.update: "spec" (generation moved) or "status"
-	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to
+	FieldMappedTo    = "mapped_to"   // "Echo/hello": the owner a Deployment event was mapped to; "Echo/a, Echo/b": the Echoes a ConfigMap event was mapped to
 	FieldFiltered    = "filtered"    // informer.*: a predicate kept it from the queue (true)
 	FieldKey         = "key"         // workqueue key "namespace/name"
 	FieldDepth       = "depth"       // workqueue depth after the operation

@@ -8,7 +8,9 @@ import (
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -233,6 +235,32 @@ func (h Student) ScaleDeployment(ctx context.Context, only style.Style, name str
 func (h Student) GetDeployment(ctx context.Context, only style.Style, name string) error {
 	return h.s.forStyles(only, func(st style.Style) error {
 		_, err := h.s.hands.kube.AppsV1().Deployments(h.s.Namespace(st)).Get(ctx, echo.DeploymentName(name), metav1.GetOptions{})
+		return err
+	})
+}
+
+// SetConfigMap sets data[key] = value of ConfigMap name in one style's
+// namespace, or every style's when only is "": created if missing, else
+// merge-patched, as kubectl create configmap and kubectl patch do.
+func (h Student) SetConfigMap(ctx context.Context, only style.Style, name, key, value string) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		cms := h.s.hands.kube.CoreV1().ConfigMaps(h.s.Namespace(st))
+		_, err := cms.Patch(ctx, name, types.MergePatchType, mustJSON(map[string]any{"data": map[string]any{key: value}}), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{key: value}}, metav1.CreateOptions{})
+		}
+		return err
+	})
+}
+
+// DeleteConfigMap deletes ConfigMap name in one style's namespace, or every
+// style's when only is ""; one already gone is no error.
+func (h Student) DeleteConfigMap(ctx context.Context, only style.Style, name string) error {
+	return h.s.forStyles(only, func(st style.Style) error {
+		err := h.s.hands.kube.CoreV1().ConfigMaps(h.s.Namespace(st)).Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
 	})
 }

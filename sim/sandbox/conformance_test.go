@@ -246,7 +246,7 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
 				e, d := getEcho(t, st, name), deployment(t, st, name)
-				want := echo.DesiredDeployment(e, st.ManagedBy(), sb.Image())
+				want := echo.DesiredDeployment(e, nil, st.ManagedBy(), sb.Image())
 				if drift := echo.Drift(d, want); drift != "" {
 					t.Fatalf("deployment differs from the desired one in %s", drift)
 				}

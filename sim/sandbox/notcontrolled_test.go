@@ -29,7 +29,7 @@ func TestNotControlledByUs(t *testing.T) {
 		theirs := echo.DesiredDeployment(&echov1.Echo{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace(st)},
 			Spec:       echov1.EchoSpec{Message: "made by hand", Replicas: 1},
-		}, "by-hand", sb.Image())
+		}, nil, "by-hand", sb.Image())
 		theirs.OwnerReferences = nil
 		if _, err := sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -137,14 +137,15 @@ func replicaFile(dir string, st style.Style, replica, ext string) string {
 }
 
 // CourseRules are the Role the course teaches an Echo operator: its Echoes
-// and their status, the Deployments it owns, Events, and a Lease for leader
-// election. A custom operator runs with these, and rlab check measures any
+// and their status, the Deployments it owns, reading ConfigMaps (the
+// namespace's echo-defaults), Events, and a Lease for leader election. A custom operator runs with these, and rlab check measures any
 // operator against them.
 func CourseRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 	}
@@ -163,6 +164,11 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 		// The registry ConfigMap that --finalizer keeps.
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{echo.RegistryName}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		// The default message of Echoes with none, echo-defaults: the shell
+		// loop gets it, client-go lists and watches it alone (a field
+		// selector on its name), controller-runtime's cache every ConfigMap
+		// of the namespace unless narrowed (--defaults-cache named).
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		// Events on Echoes (a Deployment it will not take over), and the
 		// Go styles' leader election events.
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},

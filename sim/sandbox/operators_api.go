@@ -123,6 +123,20 @@ func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
 	return o.setFlag(st, "--generation-predicate", "--generation-predicate="+where, where != echo.GenerationOff)
 }
 
+// SetDefaultsCache restarts the controller-runtime operator's replicas with
+// --defaults-cache=cache (echo.DefaultsCacheAll, the default, or
+// DefaultsCacheNamed: its cache lists and watches the ConfigMap
+// echo-defaults alone), the only style whose cache is not narrowed already.
+func (o Operators) SetDefaultsCache(st style.Style, cache string) error {
+	if st != style.Runtime {
+		return fmt.Errorf("%s has no such option: only controller-runtime's cache holds every ConfigMap of the namespace for the watch of %s", st, echo.DefaultsName)
+	}
+	if !slices.Contains(echo.DefaultsCaches, cache) {
+		return fmt.Errorf("defaults cache %q: want one of %s", cache, strings.Join(echo.DefaultsCaches, ", "))
+	}
+	return o.setFlag(st, "--defaults-cache", "--defaults-cache="+cache, cache != echo.DefaultsCacheAll)
+}
+
 // Tuning is how a Go operator's replicas are sized for load: concurrent
 // reconciles and their API clients' rate limit. A zero field leaves the
 // library's default (one worker; client-go 5 req/s, burst 10;

@@ -118,6 +118,37 @@ func (m *nsModel) setRegistry(cm *corev1.ConfigMap) []trace.Event {
 	return nil
 }
 
+// setDefaults records the ConfigMap echo-defaults (nil: deleted). What an
+// Echo with an empty message wants changes with it, as a spec change would:
+// until its Deployment matches again, a change of that Deployment is not
+// drift.
+func (m *nsModel) setDefaults(cm *corev1.ConfigMap) []trace.Event {
+	if cm != nil && cm.Name != echo.DefaultsName {
+		return nil
+	}
+	if echo.Message("", cm) != echo.Message("", m.defaults) {
+		for name, e := range m.echoes {
+			if tr := m.tracks[name]; tr != nil && e.Spec.Message == "" {
+				tr.matchedGen = 0
+			}
+		}
+	}
+	m.defaults = cm
+	return nil
+}
+
+// configMapChanged notes when a ConfigMap a person would write (not the
+// operators' registry, nor the kube-root-ca.crt every namespace gets) was
+// added, changed or deleted.
+func (m *nsModel) configMapChanged(cm *corev1.ConfigMap, now time.Time) {
+	if cm.Name != echo.RegistryName && cm.Name != rootCA {
+		m.configMapEdited = now
+	}
+}
+
+// rootCA is the ConfigMap the cluster puts in every namespace.
+const rootCA = "kube-root-ca.crt"
+
 // echoFor is the Echo name a Deployment belongs to by its name, echo-<name>.
 func echoFor(deployment string) (string, bool) {
 	return strings.CutPrefix(deployment, echo.DeploymentName(""))
@@ -285,7 +316,7 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 	d := m.deployments[echo.DeploymentName(name)]
 	what := trace.DriftDeleted
 	if d != nil {
-		what = echo.Drift(d, echo.DesiredDeployment(e, "", m.image))
+		what = echo.Drift(d, echo.DesiredDeployment(e, m.defaults, "", m.image))
 	}
 	if what != "" {
 		if fromDeployment && tr.drift == nil && tr.matchedGen != 0 && tr.matchedGen == e.Generation {

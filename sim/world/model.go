@@ -50,14 +50,22 @@ type NamespaceView struct {
 	// Registry is the data of the ConfigMap echo.RegistryName (Echo name →
 	// uid), written by operators run with --finalizer; nil if absent.
 	Registry map[string]string
+	// ConfigMapEdited is when a ConfigMap of the namespace other than the
+	// registry and kube-root-ca.crt was last added, changed or deleted, as
+	// the world saw it (a person's act: echo-defaults, say); zero if never.
+	ConfigMapEdited time.Time
 }
 
 // EchoView is one Echo and what it owns.
 type EchoView struct {
-	Name, UID, Message string
-	Replicas           int32 // spec.replicas
-	Generation         int64
-	Ready              string // status.ready
+	Name, UID, Message string // Message: spec.message
+	// Wants is the message its pods should answer: spec.message, or when
+	// that is empty the namespace's default (echo.Message: the ConfigMap
+	// echo-defaults, or echo.FallbackMessage).
+	Wants      string
+	Replicas   int32 // spec.replicas
+	Generation int64
+	Ready      string // status.ready
 	// ObservedGeneration is status.observedGeneration: the generation the
 	// status is about (0 if the operator writes none).
 	ObservedGeneration int64
@@ -134,7 +142,12 @@ type nsModel struct {
 	// (a student's), by name; nil in a built-in style's namespace.
 	leases   map[string]*coordinationv1.Lease
 	registry *corev1.ConfigMap
-	tracks   map[string]*echoTrack // by Echo name
+	// defaults is the ConfigMap echo.DefaultsName, nil if absent.
+	defaults *corev1.ConfigMap
+	// configMapEdited is when a ConfigMap other than the registry and
+	// kube-root-ca.crt last changed (see NamespaceView.ConfigMapEdited).
+	configMapEdited time.Time
+	tracks          map[string]*echoTrack // by Echo name
 	// later runs fn on this model after the settle time (see Options.Settle);
 	// called with the World's lock held.
 	later func(fn func(m *nsModel, now time.Time) []trace.Event)
@@ -204,6 +217,7 @@ func (m *nsModel) view() *NamespaceView {
 			Name:       e.Name,
 			UID:        string(e.UID),
 			Message:    e.Spec.Message,
+			Wants:      echo.Message(e.Spec.Message, m.defaults),
 			Replicas:   e.Spec.Replicas,
 			Generation: e.Generation,
 			Ready:      e.Status.Ready,
@@ -236,6 +250,7 @@ func (m *nsModel) view() *NamespaceView {
 		}
 	}
 	slices.SortFunc(v.Orphans, func(a, b *DeploymentView) int { return cmp.Compare(a.Name, b.Name) })
+	v.ConfigMapEdited = m.configMapEdited
 	if m.registry != nil {
 		v.Registry = maps.Clone(m.registry.Data)
 		if v.Registry == nil {

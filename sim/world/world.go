@@ -387,12 +387,19 @@ func (w *World) podHandler(ns string) cache.ResourceEventHandler {
 
 func (w *World) configMapHandler(ns string) cache.ResourceEventHandler {
 	return typedHandler(w, ns,
-		func(m *nsModel, cm *corev1.ConfigMap, _ time.Time) []trace.Event { return m.setRegistry(cm) },
-		func(m *nsModel, cm *corev1.ConfigMap, _ time.Time) []trace.Event {
-			if cm.Name != echo.RegistryName {
-				return nil
+		func(m *nsModel, cm *corev1.ConfigMap, now time.Time) []trace.Event {
+			m.configMapChanged(cm, now)
+			return append(m.setRegistry(cm), m.setDefaults(cm)...)
+		},
+		func(m *nsModel, cm *corev1.ConfigMap, now time.Time) []trace.Event {
+			m.configMapChanged(cm, now)
+			switch cm.Name {
+			case echo.RegistryName:
+				return m.setRegistry(nil)
+			case echo.DefaultsName:
+				return m.setDefaults(nil)
 			}
-			return m.setRegistry(nil)
+			return nil
 		})
 }
 

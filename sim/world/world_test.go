@@ -190,7 +190,7 @@ func reconcile(t *testing.T, ns, name string) {
 	if err != nil {
 		t.Fatalf("get Echo: %v", err)
 	}
-	want := echo.DesiredDeployment(e, "rlab-test", image)
+	want := echo.DesiredDeployment(e, nil, "rlab-test", image)
 	simtest.Eventually(t, timeout, "create or update "+want.Name, func(ctx context.Context) (bool, error) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			have, err := deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})

@@ -33,9 +33,9 @@ const (
 
 // EchoSpec is what the student asks for.
 //
-// +kubebuilder:validation:XValidation:rule="self.message.trim().size() > 0",message="must say something: not empty, not only spaces",fieldPath=".message"
+// +kubebuilder:validation:XValidation:rule="self.message.size() == 0 || self.message.trim().size() > 0",message="spaces say nothing: write a message, or leave it empty for the namespace default (ConfigMap echo-defaults)",fieldPath=".message"
 type EchoSpec struct {
-	// Message is what every pod answers (http-echo -text=<message>). Required.
+	// Message is what every pod answers (http-echo -text=<message>). Required; empty, the namespace default (ConfigMap echo-defaults).
 	Message string `json:"message"`
 	// Replicas is the number of pods, 1 to 5; the apiserver defaults it to 1.
 	Replicas int32 `json:"replicas,omitempty"`

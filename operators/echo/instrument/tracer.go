@@ -8,9 +8,11 @@ package instrument
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -33,12 +35,27 @@ type Tracer struct {
 	causes *causeSet
 	depth  *queueDepth
 	log    *slog.Logger
-	ids    atomic.Int64
+	ids    *atomic.Int64
+	// keys maps an object to the keys of the Echoes its event queues; nil:
+	// the Echo itself, or the Echo that controls the object.
+	keys func(obj any) []string
 }
 
 // NewTracer traces a replica that works in namespace ns.
 func NewTracer(em *Emitter, ns string, log *slog.Logger) *Tracer {
-	return &Tracer{em: em, ns: ns, causes: newCauses(), depth: &queueDepth{}, log: log}
+	return &Tracer{em: em, ns: ns, causes: newCauses(), depth: &queueDepth{}, log: log, ids: new(atomic.Int64)}
+}
+
+// Mapped is the tracer for a watch whose events an operator maps to Echoes
+// with a function of its own (a ConfigMap to every Echo of its namespace):
+// keys gives the "namespace/name" keys the operator's map function queues
+// for obj, and each event is traced as mapped to those Echoes and
+// remembered as a cause of each one's reconcile. It shares t's trace,
+// causes and queue.
+func (t *Tracer) Mapped(keys func(obj any) []string) *Tracer {
+	m := *t
+	m.keys = keys
+	return &m
 }
 
 // emit records one event about object in the tracer's namespace.
@@ -175,10 +192,7 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 	if !ok {
 		return
 	}
-	resource := "Deployment"
-	if isEcho(obj) {
-		resource = echov1.Kind
-	}
+	resource := kindOf(obj)
 	name := resource + "/" + o.GetName()
 	fields := map[string]any{trace.FieldResource: resource}
 	if kind == trace.InformerAdd {
@@ -193,6 +207,14 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 	cause := Cause{Kind: trace.CauseEvent, Event: verb(kind) + " " + name}
 	if initial {
 		cause.Kind = trace.CauseInitial
+	}
+	if t.keys != nil {
+		var keys []string
+		if !filtered {
+			keys = t.keys(obj)
+		}
+		t.observeMapped(kind, name, fields, cause, keys)
+		return
 	}
 	echoName := o.GetName()
 	if resource != echov1.Kind {
@@ -209,6 +231,39 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 	if !filtered {
 		t.causes.Add(o.GetNamespace()+"/"+echoName, cause)
 	}
+}
+
+// observeMapped traces an event that the operator's map function turns into
+// keys (none when a predicate stopped it), and remembers it as a cause of
+// each one.
+func (t *Tracer) observeMapped(kind trace.Kind, name string, fields map[string]any, cause Cause, keys []string) {
+	if len(keys) == 0 {
+		t.emit(kind, name, fields) // no Echo to queue, or a predicate stopped it
+		return
+	}
+	echoes := make([]string, len(keys))
+	for i, k := range keys {
+		echoes[i] = trace.Object(echov1.Kind, objectName(k))
+	}
+	fields[trace.FieldMappedTo] = strings.Join(echoes, ", ")
+	cause.Event += " → " + fields[trace.FieldMappedTo].(string)
+	t.emit(kind, name, fields)
+	for _, k := range keys {
+		t.causes.Add(k, cause)
+	}
+}
+
+// kindOf is the kind an informer event is about: Echo, ConfigMap or
+// Deployment.
+func kindOf(obj any) string {
+	switch obj.(type) {
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	}
+	if isEcho(obj) {
+		return echov1.Kind
+	}
+	return "Deployment"
 }
 
 // verb is how an informer event is written in a cause: "UPDATE Echo/hello".

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -59,6 +60,18 @@ func TestTracerCauses(t *testing.T) {
 			},
 			wantField: map[string]string{trace.FieldMappedTo: "Echo/hello"},
 			wantCause: "DELETE Deployment/echo-hello → Echo/hello",
+		},
+		{
+			name: "ConfigMap mapped to every Echo by the operator's map function",
+			deliver: func(tr *instrument.Tracer, handled *int) {
+				old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: echo.DefaultsName, Namespace: "ns", ResourceVersion: "1"}}
+				cur := old.DeepCopy()
+				cur.ResourceVersion = "2"
+				keys := func(any) []string { return []string{"ns/blank", "ns/hello"} }
+				tr.Mapped(keys).Handler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { *handled++ }}).OnUpdate(old, cur)
+			},
+			wantField: map[string]string{trace.FieldResource: "ConfigMap", trace.FieldMappedTo: "Echo/blank, Echo/hello"},
+			wantCause: "UPDATE ConfigMap/echo-defaults → Echo/blank, Echo/hello",
 		},
 	}
 	for _, tt := range tests {

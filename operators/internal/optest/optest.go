@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,8 @@ type World struct {
 	// StatusConflicts is how many status updates answer 409 before one
 	// succeeds, as if someone else wrote the Echo first.
 	StatusConflicts int
+	// Defaults is the namespace's echo-defaults ConfigMap, nil for none.
+	Defaults *corev1.ConfigMap
 }
 
 // Operator is one Go operator built over a World's fake clients.
@@ -48,6 +51,9 @@ type Operator interface {
 	Status(name string) echov1.EchoStatus
 	// Events are the Events recorded, "Type Reason message".
 	Events() <-chan string
+	// Mapped is what the operator's map function queues for a change of
+	// ConfigMap cm: "namespace/name" keys of Echoes.
+	Mapped(cm *corev1.ConfigMap) []string
 }
 
 // Harness runs the shared cases against one operator style.
@@ -68,6 +74,8 @@ func (h Harness) Run(t *testing.T) {
 		{"RepairsDrift", h.RepairsDrift},
 		{"InSyncWritesNothing", h.InSyncWritesNothing},
 		{"StatusConflictRetried", h.StatusConflictRetried},
+		{"DefaultMessage", h.DefaultMessage},
+		{"DefaultsChangeQueuesEveryEcho", h.DefaultsChangeQueuesEveryEcho},
 	} {
 		t.Run(c.name, c.run)
 	}
@@ -88,7 +96,7 @@ var written = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // OwnedDeployment is what the operator would have created for e, as the
 // apiserver stores it, rolled out by its controller, with readyReplicas.
 func (h Harness) OwnedDeployment(e *echov1.Echo, ready int32) *appsv1.Deployment {
-	d := echo.DesiredDeployment(e, h.Style.ManagedBy(), Image)
+	d := echo.DesiredDeployment(e, nil, h.Style.ManagedBy(), Image)
 	d.ResourceVersion, d.Generation = "1", 1
 	// The apiserver's: controller-runtime's CreateOrUpdate tells a new
 	// Deployment by its absence, and the fakes leave it empty.
@@ -271,4 +279,77 @@ func (h Harness) StatusConflictRetried(t *testing.T) {
 		t.Fatalf("calls = %v, want %v", got, want)
 	}
 	wantStatus(t, op.Status("hello"), "2/2", metav1.ConditionTrue, metav1.ConditionFalse)
+}
+
+// Defaults is the style's echo-defaults ConfigMap holding message.
+func (h Harness) Defaults(message string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: echo.DefaultsName, Namespace: h.Style.Namespace(), ResourceVersion: "1"},
+		Data:       map[string]string{echo.DefaultsKey: message},
+	}
+}
+
+// DefaultMessage: an Echo with an empty message answers the message of
+// echo-defaults, or echo.FallbackMessage when there is no such ConfigMap;
+// an Echo with a message of its own keeps it.
+func (h Harness) DefaultMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		message  string
+		defaults *corev1.ConfigMap
+		want     string
+	}{
+		{"from echo-defaults", "", h.Defaults("from the defaults"), "from the defaults"},
+		{"no echo-defaults", "", nil, echo.FallbackMessage},
+		{"own message", "hi", h.Defaults("from the defaults"), "hi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := h.Echo("blank", 1, "")
+			e.Spec.Message = tc.message
+			op := h.New(t, World{Echoes: []*echov1.Echo{e}, Defaults: tc.defaults})
+
+			if err := op.Reconcile("blank"); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := op.Calls(), []string{"create Deployment", "update Echo/status"}; !slices.Equal(got, want) {
+				t.Fatalf("calls = %v, want %v: echo-defaults is read from the cache", got, want)
+			}
+			if got := op.Deployment("echo-blank").Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{echo.Arg(tc.want)}) {
+				t.Errorf("args = %v, want [%s]", got, echo.Arg(tc.want))
+			}
+		})
+	}
+}
+
+// DefaultsChangeQueuesEveryEcho: a change of echo-defaults queues every Echo
+// of the namespace, with a message of its own or not; the reconcile of one
+// with an empty message then updates its Deployment to the new default.
+func (h Harness) DefaultsChangeQueuesEveryEcho(t *testing.T) {
+	blank, hello := h.Echo("blank", 1, "1/1"), h.Echo("hello", 1, "1/1")
+	blank.Spec.Message = ""
+	old := blank.DeepCopy()
+	old.Spec.Message = "old default"
+	d := h.OwnedDeployment(old, 1)
+	d.Name = echo.DeploymentName("blank")
+	hd := h.OwnedDeployment(hello, 1)
+	hello.Status = echo.Status(hello, hd, nil, written) // in sync
+	defaults := h.Defaults("new default")
+	op := h.New(t, World{Echoes: []*echov1.Echo{hello, blank}, Deployments: []*appsv1.Deployment{d, hd}, Defaults: defaults})
+
+	ns := h.Style.Namespace()
+	if got, want := op.Mapped(defaults), []string{ns + "/blank", ns + "/hello"}; !slices.Equal(got, want) {
+		t.Errorf("a change of %s queues %v, want %v: every Echo of the namespace", echo.DefaultsName, got, want)
+	}
+	if err := op.Reconcile("blank"); err != nil {
+		t.Fatal(err)
+	}
+	if got := op.Deployment("echo-blank").Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{echo.Arg("new default")}) {
+		t.Errorf("args = %v, want [%s]", got, echo.Arg("new default"))
+	}
+	if err := op.Reconcile("hello"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := op.Calls(), []string{"update Deployment", "update Echo/status"}; !slices.Equal(got, want) {
+		t.Errorf("calls = %v, want %v: hello, with a message of its own, needs nothing", got, want)
+	}
 }

@@ -194,6 +194,7 @@ var courseVerbs = map[string]sets.Set[string]{
 	"echoes":        sets.New("get", "list", "watch", "update", "patch"),
 	"echoes/status": sets.New("get", "update", "patch"),
 	"deployments":   sets.New("get", "list", "watch", "create", "update", "patch", "delete"),
+	"configmaps":    sets.New("get", "list", "watch"),
 	"events":        sets.New("create", "patch"),
 	"leases":        sets.New("get", "list", "watch", "create", "update", "patch"),
 }

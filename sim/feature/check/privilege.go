@@ -11,7 +11,7 @@ import (
 )
 
 // courseResources says in a few words what the course's Role allows.
-const courseResources = "Echoes, their status, Deployments, Events and Leases"
+const courseResources = "Echoes, their status, Deployments, reading ConfigMaps, Events and Leases"
 
 // judgePrivilege grades the operator's requests qs (probes: kubectl's
 // lookups of its namespace, not counted). Under the course's Role (or one
