@@ -71,8 +71,10 @@ func perReplicaProbe(t *testing.T, bin string, args ...string) string {
 // TestCheckKubebuilder grades the controller-runtime operator of
 // testdata/operators/kubebuilder, in the layout and with the main.go flags a
 // student gets from kubebuilder, as rlab check runs a student's own
-// operator. Each case runs in a sandbox of its own.
+// operator. Each case runs in a sandbox of its own, and the test beside
+// TestClassroom.
 func TestCheckKubebuilder(t *testing.T) {
+	t.Parallel()
 	builds := &kubebuilderBuilds{dir: t.TempDir(), built: map[string]string{}}
 	tests := []struct {
 		name    string

@@ -210,8 +210,10 @@ func TestSharedCluster(t *testing.T) {
 // student's kubeconfig runs a sandbox to ready; student 1 is Forbidden in
 // student 2's namespaces (and may not create namespaces); status shows every
 // student's Echoes and Lease holders; students 2 and 3 verify the lessons at
-// once; teardown leaves nothing.
+// once; teardown leaves nothing. It runs beside TestCheckKubebuilder, each
+// on clusters of its own: most of both is waiting.
 func TestClassroom(t *testing.T) {
+	t.Parallel()
 	host := startHost(t)
 	admin := kubeFor(t, host)
 	ext := apiextensionsclient.NewForConfigOrDie(admin.cfg)
