@@ -5,8 +5,9 @@ BIN     := bin/rlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # Go test output lists every test that ran (CI reads it); the real control
-# plane tests need a few minutes, cmd/rlab (every backend, a classroom) about
-# half an hour on 2 cores, the cold asset build more.
+# plane tests need a few minutes; cmd/rlab (every backend, a classroom) and
+# lessons/e2e (the course by autoplay and by hand) 35 and 28 minutes side by
+# side on 2 cores; the cold asset build more.
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help
