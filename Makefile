@@ -4,10 +4,10 @@ GO      ?= go
 BIN     := bin/rlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
-# Go test output lists every test that ran (CI reads it); the real control
-# plane tests need a few minutes; cmd/rlab (every backend, a classroom) and
-# lessons/e2e (the course by autoplay and by hand) 35 and 28 minutes side by
-# side on 2 cores; the cold asset build more.
+# Go test output lists every test that ran (CI reads it). scripts/test-all.sh
+# runs `go test ./...` and the kind passes side by side: cmd/rlab (every
+# backend, a classroom) and lessons/e2e (the course by autoplay and by hand)
+# are the long ones; the cold asset build takes minutes more.
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help
@@ -45,11 +45,7 @@ kind-image: ## Build the offline kind node image for --backend kind (root and Do
 .PHONY: test
 test: assets ## Run every test, end to end against the real control plane (and kind, where Docker runs; and both as an existing, shared cluster)
 	bash scripts/build-kind-node.sh --if-able
-	$(GO) test $(TESTFLAGS) ./...
-	RLAB_TEST_KIND_LESSONS=1 $(GO) test $(TESTFLAGS) -run '^TestKindLessonsVerify$$' ./cmd/rlab/
-	RLAB_TEST_BACKEND=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/
-	RLAB_TEST_BACKEND=kubeconfig $(GO) test $(TESTFLAGS) ./sim/sandbox/
-	RLAB_TEST_BACKEND=kubeconfig RLAB_TEST_HOST=kind $(GO) test $(TESTFLAGS) ./sim/sandbox/
+	GO=$(GO) bash scripts/test-all.sh $(TESTFLAGS)
 
 # Platforms rlab must also build on (laptops): `make cross` vets (which
 # compiles the tests too) and builds every package for each, with no cgo.

@@ -30,7 +30,7 @@ func TestTextByHand(t *testing.T) {
 	}
 	root := t.TempDir()
 	sd := state.Dir{Root: filepath.Join(root, "state", "rlab")}
-	cmd := exec.CommandContext(t.Context(), rlabBin, "lesson", "start", "8", "--text", "--shell-interval", "1s")
+	cmd := exec.CommandContext(t.Context(), rlabBin, "lesson", "start", "8", "--text", "--shell-interval", testShellInterval)
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(root, "state"), "TMPDIR="+root)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 30 * time.Second

@@ -102,6 +102,13 @@ func TestVerifyAll(t *testing.T) {
 	verifyLessons(t, chosen, whole)
 }
 
+// testShellInterval is the shell loop's poll interval in these tests: 2s,
+// not 1s. Each pass runs kubectl three times at rest (about 0.15s of CPU
+// each), so at 1s a sandbox's shell loop alone takes 43% of a core, at 2s
+// 29% (the lessons' sandboxes run side by side on 2 cores); a student's
+// default is 5s, so the lessons hold at both.
+const testShellInterval = "2s"
+
 // byHandShards is how many `rlab lesson verify --by-hand` split the course
 // between them, each on a sandbox of its own.
 const byHandShards = 2
@@ -172,7 +179,7 @@ func failures(out string) string {
 // verifyLessons runs rlab lesson verify with extra flags on chosen (as
 // --all when they are the whole course) and checks each was verified.
 func verifyLessons(t *testing.T, chosen []*lessons.Lesson, whole bool, extra ...string) {
-	args := append([]string{"lesson", "verify", "--shell-interval", "1s"}, extra...)
+	args := append([]string{"lesson", "verify", "--shell-interval", testShellInterval}, extra...)
 	if whole {
 		args = append(args, "--all")
 	} else {
@@ -222,7 +229,7 @@ func verifyLessons(t *testing.T, chosen []*lessons.Lesson, whole bool, extra ...
 // test ends.
 func startSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
-	sb, logs := startWith(t, sandbox.Options{Styles: style.All(), ShellInterval: time.Second, Sample: true})
+	sb, logs := startWith(t, sandbox.Options{Styles: style.All(), ShellInterval: 2 * time.Second, Sample: true}) // testShellInterval
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	if err := sb.WaitSample(ctx); err != nil {

@@ -112,7 +112,7 @@ func run(m *testing.M) int {
 	stopHost := func() error { return nil }
 	opts := sandbox.Options{
 		State: state.Dir{Root: filepath.Join(root, "state")}, Assets: dir, Self: self,
-		Styles: style.All(), ShellInterval: time.Second, Sample: true,
+		Styles: style.All(), ShellInterval: 2 * time.Second, Sample: true,
 		Backend: under, KindImage: kindtest.Image(), Image: image,
 	}
 	if under.Shared {
