@@ -537,6 +537,25 @@ func TestTraceFromEveryStyle(t *testing.T) {
 	events.CheckSchema(t)
 }
 
+// TestKubectlCacheInRunDir: the shell loop's kubectl keeps its discovery
+// cache in the sandbox's run dir, removed with it, not in $HOME/.kube/cache
+// (a directory per proxy port, left behind by every sandbox).
+func TestKubectlCacheInRunDir(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(sb.KubectlCacheDir(), "discovery", "127.0.0.1_*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no discovery cache of the shell loop's proxy in %s: %v, %v", sb.KubectlCacheDir(), dirs, err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skipf("no home directory: %v", err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(home, ".kube", "cache", "discovery", filepath.Base(d))); err == nil {
+			t.Errorf("%s is in $HOME/.kube/cache too", filepath.Base(d))
+		}
+	}
+}
+
 func execCommand(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }

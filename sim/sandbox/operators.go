@@ -422,7 +422,7 @@ func (s *Sandbox) startOperators() error {
 			path, args := s.replicaArgs(st, r, kcPath)
 			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
-				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp},
+				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp, s.kubectlCacheEnv()},
 				LogFile:  replicaFile(s.opts.State.Logs(), st, r, ".log"),
 				Untraced: !st.Traits().Traces,
 			}
@@ -434,6 +434,7 @@ func (s *Sandbox) startOperators() error {
 					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
 					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
 					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + s.tmp,
+					s.kubectlCacheEnv(),
 				}
 			}
 			if err := s.super.Add(spec); err != nil {
@@ -443,6 +444,18 @@ func (s *Sandbox) startOperators() error {
 	}
 	return nil
 }
+
+// kubectlCacheEnv points kubectl's discovery and HTTP cache (kubectl's
+// --cache-dir, $HOME/.kube/cache by default) into the run dir, removed with
+// the sandbox: each sandbox's proxies listen on new ports, and kubectl keeps
+// a cache per host:port, so the shell loop alone left about 1 MB in the
+// student's home for every sandbox started.
+func (s *Sandbox) kubectlCacheEnv() string {
+	return "KUBECACHEDIR=" + s.KubectlCacheDir()
+}
+
+// KubectlCacheDir is where the operators' kubectl keeps its cache.
+func (s *Sandbox) KubectlCacheDir() string { return filepath.Join(s.tmp, "kubectl-cache") }
 
 // linkKubectl puts rlab's kubectl alone in dir, which goes first on a custom
 // operator's PATH: a bash operator finds the kubectl that matches the
