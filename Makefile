@@ -5,9 +5,9 @@ BIN     := bin/rlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # Go test output lists every test that ran (CI reads it). scripts/test-all.sh
-# runs `go test ./...` and the kind passes side by side: cmd/rlab (every
-# backend, a classroom) and lessons/e2e (the course by autoplay and by hand)
-# are the long ones; the cold asset build takes minutes more.
+# runs `go test ./...`, where cmd/rlab (every backend, a classroom) and
+# lessons/e2e (the course by autoplay and by hand) are the long ones, then the
+# kind passes alone; the cold asset build takes minutes more.
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help
