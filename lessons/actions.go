@@ -123,10 +123,10 @@ var actions = map[string]actionKind{
 
 	// Change spec.replicas in every style.
 	"set_replicas": {
-		args: spec{required: argTypes{"name": tName, "replicas": tInt}},
+		args: spec{required: argTypes{"name": tName, "replicas": tInt}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
-			return p.sb.Student().SetReplicas(ctx, a.Str("name"), n)
+			return p.sb.Student().SetReplicasIn(ctx, setStyles(a), a.Str("name"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -712,7 +712,8 @@ func (p *Player) DoVia(ctx context.Context, op Op, via string) error {
 	if want == "" {
 		return err
 	}
-	got := map[string]func(error) bool{"invalid": apierrors.IsInvalid, "conflict": apierrors.IsConflict, "forbidden": apierrors.IsForbidden}[want]
+	got := map[string]func(error) bool{"invalid": apierrors.IsInvalid, "conflict": apierrors.IsConflict, "forbidden": apierrors.IsForbidden,
+		"internal": apierrors.IsInternalError}[want]
 	if err == nil {
 		return fmt.Errorf("want the apiserver to refuse it (%s), and it did not", want)
 	}

@@ -116,6 +116,16 @@ func (h Student) SetMessage(ctx context.Context, name, message string) error {
 	return h.s.patchEcho(ctx, h.s.hands, name, map[string]any{"message": message})
 }
 
+// SetReplicasIn is SetReplicas in the namespaces of styles only (all if
+// none).
+func (h Student) SetReplicasIn(ctx context.Context, styles []style.Style, name string, replicas int) error {
+	return h.s.inStyles(h.s.running(styles), func(st style.Style) error {
+		_, err := h.s.echoes(h.s.hands, st).Patch(ctx, name, types.MergePatchType,
+			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "rlab"})
+		return err
+	})
+}
+
 // SetMessageIn is SetMessage in the namespaces of styles only (all if
 // none).
 func (h Student) SetMessageIn(ctx context.Context, styles []style.Style, name, message string) error {
