@@ -60,10 +60,10 @@ var actions = map[string]actionKind{
 
 	// A new Echo in every style's namespace.
 	"create_echo": {
-		args: spec{required: argTypes{"name": tName, "message": tMessage, "replicas": tInt}},
+		args: spec{required: argTypes{"name": tName, "message": tMessage, "replicas": tInt}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
-			return p.sb.Student().CreateEcho(ctx, a.Str("name"), a.Str("message"), n)
+			return p.sb.Student().CreateEchoIn(ctx, setStyles(a), a.Str("name"), a.Str("message"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -123,10 +123,10 @@ var actions = map[string]actionKind{
 
 	// Change spec.replicas in every style.
 	"set_replicas": {
-		args: spec{required: argTypes{"name": tName, "replicas": tInt}},
+		args: spec{required: argTypes{"name": tName, "replicas": tInt}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
-			return p.sb.Student().SetReplicas(ctx, a.Str("name"), n)
+			return p.sb.Student().SetReplicasIn(ctx, setStyles(a), a.Str("name"), n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("replicas")
@@ -136,9 +136,9 @@ var actions = map[string]actionKind{
 
 	// Change spec.message in every style.
 	"set_message": {
-		args: spec{required: argTypes{"name": tName, "message": tMessage}},
+		args: spec{required: argTypes{"name": tName, "message": tMessage}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.Student().SetMessage(ctx, a.Str("name"), a.Str("message"))
+			return p.sb.Student().SetMessageIn(ctx, setStyles(a), a.Str("name"), a.Str("message"))
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("set the message of Echo %s to %q", a.Str("name"), a.Str("message"))
@@ -315,6 +315,24 @@ var actions = map[string]actionKind{
 		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
 		words: func(Args) string {
 			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", sandbox.PolicyName)
+		},
+	},
+
+	// Turn lesson 19's validating webhook on (the apiserver calls
+	// controller-runtime's replica a, and waits until it does) or off.
+	"webhook": {
+		args: spec{required: argTypes{"on": tBool}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			if a.Bool("on") {
+				return p.sb.Student().ApplyWebhook(ctx)
+			}
+			return p.sb.Student().DeleteWebhook(ctx)
+		},
+		words: func(a Args) string {
+			if a.Bool("on") {
+				return fmt.Sprintf("create ValidatingWebhookConfiguration %s: the apiserver calls controller-runtime's webhook for Echoes in its namespace", sandbox.WebhookName)
+			}
+			return fmt.Sprintf("delete ValidatingWebhookConfiguration %s", sandbox.WebhookName)
 		},
 	},
 
@@ -694,7 +712,8 @@ func (p *Player) DoVia(ctx context.Context, op Op, via string) error {
 	if want == "" {
 		return err
 	}
-	got := map[string]func(error) bool{"invalid": apierrors.IsInvalid, "conflict": apierrors.IsConflict, "forbidden": apierrors.IsForbidden}[want]
+	got := map[string]func(error) bool{"invalid": apierrors.IsInvalid, "conflict": apierrors.IsConflict, "forbidden": apierrors.IsForbidden,
+		"internal": apierrors.IsInternalError}[want]
 	if err == nil {
 		return fmt.Errorf("want the apiserver to refuse it (%s), and it did not", want)
 	}

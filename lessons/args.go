@@ -29,7 +29,7 @@ const (
 	tStyle         // one style; go (the Go styles); all
 	tGoStyle       // one style with a Lease and watches, or go
 	tStrings       // a list of words
-	tErrKind       // an apiserver error reason: invalid, conflict, forbidden
+	tErrKind       // an apiserver error reason: invalid, conflict, forbidden, internal
 	tMode          // a partition: refuse or hang
 	tOperator      // the name of the student's operator the lesson runs
 	tChecks        // a list of rlab check's check IDs
@@ -277,8 +277,8 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		}
 		return v, true
 	case tErrKind:
-		if v != "invalid" && v != "conflict" && v != "forbidden" {
-			return bad("invalid, conflict or forbidden")
+		if v != "invalid" && v != "conflict" && v != "forbidden" && v != "internal" {
+			return bad("invalid, conflict, forbidden or internal")
 		}
 		return v, true
 	case tMode:

@@ -42,7 +42,7 @@ func TestLoadEmbedded(t *testing.T) {
 // CRDs, admission policies, or a here-document of cluster-wide kinds
 // only), "" if there is none.
 func unnamespaced(cmd string) string {
-	clusterWide := []string{"api-resources", "explain", " crd ", "validatingadmissionpolic"}
+	clusterWide := []string{"api-resources", "explain", " crd ", "validatingadmissionpolic", "validatingwebhookconfiguration"}
 	lines := strings.Split(cmd, "\n")
 	for i, line := range lines {
 		for _, call := range strings.FieldsFunc(line, func(r rune) bool { return r == ';' || r == '|' || r == '&' }) {

@@ -193,7 +193,9 @@ func (p *Player) Restore(ctx context.Context) error {
 	}
 	// Lesson 16's admission policy, before the sample's spec: it would
 	// refuse more replicas than it allows.
-	errs = append(errs, p.sb.DeletePolicy(ctx), p.sb.ResetSample(ctx))
+	// Lesson 19's webhook, before the sample too: with its server down it
+	// would refuse every edit in controller-runtime's namespace.
+	errs = append(errs, p.sb.DeletePolicy(ctx), p.sb.DeleteWebhook(ctx), p.sb.ResetSample(ctx))
 	return errors.Join(errs...)
 }
 

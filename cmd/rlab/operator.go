@@ -44,6 +44,12 @@ func newOperatorCmd() *cobra.Command {
 			if o.DefaultsCache != echo.DefaultsCacheAll && style.Style(args[0]) != style.Runtime {
 				return fmt.Errorf("--defaults-cache narrows controller-runtime's cache: the %s operator's informer always lists and watches %s alone", args[0], echo.DefaultsName)
 			}
+			if o.WebhookPort != 0 && style.Style(args[0]) != style.Runtime {
+				return fmt.Errorf("--webhook-port serves controller-runtime's webhook server: the %s operator has none", args[0])
+			}
+			if o.WebhookPort < 0 || o.WebhookPort > 65535 || (o.WebhookPort > 0 && o.WebhookCertDir == "") {
+				return fmt.Errorf("--webhook-port %d: want a port from 1 to 65535 and a --webhook-cert-dir holding tls.crt and tls.key", o.WebhookPort)
+			}
 			run := map[style.Style]func(context.Context, echo.Options) error{
 				style.ClientGo: clientgo.Run,
 				style.Runtime:  crstyle.Run,
@@ -67,6 +73,9 @@ func newOperatorCmd() *cobra.Command {
 	f.BoolVar(&o.Warmup, "warmup", o.Warmup, "controller-runtime only: start the controller's watches before leading (EnableWarmup), so a standby takes over with a warm cache")
 	f.StringVar(&o.GenerationPredicate, "generation-predicate", o.GenerationPredicate, "controller-runtime only: where GenerationChangedPredicate filters updates that leave metadata.generation as it was: "+strings.Join(echo.GenerationPredicates, "|")+" (echo: the Echo watch; all: every watch, as WithEventFilter would)")
 	f.StringVar(&o.DefaultsCache, "defaults-cache", o.DefaultsCache, "controller-runtime only: what the cache lists and watches of ConfigMaps for the watch of "+echo.DefaultsName+": "+strings.Join(echo.DefaultsCaches, "|")+" (all: every ConfigMap of the namespace, a predicate filtering the others' events; named: "+echo.DefaultsName+" alone, by a field selector)")
+	f.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "controller-runtime only: the address the validating webhook listens on (empty: every address)")
+	f.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "controller-runtime only: serve the validating webhook of Echoes (a message unique in the namespace) on this port (0: none)")
+	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "controller-runtime only: the directory holding the webhook's tls.crt and tls.key")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader on the Lease "+echo.LeaseName)
 	f.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "how long a Lease holds without renewal")
 	f.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "how long the leader retries renewing before it gives up")

@@ -55,6 +55,14 @@ type Options struct {
 	// informer always asks for echo-defaults alone.
 	DefaultsCache string
 
+	// WebhookPort, if above 0, serves the validating webhook of Echoes
+	// (unique messages) over TLS on WebhookHost:WebhookPort, with tls.crt
+	// and tls.key from WebhookCertDir. Only the controller-runtime
+	// operator takes it.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
+
 	LeaderElect   bool
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"k8s.io/utils/ptr"
 
@@ -106,9 +107,22 @@ func Run(ctx context.Context, o echo.Options) error {
 			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", echo.DefaultsName)},
 		}
 	}
+	if o.WebhookPort > 0 {
+		// The server runs whether or not this replica leads: the manager
+		// starts webhooks before the election, and the cache they read too.
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
+	}
+	if o.WebhookPort > 0 {
+		// Served at /validate-kkloud-io-v1-echo (WebhookPath).
+		v := &UniqueMessage{Reader: mgr.GetClient(), Namespace: o.Namespace}
+		if err := ctrl.NewWebhookManagedBy(mgr, &echov1.Echo{}).WithValidator(v).Complete(); err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
+		log.Info("serving the validating webhook", "host", o.WebhookHost, "port", o.WebhookPort, "path", WebhookPath)
 	}
 	r := &EchoReconciler{
 		Client:              mgr.GetClient(),

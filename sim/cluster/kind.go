@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -652,3 +653,19 @@ type kindInfo struct {
 func (i kindInfo) Info(m string)            { i.log.Info(m, "from", "kind", "v", int(i.v)) }
 func (i kindInfo) Infof(f string, a ...any) { i.Info(fmt.Sprintf(f, a...)) }
 func (i kindInfo) Enabled() bool            { return i.v <= 1 }
+
+// WebhookHost is the address the cluster's apiserver reaches this machine
+// at: the gateway of kind's network, an address of the host's bridge, on
+// which a webhook server of rlab's can listen.
+func (k *Kind) WebhookHost(ctx context.Context) (string, error) {
+	out, err := k.run(ctx, "network", "inspect", kindNetwork, "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}")
+	if err != nil {
+		return "", fmt.Errorf("docker network %s: %s: %w", kindNetwork, out, err)
+	}
+	for _, gw := range strings.Fields(out) {
+		if ip := net.ParseIP(gw); ip != nil && ip.To4() != nil {
+			return gw, nil
+		}
+	}
+	return "", fmt.Errorf("docker network %s has no IPv4 gateway (%q)", kindNetwork, out)
+}

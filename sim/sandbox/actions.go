@@ -116,6 +116,26 @@ func (h Student) SetMessage(ctx context.Context, name, message string) error {
 	return h.s.patchEcho(ctx, h.s.hands, name, map[string]any{"message": message})
 }
 
+// SetReplicasIn is SetReplicas in the namespaces of styles only (all if
+// none).
+func (h Student) SetReplicasIn(ctx context.Context, styles []style.Style, name string, replicas int) error {
+	return h.s.inStyles(h.s.running(styles), func(st style.Style) error {
+		_, err := h.s.echoes(h.s.hands, st).Patch(ctx, name, types.MergePatchType,
+			mustJSON(map[string]any{"spec": map[string]any{"replicas": replicas}}), metav1.PatchOptions{FieldManager: "rlab"})
+		return err
+	})
+}
+
+// SetMessageIn is SetMessage in the namespaces of styles only (all if
+// none).
+func (h Student) SetMessageIn(ctx context.Context, styles []style.Style, name, message string) error {
+	return h.s.inStyles(h.s.running(styles), func(st style.Style) error {
+		_, err := h.s.echoes(h.s.hands, st).Patch(ctx, name, types.MergePatchType,
+			mustJSON(map[string]any{"spec": map[string]any{"message": message}}), metav1.PatchOptions{FieldManager: "rlab"})
+		return err
+	})
+}
+
 // SetReplicas sets spec.replicas of Echo name in every style's namespace.
 func (h Student) SetReplicas(ctx context.Context, name string, replicas int) error {
 	return h.s.patchEcho(ctx, h.s.hands, name, map[string]any{"replicas": replicas})
@@ -130,6 +150,23 @@ func (s *Sandbox) ResetSample(ctx context.Context) error {
 // CreateEcho creates Echo name in every style's namespace, as the student.
 func (h Student) CreateEcho(ctx context.Context, name, message string, replicas int) error {
 	return h.s.createEcho(ctx, h.s.hands, name, message, replicas)
+}
+
+// CreateEchoIn is CreateEcho in the namespaces of styles only (all if
+// none), at the same instant.
+func (h Student) CreateEchoIn(ctx context.Context, styles []style.Style, name, message string, replicas int) error {
+	if len(styles) == 0 {
+		return h.CreateEcho(ctx, name, message, replicas)
+	}
+	return h.s.inStyles(h.s.running(styles), func(st style.Style) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+			"metadata": map[string]any{"name": name, "namespace": h.s.Namespace(st)},
+			"spec":     map[string]any{"message": message, "replicas": int64(replicas)},
+		}}
+		_, err := h.s.echoes(h.s.hands, st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+		return err
+	})
 }
 
 func (s *Sandbox) createEcho(ctx context.Context, c *clients, name, message string, replicas int) error {

@@ -363,6 +363,7 @@ func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (strin
 	if slices.Contains(s.opts.Unwatched, st) {
 		args = append(args, "--watch-owned=false")
 	}
+	args = append(args, s.webhookArgs(st, replica)...)
 	return s.opts.Self, args
 }
 

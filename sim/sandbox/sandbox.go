@@ -134,6 +134,11 @@ type Sandbox struct {
 
 	// tmp is the children's TMPDIR, under the run dir.
 	tmp string
+
+	// webhook is where controller-runtime's replica a serves its
+	// validating webhook, or nil, and noWebhook then says why.
+	webhook   *webhookServer
+	noWebhook error
 }
 
 // Start checks opts as Validate does, takes the state dir (or fails with
@@ -441,6 +446,9 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		if err := s.createEcho(ctx, s.admin, SampleName, SampleMessage, SampleReplicas); err != nil {
 			return err
 		}
+	}
+	if err := s.setupWebhook(ctx); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	if err := s.startOperators(); err != nil {
