@@ -144,8 +144,13 @@ func freePort(host string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// certLife is how long the webhook's certificates hold: as long as the
+// envtest control plane's (sim/cluster's pki).
+const certLife = 10 * 365 * 24 * time.Hour
+
 // ServingCert makes a self-signed CA and a serving certificate it signs
-// for host (an IP address or a DNS name), valid a day from now: the CA
+// for host (an IP address or a DNS name), valid as long as the control
+// plane's own (a sandbox may run for days: a workshop machine): the CA
 // goes in the webhook configuration's caBundle, the certificate and key in
 // the server's cert dir. All PEM.
 func ServingCert(host string, now time.Time) (caPEM, certPEM, keyPEM []byte, err error) {
@@ -157,7 +162,7 @@ func ServingCert(host string, now time.Time) (caPEM, certPEM, keyPEM []byte, err
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "rlab webhook CA"},
 		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(24 * time.Hour),
+		NotAfter:              now.Add(certLife),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -178,7 +183,7 @@ func ServingCert(host string, now time.Time) (caPEM, certPEM, keyPEM []byte, err
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: host},
 		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(24 * time.Hour),
+		NotAfter:     now.Add(certLife),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
