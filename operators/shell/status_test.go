@@ -238,7 +238,7 @@ esac
 				return len(calls) > 0 && calls[0].ended, nil
 			})
 			to := time.Now()
-			s.terminate(t, 3*time.Second)
+			s.terminate(t)
 
 			verbs := []string{"get echoes", "get deployments", "apply deployments"}
 			if tc.patch {
