@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Go test output lists every test that ran (CI reads it). scripts/test-all.sh
 # runs `go test ./...`, where cmd/rlab (every backend, a classroom) and
 # lessons/e2e (the course by autoplay and by hand) are the long ones, then the
-# kind passes alone; the cold asset build takes minutes more.
+# kind passes, two streams side by side; the cold asset build takes minutes more.
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help

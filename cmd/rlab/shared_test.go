@@ -244,7 +244,7 @@ func TestClassroom(t *testing.T) {
 
 	var runs []*run
 	for i := 1; i <= 3; i++ {
-		r := startRun(t, newSandboxEnv(t), "--backend", "kubeconfig", "--kubeconfig", kc(i), "--shell-interval", "2s", "--for", "30m")
+		r := startRun(t, newSandboxEnv(t), "--backend", "kubeconfig", "--kubeconfig", kc(i), "--shell-interval", "5s", "--for", "30m")
 		runs = append(runs, r)
 	}
 	for i, r := range runs {
@@ -355,7 +355,7 @@ func TestClassroom(t *testing.T) {
 	for i, half := range halves {
 		student := i + 2
 		wg.Go(func() {
-			args := append([]string{"lesson", "verify", "--shell-interval", "2s",
+			args := append([]string{"lesson", "verify", "--shell-interval", "5s",
 				"--backend", "kubeconfig", "--kubeconfig", kc(student)}, half...)
 			verify := exec.CommandContext(ctx, rlabBin, args...)
 			verify.Env = newSandboxEnv(t).env

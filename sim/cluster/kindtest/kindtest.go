@@ -1,7 +1,8 @@
 // Package kindtest lets tests run on a real kind cluster: Require skips (or,
 // in CI, fails) a test that cannot have one, and Lock keeps this machine to
-// one kind cluster at a time across test binaries (two nodes on two cores
-// would make every deadline a coin toss).
+// one kind cluster at a time across test binaries, or one per lock that
+// $RLAB_KIND_TEST_LOCK names: scripts/test-all.sh runs two kind streams side
+// by side, each under a lock of its own, with nothing else running.
 package kindtest
 
 import (
@@ -100,13 +101,23 @@ func Lock(t testing.TB) {
 	t.Cleanup(release)
 }
 
-// Acquire takes the machine's kind test lock (a TestMain's whole run, say)
-// and returns its release.
-func Acquire() (release func(), err error) { return cluster.UserLock("kind-test") }
+// LockEnv names the kind test lock to take instead of the machine's one.
+const LockEnv = "RLAB_KIND_TEST_LOCK"
+
+// Acquire takes the machine's kind test lock, or $RLAB_KIND_TEST_LOCK (a
+// TestMain's whole run, say), and returns its release.
+func Acquire() (release func(), err error) {
+	name := os.Getenv(LockEnv)
+	if name == "" {
+		name = "kind-test"
+	}
+	return cluster.UserLock(name)
+}
 
 // Leftovers lists the containers, volumes and networks of kind cluster name
-// that exist now: after a stop it must be empty. Volumes are those the
-// cluster's containers mounted (before) that still exist.
+// that exist now (rlab's network only when no container is on it): after a
+// stop it must be empty. Volumes are those the cluster's containers mounted
+// (before) that still exist.
 func Leftovers(ctx context.Context, name string, volumes []string) ([]string, error) {
 	var left []string
 	out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "label=io.x-k8s.kind.cluster="+name, "--format", "{{.Names}}").Output()
@@ -125,8 +136,13 @@ func Leftovers(ctx context.Context, name string, volumes []string) ([]string, er
 	if err != nil {
 		return nil, fmt.Errorf("docker network ls: %w", err)
 	}
+	// rlab removes its network when the last container leaves it: another
+	// kind cluster of this machine (under another lock) may still be on it.
 	for _, n := range strings.Fields(string(out)) {
-		left = append(left, "network "+n)
+		on, err := exec.CommandContext(ctx, "docker", "network", "inspect", n, "--format", "{{len .Containers}}").Output()
+		if err == nil && strings.TrimSpace(string(on)) == "0" { // an error: gone since the ls
+			left = append(left, "network "+n+" with no container on it")
+		}
 	}
 	return left, nil
 }
