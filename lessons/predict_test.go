@@ -270,6 +270,33 @@ func TestSessionPredict(t *testing.T) {
 	}
 }
 
+// TestSessionOpened: a step is open once the sandbox started and the
+// student is on it, passed or not; the last step stays open when its check
+// passed as it opened and so ended the lesson (the by-hand run waited for
+// it until it gave up).
+func TestSessionOpened(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ready bool
+		st    SessionState
+		i     int
+		want  bool
+	}{
+		{"still starting", false, SessionState{Step: 0}, 0, false},
+		{"on it", true, SessionState{Step: 2}, 2, true},
+		{"another step", true, SessionState{Step: 1}, 2, false},
+		{"passed", true, SessionState{Step: 2, Passed: true}, 2, true},
+		{"last step passed at once, the lesson done", true, SessionState{Step: 4, Passed: true, Done: true}, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Session{ready: tc.ready, st: tc.st}
+			if got := s.opened(tc.i); got != tc.want {
+				t.Errorf("opened(%d) = %v, want %v", tc.i, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestEveryLessonPredicts: each lesson on the built-in operators asks at
 // least one question (the loader has checked that each waits for the
 // student's act); one about the student's own operator need not.
