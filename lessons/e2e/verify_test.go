@@ -105,8 +105,8 @@ func TestVerifyAll(t *testing.T) {
 // testShellInterval is the shell loop's poll interval in these tests: a
 // student's default, 5s. Each pass runs kubectl three times at rest (about
 // 0.15s of CPU each): at 2s a sandbox's shell loop alone took 29% of a core,
-// at 5s 12%, and these suites keep up to five sandboxes beside each other
-// on two cores. The lessons are written for the default, so they are
+// at 5s 12%, and go test ./... runs this package's two sandboxes beside
+// cmd/rlab's (up to five in its classroom test) on two cores. The lessons are written for the default, so they are
 // verified at it.
 const testShellInterval = "5s"
 
