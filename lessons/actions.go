@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,8 +41,12 @@ type actionKind struct {
 	onOperator bool
 }
 
-// actRunOperator swaps in another version of the student's operator.
-const actRunOperator = "run_operator"
+// actRunOperator swaps in another version of the student's operator (a
+// script); actRunProject, of their Go project.
+const (
+	actRunOperator = "run_operator"
+	actRunProject  = "run_project"
+)
 
 // actions is the closed set of actions autoplay performs.
 var actions = map[string]actionKind{
@@ -55,6 +60,19 @@ var actions = map[string]actionKind{
 		},
 		words: func(a Args) string {
 			return "restart it running the lesson's " + a.File("file").Name + ", and wait for its first pass"
+		},
+	},
+
+	// Restart the student's Go project with the files of a folder of the
+	// lesson's laid over it: this step's fix, which the student would
+	// otherwise make.
+	actRunProject: {
+		args: spec{required: argTypes{"operator": tOperator, "project": tProject}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("project"))
+		},
+		words: func(a Args) string {
+			return "restart it running the lesson's project with the files of " + a.File("project").Name + ", and wait for its first pass"
 		},
 	},
 
@@ -812,7 +830,7 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 	if !slices.Contains(p.sb.Styles(), st) {
 		return fmt.Errorf("this sandbox runs no operator %s: start the lesson with rlab lesson start, which runs it", st)
 	}
-	if f.Data == nil {
+	if f.Data == nil && f.Files == nil {
 		return fmt.Errorf("no script %s: the lesson was not loaded from its folder", f.Name)
 	}
 	before := map[string]int{}
@@ -823,7 +841,11 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
-	if err := p.sb.Operators().RunCustomScript(st, f.Name, f.Data); err != nil {
+	run := func() error { return p.sb.Operators().RunCustomScript(st, f.Name, f.Data) }
+	if f.IsProject() {
+		run = func() error { return p.sb.Operators().RunCustomProject(st, path.Base(f.Name), f.Files) }
+	}
+	if err := run(); err != nil {
 		return err
 	}
 	restarted := func() string {

@@ -34,6 +34,7 @@ const (
 	tOperator      // the name of the student's operator the lesson runs
 	tChecks        // a list of rlab check's check IDs
 	tFile          // a bash script in the lesson's folder: owner.sh
+	tProject       // a folder of a Go project in the lesson's folder, its name beginning with _: _steps/owner
 	tWhere         // where GenerationChangedPredicate filters: off, echo or all
 	tResource      // what an informer watches: Echo, Deployment or ConfigMap
 	tChange        // what an update changed: spec (the generation moved) or status
@@ -117,6 +118,8 @@ var (
 	nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 	wordRE = regexp.MustCompile(`^[a-z][a-z0-9./_-]*$`)
 	fileRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*\.sh$`)
+	// projectRE: a folder go build ./... skips (its name begins with _).
+	projectRE = regexp.MustCompile(`^_[a-z0-9_-]+(/[a-z0-9][a-z0-9_-]*)*$`)
 )
 
 // Style arguments that name a group of styles.
@@ -327,6 +330,11 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 			return bad("a bash script in the lesson's folder, e.g. owner.sh")
 		}
 		return File{Name: v}, true
+	case tProject:
+		if !projectRE.MatchString(v) {
+			return bad("a folder of a Go project in the lesson's folder, its name beginning with _, e.g. _steps/owner")
+		}
+		return File{Name: v}, true
 	}
 	return bad("a known type")
 }
@@ -358,3 +366,7 @@ func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
 	}
 	return out, true
 }
+
+// isProjectName says whether a File's name is a project's folder, not a
+// script's file.
+func isProjectName(name string) bool { return projectRE.MatchString(name) }

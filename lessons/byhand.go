@@ -212,10 +212,11 @@ func (s *Step) needsAct() bool {
 	return true
 }
 
-// editsOperator: the step asks the student to edit their operator's file.
+// editsOperator: the step asks the student to edit their operator's file
+// (or their Go project's).
 func editsOperator(a *Action) bool {
 	for _, op := range a.Play {
-		if op.Name != actRunOperator {
+		if op.Name != actRunOperator && op.Name != actRunProject {
 			return false
 		}
 	}

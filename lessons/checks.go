@@ -87,6 +87,26 @@ var checks = map[string]checkKind{
 		},
 	},
 
+	// The Echo's status has condition type (Ready, Progressing) with
+	// status (True, False or Unknown).
+	"echo_condition": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "type": tString, "status": tString}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			e, missing := echoOf(a, v, st)
+			if e == nil {
+				return missing
+			}
+			got, ok := e.Conditions[a.Str("type")]
+			if !ok {
+				return styleResult{detail: "no condition " + a.Str("type")}
+			}
+			return styleResult{ok: got == a.Str("status"), detail: fmt.Sprintf("%s %s", a.Str("type"), got)}
+		},
+		words: func(a Args) string {
+			return fmt.Sprintf("Echo %s has condition %s %s", a.Str("name"), a.Str("type"), a.Str("status"))
+		},
+	},
+
 	// Every pod the Echo asks for is ready, and its status.ready does not
 	// say so: nothing brought the Echo back to the queue.
 	"status_behind": {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
 	"regexp"
@@ -27,7 +28,11 @@ import (
 	"github.com/kkloud/rlab/sim/backend"
 )
 
+// The Go project of lesson 20 is in folders whose names begin with _, which
+// go build ./... skips: it is a module of its own, not a package of rlab's.
+//
 //go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
+//go:embed all:[0-9][0-9]-*/_project all:[0-9][0-9]-*/_steps
 var embedded embed.FS
 
 // Lesson is one lesson of the course.
@@ -55,19 +60,33 @@ type Lesson struct {
 type Operator struct {
 	Name style.Style // its --operator NAME: "mine"
 	// Starter is the operator the student begins with, in the lesson's
-	// folder; rlab runs it when the student brings none.
+	// folder (a bash script, or a Go project); rlab runs it when the
+	// student brings none.
 	Starter File
 	Line    int
 }
 
-// File is a bash script in a lesson's folder.
+// File is a version of the student's operator in a lesson's folder: a
+// bash script (Data), or a Go project (Files), run with go run ./cmd.
 type File struct {
-	Name string // "starter.sh"
+	Name string // "starter.sh", or a project's folder: "_project"
 	Data []byte // read by LoadFS
+	// Files of a project, by slash-separated path in its module:
+	// "cmd/main.go". A step's project folder holds only the files its
+	// fix changes (Lesson.Version lays them over the starter's).
+	Files map[string][]byte
 }
 
+// IsProject says whether f is a Go project, not a script.
+func (f File) IsProject() bool { return f.Files != nil }
+
+// GoModName is the name a project's go.mod has in the lesson's folder: a
+// go.mod there would make the folder a module of its own, which go:embed
+// refuses to reach into.
+const GoModName = "go.mod.txt"
+
 // Version is the operator as step i (from 0) leaves it: the script of its
-// last run_operator at or before step i, else the starter.
+// last run_operator (or run_project) at or before step i, else the starter.
 func (l *Lesson) Version(i int) (File, error) {
 	if l.Operator == nil {
 		return File{}, fmt.Errorf("lesson %d has no operator of yours to write", l.Number)
@@ -81,12 +100,24 @@ func (l *Lesson) Version(i int) (File, error) {
 			continue
 		}
 		for _, op := range s.Action.Play {
-			if op.Name == actRunOperator {
+			switch op.Name {
+			case actRunOperator:
 				f = op.Args.File("file")
+			case actRunProject:
+				f = op.Args.File("project")
 			}
 		}
 	}
 	return f, nil
+}
+
+// overlay is project base with the files of a step's fix laid over it, under
+// the step's name.
+func overlay(base, step File) File {
+	out := File{Name: step.Name, Files: make(map[string][]byte, len(base.Files)+len(step.Files))}
+	maps.Copy(out.Files, base.Files)
+	maps.Copy(out.Files, step.Files)
+	return out
 }
 
 // RunsOn reports whether the lesson runs on b.
@@ -251,6 +282,14 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 func readFiles(fsys fs.FS, file string, l *Lesson) error {
 	var errs []error
 	read := func(f *File, line int) {
+		if isProjectName(f.Name) {
+			files, err := readProject(fsys, path.Join(path.Dir(file), f.Name))
+			if err != nil {
+				errs = append(errs, &Error{File: file, Line: line, Msg: err.Error()})
+			}
+			f.Files = files
+			return
+		}
 		data, err := fs.ReadFile(fsys, path.Join(path.Dir(file), f.Name))
 		if err != nil {
 			errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("no file %s in %s", f.Name, path.Dir(file))})
@@ -258,8 +297,10 @@ func readFiles(fsys fs.FS, file string, l *Lesson) error {
 		}
 		f.Data = data
 	}
+	var last File // the project as the steps so far leave it
 	if l.Operator != nil {
 		read(&l.Operator.Starter, l.Operator.Line)
+		last = l.Operator.Starter
 	}
 	for _, s := range l.Steps {
 		if s.Action == nil {
@@ -269,12 +310,46 @@ func readFiles(fsys fs.FS, file string, l *Lesson) error {
 			for k, v := range op.Args {
 				if f, ok := v.(File); ok {
 					read(&f, op.Line)
+					if op.Name == actRunProject && l.Operator != nil {
+						// A step's folder holds the files its fix changes: the
+						// version it runs is the one before with them laid over.
+						f = overlay(last, f)
+						last = f
+					}
 					op.Args[k] = f
 				}
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// readProject reads the files under folder dir of fsys, by path in the
+// folder, go.mod under its own name.
+func readProject(fsys fs.FS, dir string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, dir+"/")
+		if path.Base(name) == GoModName {
+			name = path.Join(path.Dir(name), "go.mod")
+		}
+		files[name] = data
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("no folder %s: %w", dir, err)
+	case len(files) == 0:
+		return nil, fmt.Errorf("folder %s is empty", dir)
+	}
+	return files, nil
 }
 
 // Find returns lesson n.
@@ -465,9 +540,10 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 	return l
 }
 
-// operator reads `operator: {name: mine, starter: starter.sh}`.
+// operator reads `operator: {name: mine, starter: starter.sh}`, or for a Go
+// project `operator: {name: mine, project: _project}`.
 func (p *parser) operator(n *yaml.Node) *Operator {
-	f := p.fields(n, "operator", []string{"name", "starter"}, nil)
+	f := p.fields(n, "operator", []string{"name"}, []string{"starter", "project"})
 	if f == nil {
 		return nil
 	}
@@ -481,6 +557,14 @@ func (p *parser) operator(n *yaml.Node) *Operator {
 		if file, ok := p.value(v, "operator: starter", tFile); ok {
 			o.Starter = file.(File)
 		}
+	}
+	if v := f["project"]; v != nil {
+		if file, ok := p.value(v, "operator: project", tProject); ok {
+			o.Starter = file.(File)
+		}
+	}
+	if (f["starter"] == nil) == (f["project"] == nil) {
+		p.errorf(n, "operator: give starter (a bash script) or project (a Go project's folder), not both")
 	}
 	return o
 }

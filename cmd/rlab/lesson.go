@@ -46,11 +46,16 @@ func newLessonStarterCmd() *cobra.Command {
 		Long: `Print the starter operator of lesson N, a bash script, for you to improve;
 with -o write it to FILE (executable), never over a file that exists. Then
 run the lesson with it: rlab lesson start N --operator NAME=./FILE.
+Lesson 20's starter is a Go project: -o DIR writes its folder (never over one
+that exists); run it from there with --operator NAME='go run ./cmd'.
 With --step K print instead the operator as step K leaves it when you let
 autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 		Example: `  rlab lesson starter 12 -o my-operator.sh
   rlab lesson start 12 --operator mine=./my-operator.sh
-  rlab lesson starter 12 --step 3 | diff my-operator.sh -`,
+  rlab lesson starter 12 --step 3 | diff my-operator.sh -
+  rlab lesson starter 20 -o echo-go && cd echo-go
+  rlab lesson start 20 --operator mine='go run ./cmd'
+  rlab lesson starter 20 --step 4 -o step4 && diff -r . step4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkStarterStep(step); err != nil {
@@ -67,6 +72,9 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 			f, err := l.Version(max(step, 1) - 1)
 			if err != nil {
 				return fmt.Errorf("--step %d: %w", step, err)
+			}
+			if f.IsProject() {
+				return writeStarterProject(cmd.ErrOrStderr(), l, f, out)
 			}
 			if out == "" {
 				_, err := cmd.OutOrStdout().Write(f.Data)
@@ -95,6 +103,25 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write it to `FILE` (made executable) instead of stdout")
 	cmd.Flags().IntVar(&step, "step", 0, "print the operator as step `K` leaves it (with the lesson's fixes) instead of the starter")
 	return cmd
+}
+
+// writeStarterProject writes lesson l's Go project f to folder dir, which
+// must not exist: the student's own version is never overwritten.
+func writeStarterProject(stderr io.Writer, l *lessons.Lesson, f lessons.File, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("lesson %d's operator is a Go project, a folder of files: give -o DIR to write it", l.Number)
+	}
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists already: it may be your work; remove it or name another folder", dir)
+	} else if err != nil {
+		return err
+	}
+	if err := sandbox.WriteProject(dir, f.Files); err != nil {
+		return fmt.Errorf("write %s: %w", dir, err)
+	}
+	fmt.Fprintf(stderr, "wrote the Go module %s; run it with: cd %s && rlab lesson start %d --operator %s='go run ./cmd'\n",
+		dir, dir, l.Number, l.Operator.Name)
+	return nil
 }
 
 // runnable is path as a command /bin/sh runs: ./my-operator.sh, not a
@@ -139,7 +166,7 @@ func lessonOperator(l *lessons.Lesson, o *launch.Options) error {
 		return fmt.Errorf("lesson %d grades the operator named %s: start it as --operator %s=COMMAND, e.g. --operator %s=./my-operator.sh",
 			l.Number, want, want, want)
 	}
-	o.Custom = append(o.Custom, sandbox.Custom{Name: want, Script: l.Operator.Starter.Data})
+	o.Custom = append(o.Custom, sandbox.Custom{Name: want, Script: l.Operator.Starter.Data, Project: l.Operator.Starter.Files})
 	o.NoWait = true
 	return nil
 }

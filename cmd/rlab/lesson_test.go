@@ -110,6 +110,36 @@ func TestLessonCommands(t *testing.T) {
 	if b, _ := os.ReadFile(out); string(b) != string(l12.Operator.Starter.Data) {
 		t.Errorf("%s is not the starter", out)
 	}
+	// Lesson 20's starter is a Go project: -o writes its folder, go.mod
+	// under its own name, never over a folder that exists; --step writes
+	// the project as that step leaves it.
+	tmp := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		exit int
+		out  string // in the output
+		file string // a file of the folder written
+		has  string // in that file
+	}{
+		{[]string{"20"}, 1, "lesson 20's operator is a Go project, a folder of files: give -o DIR to write it", "", ""},
+		{[]string{"20", "-o", filepath.Join(tmp, "echo-go")}, 0, "cd " + filepath.Join(tmp, "echo-go") + " && rlab lesson start 20 --operator mine='go run ./cmd'",
+			"echo-go/cmd/main.go", "TODO(lesson 20, step 2)"},
+		{[]string{"20", "-o", filepath.Join(tmp, "echo-go")}, 1, "exists already", "echo-go/go.mod", "module example.com/echo"},
+		{[]string{"20", "--step", "7", "-o", filepath.Join(tmp, "step7")}, 0, "wrote the Go module", "step7/internal/controller/echo_controller.go", "retry.RetryOnConflict"},
+	} {
+		cmd := exec.Command(rlabBin, append([]string{"lesson", "starter"}, tt.args...)...)
+		cmd.Env = e.env
+		b, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != tt.exit || !strings.Contains(string(b), tt.out) {
+			t.Errorf("lesson starter %s: exit %d, want %d and %q:\n%s", strings.Join(tt.args, " "), code, tt.exit, tt.out, b)
+		}
+		if tt.file == "" {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(tmp, tt.file)); err != nil || !strings.Contains(string(data), tt.has) {
+			t.Errorf("lesson starter %s: %s lacks %q (%v)", strings.Join(tt.args, " "), tt.file, tt.has, err)
+		}
+	}
 	// Nothing was started: no sandbox holds the state dir.
 	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
 		t.Fatalf("a sandbox (pid %d) runs after the lesson commands", pid)

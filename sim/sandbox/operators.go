@@ -75,6 +75,11 @@ type Custom struct {
 	// writes to its run dir and runs: a lesson's own starter operator, of
 	// which the student may have no file yet. Start sets Command to run it.
 	Script []byte
+	// Project, if set instead of Command and Script, is a Go module (files
+	// by slash-separated path: "cmd/main.go") the sandbox writes to a
+	// folder of its run dir and runs there with go run ./cmd: a lesson's
+	// starter project. Start sets Command to run it.
+	Project map[string][]byte
 	// Replicas to run (1 if 0), named "a", "b", ...
 	Replicas int
 	// Role is RoleLeast (the default) or RoleNamespaceAdmin.
@@ -286,6 +291,46 @@ func (s *Sandbox) writeScript(st style.Style, name string, script []byte) (strin
 	return scriptCommand(path), nil
 }
 
+// ProjectCommand is the command line that runs the Go module in dir, as a
+// student runs theirs: go run ./cmd, from its folder.
+func ProjectCommand(dir string) string { return "cd " + shellQuote(dir) + " && exec go run ./cmd" }
+
+// writeProject writes a custom operator's Go project to folder
+// <style>-<name> in the operators dir, over any version written there
+// before, and returns the command line that runs it.
+func (s *Sandbox) writeProject(st style.Style, name string, files map[string][]byte) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name[0] == '.' {
+		return "", fmt.Errorf("project name %q: want a plain folder name", name)
+	}
+	dir := replicaFile(filepath.Join(s.opts.State.Run(), "operators"), st, name, "")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("project of %s: %w", st, err)
+	}
+	if err := WriteProject(dir, files); err != nil {
+		return "", fmt.Errorf("project of %s: %w", st, err)
+	}
+	return ProjectCommand(dir), nil
+}
+
+// WriteProject writes a Go project's files (by slash-separated path in it)
+// under dir, making the folders they need.
+func WriteProject(dir string, files map[string][]byte) error {
+	for p, data := range files {
+		rel := filepath.FromSlash(p)
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("%q is not a path inside the project", p)
+		}
+		full := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CustomCommand is the command line custom operator st's replicas run now.
 func (o Operators) CustomCommand(st style.Style) (string, error) {
 	if o.s.custom(st) == nil {
@@ -327,6 +372,20 @@ func (o Operators) RunCustomScript(st style.Style, name string, script []byte) e
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
 	command, err := o.s.writeScript(st, name, script)
+	if err != nil {
+		return err
+	}
+	return o.setCustomCommand(st, command)
+}
+
+// RunCustomProject writes Go project files to the run dir as folder
+// <style>-<name> and restarts custom operator st running it with go run: a
+// lesson swaps in the next version of its project so.
+func (o Operators) RunCustomProject(st style.Style, name string, files map[string][]byte) error {
+	if o.s.custom(st) == nil {
+		return fmt.Errorf("no operator %s in this sandbox", st)
+	}
+	command, err := o.s.writeProject(st, name, files)
 	if err != nil {
 		return err
 	}
@@ -397,6 +456,13 @@ func (s *Sandbox) startOperators() error {
 		// as they are from then on.
 		if c := &s.opts.Custom[i]; c.Script != nil && c.Command == "" {
 			command, err := s.writeScript(c.Name, "starter.sh", c.Script)
+			if err != nil {
+				return err
+			}
+			c.Command = command
+		}
+		if c := &s.opts.Custom[i]; c.Project != nil && c.Command == "" {
+			command, err := s.writeProject(c.Name, "starter", c.Project)
 			if err != nil {
 				return err
 			}
