@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"go/format"
 	"os"
@@ -10,8 +11,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestProjectVersions: every version of a lesson's Go project (its starter,
@@ -136,4 +139,76 @@ func readModFile(t *testing.T, file string) map[string]string {
 		t.Fatalf("%s requires nothing", file)
 	}
 	return out
+}
+
+// TestProjectStopsOnEdit: lesson 20's manager, run from its project's
+// folder, stops by itself (exit 0) once a .go file there changes, and not
+// before, so that rlab runs go run ./cmd again on the new version. The
+// apiserver it is given does not answer: the manager runs on, retrying.
+func TestProjectStopsOnEdit(t *testing.T) {
+	_, l, err := LoadOne(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := sandbox.WriteProject(dir, l.Operator.Starter.Files); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out simtest.Buffer
+	cmd := exec.Command(bin)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &out
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	simtest.Eventually(t, 30*time.Second, "the manager starting", func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), "Starting manager"), nil
+	})
+	select {
+	case err := <-exited:
+		t.Fatalf("the manager exited before any edit (%v):\n%s", err, out.String())
+	case <-time.After(2 * time.Second):
+	}
+	// A save, seen by its modification time.
+	file := filepath.Join(dir, "internal", "controller", "echo_controller.go")
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(file, later, later); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the manager exited with %v after the edit, want 0:\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the manager still runs 15s after the edit:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "Source changed") {
+		t.Errorf("the manager did not say why it stopped:\n%s", out.String())
+	}
 }

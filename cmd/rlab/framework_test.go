@@ -196,3 +196,18 @@ func permissions(r rbacv1.PolicyRule) []string {
 	}
 	return out
 }
+
+// TestCheckLessonProject grades lesson 20's Go project as its last step
+// leaves it, the way that step tells the student to: from the folder rlab
+// lesson starter wrote, rlab check -- go run ./cmd, offline (the modules
+// from the cache that building rlab filled). Beside TestClassroom.
+func TestCheckLessonProject(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "echo-go")
+	if out, err := exec.Command(rlabBin, "lesson", "starter", "20", "--step", "7", "-o", dir).CombinedOutput(); err != nil {
+		t.Fatalf("rlab lesson starter 20 --step 7: %v\n%s", err, out)
+	}
+	r := runCheck(t, "cd "+dir+" && GOPROXY=off GOFLAGS=-mod=readonly exec go run ./cmd")
+	r.wantPassed(t, true)
+	r.allRan(t)
+}
