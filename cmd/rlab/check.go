@@ -41,7 +41,8 @@ rlab up --operator does: namespace echo-NAME, the course's least-privilege Role
 or with --rbac the RBAC its project declares, KUBECONFIG, WATCH_NAMESPACE,
 POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's kubectl on PATH), create
 Echo "hello", and check from outside what it does:
-the Deployment and its ownerReference, replicas, message, status, scaling, drift
+the Deployment and its ownerReference, replicas, message, status, scaling,
+observedGeneration and the Ready condition (informative), drift
 repair, garbage collection, an invalid spec, a restart, the API cost at rest and
 least privilege; with --replicas 2 also leader election and failover.
 

@@ -35,9 +35,10 @@ func TestCheck(t *testing.T) {
 		within float64
 		error  string // in the report's error: the run ended early
 	}{
-		{name: "shell", args: []string{"shell"}, passed: true},
-		{name: "clientgo", args: []string{"clientgo"}, passed: true},
-		{name: "runtime", args: []string{"runtime"}, passed: true},
+		// The three write observedGeneration and the Ready condition too.
+		{name: "shell", args: []string{"shell"}, passed: true, checks: map[string]checkWant{check.Conditions: {pass: true}}},
+		{name: "clientgo", args: []string{"clientgo"}, passed: true, checks: map[string]checkWant{check.Conditions: {pass: true}}},
+		{name: "runtime", args: []string{"runtime"}, passed: true, checks: map[string]checkWant{check.Conditions: {pass: true}}},
 		{name: "clientgo replicas 2", args: []string{"--replicas", "2", "clientgo"}, passed: true,
 			checks: map[string]checkWant{check.Leader: {pass: true}, check.Failover: {pass: true}}},
 		{name: "runtime replicas 2", args: []string{"--replicas", "2", "runtime"}, passed: true,
@@ -49,10 +50,11 @@ func TestCheck(t *testing.T) {
 				check.Owner:      {reason: "has no ownerReference"},
 				check.GC:         {reason: "no controller ownerReference to the Echo, so the garbage collector leaves it"},
 			}},
-		{name: "no status", args: []string{"--within", "15s", "--only", "deployment,owner,status", "{no-status}"},
+		{name: "no status", args: []string{"--within", "15s", "--only", "deployment,owner,status,scale,conditions", "{no-status}"},
 			checks: map[string]checkWant{
-				check.Owner:  {pass: true},
-				check.Status: {reason: `status.ready is ""`},
+				check.Owner:      {pass: true},
+				check.Status:     {reason: `status.ready is ""`},
+				check.Conditions: {reason: "status.observedGeneration is 0, metadata.generation 2"},
 			}},
 		{name: "watches only Echoes", args: []string{"--within", "15s", "--only", "status,scale,drift-scaled", "{only-echoes}"},
 			checks: map[string]checkWant{

@@ -40,6 +40,7 @@ const (
 	Message      = "message"
 	Status       = "status"
 	Scale        = "scale"
+	Conditions   = "conditions"
 	DriftScaled  = "drift-scaled"
 	DriftDeleted = "drift-deleted"
 	Quoting      = "quoting"
@@ -70,6 +71,7 @@ func All() []Info {
 		{ID: Message, Title: "spec.message → container args; image " + sandbox.EnvImage + " where the nodes need it", Required: true},
 		{ID: Status, Title: "status.ready says ready/replicas", Required: true},
 		{ID: Scale, Title: "scale 2 → 4", Required: true},
+		{ID: Conditions, Title: "status.observedGeneration follows the spec; condition Ready says the pods are ready", Required: false},
 		{ID: DriftScaled, Title: "drift: Deployment scaled by hand is repaired", Required: true},
 		{ID: DriftDeleted, Title: "drift: Deployment deleted is recreated", Required: true},
 		{ID: Quoting, Title: "a message with quotes, $ and unicode arrives intact", Required: true},
@@ -313,6 +315,8 @@ func (r *run) do(ctx context.Context, id string) (bool, string, error) {
 		return r.status(ctx)
 	case Scale:
 		return r.scale(ctx)
+	case Conditions:
+		return r.conditions(ctx)
 	case DriftScaled:
 		return r.driftScaled(ctx)
 	case DriftDeleted:

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -251,6 +252,35 @@ func (r *run) scale(ctx context.Context) (bool, string, error) {
 		return false, "", err
 	}
 	return r.follows(ctx, sample, "after spec.replicas 2 → 4")
+}
+
+// conditions: after the scale, the status is about the spec as it is now
+// (status.observedGeneration = metadata.generation), and its condition
+// Ready is True, as every pod is. Informative: a bash loop that writes
+// status.ready alone (lesson 12's) passes every required check.
+func (r *run) conditions(ctx context.Context) (bool, string, error) {
+	if ok, why, err := r.settled(ctx, sample, "before its status is read"); !ok || err != nil {
+		return ok, why, err
+	}
+	t0 := time.Now()
+	took, why, err := r.waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		e, err := r.getEcho(ctx, sample)
+		if err != nil || e == nil {
+			return false, "Echo " + sample + " is gone", err
+		}
+		ready := meta.FindStatusCondition(e.Status.Conditions, echo.ConditionReady)
+		switch {
+		case e.Status.ObservedGeneration != e.Generation:
+			return false, fmt.Sprintf("status.observedGeneration is %d, metadata.generation %d: write the generation your status is about",
+				e.Status.ObservedGeneration, e.Generation), nil
+		case ready == nil:
+			return false, "no condition Ready in status.conditions: set one (meta.SetStatusCondition), True when every pod is ready", nil
+		case ready.Status != metav1.ConditionTrue:
+			return false, fmt.Sprintf("condition Ready is %s (%s: %s) with every pod ready", ready.Status, ready.Reason, ready.Message), nil
+		}
+		return true, "", nil
+	})
+	return outcome(took, err, "observedGeneration current, Ready True", join(why, r.hint(t0)))
 }
 
 // triggered says why an operator did not repair drift: it made no request
