@@ -55,7 +55,7 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
   rlab lesson starter 12 --step 3 | diff my-operator.sh -
   rlab lesson starter 20 -o echo-go && cd echo-go
   rlab lesson start 20 --operator mine='go run ./cmd'
-  rlab lesson starter 20 --step 4 -o step4 && diff -r . step4`,
+  rlab lesson starter 20 --step 6 -o ../step6 && diff -r . ../step6`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkStarterStep(step); err != nil {

@@ -15,7 +15,8 @@ import (
 	"log/slog"
 	"os"
 
-	// Every client-go auth plugin (exec, OIDC, ...), so that any kubeconfig works.
+	// Import all Kubernetes client auth plugins (OIDC, and the GCP and Azure
+	// stubs), as the scaffold does.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"github.com/go-logr/logr"
@@ -123,8 +124,9 @@ func main() {
 	}
 
 	if err := (&controller.EchoReconciler{
-		Client: mgr.GetClient(),
-		Scheme: mgr.GetScheme(),
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		APIReader: mgr.GetAPIReader(),
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "echo")
 		os.Exit(1)

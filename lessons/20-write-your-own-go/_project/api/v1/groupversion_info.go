@@ -13,10 +13,11 @@ import (
 )
 
 var (
-	// SchemeGroupVersion is the group and version of every type here.
+	// SchemeGroupVersion is the group and version of every type here, under
+	// the name k8s.io/api uses.
 	SchemeGroupVersion = schema.GroupVersion{Group: "kkloud.io", Version: "v1"}
 
-	// GroupVersion is SchemeGroupVersion under the name older scaffolds use.
+	// GroupVersion is the same, under the name kubebuilder's scaffolds use.
 	GroupVersion = SchemeGroupVersion
 
 	// SchemeBuilder collects the functions that register this group's types.

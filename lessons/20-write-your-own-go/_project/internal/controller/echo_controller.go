@@ -26,12 +26,16 @@ const defaultImage = "hashicorp/http-echo:0.2.3"
 type EchoReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// APIReader reads from the apiserver itself, not the cache
+	// (mgr.GetAPIReader()).
+	APIReader client.Reader
 }
 
-// +kubebuilder:rbac:groups=kkloud.io,resources=echoes,verbs=get;list;watch;create;update;patch;delete
+// The requests Reconcile makes, no more (kubebuilder's scaffold asks for
+// every verb); `make manifests` would turn them into config/rbac/role.yaml.
+// +kubebuilder:rbac:groups=kkloud.io,resources=echoes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kkloud.io,resources=echoes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kkloud.io,resources=echoes/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
 
 // Reconcile makes Deployment echo-<name> match Echo <name> and writes what
 // it sees into the Echo's status. It reads everything it needs each time,
