@@ -230,6 +230,16 @@ func TestCondEval(t *testing.T) {
 		{"cleaned up, not gone", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
 			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
 		), false, false, "clientgo/b cleaned up; the Echo is not gone yet"},
+		{"cleaned up, its trace line lost", Cond{"finalized", Args{"style": "runtime", "name": "hello"}, 0}, with(
+			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
+			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
+		), true, false, "proxy/runtime/b (its proxy saw patch echoes → 200) cleaned up; gone after"},
+		{"a status write, the student's patch, a refused one: no cleanup", Cond{"finalized", Args{"style": "runtime", "name": "hello"}, 0}, with(
+			trace.Request{Verb: "patch", Resource: "echoes/status", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
+			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/you", "echo-runtime", "Echo/hello"),
+			trace.Request{Verb: "update", Resource: "echoes", Code: 409}.Event(at(1), "proxy/runtime/a", "echo-runtime", "Echo/hello"),
+			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
+		), false, false, "no cleanup yet"},
 		{"finalized", Cond{"finalized", Args{"style": "clientgo", "name": "hello"}, 0}, with(
 			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
 			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
