@@ -31,8 +31,8 @@ type EchoReconciler struct {
 	APIReader client.Reader
 }
 
-// The requests Reconcile makes, no more (kubebuilder's scaffold asks for
-// every verb); `make manifests` would turn them into config/rbac/role.yaml.
+// The resources Reconcile uses, not every verb of each as kubebuilder's
+// scaffold asks; `make manifests` would turn them into config/rbac/role.yaml.
 // +kubebuilder:rbac:groups=kkloud.io,resources=echoes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kkloud.io,resources=echoes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
