@@ -1133,8 +1133,8 @@ var checks = map[string]checkKind{
 }
 
 // finalizerWrites are the requests of style st's replicas (not the
-// student's), seen by their proxies since the step began, that updated or patched Echo obj itself
-// (not its status) and succeeded.
+// student's), seen by their proxies since the step began, that updated or
+// patched Echo obj itself (not its status) and succeeded.
 func finalizerWrites(v View, st style.Style, obj string) []trace.Event {
 	return eventsOf(v, st, trace.APIRequest, func(e trace.Event) bool {
 		return e.Style() == st && e.Object == obj && e.Resource() == "echoes" && (e.Verb() == "update" || e.Verb() == "patch") && e.Code() == 200

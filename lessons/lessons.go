@@ -72,18 +72,19 @@ type File struct {
 	Name string // "starter.sh", or a project's folder: "_project"
 	Data []byte // read by LoadFS
 	// Files of a project, by slash-separated path in its module:
-	// "cmd/main.go". A step's project folder holds only the files its
-	// fix changes (Lesson.Version lays them over the starter's).
+	// "cmd/main.go". Always the whole project: a step's folder holds only
+	// the files its fix changes, and readFiles lays them over the version
+	// before at load.
 	Files map[string][]byte
 }
 
 // IsProject says whether f is a Go project, not a script.
 func (f File) IsProject() bool { return f.Files != nil }
 
-// GoModName is the name a project's go.mod has in the lesson's folder: a
+// goModName is the name a project's go.mod has in the lesson's folder: a
 // go.mod there would make the folder a module of its own, which go:embed
 // refuses to reach into.
-const GoModName = "go.mod.txt"
+const goModName = "go.mod.txt"
 
 // Version is the operator as step i (from 0) leaves it: the script of its
 // last run_operator (or run_project) at or before step i, else the starter.
@@ -337,7 +338,7 @@ func readProject(fsys fs.FS, dir string) (map[string][]byte, error) {
 			return err
 		}
 		name := strings.TrimPrefix(p, dir+"/")
-		if path.Base(name) == GoModName {
+		if path.Base(name) == goModName {
 			name = path.Join(path.Dir(name), "go.mod")
 		}
 		files[name] = data
