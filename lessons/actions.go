@@ -488,6 +488,41 @@ var actions = map[string]actionKind{
 		words: func(a Args) string { return "delay every API request by " + a.Str("latency") },
 	},
 
+	// Turn a fault on at every replica's proxy, or off.
+	"fault": {
+		args: spec{required: argTypes{"style": tStyle, "fault": tFault}},
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			f, off, err := parseFaultArg(a.Str("fault"))
+			if err != nil {
+				return err
+			}
+			if off {
+				p.sb.Operators().ClearFault(st, f.Kind)
+				what := "every fault"
+				if f.Kind != "" {
+					what = "the " + string(f.Kind) + " fault"
+				}
+				said(ctx, "%s: %s off", p.sources(st), what)
+				return nil
+			}
+			if err := p.sb.Operators().SetFault(st, f); err != nil {
+				return err
+			}
+			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Kind.Help())
+			return nil
+		},
+		words: func(a Args) string {
+			f, off, _ := parseFaultArg(a.Str("fault"))
+			switch {
+			case off && f.Kind == "":
+				return "turn every fault off"
+			case off:
+				return "turn the " + string(f.Kind) + " fault off"
+			}
+			return "turn the fault " + f.String() + " on: " + f.Kind.Help()
+		},
+	},
+
 	// Grant only verbs on resource in the style's Role.
 	"role_verbs": {
 		args: spec{required: argTypes{"style": tStyle, "resource": tString, "verbs": tStrings}},
@@ -956,4 +991,20 @@ func setNames(prefix string, n int) string {
 		return sandbox.SetName(prefix, 1)
 	}
 	return sandbox.SetName(prefix, 1) + " … " + sandbox.SetName(prefix, n)
+}
+
+// parseFaultArg reads a fault argument: a fault (proxy.ParseFault), or off
+// (every fault: Kind ""), or off:KIND.
+func parseFaultArg(v string) (f proxy.Fault, off bool, err error) {
+	if v == "off" {
+		return proxy.Fault{}, true, nil
+	}
+	if kind, ok := strings.CutPrefix(v, "off:"); ok {
+		if !slices.Contains(proxy.FaultKinds, proxy.FaultKind(kind)) {
+			return proxy.Fault{}, false, fmt.Errorf("off:%s: no fault %q", kind, kind)
+		}
+		return proxy.Fault{Kind: proxy.FaultKind(kind)}, true, nil
+	}
+	f, err = proxy.ParseFault(v)
+	return f, false, err
 }

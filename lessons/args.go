@@ -42,6 +42,7 @@ const (
 	tDefaultsCache // what controller-runtime caches of ConfigMaps: all or named
 	tEvent         // an informer event: add, update or delete
 	tMessage       // an Echo's spec.message: any text, "" too (the namespace's default); the CRD's rule refuses spaces only
+	tFault         // a fault as proxy.ParseFault reads it (stale:2s, conflict,p=0.5), or off, or off:KIND
 )
 
 // spec is what arguments an action or a check takes.
@@ -307,6 +308,12 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 	case tDefaultsCache:
 		if !slices.Contains(echo.DefaultsCaches, v) {
 			return bad(strings.Join(echo.DefaultsCaches, ", ") + " (what controller-runtime caches of ConfigMaps)")
+		}
+		return v, true
+	case tFault:
+		if _, _, err := parseFaultArg(v); err != nil {
+			p.errorf(n, "%s: %v", what, err)
+			return nil, false
 		}
 		return v, true
 	case tQPS:

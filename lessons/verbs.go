@@ -77,6 +77,8 @@ var verbs = []Verb{
 		Short: "let every frozen replica go on (SIGCONT)"},
 	{Words: []string{"slow"}, Action: "set_latency", args: []verbArg{argStyle, {key: "latency", usage: "DURATION"}},
 		Short: "delay every API request of the replicas by DURATION, up to 5s (0s: full speed again)"},
+	{Words: []string{"fault"}, Action: "fault", args: []verbArg{argStyle, {key: "fault", usage: "FAULT|off|off:KIND"}},
+		Short: "turn a fault on at every replica's proxy (the faults are listed below), or every fault off, or one"},
 	{Words: []string{"shell-replica", "add"}, Action: "add_shell_replica",
 		flags: []verbFlag{{name: "suffix", key: "suffix", usage: "TEXT"}},
 		Short: "start a second shell loop, shell/b, with no election; --suffix makes it append TEXT to the message"},

@@ -32,6 +32,10 @@ func TestParseVerb(t *testing.T) {
 		{"tune runtime --qps=2.5 --burst=5", Op{Name: "tune", Args: Args{"style": "runtime", "qps": float32(2.5), "burst": 5}}},
 		{"tune runtime --qps -1", Op{Name: "tune", Args: Args{"style": "runtime", "qps": float32(-1)}}},
 		{"tune go --workers 0", Op{Name: "tune", Args: Args{"style": "go", "workers": 0}}},
+		{"fault go stale:2s", Op{Name: "fault", Args: Args{"style": "go", "fault": "stale:2s"}}},
+		{"fault all conflict,p=0.3,resources=echoes/status", Op{Name: "fault", Args: Args{"style": "all", "fault": "conflict,p=0.3,resources=echoes/status"}}},
+		{"fault shell off", Op{Name: "fault", Args: Args{"style": "shell", "fault": "off"}}},
+		{"fault runtime off:crash", Op{Name: "fault", Args: Args{"style": "runtime", "fault": "off:crash"}}},
 		{"shell-replica add", Op{Name: "add_shell_replica", Args: Args{}}},
 		{"shell-replica add --suffix| (v2)", Op{Name: "add_shell_replica", Args: Args{"suffix": " (v2)"}}},
 		{"shell-replica remove", Op{Name: "remove_shell_replica", Args: Args{}}},
@@ -49,7 +53,7 @@ func TestParseVerb(t *testing.T) {
 	}
 
 	bad := []struct{ words, want string }{
-		{"", "say what to do: partition, heal, kill-leader, stop-leader, watch-owned, warmup, generation-predicate, defaults-cache, tune, finalizer, webhook, pause, resume, slow, shell-replica (rlab do --help says what each does)"},
+		{"", "say what to do: partition, heal, kill-leader, stop-leader, watch-owned, warmup, generation-predicate, defaults-cache, tune, finalizer, webhook, pause, resume, slow, fault, shell-replica (rlab do --help says what each does)"},
 		{"partiton go", `unknown verb "partiton": want one of partition, heal,`},
 		{"partition", "partition: missing STYLE: clientgo, runtime or go (a Go style: with a Lease and watches) (usage: rlab do partition STYLE [--mode refuse|hang])"},
 		{"pause", "pause: missing STYLE: shell, clientgo, runtime, go or all (usage: rlab do pause STYLE)"},
@@ -79,6 +83,10 @@ func TestParseVerb(t *testing.T) {
 		{"tune go --qps 50", "tune: --qps 50: want a --burst of at least 1 with it, e.g. --burst 100: client-go's clientset refuses a rate without one (usage: rlab do tune STYLE [--workers N] [--qps Q] [--burst B])"},
 		{"tune go --burst 100", "tune: --burst 100: want a --qps above 0 with it, e.g. --qps 50: a burst is of a rate"},
 		{"tune go --qps -1 --burst 100", "tune: --burst 100: want a --qps above 0 with it"},
+		{"fault go", "fault: missing FAULT|off|off:KIND (usage: rlab do fault STYLE FAULT|off|off:KIND)"},
+		{"fault go flaky", `fault: FAULT|off|off:KIND: fault "flaky": no fault "flaky"; want one of stale, unobserved, conflict, error, latency, crash, lease, partition, disconnect`},
+		{"fault go latency", `fault "latency": latency needs a duration: latency:2s`},
+		{"fault go off:flaky", `off:flaky: no fault "flaky"`},
 		{"shell-replica", "shell-replica: want add or remove after it"},
 		{"shell-replica start", `shell-replica: want add or remove, got "start"`},
 		{"shell-replica add --suffix| ", `shell-replica add: --suffix: want text, got " " (usage: rlab do shell-replica add [--suffix TEXT])`},

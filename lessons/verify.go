@@ -119,6 +119,7 @@ func (p *Player) Restore(ctx context.Context) error {
 	for _, st := range p.sb.Styles() {
 		for _, r := range p.sb.Operators().Replicas(st) {
 			if px := p.sb.Operators().Proxy(st.Source(r)); px != nil {
+				px.ClearFaults()
 				px.SetMode(proxy.Normal)
 				px.SetLatency(0)
 			}

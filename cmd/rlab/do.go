@@ -10,6 +10,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/control"
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/proxy"
 )
 
 func newDoCmd() *cobra.Command {
@@ -81,6 +82,12 @@ Verbs:
 			goOnly = append(goOnly, v.Name())
 		}
 	}
+	b.WriteString("\nFaults, for rlab do fault STYLE FAULT, typed KIND[:DURATION][,key=value]…:\n")
+	for _, k := range proxy.FaultKinds {
+		fmt.Fprintf(&b, "  %-11s %s\n", k, k.Help())
+	}
+	b.WriteString("Keys: n, p, code, retry-after, verbs, resources (joined with +), seed. Every fault\n" +
+		"touches only the replicas' own traffic: rlab's clients and yours never pass through it.\n")
 	last := len(goOnly) - 1
 	fmt.Fprintf(&b, "\nSTYLE is shell, clientgo, runtime, go (both Go styles) or all.\n%s and %s take a Go style\n"+
 		"only (clientgo, runtime or go): the shell loop has no Lease and no watches.", strings.Join(goOnly[:last], ", "), goOnly[last])

@@ -96,6 +96,14 @@ const (
 	// Log: a human message worth a timeline line.
 	Log Kind = "log"
 
+	// FaultSet: a fault was turned on or off for a replica, at its proxy
+	// (FieldFault its kind, FieldSpec how it was given, FieldOn).
+	// FaultInjected: the fault touched one request or one watch event of
+	// that replica: which, and how (FieldFault, and the fields of what it
+	// touched).
+	FaultSet      Kind = "fault.set"
+	FaultInjected Kind = "fault.injected"
+
 	// Act: rlab performed a lesson action (FieldAction) on the sandbox,
 	// for autoplay or for `rlab do` (FieldVia), at the time it began: what
 	// only rlab can do (partition, pause, slow down …) made visible.

@@ -65,6 +65,10 @@ const (
 	FieldType        = "type"        // api.watch_event: "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"; "" if unreadable
 	FieldStyle       = "style"       // rlab.act: the action's style argument ("clientgo", "go", "all"), if it has one
 	FieldVia         = "via"         // rlab.act: ViaPlay or ViaCommand
+	FieldFault       = "fault"       // fault.set, fault.injected: the fault's kind ("stale", "conflict", …)
+	FieldSpec        = "spec"        // fault.set: the fault as typed ("stale:2s", "conflict,p=0.5")
+	FieldOn          = "on"          // fault.set: true when turned on, false when off
+	FieldDelayMS     = "delay_ms"    // fault.injected: how long a request or watch event was held
 )
 
 // Values of FieldResult and FieldChanged.
@@ -111,6 +115,8 @@ var Schema = map[Kind][]string{
 	Log:            {FieldMsg},
 	ClientLimits:   {FieldQPS, FieldBurst},
 	Act:            {FieldAction, FieldStyle, FieldVia},
+	FaultSet:       {FieldFault, FieldSpec, FieldOn},
+	FaultInjected:  {FieldFault, FieldVerb, FieldResource, FieldType, FieldCode, FieldDelayMS, FieldCount},
 }
 
 // CheckSchema returns an error naming the first field of e that its kind

@@ -138,6 +138,13 @@ func (e Event) Summary() string {
 			s += " (" + st + ")"
 		}
 		return s
+	case FaultSet:
+		if e.Bool(FieldOn) {
+			return "fault on: " + e.Str(FieldSpec)
+		}
+		return "fault off: " + e.Str(FieldSpec)
+	case FaultInjected:
+		return e.faultSummary(ms(FieldDelayMS))
 	case ClientLimits:
 		if q, _ := e.Num(FieldQPS); q < 0 {
 			return "client-side rate limit: none (left to the apiserver)"
@@ -154,4 +161,27 @@ func (e Event) Summary() string {
 		parts = append(parts, k+"="+e.Str(k))
 	}
 	return strings.Join(parts, " ")
+}
+
+// faultSummary says what a fault did to one request or watch event.
+func (e Event) faultSummary(delay string) string {
+	req := e.Str(FieldVerb) + " " + e.Str(FieldResource)
+	ev := "a " + e.Str(FieldType) + " event of " + e.Str(FieldResource)
+	switch e.Str(FieldFault) {
+	case "stale":
+		return "held " + ev + " " + delay + " (stale view)"
+	case "unobserved":
+		return "dropped " + ev + ": a later event of the object replaces it (unobserved state)"
+	case "conflict":
+		return "answered " + req + " with 409 Conflict (injected)"
+	case "error":
+		return "answered " + req + " with " + e.Str(FieldCode) + " (injected)"
+	case "latency", "lease":
+		return "delayed " + req + " " + delay + " (" + e.Str(FieldFault) + ")"
+	case "crash":
+		return "killed the replica as its " + req + " succeeded, before it saw the answer (crash after write)"
+	case "disconnect":
+		return "closed a watch of " + e.Str(FieldResource) + " mid-flight (watch disconnect)"
+	}
+	return e.Str(FieldFault) + " " + req
 }

@@ -97,6 +97,9 @@ type Options struct {
 	// students, another rlab on this one), where those tools' own
 	// identities must speak.
 	PassForeign bool
+	// Kill kills the replica behind this proxy: the crash fault's. Nil:
+	// the proxy refuses that fault.
+	Kill func() error
 }
 
 // queueSize bounds the events waiting for Publish; beyond it they are
@@ -109,6 +112,9 @@ const closeWait = 5 * time.Second
 var (
 	errPartitioned = errors.New(PartitionMessage)
 	errClosed      = errors.New("proxy closed")
+	// errDisconnected ends a watch the disconnect fault (or a fault that
+	// must see every watch) closes.
+	errDisconnected = errors.New("watch closed by an rlab fault")
 )
 
 // Proxy is one replica's counting API proxy.
@@ -149,6 +155,12 @@ type Proxy struct {
 	pumped  chan struct{}
 
 	watchEvents atomic.Int64 // see WatchEvents
+
+	// faults are the faults on (fault.go), read once per request;
+	// watches the open watches' cancels, for the faults that close them.
+	faults  atomic.Pointer[faults]
+	kill    func() error
+	watches map[*exchange]context.CancelCauseFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -198,6 +210,8 @@ func Start(opts Options) (*Proxy, error) {
 		counts:  map[string]int{},
 		events:  make(chan trace.Event, queueSize),
 		pumped:  make(chan struct{}),
+		kill:    opts.Kill,
+		watches: map[*exchange]context.CancelCauseFunc{},
 	}
 	p.base, p.cancelBase = context.WithCancel(context.Background())
 	p.epoch, p.cancelEpoch = context.WithCancel(p.base)
@@ -378,6 +392,9 @@ type exchange struct {
 	code      int  // set when the writer cannot know: 503 from a partition, -1 for nobody answered
 	published bool // a watch is published when its headers arrive
 	watch     bool
+	// at is the fault set when the watch started (stale, unobserved,
+	// disconnect), read once.
+	at faults
 }
 
 // maxBody is the largest request body forwarded; the apiserver's own limit
@@ -428,6 +445,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !readBody(sw, r, &x.code) {
 		return
 	}
+	if !p.beforeForward(r.Context(), sw, x) {
+		if x.code < 0 {
+			panic(http.ErrAbortHandler) // the client left while a fault held it
+		}
+		return
+	}
 
 	epoch, err := p.admit(r.Context())
 	if err != nil {
@@ -457,6 +480,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	defer stop()
+	if x.watch {
+		defer p.openWatch(x, cancel)()
+	}
 	p.rp.ServeHTTP(sw, r.WithContext(ctx))
 }
 
@@ -548,6 +574,9 @@ func (p *Proxy) onResponse(res *http.Response) error {
 	if ok && x.watch && res.StatusCode == http.StatusOK {
 		p.countWatch(x, res)
 	}
+	if ok && isWrite(x.call.verb) {
+		p.afterWrite(x, res.StatusCode)
+	}
 	return nil
 }
 
@@ -561,7 +590,7 @@ func (p *Proxy) onError(w http.ResponseWriter, r *http.Request, err error) {
 			x.code = http.StatusServiceUnavailable
 		}
 		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, PartitionMessage)
-	case errors.Is(cause, errClosed) || r.Context().Err() != nil:
+	case errors.Is(cause, errClosed) || errors.Is(cause, errDisconnected) || r.Context().Err() != nil:
 		// Nobody to answer: the client left or the proxy is closing.
 		if x != nil {
 			x.code = -1
@@ -621,16 +650,21 @@ func (p *Proxy) pump(publish func(trace.Event)) {
 // writeStatus writes a metav1.Status, which client-go turns into a typed
 // error (apierrors.IsServiceUnavailable, ...).
 func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
-	body, _ := json.Marshal(&metav1.Status{
+	writeStatusObject(w, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure,
 		Message:  msg,
 		Reason:   reason,
 		Code:     int32(code),
 	})
+}
+
+// writeStatusObject writes st with its code.
+func writeStatusObject(w http.ResponseWriter, st *metav1.Status) {
+	body, _ := json.Marshal(st)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
+	w.WriteHeader(int(st.Code))
 	_, _ = w.Write(body)
 }
 

@@ -66,7 +66,7 @@ type fakeAPI struct {
 	watchEnd chan string // "released" or "cancelled", one per finished watch
 }
 
-func newFakeAPI(t *testing.T) (*fakeAPI, *rest.Config) {
+func newFakeAPI(t testing.TB) (*fakeAPI, *rest.Config) {
 	t.Helper()
 	f := &fakeAPI{release: make(chan struct{}), watchEnd: make(chan string, 16)}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
@@ -174,7 +174,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientCert is a self-signed client certificate for cn, PEM encoded.
-func clientCert(t *testing.T, cn string) (certPEM, keyPEM []byte) {
+func clientCert(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -281,7 +281,7 @@ func clientConfig(t *testing.T, p *Proxy, ns string) *rest.Config {
 }
 
 // httpClient is a plain HTTP client that trusts the proxy's certificate.
-func httpClient(t *testing.T, p *Proxy) *http.Client {
+func httpClient(t testing.TB, p *Proxy) *http.Client {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(p.CAData()) {

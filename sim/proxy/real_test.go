@@ -225,7 +225,7 @@ func configMapReader(t *testing.T, admin kubernetes.Interface, ns string) *rest.
 }
 
 // testLogger keeps the proxy's debug log and prints it if the test fails.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	t.Helper()
 	var buf simtest.Buffer
 	t.Cleanup(func() {

@@ -55,6 +55,10 @@ type watchCounter struct {
 	framing framing
 	max     int // maxFrame, smaller in tests
 	emit    func(typ, name, namespace string)
+	// frame, if set, is called instead of emit with the frame's bytes as
+	// they came (nil for one over max): a shaped watch (shape.go) hands
+	// them out itself.
+	frame func(raw []byte, typ, name, namespace string)
 
 	buf  []byte // the current frame so far, while it fits in max
 	over bool   // the current frame outgrew max: counted, not buffered
@@ -86,6 +90,20 @@ func (w *watchCounter) Read(b []byte) (int, error) {
 
 func (w *watchCounter) Close() error { return w.body.Close() }
 
+// raw is the current frame as it came on the wire, a copy; nil if it
+// outgrew max.
+func (w *watchCounter) raw() []byte {
+	if w.over {
+		return nil
+	}
+	if w.framing == protoFraming {
+		out := make([]byte, 4, 4+len(w.buf))
+		binary.BigEndian.PutUint32(out, uint32(len(w.buf)))
+		return append(out, w.buf...)
+	}
+	return append(append(make([]byte, 0, len(w.buf)+1), w.buf...), '\n')
+}
+
 // keep appends part of the current frame unless the frame outgrew max.
 func (w *watchCounter) keep(b []byte) {
 	if w.over {
@@ -105,7 +123,11 @@ func (w *watchCounter) frameDone(decode func([]byte) (string, string, string)) {
 	if !w.over {
 		typ, name, ns = decode(w.buf)
 	}
-	w.emit(typ, name, ns)
+	if w.frame != nil {
+		w.frame(w.raw(), typ, name, ns)
+	} else {
+		w.emit(typ, name, ns)
+	}
 	w.buf, w.over = w.buf[:0], false
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // one large object should not pin a large buffer for the watch's life
@@ -281,28 +303,35 @@ func (p *Proxy) countWatch(x *exchange, res *http.Response) {
 	}
 	// Objects are named as api.request names them, by the watched
 	// resource, so the two join.
-	resource, _, _ := strings.Cut(x.call.resource, "/")
-	kind := kindOf(resource)
-	res.Body = &watchCounter{body: res.Body, framing: f, max: maxFrame, emit: func(typ, name, namespace string) {
+	wc := &watchCounter{body: res.Body, framing: f, max: maxFrame, emit: func(typ, name, namespace string) {
 		p.watchEvents.Add(1)
-		e := trace.Event{
-			Time:      time.Now(),
-			Source:    p.source,
-			Kind:      trace.APIWatchEvent,
-			Namespace: x.call.namespace,
-			Fields: map[string]any{
-				trace.FieldResource: x.call.resource,
-				trace.FieldType:     typ,
-			},
-		}
-		if e.Namespace == "" {
-			e.Namespace = namespace // a watch across all namespaces
-		}
-		if name != "" {
-			e.Object = trace.Object(kind, name)
-		}
-		p.enqueue(e)
+		p.enqueue(p.watchEvent(x, trace.APIWatchEvent, typ, name, namespace, nil))
 	}}
+	if shaped(x.at) {
+		res.Body = p.shape(x, wc, res.Request.Context())
+		return
+	}
+	res.Body = wc
+}
+
+// watchEvent is an event of kind about one event a watch delivered.
+func (p *Proxy) watchEvent(x *exchange, kind trace.Kind, typ, name, namespace string, fields map[string]any) trace.Event {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields[trace.FieldResource] = x.call.resource
+	fields[trace.FieldType] = typ
+	e := trace.Event{Time: time.Now(), Source: p.source, Kind: kind, Namespace: x.call.namespace, Fields: fields}
+	if e.Namespace == "" {
+		e.Namespace = namespace // a watch across all namespaces
+	}
+	if name != "" {
+		// Objects are named as api.request names them, by the watched
+		// resource, so the two join.
+		resource, _, _ := strings.Cut(x.call.resource, "/")
+		e.Object = trace.Object(kindOf(resource), name)
+	}
+	return e
 }
 
 // WatchEvents is the number of watch events the proxy delivered (every

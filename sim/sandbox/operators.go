@@ -473,7 +473,8 @@ func (s *Sandbox) startOperators() error {
 		id := s.identities[st]
 		for _, r := range s.Operators().Replicas(st) {
 			name := st.Source(r)
-			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log})
+			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log,
+				Kill: func() error { return s.super.Kill(name) }}) // the crash fault's, once the supervisor runs
 			if err != nil {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}

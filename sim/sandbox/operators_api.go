@@ -87,6 +87,45 @@ func (o Operators) Partition(replica string, mode proxy.Mode) error {
 	return nil
 }
 
+// SetFault turns f on at the proxy of every replica of st, in place of a
+// fault of its kind (proxy.Fault says what each does). The crash fault
+// kills a replica through the supervisor, which restarts it.
+func (o Operators) SetFault(st style.Style, f proxy.Fault) error {
+	for _, r := range o.Replicas(st) {
+		p, ok := o.s.proxies[st.Source(r)]
+		if !ok {
+			return fmt.Errorf("no proxy for %s", st.Source(r))
+		}
+		if err := p.SetFault(f); err != nil {
+			return fmt.Errorf("%s: %w", st.Source(r), err)
+		}
+	}
+	return nil
+}
+
+// ClearFault turns off the fault of kind at every replica of st; kind ""
+// turns every fault off.
+func (o Operators) ClearFault(st style.Style, kind proxy.FaultKind) {
+	for _, r := range o.Replicas(st) {
+		if p, ok := o.s.proxies[st.Source(r)]; ok {
+			if kind == "" {
+				p.ClearFaults()
+			} else {
+				p.ClearFault(kind)
+			}
+		}
+	}
+}
+
+// Faults are the faults on at replica a of st (SetFault gives every
+// replica the same; crash, once fired, is off at the replica it killed).
+func (o Operators) Faults(st style.Style) []proxy.Fault {
+	if p, ok := o.s.proxies[st.Source("a")]; ok {
+		return p.Faults()
+	}
+	return nil
+}
+
 // SetWatchOwned restarts a Go style's replicas with or without
 // --watch-owned=false.
 func (o Operators) SetWatchOwned(st style.Style, watch bool) error {

@@ -183,6 +183,7 @@ func replicas(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 		if holder != "" && holds(d.Style, n, holder) {
 			l.Add(s.Crown, " ♛")
 		}
+		faultMark(l, st.Faults[n], s)
 		out = append(out, l.Fit(w))
 	}
 	return out

@@ -373,6 +373,7 @@ func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 			l1.Plain("  ")
 		}
 		candidate(l1, n, st.Replicas[n], n == holder, s)
+		faultMark(l1, st.Faults[n], s)
 	}
 	return []string{l1.Fit(w), leaseLine(lease, d.Now, s).Fit(w)}
 }
@@ -394,6 +395,7 @@ func noElection(st *stats.Operator, w int, s *common.Theme) []string {
 	}
 	if r := st.Replicas["a"]; r != nil {
 		replicaState(l2, r, s)
+		faultMark(l2, st.Faults["a"], s)
 	}
 	return []string{l1.Fit(w), l2.Fit(w)}
 }
@@ -451,6 +453,13 @@ func leaseLine(lease *world.LeaseView, now time.Time, s *common.Theme) *common.L
 		l.Add(s.Warn, "expired "+common.Dur(-left)+" ago")
 	}
 	return l.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
+}
+
+// faultMark names the faults on at a replica's proxy, if any.
+func faultMark(l *common.Line, kinds []string, s *common.Theme) {
+	if len(kinds) > 0 {
+		l.Add(s.Warn, " ⚠ "+strings.Join(kinds, ","))
+	}
 }
 
 func replicaState(l *common.Line, r *stats.Replica, s *common.Theme) {

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/internal/fixture"
@@ -71,6 +72,15 @@ func TestTUIPaneGolden(t *testing.T) {
 		}},
 		{name: "batch-of-one", style: style.ClientGo, w: 53, h: 18, ns: snap.Namespaces[style.ClientGo.Namespace()], edit: func(s *stats.Stats) {
 			s.Styles[style.ClientGo].Batch = &world.Batch{N: 1, Created: fixture.At(10 * time.Second), Converged: fixture.At(11 * time.Second)}
+		}},
+		{name: "faults", style: style.ClientGo, w: 53, h: 18, ns: snap.Namespaces[style.ClientGo.Namespace()], edit: func(s *stats.Stats) {
+			for _, e := range []trace.Event{faultSet("clientgo/a", "stale", true), faultSet("clientgo/a", "conflict", true),
+				faultSet("clientgo/b", "stale", true), faultSet("clientgo/b", "stale", false), faultSet("clientgo/a", "stale", true)} {
+				s.Apply(e)
+			}
+		}},
+		{name: "shell-fault", style: style.Shell, w: 53, h: 18, ns: snap.Namespaces[style.Shell.Namespace()], edit: func(s *stats.Stats) {
+			s.Apply(faultSet("shell/a", "crash", true))
 		}},
 		{name: "drift-open", style: style.Runtime, w: 53, h: 18, ns: snap.Namespaces[style.Runtime.Namespace()], edit: func(s *stats.Stats) {
 			s.Styles[style.Runtime].Drift = &stats.Drift{Object: "Deployment/echo-hello", What: "replicas", Detected: fixture.At(39 * time.Second)}
@@ -171,6 +181,12 @@ func TestTUIPaneConverging(t *testing.T) {
 
 // TestTUIPaneClientLimit: each Go pane says the client-side limit its
 // replicas reported; the shell pane that each kubectl is a process.
+// faultSet is the event of a fault turned on or off at a replica's proxy.
+func faultSet(replica, kind string, on bool) trace.Event {
+	return trace.Event{Time: fixture.At(39 * time.Second), Source: "proxy/" + replica, Kind: trace.FaultSet,
+		Fields: map[string]any{trace.FieldFault: kind, trace.FieldSpec: kind, trace.FieldOn: on}}
+}
+
 func TestTUIPaneClientLimit(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -5,6 +5,7 @@ package stats
 // here; drawing formats.
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,15 @@ func (st *Operator) apply(e trace.Event) {
 		st.process(e)
 	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted, trace.Handover:
 		st.observed(e)
+	case trace.FaultSet:
+		r, kind := replicaOf(e.Source), e.Str(trace.FieldFault)
+		on := slices.DeleteFunc(st.Faults[r], func(k string) bool { return k == kind })
+		if e.Bool(trace.FieldOn) {
+			on = append(on, kind)
+		}
+		st.Faults[r] = on
+	case trace.FaultInjected:
+		st.Injected++
 	case trace.ClientLimits:
 		qps, _ := e.Num(trace.FieldQPS)
 		st.Limit = &ClientLimit{QPS: qps, Burst: num(e, trace.FieldBurst)}

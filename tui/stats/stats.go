@@ -157,6 +157,12 @@ type Operator struct {
 	Limit  *ClientLimit
 	apiSec [60]secBucket
 
+	// Faults are the faults on at each replica's proxy (fault.set), by
+	// replica then in the order they were turned on; Injected counts what
+	// they touched (fault.injected).
+	Faults   map[string][]string
+	Injected int
+
 	// What the proxies saw beyond counting: the watch events they
 	// delivered and the requests the apiserver denied. A student's
 	// operator traces nothing of its own, so its pane is made of these.
@@ -219,7 +225,7 @@ func New(styles []style.Style) *Stats {
 func newOperator(name style.Style) *Operator {
 	return &Operator{Name: name, Stage: -1, Verbs: map[VerbKey]int{}, Replicas: map[string]*Replica{},
 		Watch:    WatchEvents{ByResource: map[string]int{}},
-		inFlight: map[string]map[float64]struct{}{}, Converged: map[string]*Convergence{}}
+		inFlight: map[string]map[float64]struct{}{}, Converged: map[string]*Convergence{}, Faults: map[string][]string{}}
 }
 
 // StyleOf is the operator style an event is about: its source's style, or
