@@ -492,7 +492,7 @@ var actions = map[string]actionKind{
 	"fault": {
 		args: spec{required: argTypes{"style": tStyle, "fault": tFault}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			f, off, err := parseFaultArg(a.Str("fault"))
+			f, off, err := proxy.ParseFaultArg(a.Str("fault"))
 			if err != nil {
 				return err
 			}
@@ -512,7 +512,7 @@ var actions = map[string]actionKind{
 			return nil
 		},
 		words: func(a Args) string {
-			f, off, _ := parseFaultArg(a.Str("fault"))
+			f, off, _ := proxy.ParseFaultArg(a.Str("fault"))
 			switch {
 			case off && f.Kind == "":
 				return "turn every fault off"
@@ -991,20 +991,4 @@ func setNames(prefix string, n int) string {
 		return sandbox.SetName(prefix, 1)
 	}
 	return sandbox.SetName(prefix, 1) + " … " + sandbox.SetName(prefix, n)
-}
-
-// parseFaultArg reads a fault argument: a fault (proxy.ParseFault), or off
-// (every fault: Kind ""), or off:KIND.
-func parseFaultArg(v string) (f proxy.Fault, off bool, err error) {
-	if v == "off" {
-		return proxy.Fault{}, true, nil
-	}
-	if kind, ok := strings.CutPrefix(v, "off:"); ok {
-		if !slices.Contains(proxy.FaultKinds, proxy.FaultKind(kind)) {
-			return proxy.Fault{}, false, fmt.Errorf("off:%s: no fault %q", kind, kind)
-		}
-		return proxy.Fault{Kind: proxy.FaultKind(kind)}, true, nil
-	}
-	f, err = proxy.ParseFault(v)
-	return f, false, err
 }

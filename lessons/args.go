@@ -15,6 +15,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/proxy"
 )
 
 // argType is the type of one argument of an action or a check.
@@ -311,7 +312,7 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		}
 		return v, true
 	case tFault:
-		if _, _, err := parseFaultArg(v); err != nil {
+		if _, _, err := proxy.ParseFaultArg(v); err != nil {
 			p.errorf(n, "%s: %v", what, err)
 			return nil, false
 		}

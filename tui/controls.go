@@ -26,6 +26,7 @@ const (
 	modeMessage
 	modeScale
 	modePredict // the answer to a lesson step's question
+	modeFault   // a fault for the focused style, as rlab do fault takes it
 )
 
 // actionMsg is the result of an action Cmd.
@@ -68,6 +69,8 @@ type controls struct {
 	wantAt       time.Time
 	// last known spec, to create the Echo again after `x`.
 	lastMessage  string
+	lastFault    string      // what the fault prompt had last
+	faultStyle   style.Style // the style the fault prompt is for
 	lastReplicas int
 
 	inflight atomic.Int64 // actions running
@@ -81,7 +84,7 @@ func newControls(o Options) *controls {
 	ti := textinput.New()
 	ti.CharLimit = 256
 	return &controls{actions: o.Actions, ctx: o.Context, now: o.Now, name: o.Echo,
-		input: ti, lastMessage: DefaultMessage, lastReplicas: 2}
+		input: ti, lastMessage: DefaultMessage, lastReplicas: 2, lastFault: "stale:2s"}
 }
 
 func (c *controls) setDark(dark bool) { c.input.SetStyles(textinput.DefaultStyles(dark)) }
@@ -130,6 +133,9 @@ func (c *controls) onKey(msg tea.KeyPressMsg, k *common.KeyMap, at target) (ok b
 		return true, c.run(fmt.Sprintf("created Echo/%s ×%d %q (all styles)", name, n, text), modeNormal, func(ctx context.Context) (string, error) {
 			return "", c.actions.CreateEcho(ctx, name, text, n)
 		})
+	case key.Matches(msg, k.Fault):
+		c.faultStyle = at.focused
+		return true, c.open(modeFault, "fault at "+at.focused.Traits().Title+" (stale:2s, conflict, crash, … or off): ", c.lastFault)
 	case key.Matches(msg, k.Kill), key.Matches(msg, k.Stop):
 		return true, c.signalLeader(at.focused, key.Matches(msg, k.Kill))
 	}
@@ -225,6 +231,13 @@ func (c *controls) apply(val string) tea.Cmd {
 	c.inputEr = ""
 	if c.mode == modePredict {
 		return c.answer(val)
+	}
+	if c.mode == modeFault {
+		st, spec := c.faultStyle, strings.TrimSpace(val)
+		c.lastFault = spec
+		return c.run("fault "+spec+" at "+st.Traits().Title, modeFault, func(ctx context.Context) (string, error) {
+			return c.actions.ApplyFault(ctx, st, spec)
+		})
 	}
 	if c.mode == modeScale {
 		n, err := strconv.Atoi(strings.TrimSpace(val))

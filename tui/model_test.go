@@ -244,6 +244,8 @@ func TestTUIActions(t *testing.T) {
 		{"kill leader of client-go", []string{"2", "k"}, []fixture.Call{fixture.C("KillLeader", style.ClientGo)}, "killed (SIGKILL) leader clientgo/a"},
 		{"stop leader of runtime", []string{"3", "g"}, []fixture.Call{fixture.C("StopLeader", style.Runtime)}, "stopped (SIGTERM) leader runtime/a"},
 		{"shell has no leader", []string{"k"}, nil, "no leader"},
+		{"fault at runtime", []string{"3", "F", "enter"}, []fixture.Call{fixture.C("ApplyFault", style.Runtime, "stale:2s")}, "fault stale:2s at runtime"},
+		{"fault off at client-go", []string{"2", "F", "ctrl+u", "o", "f", "f", "enter"}, []fixture.Call{fixture.C("ApplyFault", style.ClientGo, "off")}, "fault off at clientgo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,10 @@ type Actions interface {
 	CreateEcho(ctx context.Context, name, msg string, n int) error
 	KillLeader(ctx context.Context, st style.Style) (string, error)
 	StopLeader(ctx context.Context, st style.Style) (string, error)
+	// ApplyFault turns a fault on at the style's replicas' proxies, or
+	// off, as rlab do fault takes it ("stale:2s", "off"), and says what
+	// it did; a fault it cannot read is an error that says why.
+	ApplyFault(ctx context.Context, st style.Style, fault string) (string, error)
 }
 
 // Info is what the header says about the sandbox.

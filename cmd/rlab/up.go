@@ -13,6 +13,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/tui"
 )
@@ -27,6 +28,26 @@ type screenActions struct {
 
 // The screen acts on the sandbox through tui.Actions.
 var _ tui.Actions = screenActions{}
+
+// ApplyFault turns a fault on or off at a style's replicas, from the
+// screen's fault prompt: the words of rlab do fault.
+func (a screenActions) ApplyFault(_ context.Context, st style.Style, spec string) (string, error) {
+	f, off, err := proxy.ParseFaultArg(spec)
+	switch {
+	case err != nil:
+		return "", err
+	case off && f.Kind == "":
+		a.ClearFault(st, "")
+		return "every fault off at " + st.Traits().Title, nil
+	case off:
+		a.ClearFault(st, f.Kind)
+		return "the " + string(f.Kind) + " fault off at " + st.Traits().Title, nil
+	}
+	if err := a.SetFault(st, f); err != nil {
+		return "", err
+	}
+	return "fault " + f.String() + " at " + st.Traits().Title + ": " + f.Kind.Help(), nil
+}
 
 type upFlags struct {
 	Record string

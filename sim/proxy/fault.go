@@ -60,7 +60,8 @@ const (
 	FaultPartition FaultKind = "partition"
 	// FaultDisconnect closes the replica's open watches mid-flight; with
 	// a Delay, every watch it opens from then on too, Delay after it
-	// starts. The client resumes from the last resourceVersion it saw.
+	// starts. The stream is reset, as by a dropped connection: client-go's
+	// reflector logs the error, lists again and watches from that list.
 	FaultDisconnect FaultKind = "disconnect"
 )
 
@@ -192,6 +193,23 @@ func ParseFault(s string) (Fault, error) {
 		return Fault{}, fmt.Errorf("fault %q: %w", s, err)
 	}
 	return f, nil
+}
+
+// ParseFaultArg reads what rlab do fault and the screen's fault prompt
+// take: a fault (ParseFault), or off (every fault: Kind ""), or off:KIND.
+func ParseFaultArg(v string) (f Fault, off bool, err error) {
+	v = strings.TrimSpace(v)
+	if v == "off" {
+		return Fault{}, true, nil
+	}
+	if kind, ok := strings.CutPrefix(v, "off:"); ok {
+		if !slices.Contains(FaultKinds, FaultKind(kind)) {
+			return Fault{}, false, fmt.Errorf("off:%s: no fault %q; want one of %s", kind, kind, kindNames())
+		}
+		return Fault{Kind: FaultKind(kind)}, true, nil
+	}
+	f, err = ParseFault(v)
+	return f, false, err
 }
 
 func kindNames() string {
@@ -384,9 +402,9 @@ type faults map[FaultKind]*armed
 
 // SetFault turns f on for this replica, in place of any fault of its kind.
 // Turning on stale or unobserved closes the replica's open watches once, so
-// that every watch goes through the fault from then on (the client resumes
-// each from its last resourceVersion); so does disconnect, whose purpose
-// it is. Crash needs Options.Kill.
+// that every watch goes through the fault from then on (the client watches
+// again, client-go after a new list); so does disconnect, whose purpose it
+// is. Crash needs Options.Kill.
 func (p *Proxy) SetFault(f Fault) error {
 	f = f.withDefaults()
 	if err := f.Validate(); err != nil {

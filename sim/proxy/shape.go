@@ -5,7 +5,7 @@ package proxy
 // a watch delivers, frame by frame; disconnect closes it. A watch opened
 // while neither shaping fault is on is passed through as it comes
 // (watch.go), at no cost: turning one on closes the open watches once, so
-// that each resumes through a shapedBody.
+// that the client's next watch goes through a shapedBody.
 
 import (
 	"context"

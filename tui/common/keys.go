@@ -9,7 +9,7 @@ import (
 // KeyMap is every key of the main screen. `?` help is generated from it.
 type KeyMap struct {
 	More, Less, Edit, DeleteDeployment, Scale, DeleteEcho, CreateEcho key.Binding
-	Kill, Stop                                                        key.Binding
+	Kill, Stop, Fault                                                 key.Binding
 	Next, Prev, Focus, Full, Verbs, Log, LogReplica                   key.Binding
 	Filter, Kinds, Pause, Up, Down, PageUp, PageDown, Top, Bottom     key.Binding
 	Help, Quit                                                        key.Binding
@@ -38,6 +38,7 @@ func DefaultKeyMap() KeyMap {
 		CreateEcho:       b([]string{"n"}, "n", "create Echo again"),
 		Kill:             b([]string{"k"}, "k", "kill leader (crash)"),
 		Stop:             b([]string{"g"}, "g", "stop leader gracefully"),
+		Fault:            b([]string{"F"}, "F", "fault (focused style)"),
 		Next:             b([]string{"tab"}, "tab", "next pane"),
 		Prev:             b([]string{"shift+tab"}, "shift+tab", "previous pane"),
 		Focus:            b([]string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}, "1-3", "focus pane"),
@@ -104,7 +105,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		append(k.LessonKeys(), k.LessonPredict), // shown only in a lesson
 		{k.More, k.Less, k.Edit, k.DeleteEcho, k.CreateEcho},
-		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop},
+		{k.DeleteDeployment, k.Scale, k.Kill, k.Stop, k.Fault},
 		{k.Next, k.Prev, k.Focus, k.Full, k.Verbs, k.Log, k.LogReplica},
 		{k.Filter, k.Kinds, k.Pause, k.Up, k.Down},
 		{k.PageUp, k.PageDown, k.Top, k.Bottom, k.Help, k.Quit},
