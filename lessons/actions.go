@@ -181,6 +181,22 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Wait a while between two acts, as a step's command sleeps.
+	"wait": {
+		args: spec{required: argTypes{"for": tDuration}},
+		do: func(ctx context.Context, p *Player, a Args) error {
+			t := time.NewTimer(a.Dur("for"))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		words: func(a Args) string { return "wait " + a.Dur("for").String() + " before the next act" },
+	},
+
 	// Touch the Echo without changing its spec (every `every`, for `for`).
 	"annotate": {
 		args: spec{required: argTypes{"name": tName}, optional: argTypes{"for": tDuration, "every": tDuration}},
@@ -508,7 +524,7 @@ var actions = map[string]actionKind{
 			if err := p.sb.Operators().SetFault(st, f); err != nil {
 				return err
 			}
-			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Kind.Help())
+			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Describe())
 			return nil
 		},
 		words: func(a Args) string {
@@ -519,7 +535,7 @@ var actions = map[string]actionKind{
 			case off:
 				return "turn the " + string(f.Kind) + " fault off"
 			}
-			return "turn the fault " + f.String() + " on: " + f.Kind.Help()
+			return "turn the fault " + f.String() + " on: " + f.Describe()
 		},
 	},
 

@@ -44,6 +44,7 @@ const (
 	tEvent         // an informer event: add, update or delete
 	tMessage       // an Echo's spec.message: any text, "" too (the namespace's default); the CRD's rule refuses spaces only
 	tFault         // a fault as proxy.ParseFault reads it (stale:2s, conflict,p=0.5), or off, or off:KIND
+	tFaultKind     // the kind of a fault: stale, conflict, crash …
 )
 
 // spec is what arguments an action or a check takes.
@@ -317,6 +318,11 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 			return nil, false
 		}
 		return v, true
+	case tFaultKind:
+		if !slices.Contains(proxy.FaultKinds, proxy.FaultKind(v)) {
+			return bad("a fault: " + strings.Join(faultKindNames(), ", "))
+		}
+		return v, true
 	case tQPS:
 		q, err := strconv.ParseFloat(v, 32)
 		if err != nil || n.Tag != "!!int" && n.Tag != "!!float" || q != echo.NoClientLimit && (q <= 0 || math.IsInf(q, 0)) {
@@ -378,3 +384,12 @@ func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
 // isProjectName says whether a File's name is a project's folder, not a
 // script's file.
 func isProjectName(name string) bool { return projectRE.MatchString(name) }
+
+// faultKindNames are the faults' names, for an error.
+func faultKindNames() []string {
+	out := make([]string, len(proxy.FaultKinds))
+	for i, k := range proxy.FaultKinds {
+		out[i] = string(k)
+	}
+	return out
+}

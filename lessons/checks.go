@@ -663,7 +663,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: n > 0, detail: fmt.Sprintf("%d of %d connected", n, n)}
 		},
-		words: func(Args) string { return "every replica reaches the apiserver, no partition or slowdown" },
+		words: func(Args) string { return "every replica reaches the apiserver, no partition, slowdown or fault" },
 	},
 
 	// Every replica is frozen (SIGSTOP).
@@ -840,11 +840,11 @@ var checks = map[string]checkKind{
 			if r := a.Str("resource"); r != "" {
 				what = strings.TrimSpace(what + " " + r)
 			}
-			if hasCode {
-				what += fmt.Sprintf(" → %d", code)
-			}
 			if what == "" {
 				what = "requests"
+			}
+			if hasCode {
+				what += fmt.Sprintf(" → %d", code)
 			}
 			in := ""
 			if over > 0 {
@@ -868,6 +868,22 @@ var checks = map[string]checkKind{
 				what += fmt.Sprintf(" over %s", d)
 			}
 			return what + want
+		},
+	},
+
+	// Requests and watch events the fault of a kind touched at the style's
+	// proxies since the step began (fault.injected): it was on, and met
+	// the traffic it is for.
+	"faults_injected": {
+		args: spec{required: argTypes{"style": tStyle, "fault": tFaultKind}, optional: argTypes{"min": tInt, "max": tInt}},
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n := len(eventsOf(v, st, trace.FaultInjected, func(e trace.Event) bool { return e.Str(trace.FieldFault) == a.Str("fault") }))
+			ok, want := bounds(a, n)
+			return styleResult{ok: ok, detail: fmt.Sprintf("%d touched by the %s fault%s", n, a.Str("fault"), want)}
+		},
+		words: func(a Args) string {
+			_, want := bounds(a, 0)
+			return fmt.Sprintf("requests or watch events touched by the %s fault%s", a.Str("fault"), want)
 		},
 	},
 

@@ -147,6 +147,12 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 				cut[r.Name] = px.Mode().String()
 			case px.Latency() > 0:
 				cut[r.Name] = "latency " + px.Latency().String()
+			case len(px.Faults()) > 0:
+				var on []string
+				for _, f := range px.Faults() {
+					on = append(on, f.String())
+				}
+				cut[r.Name] = "fault " + strings.Join(on, " ")
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func (a screenActions) ApplyFault(_ context.Context, st style.Style, spec string
 	if err := a.SetFault(st, f); err != nil {
 		return "", err
 	}
-	return "fault " + f.String() + " at " + st.Traits().Title + ": " + f.Kind.Help(), nil
+	return "fault " + f.String() + " at " + st.Traits().Title + ": " + f.Describe(), nil
 }
 
 type upFlags struct {

@@ -90,6 +90,56 @@ func (k FaultKind) Help() string {
 	return ""
 }
 
+// Describe says in a line what f does, its parameters spelt out.
+func (f Fault) Describe() string {
+	d := f.Delay.String()
+	switch f.Kind {
+	case FaultStale:
+		return "every watch event reaches the replicas " + d + " late: their caches lag behind the apiserver"
+	case FaultUnobserved:
+		return "of the watch events within " + d + ", each object's latest alone reaches the replicas"
+	case FaultConflict:
+		if f.N > 0 {
+			return fmt.Sprintf("every %s update or patch answered 409 Conflict by rlab", ordinal(f.N))
+		}
+		return fmt.Sprintf("each update or patch answered 409 Conflict by rlab with probability %g", f.P)
+	case FaultError:
+		if f.N > 0 {
+			return fmt.Sprintf("every %s write answered %d by rlab", ordinal(f.N), f.Code)
+		}
+		return fmt.Sprintf("each write answered %d by rlab with probability %g", f.Code, f.P)
+	case FaultLatency:
+		return "every request held " + d + " before it is forwarded"
+	case FaultCrash:
+		return fmt.Sprintf("the first replica to make its %s write killed as it succeeds, before it sees the answer", ordinal(f.N))
+	case FaultLease:
+		return "the replicas' Lease requests held " + d
+	case FaultPartition:
+		return "every request refused (503) for " + d
+	case FaultDisconnect:
+		if f.Delay > 0 {
+			return "the open watches cut mid-flight, and every new one " + d + " after it starts"
+		}
+		return "the open watches cut mid-flight"
+	}
+	return f.String()
+}
+
+// ordinal is "1st", "2nd", "3rd", "4th" …
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
+}
+
 // FaultKinds are every fault, in the order help lists them.
 var FaultKinds = []FaultKind{FaultStale, FaultUnobserved, FaultConflict, FaultError, FaultLatency,
 	FaultCrash, FaultLease, FaultPartition, FaultDisconnect}

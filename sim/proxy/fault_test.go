@@ -75,6 +75,9 @@ func TestParseFault(t *testing.T) {
 			if got := f.String(); got != tc.want {
 				t.Errorf("ParseFault(%q).String() = %q, want %q", tc.in, got, tc.want)
 			}
+			if d := f.Describe(); strings.Contains(d, "DURATION") || strings.Contains(d, "Nth") || d == f.String() {
+				t.Errorf("Describe() = %q: the parameters are not spelt out", d)
+			}
 			again, err := ParseFault(f.String())
 			if err != nil || again.String() != f.String() {
 				t.Errorf("ParseFault(%q) = %v, %v: String does not read back", f.String(), again, err)
@@ -120,6 +123,14 @@ func TestFaultMatches(t *testing.T) {
 				t.Errorf("%s matches %s = %v, want %v", tc.fault, tc.c.key(), got, tc.want)
 			}
 		})
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
+		if got := ordinal(n); got != want {
+			t.Errorf("ordinal(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 

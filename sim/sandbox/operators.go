@@ -474,7 +474,13 @@ func (s *Sandbox) startOperators() error {
 		for _, r := range s.Operators().Replicas(st) {
 			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log,
-				Kill: func() error { return s.super.Kill(name) }}) // the crash fault's, once the supervisor runs
+				// The crash fault's, once the supervisor runs: one kill
+				// per style, so the replica that takes over is not
+				// killed at its first write as well.
+				Kill: func() error {
+					s.Operators().ClearFault(st, proxy.FaultCrash)
+					return s.super.Kill(name)
+				}})
 			if err != nil {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}

@@ -89,7 +89,8 @@ func (o Operators) Partition(replica string, mode proxy.Mode) error {
 
 // SetFault turns f on at the proxy of every replica of st, in place of a
 // fault of its kind (proxy.Fault says what each does). The crash fault
-// kills a replica through the supervisor, which restarts it.
+// kills the first replica to reach its Nth write, through the supervisor,
+// which restarts it; it is then off at every replica of st.
 func (o Operators) SetFault(st style.Style, f proxy.Fault) error {
 	for _, r := range o.Replicas(st) {
 		p, ok := o.s.proxies[st.Source(r)]
