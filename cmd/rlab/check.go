@@ -14,6 +14,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -28,6 +29,7 @@ type checkFlags struct {
 	Settle, Rest  time.Duration
 	ShellInterval time.Duration
 	Only          []string
+	Chaos         string // "": none; "all", or kinds
 	clusterFlags
 }
 
@@ -44,7 +46,14 @@ Echo "hello", and check from outside what it does:
 the Deployment and its ownerReference, replicas, message, status, scaling,
 observedGeneration and the Ready condition (informative), drift
 repair, garbage collection, an invalid spec, a restart, the API cost at rest and
-least privilege; with --replicas 2 also leader election and failover.
+least privilege; with --replicas 2 also leader election and failover. With
+--chaos, a workload (create an Echo, scale it, change its message) then runs
+once clean and once under each fault at the operator's own proxies (a stale
+cache, events never seen, conflicts, server errors, latency, a crash after a
+write, a Lease held, a partition, watches cut), each judged against the clean
+run: the same end state, no extra Deployments created or deleted, writes
+within 4 × the clean run's plus 10, converged within --within of the fault's
+end.
 
 COMMAND is a shell command line (one argument, quoted, or several), or the name
 of a built-in operator: shell, clientgo or runtime. The exit status is 1 when a
@@ -52,7 +61,9 @@ required check fails.`,
 		Example: `  rlab check ./my-operator.sh
   rlab check 'python3 operator.py --verbose'
   rlab check --replicas 2 -- go run ./cmd --leader-elect --health-probe-bind-address=0
-  rlab check runtime --replicas 2 --output json`,
+  rlab check runtime --replicas 2 --output json
+  rlab check --chaos ./my-operator.sh
+  rlab check --chaos=stale,crash runtime`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -71,6 +82,9 @@ required check fails.`,
 	fs.DurationVar(&f.Rest, "rest", check.DefaultRest, "how long the API cost at rest is counted")
 	fs.DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the built-in shell loop")
 	fs.StringSliceVar(&f.Only, "only", nil, "run only these checks (`IDS`, comma-separated): "+strings.Join(checkIDs(), ", "))
+	fs.StringVar(&f.Chaos, "chaos", "", "after the checks, run a small workload clean and under each fault at the operator's proxies, and judge each run against the clean one; "+
+		"--chaos=`KINDS` runs only those (comma-separated, KIND:DURATION for another duration): "+strings.Join(check.ChaosKinds(), ", "))
+	fs.Lookup("chaos").NoOptDefVal = "all"
 	f.clusterFlags.register(fs)
 	return cmd
 }
@@ -151,6 +165,12 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	var chaos []proxy.Fault
+	if f.Chaos != "" {
+		if chaos, err = check.ParseChaos(f.Chaos); err != nil {
+			return err
+		}
+	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	text := f.Output == "text"
@@ -198,7 +218,7 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 		granted = c.RBAC
 	}
 	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{
-		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only, RBAC: granted,
+		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only, RBAC: granted, Chaos: chaos,
 		Progress: func(r check.Result) {
 			if text {
 				printResult(stdout, r)

@@ -43,6 +43,10 @@ func TestCheck(t *testing.T) {
 			checks: map[string]checkWant{check.Leader: {pass: true}, check.Failover: {pass: true}}},
 		{name: "runtime replicas 2", args: []string{"--replicas", "2", "runtime"}, passed: true,
 			checks: map[string]checkWant{check.Leader: {pass: true}, check.Failover: {pass: true}}},
+		// The CLI's --chaos: one scenario, judged against a clean run
+		// (every scenario on every built-in: TestChaosBuiltins).
+		{name: "runtime under a crash", args: []string{"--only", "deployment", "--chaos=crash", "runtime"}, passed: true,
+			checks: map[string]checkWant{"chaos-crash": {pass: true}}},
 		{name: "good fixture", args: []string{"--only", "deployment,owner,status,drift-scaled,gc,privilege", "{good}"}, passed: true},
 		{name: "no ownerReference", args: []string{"--only", "deployment,owner,gc", "{no-owner}"},
 			checks: map[string]checkWant{

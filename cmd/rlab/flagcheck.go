@@ -23,6 +23,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -184,7 +185,10 @@ func (f checkFlags) validate(args []string) error {
 			break
 		}
 	}
-	var name, role, slow error
+	var name, role, slow, chaos error
+	if f.Chaos != "" {
+		_, chaos = check.ParseChaos(f.Chaos)
+	}
 	if _, err := style.Custom(f.Name); err != nil {
 		name = fmt.Errorf("--name: %w", err)
 	}
@@ -195,7 +199,7 @@ func (f checkFlags) validate(args []string) error {
 		slow = fmt.Errorf("--within %s: want more than --shell-interval (%s): the shell loop sees a change only at its next poll", f.Within, f.ShellInterval)
 	}
 	return firstErr(
-		oneOf("--output", f.Output, "text", "json"), only, name, role,
+		oneOf("--output", f.Output, "text", "json"), only, chaos, name, role,
 		between("--replicas", f.Replicas, 1, sandbox.MaxReplicas),
 		atLeast("--within", f.Within, time.Second, "30s"),
 		atLeast("--settle", f.Settle, time.Second, "5s"),

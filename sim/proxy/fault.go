@@ -99,11 +99,17 @@ func (f Fault) Describe() string {
 	case FaultUnobserved:
 		return "of the watch events within " + d + ", each object's latest alone reaches the replicas"
 	case FaultConflict:
+		if f.N == 1 {
+			return "every update and patch answered 409 Conflict by rlab"
+		}
 		if f.N > 0 {
 			return fmt.Sprintf("every %s update or patch answered 409 Conflict by rlab", ordinal(f.N))
 		}
 		return fmt.Sprintf("each update or patch answered 409 Conflict by rlab with probability %g", f.P)
 	case FaultError:
+		if f.N == 1 {
+			return fmt.Sprintf("every write answered %d by rlab", f.Code)
+		}
 		if f.N > 0 {
 			return fmt.Sprintf("every %s write answered %d by rlab", ordinal(f.N), f.Code)
 		}
@@ -111,6 +117,9 @@ func (f Fault) Describe() string {
 	case FaultLatency:
 		return "every request held " + d + " before it is forwarded"
 	case FaultCrash:
+		if f.N == 1 {
+			return "the first replica to write killed as the write succeeds, before it sees the answer"
+		}
 		return fmt.Sprintf("the first replica to make its %s write killed as it succeeds, before it sees the answer", ordinal(f.N))
 	case FaultLease:
 		return "the replicas' Lease requests held " + d

@@ -27,6 +27,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/backend"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -116,6 +117,9 @@ type Options struct {
 	// Waiting, if set, is told every WaitingEvery while a check waits for
 	// the operator: how long so far, and why not yet.
 	Waiting func(id string, waited time.Duration, why string)
+	// Chaos, if set, runs the chaos workload after the checks, clean and
+	// under each of these faults (chaos.go).
+	Chaos []proxy.Fault
 	// RBAC is what the operator was granted instead of the course's Role
 	// (sandbox.Custom.RBAC), if it was: privilege then compares what it
 	// declared, what it used and what the course needs.
@@ -225,6 +229,36 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 		out = append(out, res)
 		if opts.Progress != nil {
 			opts.Progress(res)
+		}
+	}
+	if len(opts.Chaos) == 0 {
+		return out, nil
+	}
+	if r.cause != nil && r.cause.blocking {
+		for _, f := range opts.Chaos {
+			res := Result{ID: ChaosID(f.Kind), Title: "under " + f.String(), Required: true, Reason: "not checked: see " + r.named}
+			out = append(out, res)
+			if opts.Progress != nil {
+				opts.Progress(res)
+			}
+		}
+		return out, nil
+	}
+	r.current = "chaos"
+	rs, err := r.chaos(ctx, opts.Chaos)
+	out = append(out, rs...)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return out, ctx.Err()
+	case err != nil:
+		// rlab's own trouble fails the scenarios left, not the report.
+		for _, f := range opts.Chaos[len(rs):] {
+			res := Result{ID: ChaosID(f.Kind), Title: "under " + f.String(), Required: true,
+				Reason: fmt.Sprintf("rlab could not finish this check: %v", err)}
+			out = append(out, res)
+			if opts.Progress != nil {
+				opts.Progress(res)
+			}
 		}
 	}
 	return out, nil

@@ -1,0 +1,318 @@
+package check
+
+// Chaos (rlab check --chaos): after the normal checks, the same small
+// workload runs once clean and once under each fault, at the operator's
+// own proxies, and each faulty run is judged against the clean one, as
+// Sieve judges: the end state matches (the Deployment as specified, status
+// current), no more Deployments are created or deleted than in the clean
+// run, the Echo has one Deployment, the writes stay within a bound of the
+// clean run's, and it converges within Within after the fault ends.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/proxy"
+)
+
+// ChaosScenarios are the faults rlab check --chaos runs, by kind, as each
+// is set: on for the whole workload (about 6 s), then off.
+var ChaosScenarios = []string{
+	"stale:2s",           // every watch event 2 s late
+	"unobserved:2s",      // of 2 s of events, each object's latest alone
+	"conflict,n=1",       // every update and patch refused 409
+	"error,n=2,code=500", // every 2nd write answered 500
+	"latency:500ms",      // every request held 0.5 s
+	"crash,n=1",          // killed as its first write succeeds
+	"lease:5s",           // Lease requests held past the renew deadline
+	"partition:4s",       // every request refused for 4 s
+	"disconnect:1s",      // every watch cut 1 s after it starts
+}
+
+// ChaosKinds are the fault kinds --chaos takes, in the order they run.
+func ChaosKinds() []string {
+	out := make([]string, len(ChaosScenarios))
+	for i, s := range ChaosScenarios {
+		f, _ := proxy.ParseFault(s)
+		out[i] = string(f.Kind)
+	}
+	return out
+}
+
+// ParseChaos reads --chaos: "all", or kinds joined with commas, each with
+// its scenario's parameters, or KIND:DURATION for another duration.
+func ParseChaos(v string) ([]proxy.Fault, error) {
+	var specs []string
+	switch v = strings.TrimSpace(v); v {
+	case "", "all":
+		specs = ChaosScenarios
+	default:
+		for _, w := range strings.Split(v, ",") {
+			kind, dur, hasDur := strings.Cut(strings.TrimSpace(w), ":")
+			i := slices.Index(ChaosKinds(), kind)
+			if i < 0 {
+				return nil, fmt.Errorf("--chaos %s: no fault %q; want all, or some of %s", v, kind, strings.Join(ChaosKinds(), ", "))
+			}
+			spec := ChaosScenarios[i]
+			if hasDur {
+				spec = kind + ":" + dur
+				if _, rest, ok := strings.Cut(ChaosScenarios[i], ","); ok {
+					spec += "," + rest
+				}
+			}
+			specs = append(specs, spec)
+		}
+	}
+	out := make([]proxy.Fault, 0, len(specs))
+	for _, s := range specs {
+		f, err := proxy.ParseFault(s)
+		if err != nil {
+			return nil, fmt.Errorf("--chaos: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// ChaosID is the result ID of a fault's scenario: "chaos-stale".
+func ChaosID(k proxy.FaultKind) string { return "chaos-" + string(k) }
+
+// Faults is what chaos needs of a Target besides the rest: the faults at
+// the style's proxies.
+type Faults interface {
+	SetFault(st style.Style, f proxy.Fault) error
+	ClearFault(st style.Style, kind proxy.FaultKind)
+}
+
+// The workload's timing: the fault is on chaosSettle before the first
+// edit (turning stale, unobserved or disconnect on cuts the watches, and
+// client-go watches again within a second or two), the edits come
+// chaosStep apart, and the fault stays on chaosStep after the last.
+const (
+	chaosSettle = 2 * time.Second
+	chaosStep   = time.Second
+)
+
+// The messages of the workload.
+const (
+	chaosBefore = "before the fault"
+	chaosUnder  = "under the fault"
+)
+
+// chaosRun is what one run of the workload showed.
+type chaosRun struct {
+	converged bool
+	why       string        // why not converged, or ""
+	took      time.Duration // from the fault's end (clean: the last edit) to converged
+	creates   int           // Deployments created (2xx)
+	deletes   int           // Deployments deleted (2xx)
+	writes    int           // every write but Lease and Event ones, answered or not
+	owned     []string      // the Deployments the Echo controls at the end
+}
+
+// chaos runs the clean workload, then one run per fault, and returns a
+// result per fault.
+func (r *run) chaos(ctx context.Context, faults []proxy.Fault) ([]Result, error) {
+	ft, ok := r.sb.(Faults)
+	if !ok {
+		return nil, fmt.Errorf("this sandbox cannot inject faults")
+	}
+	clean, err := r.workload(ctx, ft, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, f := range faults {
+		t0 := time.Now()
+		res := Result{ID: ChaosID(f.Kind), Title: "under " + f.String() + ": " + f.Describe(), Required: true}
+		switch {
+		case !clean.converged:
+			res.Reason = "not checked: without a fault the workload did not converge: " + clean.why
+		default:
+			got, err := r.workload(ctx, ft, &f)
+			if err != nil {
+				return out, err
+			}
+			res.Pass, res.Reason = judge(f, clean, got)
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		out = append(out, res)
+		if r.opts.Progress != nil {
+			r.opts.Progress(res)
+		}
+	}
+	return out, nil
+}
+
+// judge compares a faulty run with the clean one.
+func judge(f proxy.Fault, clean, got chaosRun) (bool, string) {
+	under := "under " + f.String()
+	bound := 4*clean.writes + 10
+	switch {
+	case len(got.owned) > 1:
+		return false, fmt.Sprintf("%s Echo has %d Deployments, %s (a clean run: 1): it created one it had already made, seeing none", under,
+			len(got.owned), strings.Join(got.owned, ", "))
+	case got.creates > clean.creates:
+		return false, fmt.Sprintf("%s it created Deployments %d times, a clean run %d", under, got.creates, clean.creates)
+	case got.deletes > clean.deletes:
+		return false, fmt.Sprintf("%s it deleted Deployments %d times, a clean run %d", under, got.deletes, clean.deletes)
+	case !got.converged:
+		return false, fmt.Sprintf("%s it did not converge after the fault ended: %s", under, got.why)
+	case got.writes > bound:
+		return false, fmt.Sprintf("%s it wrote %d times, more than %d (4 × a clean run's %d, plus 10)", under, got.writes, bound, clean.writes)
+	}
+	return true, fmt.Sprintf("converged %s after the fault; %d create, %d writes (a clean run: %d, %d)",
+		secs(got.took), got.creates, got.writes, clean.creates, clean.writes)
+}
+
+// workload creates an Echo, scales it and changes its message, under f
+// (nil: clean), then waits until it converges, and deletes it.
+func (r *run) workload(ctx context.Context, ft Faults, f *proxy.Fault) (chaosRun, error) {
+	name := "chaos-clean"
+	if f != nil {
+		name = "chaos-" + string(f.Kind)
+	}
+	since := time.Now()
+	if f != nil {
+		if err := ft.SetFault(r.st, *f); err != nil {
+			return chaosRun{}, fmt.Errorf("fault %s: %w", f, err)
+		}
+		defer ft.ClearFault(r.st, f.Kind)
+		if err := pause(ctx, chaosSettle); err != nil {
+			return chaosRun{}, err
+		}
+	}
+	defer r.cleanup(name)
+	if err := r.createEcho(ctx, name, chaosBefore, 2); err != nil {
+		return chaosRun{}, fmt.Errorf("create Echo %s: %w", name, err)
+	}
+	if err := pause(ctx, chaosStep); err != nil {
+		return chaosRun{}, err
+	}
+	if err := r.setReplicas(ctx, name, 3); err != nil {
+		return chaosRun{}, err
+	}
+	if err := pause(ctx, chaosStep); err != nil {
+		return chaosRun{}, err
+	}
+	if _, err := r.echoes.Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"message":%q}}`, chaosUnder),
+		metav1.PatchOptions{FieldManager: "rlab-check"}); err != nil {
+		return chaosRun{}, fmt.Errorf("edit Echo %s: %w", name, err)
+	}
+	if err := pause(ctx, chaosStep); err != nil {
+		return chaosRun{}, err
+	}
+	if f != nil {
+		ft.ClearFault(r.st, f.Kind)
+	}
+	ended := time.Now()
+
+	var res chaosRun
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.opts.Within, true, func(ctx context.Context) (bool, error) {
+		ok, w, err := r.chaosDone(ctx, name)
+		if err != nil && ctx.Err() != nil {
+			return false, nil // the bound cut a request short: keep the last why
+		}
+		why = w
+		return ok, err
+	})
+	switch {
+	case err == nil:
+		res.converged, res.took = true, time.Since(ended)
+	case ctx.Err() != nil:
+		return chaosRun{}, ctx.Err()
+	case wait.Interrupted(err):
+		res.why = fmt.Sprintf("within %s, %s", secs(r.opts.Within), why)
+	default:
+		return chaosRun{}, err
+	}
+	owned, err := r.owned(ctx, name)
+	if err != nil {
+		return chaosRun{}, err
+	}
+	res.owned = owned
+	for _, q := range r.rec.Requests(since) {
+		switch {
+		case q.Housekeeping() || !q.Write():
+		case q.Key() == "create deployments" && q.Code/100 == 2:
+			res.creates++
+			res.writes++
+		case q.Key() == "delete deployments" && q.Code/100 == 2:
+			res.deletes++
+			res.writes++
+		default:
+			res.writes++
+		}
+	}
+	return res, nil
+}
+
+// chaosDone says whether Echo name has converged after the workload: its
+// Deployment as specified, every pod ready, status.ready and
+// observedGeneration current if the operator writes it.
+func (r *run) chaosDone(ctx context.Context, name string) (bool, string, error) {
+	ok, why, err := r.matches(ctx, name, true)
+	if !ok || err != nil {
+		return ok, why, err
+	}
+	e, d, why, err := r.pair(ctx, name)
+	if why != "" || err != nil {
+		return false, why, err
+	}
+	if why := r.templateProblem(d, e.Spec.Message); why != "" {
+		return false, why, nil
+	}
+	if g := e.Status.ObservedGeneration; g != 0 && g != e.Generation {
+		return false, fmt.Sprintf("status.observedGeneration is %d, metadata.generation %d", g, e.Generation), nil
+	}
+	return true, "", nil
+}
+
+// owned lists the Deployments that Echo name controls (ownerReference
+// controller=true, its uid).
+func (r *run) owned(ctx context.Context, name string) ([]string, error) {
+	e, err := r.getEcho(ctx, name)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	ds, err := r.kube.AppsV1().Deployments(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Deployments: %w", err)
+	}
+	var out []string
+	for _, d := range ds.Items {
+		if controlledBy(&d, e) {
+			out = append(out, d.Name)
+		}
+	}
+	return out, nil
+}
+
+func controlledBy(d *appsv1.Deployment, e *echov1.Echo) bool {
+	ref := metav1.GetControllerOf(d)
+	return ref != nil && ref.UID == e.UID || d.Name == echo.DeploymentName(e.Name)
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
