@@ -183,17 +183,8 @@ var actions = map[string]actionKind{
 
 	// Wait a while between two acts, as a step's command sleeps.
 	"wait": {
-		args: spec{required: argTypes{"for": tDuration}},
-		do: func(ctx context.Context, p *Player, a Args) error {
-			t := time.NewTimer(a.Dur("for"))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
+		args:  spec{required: argTypes{"for": tDuration}},
+		do:    func(ctx context.Context, p *Player, a Args) error { return poll.Sleep(ctx, a.Dur("for")) },
 		words: func(a Args) string { return "wait " + a.Dur("for").String() + " before the next act" },
 	},
 

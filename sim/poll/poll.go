@@ -62,3 +62,16 @@ func (f final) Unwrap() error { return f.err }
 func True(cond func() bool) Cond {
 	return func(context.Context) (bool, error) { return cond(), nil }
 }
+
+// Sleep waits d, or until ctx ends (its error): a pause that is part of
+// what is done (the space between two acts), not a wait for a condition.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -70,3 +70,16 @@ func TestUntilEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Until on a cancelled context = %v, want context.Canceled", err)
 	}
 }
+
+func TestSleep(t *testing.T) {
+	start := time.Now()
+	if err := Sleep(context.Background(), 50*time.Millisecond); err != nil || time.Since(start) < 50*time.Millisecond {
+		t.Errorf("Sleep(50ms) = %v after %s", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start = time.Now()
+	if err := Sleep(ctx, time.Minute); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Errorf("Sleep in an ended context = %v after %s, want context.Canceled at once", err, time.Since(start))
+	}
+}

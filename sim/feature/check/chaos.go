@@ -23,6 +23,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proxy"
 )
 
@@ -189,7 +190,7 @@ func (r *run) workload(ctx context.Context, ft Faults, f *proxy.Fault) (chaosRun
 			return chaosRun{}, fmt.Errorf("fault %s: %w", f, err)
 		}
 		defer ft.ClearFault(r.st, f.Kind)
-		if err := pause(ctx, chaosSettle); err != nil {
+		if err := poll.Sleep(ctx, chaosSettle); err != nil {
 			return chaosRun{}, err
 		}
 	}
@@ -197,20 +198,20 @@ func (r *run) workload(ctx context.Context, ft Faults, f *proxy.Fault) (chaosRun
 	if err := r.createEcho(ctx, name, chaosBefore, 2); err != nil {
 		return chaosRun{}, fmt.Errorf("create Echo %s: %w", name, err)
 	}
-	if err := pause(ctx, chaosStep); err != nil {
+	if err := poll.Sleep(ctx, chaosStep); err != nil {
 		return chaosRun{}, err
 	}
 	if err := r.setReplicas(ctx, name, 3); err != nil {
 		return chaosRun{}, err
 	}
-	if err := pause(ctx, chaosStep); err != nil {
+	if err := poll.Sleep(ctx, chaosStep); err != nil {
 		return chaosRun{}, err
 	}
 	if _, err := r.echoes.Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"message":%q}}`, chaosUnder),
 		metav1.PatchOptions{FieldManager: "rlab-check"}); err != nil {
 		return chaosRun{}, fmt.Errorf("edit Echo %s: %w", name, err)
 	}
-	if err := pause(ctx, chaosStep); err != nil {
+	if err := poll.Sleep(ctx, chaosStep); err != nil {
 		return chaosRun{}, err
 	}
 	if f != nil {
@@ -303,16 +304,4 @@ func (r *run) owned(ctx context.Context, name string) ([]string, error) {
 func controlledBy(d *appsv1.Deployment, e *echov1.Echo) bool {
 	ref := metav1.GetControllerOf(d)
 	return ref != nil && ref.UID == e.UID || d.Name == echo.DeploymentName(e.Name)
-}
-
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
