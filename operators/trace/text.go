@@ -166,7 +166,7 @@ func (e Event) Summary() string {
 // faultSummary says what a fault did to one request or watch event.
 func (e Event) faultSummary(delay string) string {
 	req := e.Str(FieldVerb) + " " + e.Str(FieldResource)
-	ev := "a " + e.Str(FieldType) + " event of " + e.Str(FieldResource)
+	ev := "watch event " + e.Str(FieldType) + " of " + e.Str(FieldResource)
 	switch e.Str(FieldFault) {
 	case "stale":
 		return "held " + ev + " " + delay + " (stale view)"

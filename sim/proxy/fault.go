@@ -60,8 +60,8 @@ const (
 	FaultPartition FaultKind = "partition"
 	// FaultDisconnect closes the replica's open watches mid-flight; with
 	// a Delay, every watch it opens from then on too, Delay after it
-	// starts. The stream is reset, as by a dropped connection: client-go's
-	// reflector logs the error, lists again and watches from that list.
+	// starts. The HTTP/2 stream is reset, not ended: client-go's reflector
+	// reports an error and lists again.
 	FaultDisconnect FaultKind = "disconnect"
 )
 
@@ -75,9 +75,9 @@ func (k FaultKind) Help() string {
 	case FaultConflict:
 		return "updates and patches answered 409 Conflict by rlab (n=N every Nth, p=P each with probability P)"
 	case FaultError:
-		return "writes answered code=500 (or 502, 503, 504, 429 with retry-after=D) by rlab"
+		return "writes answered code=500 (or 502, 503, 504, 429) by rlab, p=0.5 unless n= or p= says; retry-after=D adds the header client-go waits out"
 	case FaultLatency:
-		return "every request (verbs=..., resources=...) held DURATION before it is forwarded"
+		return "requests (but Leases' and Events'; verbs=..., resources=...) held DURATION before they are forwarded"
 	case FaultCrash:
 		return "the replica killed as its Nth write succeeds, before it sees the answer"
 	case FaultLease:
@@ -460,6 +460,7 @@ func (a *armed) hit(c call) bool {
 type faults map[FaultKind]*armed
 
 // SetFault turns f on for this replica, in place of any fault of its kind.
+// Partition shares the mode with SetMode: whichever heals last heals.
 // Turning on stale or unobserved closes the replica's open watches once, so
 // that every watch goes through the fault from then on (the client watches
 // again, client-go after a new list); so does disconnect, whose purpose it
@@ -473,12 +474,6 @@ func (p *Proxy) SetFault(f Fault) error {
 		return errors.New("crash: this proxy cannot kill its replica")
 	}
 	a := arm(f)
-	if f.Kind == FaultPartition {
-		// Refusing first, then the timer that ends it: a short partition
-		// cannot end before it began.
-		p.SetMode(Refuse)
-		a.timer = time.AfterFunc(f.Delay, func() { p.endFault(a) })
-	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -489,7 +484,7 @@ func (p *Proxy) SetFault(f Fault) error {
 		next[k] = v
 	}
 	if old := next[f.Kind]; old != nil && old.timer != nil {
-		old.timer.Stop()
+		old.timer.Stop() // if it fired already, its endFault finds another fault and does nothing
 	}
 	keep := f.Kind != FaultDisconnect || f.Delay > 0 // a bare disconnect acts once
 	if keep {
@@ -498,6 +493,12 @@ func (p *Proxy) SetFault(f Fault) error {
 		delete(next, f.Kind)
 	}
 	p.faults.Store(&next)
+	if f.Kind == FaultPartition {
+		// Under the same hold as the store: the timer's endFault finds
+		// this fault, however short the partition.
+		p.setModeLocked(Refuse)
+		a.timer = time.AfterFunc(f.Delay, func() { p.endFault(a) })
+	}
 	p.mu.Unlock()
 
 	p.publishFault(f, true)
@@ -529,7 +530,8 @@ func (p *Proxy) ClearFaults() {
 }
 
 // endFault removes a (if it is still the fault of its kind) and undoes
-// what it did.
+// what it did: a partition it ends heals the proxy, a partition of
+// SetMode's too (the two share the mode).
 func (p *Proxy) endFault(a *armed) {
 	p.mu.Lock()
 	cur := p.faultSet()
@@ -544,14 +546,13 @@ func (p *Proxy) endFault(a *armed) {
 		}
 	}
 	p.faults.Store(&next)
-	closed := p.closed
-	p.mu.Unlock()
 	if a.timer != nil {
 		a.timer.Stop()
 	}
-	if a.Kind == FaultPartition && !closed {
-		p.SetMode(Normal)
+	if a.Kind == FaultPartition && !p.closed {
+		p.setModeLocked(Normal)
 	}
+	p.mu.Unlock()
 	p.publishFault(a.Fault, false)
 }
 
@@ -610,6 +611,10 @@ func (p *Proxy) beforeForward(ctx context.Context, w http.ResponseWriter, x *exc
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
+			x.code = -1
+			return false
+		case <-p.base.Done(): // closing: nobody is left to answer
 			t.Stop()
 			x.code = -1
 			return false

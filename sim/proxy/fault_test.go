@@ -528,7 +528,7 @@ func TestFaultUnobserved(t *testing.T) {
 	fx := newFaultFixture(t, "application/json")
 	fx.configMap(t, "a")
 	fx.configMap(t, "b")
-	fx.set(t, "unobserved:1s")
+	fx.set(t, "unobserved:3s") // room for four round trips on a loaded machine
 	list, err := fx.cs.CoreV1().ConfigMaps(fx.ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -681,5 +681,40 @@ func BenchmarkFaultCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFaultPartitionTimers: a partition however short ends by itself, and
+// one replaced by a longer one does not heal the proxy when the first
+// would have ended.
+func TestFaultPartitionTimers(t *testing.T) {
+	fx := newFixture(t)
+	set := func(spec string) {
+		t.Helper()
+		f, err := ParseFault(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fx.p.SetFault(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 50 {
+		set("partition:1ns")
+	}
+	simtest.Eventually(t, 10*time.Second, "the short partitions end", simtest.True(func() bool {
+		return fx.p.Mode() == Normal && len(fx.p.Faults()) == 0
+	}))
+	set("partition:50ms")
+	set("partition:1m")
+	if err := simtest.Poll(t.Context(), 300*time.Millisecond, simtest.True(func() bool { return fx.p.Mode() == Normal })); err == nil {
+		t.Fatal("the replaced partition's timer healed the proxy")
+	}
+	if got := fx.p.Faults(); len(got) != 1 || got[0].String() != "partition:1m0s" {
+		t.Errorf("faults = %v, want partition:1m0s", got)
+	}
+	fx.p.ClearFault(FaultPartition)
+	if fx.p.Mode() != Normal || len(fx.p.Faults()) != 0 {
+		t.Errorf("after ClearFault: mode %s, faults %v", fx.p.Mode(), fx.p.Faults())
 	}
 }

@@ -297,6 +297,11 @@ func (p *Proxy) Kubeconfig(namespace string) ([]byte, error) {
 func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setModeLocked(m)
+}
+
+// setModeLocked is SetMode with p.mu held.
+func (p *Proxy) setModeLocked(m Mode) {
 	if m == p.mode {
 		return
 	}

@@ -36,7 +36,11 @@ func (p *Proxy) openWatch(x *exchange, cancel context.CancelCauseFunc) func() {
 	p.mu.Unlock()
 	var t *time.Timer
 	if d := x.at[FaultDisconnect]; d != nil && d.Delay > 0 {
-		t = time.AfterFunc(d.Delay, func() { p.disconnect(x, cancel) })
+		t = time.AfterFunc(d.Delay, func() {
+			if p.faultSet()[FaultDisconnect] == d { // not turned off or replaced since
+				p.disconnect(x, cancel)
+			}
+		})
 	}
 	return func() {
 		if t != nil {
@@ -131,10 +135,15 @@ func (b *shapedBody) signal() {
 func (b *shapedBody) add(raw []byte, typ, name, ns string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.err != nil {
+		return // the watch ends at the gap: nothing after it is delivered
+	}
 	if raw == nil {
-		if b.err == nil {
-			b.err = errFrameTooLarge
-		}
+		// An event that cannot be held ends the watch where it stands,
+		// rather than leave a gap the client would not know of.
+		b.err = errFrameTooLarge
+		b.window, b.ready = nil, nil
+		b.signal()
 		return
 	}
 	now := time.Now()

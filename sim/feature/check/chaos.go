@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
-	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -275,6 +274,9 @@ func (r *run) chaosDone(ctx context.Context, name string) (bool, string, error) 
 	if why := r.templateProblem(d, e.Spec.Message); why != "" {
 		return false, why, nil
 	}
+	if !controlledBy(d, e) {
+		return false, fmt.Sprintf("Deployment %s has no controller ownerReference to Echo %s", d.Name, name), nil
+	}
 	if g := e.Status.ObservedGeneration; g != 0 && g != e.Generation {
 		return false, fmt.Sprintf("status.observedGeneration is %d, metadata.generation %d", g, e.Generation), nil
 	}
@@ -303,5 +305,5 @@ func (r *run) owned(ctx context.Context, name string) ([]string, error) {
 
 func controlledBy(d *appsv1.Deployment, e *echov1.Echo) bool {
 	ref := metav1.GetControllerOf(d)
-	return ref != nil && ref.UID == e.UID || d.Name == echo.DeploymentName(e.Name)
+	return ref != nil && ref.UID == e.UID
 }
