@@ -218,11 +218,17 @@ func newFaultFixture(t *testing.T, contentType string) *faultFixture {
 
 func (fx *faultFixture) set(t *testing.T, spec string) {
 	t.Helper()
+	setFault(t, fx.p, spec)
+}
+
+// setFault turns the fault spec on at p.
+func setFault(t *testing.T, p *Proxy, spec string) {
+	t.Helper()
 	f, err := ParseFault(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fx.p.SetFault(f); err != nil {
+	if err := p.SetFault(f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -689,16 +695,7 @@ func BenchmarkFaultCheck(b *testing.B) {
 // would have ended.
 func TestFaultPartitionTimers(t *testing.T) {
 	fx := newFixture(t)
-	set := func(spec string) {
-		t.Helper()
-		f, err := ParseFault(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fx.p.SetFault(f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	set := func(spec string) { t.Helper(); setFault(t, fx.p, spec) }
 	for range 50 {
 		set("partition:1ns")
 	}
