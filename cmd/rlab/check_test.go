@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,54 @@ func (c checkRun) want(t *testing.T, want map[string]checkWant) {
 		case !w.pass && !strings.Contains(res.Reason, w.reason):
 			t.Errorf("check %s reason %q, want it to say %q", id, res.Reason, w.reason)
 		}
+	}
+}
+
+// requiredNormal are the required checks of a run with one replica: what
+// a chaos fixture passes before its fault fails it.
+const requiredNormal = "deployment,owner,replicas,message,status,scale,drift-scaled,drift-deleted,quoting,invalid,gc,restart,privilege"
+
+// TestCheckChaosFixtures grades the three mistakes of
+// testdata/operators/fragile: each passes every required normal check and
+// fails the chaos scenario that shows it, saying why. Each case runs in a
+// sandbox of its own, beside the others.
+func TestCheckChaosFixtures(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "fragile")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../testdata/operators/fragile").CombinedOutput(); err != nil {
+		t.Fatalf("build the fragile operator: %v\n%s", err, out)
+	}
+	tests := []struct {
+		bug, chaos string
+		reasons    []string // in chaos-KIND's reason
+	}{
+		{bug: "generate-name", chaos: "stale", reasons: []string{"under stale:2s Echo has ", "echo-chaos-stale-", "it created one it had already made, seeing none"}},
+		{bug: "memory", chaos: "crash", reasons: []string{"Deployment echo-chaos-crash has replicas 2, Echo chaos-crash asks for 3",
+			"after its restart it wrote no Deployment: it did not compare what the Echo asks with what it found"}},
+		{bug: "drop-conflict", chaos: "conflict", reasons: []string{"under conflict,n=1 it did not converge after the fault ended",
+			"it wrote no Deployment after the fault ended, so the", "writes refused under it were dropped, not retried"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bug, func(t *testing.T) {
+			t.Parallel()
+			r := runCheck(t, "--within", "15s", "--only", requiredNormal, "--chaos="+tt.chaos, "--", bin, "--bug", tt.bug)
+			r.wantPassed(t, false)
+			r.wantEarly(t, 0, "")
+			id := "chaos-" + tt.chaos
+			for _, c := range strings.Split(requiredNormal, ",") {
+				if res, ok := r.got[c]; !ok || !res.Pass {
+					t.Errorf("check %s: ran %v, passed %v (%s); want it passed", c, ok, res.Pass, res.Reason)
+				}
+			}
+			res, ok := r.got[id]
+			if !ok || res.Pass {
+				t.Fatalf("check %s: ran %v, passed %v (%s); want it failed", id, ok, res.Pass, res.Reason)
+			}
+			for _, want := range tt.reasons {
+				if !strings.Contains(res.Reason, want) {
+					t.Errorf("check %s reason %q, want it to say %q", id, res.Reason, want)
+				}
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // TestFaults: the built-in Go operators under faults at their own proxies,
@@ -77,5 +78,44 @@ func TestFaults(t *testing.T) {
 			}
 		}
 		eventually(t, time.Minute, "converged after the crash", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
+	})
+
+	// rlab's own clients (the world's informers, which the screen and the
+	// lessons' checks read, and the student's edits) do not pass through
+	// the operators' proxies: with every style cut off, an edit lands and
+	// the world sees it, while no operator follows it.
+	t.Run("world untouched", func(t *testing.T) {
+		since := time.Now()
+		for _, st := range style.All() {
+			fault(t, st, "partition:2m")
+		}
+		const msg = "while the operators are cut off"
+		if err := sb.Student().SetMessageIn(t.Context(), style.All(), sandbox.SampleName, msg); err != nil {
+			t.Fatalf("the student's edit under a partition of every operator: %v", err)
+		}
+		eventually(t, 10*time.Second, "the world seeing the edit", func(sn world.Snapshot) bool {
+			for _, st := range style.All() {
+				if e := echoOf(sn, st, sandbox.SampleName); e == nil || e.Message != msg {
+					return false
+				}
+			}
+			return true
+		})
+		waitEvent(t, "a request refused 503 at an operator's proxy", func(e trace.Event) bool {
+			r, ok := e.Request()
+			return ok && r.Code == 503 && strings.HasPrefix(e.Source, "proxy/") && e.Time.After(since)
+		})
+		for _, st := range style.All() {
+			if d := echoOf(sb.Snapshot(), st, sandbox.SampleName).Deployment; d == nil || d.Message == msg {
+				t.Errorf("%s: Deployment %+v followed the edit under a partition", st, d)
+			}
+			sb.Operators().ClearFault(st, "")
+		}
+		if err := sb.Student().SetMessageIn(t.Context(), style.All(), sandbox.SampleName, sandbox.SampleMessage); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range style.All() {
+			eventually(t, time.Minute, string(st)+" converged after the partition", converged(st, sandbox.SampleName, 2, sandbox.SampleMessage))
+		}
 	})
 }

@@ -118,7 +118,11 @@ type chaosRun struct {
 	creates   int           // Deployments created (2xx)
 	deletes   int           // Deployments deleted (2xx)
 	writes    int           // every write but Lease and Event ones, answered or not
-	owned     []string      // the Deployments the Echo controls at the end
+	refused   int           // of those, answered 409, 429 or 5xx
+	// Writes answered after the fault ended: of Deployments, and of the
+	// Echo's status (what tells a lost retry from a slow one).
+	deploysAfter, statusAfter int
+	owned                     []string // the Deployments the Echo controls at the end
 }
 
 // chaos runs the clean workload, then one run per fault, and returns a
@@ -161,19 +165,45 @@ func judge(f proxy.Fault, clean, got chaosRun) (bool, string) {
 	bound := 4*clean.writes + 10
 	switch {
 	case len(got.owned) > 1:
+		names := got.owned
+		if len(names) > 3 {
+			names = append(names[:3:3], fmt.Sprintf("and %d more", len(got.owned)-3))
+		}
 		return false, fmt.Sprintf("%s Echo has %d Deployments, %s (a clean run: 1): it created one it had already made, seeing none", under,
-			len(got.owned), strings.Join(got.owned, ", "))
+			len(got.owned), strings.Join(names, ", "))
 	case got.creates > clean.creates:
 		return false, fmt.Sprintf("%s it created Deployments %d times, a clean run %d", under, got.creates, clean.creates)
 	case got.deletes > clean.deletes:
 		return false, fmt.Sprintf("%s it deleted Deployments %d times, a clean run %d", under, got.deletes, clean.deletes)
 	case !got.converged:
-		return false, fmt.Sprintf("%s it did not converge after the fault ended: %s", under, got.why)
+		return false, fmt.Sprintf("%s it did not converge after the fault ended: %s%s", under, got.why, stuckCause(f, got))
 	case got.writes > bound:
 		return false, fmt.Sprintf("%s it wrote %d times, more than %d (4 × a clean run's %d, plus 10)", under, got.writes, bound, clean.writes)
 	}
 	return true, fmt.Sprintf("converged %s after the fault; %d create, %d writes (a clean run: %d, %d)",
 		secs(got.took), got.creates, got.writes, clean.creates, clean.writes)
+}
+
+// stuckCause says why a run that did not converge stayed where it was, where
+// the requests tell: the object behind got.why was not written again after
+// the fault ended ("" when it was: then it is slow, or wrong, not stuck).
+func stuckCause(f proxy.Fault, got chaosRun) string {
+	after, what := got.deploysAfter, "no Deployment"
+	if strings.Contains(got.why, "status.") {
+		after, what = got.statusAfter, "no status"
+	}
+	if after > 0 {
+		return ""
+	}
+	switch f.Kind {
+	case proxy.FaultConflict, proxy.FaultError:
+		return fmt.Sprintf("; it wrote %s after the fault ended, so the %d writes refused under it were dropped, not retried: "+
+			"requeue on an error, since no event comes for a refusal that changed nothing", what, got.refused)
+	case proxy.FaultCrash:
+		return fmt.Sprintf("; after its restart it wrote %s: it did not compare what the Echo asks with what it found, "+
+			"so the edits made while it was down were never applied", what)
+	}
+	return fmt.Sprintf("; it wrote %s after the fault ended: nothing brought it back to this Echo", what)
 }
 
 // workload creates an Echo, scales it and changes its message, under f
@@ -244,6 +274,17 @@ func (r *run) workload(ctx context.Context, ft Faults, f *proxy.Fault) (chaosRun
 	}
 	res.owned = owned
 	for _, q := range r.rec.Requests(since) {
+		if q.Write() && !q.Housekeeping() && q.Code != 0 && !q.Time.Before(ended) {
+			switch q.Resource {
+			case "deployments":
+				res.deploysAfter++
+			case "echoes/status":
+				res.statusAfter++
+			}
+		}
+		if q.Write() && !q.Housekeeping() && (q.Code == 409 || q.Code == 429 || q.Code/100 == 5) {
+			res.refused++
+		}
 		switch {
 		case q.Housekeeping() || !q.Write():
 		case q.Key() == "create deployments" && q.Code/100 == 2:

@@ -55,30 +55,51 @@ func TestParseChaos(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	stale, _ := proxy.ParseFault("stale:2s")
 	clean := chaosRun{converged: true, creates: 1, writes: 10, owned: []string{"echo-chaos-clean"}}
 	ok := chaosRun{converged: true, took: time.Second, creates: 1, writes: 20, owned: []string{"echo-chaos-stale"}}
+	stuck := func(why string, deploysAfter, statusAfter int) chaosRun {
+		return chaosRun{why: "within 30.0s, " + why, creates: 1, writes: 5, refused: 4, deploysAfter: deploysAfter, statusAfter: statusAfter}
+	}
+	const scaled = "Deployment echo-chaos-x has replicas 2, Echo chaos-x asks for 3"
 	tests := []struct {
-		name string
-		got  chaosRun
-		pass bool
-		want string
+		name  string
+		fault string
+		got   chaosRun
+		pass  bool
+		want  string
 	}{
-		{"converged", ok, true, "converged 1.0s after the fault; 1 create, 20 writes (a clean run: 1, 10)"},
-		{"two children", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-x7k2p"}}, false,
+		{"converged", "stale:2s", ok, true, "converged 1.0s after the fault; 1 create, 20 writes (a clean run: 1, 10)"},
+		{"two children", "stale:2s", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-x7k2p"}}, false,
 			"under stale:2s Echo has 2 Deployments, echo-chaos-stale, echo-chaos-stale-x7k2p (a clean run: 1): it created one it had already made, seeing none"},
-		{"created again", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
+		{"five children", "stale:2s", chaosRun{converged: true, creates: 5, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-a", "echo-chaos-stale-b", "echo-chaos-stale-c", "echo-chaos-stale-d"}}, false,
+			"under stale:2s Echo has 5 Deployments, echo-chaos-stale, echo-chaos-stale-a, echo-chaos-stale-b, and 2 more (a clean run: 1): it created one it had already made, seeing none"},
+		{"created again", "stale:2s", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
 			"under stale:2s it created Deployments 2 times, a clean run 1"},
-		{"deleted", chaosRun{converged: true, creates: 1, deletes: 1, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
+		{"deleted", "stale:2s", chaosRun{converged: true, creates: 1, deletes: 1, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
 			"under stale:2s it deleted Deployments 1 times, a clean run 0"},
-		{"stuck", chaosRun{why: "within 30.0s, status.ready is \"2/2\"", creates: 1, writes: 5}, false,
-			"under stale:2s it did not converge after the fault ended: within 30.0s, status.ready is \"2/2\""},
-		{"too many writes", chaosRun{converged: true, creates: 1, writes: 51, owned: []string{"echo-chaos-stale"}}, false,
+		{"too many writes", "stale:2s", chaosRun{converged: true, creates: 1, writes: 51, owned: []string{"echo-chaos-stale"}}, false,
 			"under stale:2s it wrote 51 times, more than 50 (4 × a clean run's 10, plus 10)"},
+		// Stuck: the cause is named when the object behind the wait was
+		// not written again after the fault ended.
+		{"conflicts dropped", "conflict,n=1", stuck(scaled, 0, 3), false,
+			"under conflict,n=1 it did not converge after the fault ended: within 30.0s, " + scaled +
+				"; it wrote no Deployment after the fault ended, so the 4 writes refused under it were dropped, not retried: " +
+				"requeue on an error, since no event comes for a refusal that changed nothing"},
+		{"memory after a crash", "crash,n=1", stuck(scaled, 0, 1), false,
+			"under crash,n=1 it did not converge after the fault ended: within 30.0s, " + scaled +
+				"; after its restart it wrote no Deployment: it did not compare what the Echo asks with what it found, so the edits made while it was down were never applied"},
+		{"status not written again", "stale:2s", stuck(`status.ready is "2/2"`, 2, 0), false,
+			`under stale:2s it did not converge after the fault ended: within 30.0s, status.ready is "2/2"; it wrote no status after the fault ended: nothing brought it back to this Echo`},
+		{"stuck though writing", "conflict,n=1", stuck(scaled, 2, 0), false,
+			"under conflict,n=1 it did not converge after the fault ended: within 30.0s, " + scaled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pass, why := judge(stale, clean, tc.got)
+			f, err := proxy.ParseFault(tc.fault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pass, why := judge(f, clean, tc.got)
 			if pass != tc.pass || why != tc.want {
 				t.Errorf("judge = %v, %q; want %v, %q", pass, why, tc.pass, tc.want)
 			}
