@@ -54,6 +54,12 @@ type Lesson struct {
 	// rlab runs it (or the lesson's starter, when the student brings none)
 	// beside the built-in styles.
 	Operator *Operator
+
+	// What the lesson is for, for the student and the instructor.
+	Minutes    int      // the expected time by hand, reading included
+	Objectives []string // 2 or 3 sentences a student checks themselves against
+	Requires   []int    // the lessons to have done first
+	Instructor string   // what to point at, the waits, the usual mistakes
 }
 
 // Operator is the student's operator of a lesson that has one.
@@ -270,6 +276,14 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 			continue
 		}
 		out = append(out, l)
+	}
+	for _, l := range out {
+		for _, r := range l.Requires {
+			if r >= l.Number || seen[r] == "" {
+				errs = append(errs, &Error{File: path.Join(l.Dir, "lesson.yaml"),
+					Msg: fmt.Sprintf("requires: lesson %d is not an earlier lesson of the course", r)})
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -494,11 +508,47 @@ func (p *parser) duration(n *yaml.Node, what string) time.Duration {
 }
 
 func (p *parser) lesson(n *yaml.Node) *Lesson {
-	f := p.fields(n, "lesson", []string{"title", "summary", "steps"}, []string{"backends", "needs", "operator"})
+	// What a lesson is for is optional here; every lesson of the course
+	// has it (TestEveryLessonSaysWhatItIsFor).
+	f := p.fields(n, "lesson", []string{"title", "summary", "steps"},
+		[]string{"minutes", "objectives", "requires", "instructor", "backends", "needs", "operator"})
 	if f == nil {
 		return nil
 	}
 	l := &Lesson{}
+	if v := f["minutes"]; v != nil {
+		m, err := strconv.Atoi(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil || m < 1 || m > 120 {
+			p.errorf(v, "minutes: want the expected time by hand, 1 to 120")
+		}
+		l.Minutes = m
+	}
+	if v := f["objectives"]; v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) < 2 || len(v.Content) > 3 {
+			p.errorf(v, "objectives: want 2 or 3 sentences a student can check themselves against")
+		} else {
+			for i, o := range v.Content {
+				l.Objectives = append(l.Objectives, p.text(o, fmt.Sprintf("objective %d", i+1)))
+			}
+		}
+	}
+	if v := f["requires"]; v != nil {
+		if v.Kind != yaml.SequenceNode {
+			p.errorf(v, "requires: want a list of lesson numbers")
+		} else {
+			for _, r := range v.Content {
+				m, err := strconv.Atoi(r.Value)
+				if r.Kind != yaml.ScalarNode || err != nil || m < 1 {
+					p.errorf(r, "requires: %q is not a lesson number", r.Value)
+					continue
+				}
+				l.Requires = append(l.Requires, m)
+			}
+		}
+	}
+	if v := f["instructor"]; v != nil {
+		l.Instructor = p.text(v, "instructor")
+	}
 	if v := f["backends"]; v != nil {
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 			p.errorf(v, "backends: want a list of %s", strings.Join(backend.Names(), ", "))

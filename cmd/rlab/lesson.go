@@ -31,7 +31,7 @@ func newLessonCmd() *cobra.Command {
 		Short: "Step-by-step lessons that check themselves against the running operators",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newLessonListCmd(), newLessonStartCmd(), newLessonVerifyCmd(), newLessonStarterCmd())
+	cmd.AddCommand(newLessonListCmd(), newLessonShowCmd(), newLessonExportCmd(), newLessonStartCmd(), newLessonVerifyCmd(), newLessonStarterCmd())
 	return cmd
 }
 
@@ -191,12 +191,16 @@ func newLessonListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, l := range all {
-				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t%s\n", l.Number, l.Title, len(l.Steps), prog.Listed(l))
+				after := ""
+				if len(l.Requires) > 0 {
+					after = "after " + joinLessonNumbers(l.Requires)
+				}
+				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t~%d min\t%s\t%s\n", l.Number, l.Title, len(l.Steps), l.Minutes, after, prog.Listed(l))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\nrlab lesson start N begins (or resumes) lesson N.")
+			fmt.Fprintln(cmd.OutOrStdout(), "\nrlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.")
 			return nil
 		},
 	}
@@ -488,4 +492,13 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 		}
 	}()
 	return lines
+}
+
+// joinLessonNumbers is "5, 6".
+func joinLessonNumbers(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
