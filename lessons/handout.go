@@ -28,7 +28,7 @@ type HandoutOptions struct {
 func (l *Lesson) Meta() string {
 	parts := []string{fmt.Sprintf("About %d minutes", l.Minutes)}
 	if len(l.Requires) > 0 {
-		parts = append(parts, "after lesson"+plural(len(l.Requires))+" "+joinInts(l.Requires))
+		parts = append(parts, "after lesson"+plural(len(l.Requires))+" "+l.RequiresList())
 	}
 	if len(l.Backends) > 0 {
 		var names []string
@@ -40,9 +40,10 @@ func (l *Lesson) Meta() string {
 	return strings.Join(parts, " · ")
 }
 
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
+// RequiresList is the lessons to do first, "5, 6" ("" for none).
+func (l *Lesson) RequiresList() string {
+	s := make([]string, len(l.Requires))
+	for i, n := range l.Requires {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")

@@ -106,7 +106,7 @@ on; it needs nothing from the network. Files that exist are not overwritten.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "html", "`markdown` or html")
+	cmd.Flags().StringVar(&format, "format", "html", "the handouts' `FORMAT`: html or markdown")
 	cmd.Flags().StringVarP(&out, "out", "o", ".", "the `DIR` to write the handouts into (made if missing)")
 	cmd.Flags().BoolVar(&course, "course", false, "write one file for all the lessons given, rlab-course.EXT")
 	cmd.Flags().BoolVar(&o.Instructor, "instructor", false, "add the notes for the instructor")

@@ -193,7 +193,7 @@ func newLessonListCmd() *cobra.Command {
 			for _, l := range all {
 				after := ""
 				if len(l.Requires) > 0 {
-					after = "after " + joinLessonNumbers(l.Requires)
+					after = "after " + l.RequiresList()
 				}
 				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t~%d min\t%s\t%s\n", l.Number, l.Title, len(l.Steps), l.Minutes, after, prog.Listed(l))
 			}
@@ -492,13 +492,4 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 		}
 	}()
 	return lines
-}
-
-// joinLessonNumbers is "5, 6".
-func joinLessonNumbers(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
 }
