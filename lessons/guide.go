@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,6 +16,9 @@ const (
 	CmdBack = "b" // back to the previous step (the first: try it again)
 	CmdPlay = "a" // autoplay this step's action, the same key as on the screen
 	CmdQuit = "q" // stop; progress is kept
+	// CmdReset ("r", or "r N") starts this lesson (or lesson N) again at
+	// step 1 from a sandbox brought back to its baseline.
+	CmdReset = "r"
 )
 
 // ErrQuit ends Guide when the student quits.
@@ -32,7 +36,7 @@ var ErrQuit = errors.New("quit")
 // sandbox stays up meanwhile. It returns nil then.
 func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, prog *Progress, save func(*Progress) error) error {
 	fmt.Fprintf(out, "Lesson %d: %s\n%s\n\n", l.Number, l.Title, l.Summary)
-	fmt.Fprintf(out, "Commands: %s next · %s back (on the first step: again) · %s play it for me · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
+	fmt.Fprintf(out, "Commands: %s next · %s back (on the first step: again) · %s play it for me · %s start again from a clean sandbox · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit)
 	fmt.Fprintln(out, "Waiting for the sandbox: every style's sample Echo ready, the Go styles led…")
 	if why, err := p.AwaitBaseline(ctx); err != nil {
 		return fmt.Errorf("the sandbox did not start: %s: %w", why, err)
@@ -52,7 +56,16 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 			prog.Predicted(l, step, pr, time.Now())
 			saved()
 		}
-		move, err := p.guideStep(ctx, l, i, in, out, did)
+		tell := func(since time.Time, st SessionState, failed error) {
+			if p.Report != nil {
+				pos := position(l, step, since, st, func(t string) string { return Localize(t, p.sb.Prefix()) })
+				if failed != nil {
+					pos.Error = failed.Error()
+				}
+				p.Report(pos, prog)
+			}
+		}
+		move, err := p.guideStep(ctx, l, i, in, out, did, tell)
 		if err != nil {
 			return err
 		}
@@ -60,6 +73,9 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 	}
 	prog.Set(l, len(l.Steps), time.Now())
 	saved()
+	if p.Report != nil {
+		p.Report(position(l, len(l.Steps)-1, time.Now(), SessionState{Passed: true, Done: true}, func(t string) string { return t }), prog)
+	}
 	fmt.Fprintf(out, "\nLesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.\n", l.Number, CmdQuit)
 	for {
 		select {
@@ -80,7 +96,8 @@ func indent(s string) string {
 // guideStep shows step i and waits; it returns +1 to go on, -1 to go back,
 // 0 to try it again. did is told how the step went once that is known,
 // with the student's prediction.
-func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction)) (int, error) {
+func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction),
+	tell func(since time.Time, st SessionState, failed error)) (int, error) {
 	s := &l.Steps[i]
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
 	q, said := localized(s.Predict, p.sb.Prefix()), Prediction{}
@@ -98,6 +115,11 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		}
 	}
 	began, holders := p.Begin()
+	// What the instructor sees: the step, since when, the check's last
+	// detail.
+	since, seen := time.Now(), SessionState{}
+	tell(since, seen, nil)
+	details := make(chan string, 1)
 	if s.Check == nil {
 		fmt.Fprintf(out, "\n  (Enter to go on)\n")
 	} else {
@@ -127,7 +149,13 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		cctx, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
 		go func() {
-			o, err := p.Await(cctx, s.Check, began, acted, holders, nil)
+			o, err := p.Await(cctx, s.Check, began, acted, holders, func(o Outcome) {
+				select { // the latest detail wins
+				case <-details:
+				default:
+				}
+				details <- o.Detail
+			})
 			if cctx.Err() != nil {
 				return // replaced, or the student moved
 			}
@@ -144,15 +172,23 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
+		case d := <-details:
+			if !passed && d != seen.Detail {
+				seen.Detail = d
+				tell(since, seen, nil)
+			}
 		case r := <-results:
 			if r.err != nil {
 				fmt.Fprintf(out, "  ✗ %v\n  %s tries the step again, %s skips it\n", r.err, CmdBack, CmdNext)
+				tell(since, seen, r.err)
 				continue
 			}
 			passed = true
 			hint.Stop()
 			said = q.Measure(said, r.o.Detail)
 			did(passedHow(autoplayed), said)
+			seen.Passed, seen.Detail = true, r.o.Detail
+			tell(since, seen, nil)
 			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", predictReport(q, said, r.o.Detail))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
@@ -174,6 +210,11 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				return -1, nil
 			case cmd == CmdQuit:
 				return 0, ErrQuit
+			case cmd == CmdReset:
+				return 0, &ResetError{Lesson: l.Number}
+			case strings.HasPrefix(cmd, CmdReset+" ") && isNumber(strings.TrimSpace(cmd[len(CmdReset):])):
+				n, _ := strconv.Atoi(strings.TrimSpace(cmd[len(CmdReset):]))
+				return 0, &ResetError{Lesson: n}
 			case q != nil && isNumber(cmd):
 				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed))
 			case cmd == CmdPlay && passed:
@@ -198,7 +239,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				await(time.Now())
 			case cmd == "":
 			default:
-				fmt.Fprintf(out, "  %s next · %s back · %s play · %s quit\n", CmdNext, CmdBack, CmdPlay, CmdQuit)
+				fmt.Fprintf(out, "  %s next · %s back · %s play · %s start again · %s quit\n", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit)
 			}
 		}
 	}

@@ -26,6 +26,8 @@ type Player struct {
 	col *bus.Collector
 	// Poll is how often a check is evaluated while it waits.
 	Poll time.Duration
+	// Report, if set, is told where the student is as it changes.
+	Report Report
 
 	mu     sync.Mutex
 	events []trace.Event                // since the current step began

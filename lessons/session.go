@@ -32,6 +32,7 @@ type Session struct {
 	cancel context.CancelFunc // the current step's watcher
 	gen    int                // bumped on every step change: stale watchers keep quiet
 	began  time.Time
+	since  time.Time // when the current step was shown
 	hold   map[style.Style]string
 	ready  bool // a step was shown: the sandbox had started
 	// autoplayed: a (not the step's key) acted on this step, so its pass
@@ -68,6 +69,7 @@ func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from i
 func (s *Session) starting(l *Lesson, from int) {
 	s.l = l
 	i := min(max(from, 0), len(l.Steps)-1)
+	s.since = time.Now()
 	s.st = s.stateOf(i)
 	s.st.Waiting = "the sandbox to start: every style's Echo " + sandbox.SampleName + " ready, the Go styles led"
 	s.changed()
@@ -277,8 +279,25 @@ func (s *Session) open(l *Lesson, from int) {
 	s.show(min(max(from, 0), len(l.Steps)-1))
 }
 
-// changed bumps the version. Called with the lock held.
-func (s *Session) changed() { s.st.Version++ }
+// changed bumps the version, and tells the instructor. Called with the
+// lock held.
+func (s *Session) changed() {
+	s.st.Version++
+	s.tell()
+}
+
+// tell tells the instructor where the student is, if anyone listens.
+// Called with the lock held.
+func (s *Session) tell() {
+	if s.p.Report == nil {
+		return
+	}
+	pos := position(s.l, s.st.Step, s.since, s.st, s.local)
+	if s.failed != nil {
+		pos.Error = s.failed.Error()
+	}
+	s.p.Report(pos, s.prog)
+}
 
 // record saves that the next step to do is next. Called with the lock held.
 func (s *Session) record(next int) {
@@ -311,9 +330,11 @@ func (s *Session) show(i int) {
 	s.stop()
 	s.st = s.stateOf(i)
 	s.autoplayed, s.failed = false, nil
+	s.since = time.Now()
 	s.record(i)
 	s.began, s.hold = s.p.Begin()
 	s.ready = true
+	s.tell()
 	// Measured from the student's act, whenever it comes.
 	s.watch(time.Time{})
 }

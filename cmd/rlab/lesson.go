@@ -22,7 +22,6 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/sandbox"
-	"github.com/kkloud/rlab/sim/state"
 )
 
 func newLessonCmd() *cobra.Command {
@@ -212,6 +211,7 @@ type lessonFlags struct {
 	Read          time.Duration
 	ShellInterval time.Duration
 	FromStart     bool
+	Reset         bool
 	Text          bool
 	clusterFlags
 }
@@ -279,7 +279,7 @@ func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, er
 // student's operator), runs fn with a lesson player on it until fn returns
 // or a signal comes, and stops it.
 func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, setup func(*launch.Options) error,
-	fn func(ctx context.Context, d state.Dir, p *lessons.Player) error) error {
+	fn func(ctx context.Context, l *launch.Launcher, p *lessons.Player) error) error {
 	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Report: launch.Print(stderr)}
 	if err := f.apply(&opts); err != nil {
 		return err
@@ -305,7 +305,7 @@ func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, se
 	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
 	p := lessons.NewPlayer(sb)
 	defer p.Close()
-	return fn(ctx, l.Dir, p)
+	return fn(ctx, l, p)
 }
 
 // verify autoplays the chosen lessons on a new sandbox.
@@ -338,7 +338,8 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	for _, group := range sandboxGroups(runs) {
 		interrupted := false
 		err := f.withLessonSandbox(ctx, stderr, func(o *launch.Options) error { return lessonOperator(group[0], o) },
-			func(ctx context.Context, d state.Dir, p *lessons.Player) error {
+			func(ctx context.Context, l *launch.Launcher, p *lessons.Player) error {
+				d := l.Dir
 				var hand *lessons.Hand
 				if f.ByHand {
 					self, err := os.Executable()
@@ -410,9 +411,11 @@ func newLessonStartCmd() *cobra.Command {
 to do (a kubectl command to type in another terminal after eval "$(rlab env)",
 or a key on the screen) and checks live that it happened.
 Keys: n next step · b back · a play the step for me · l the lesson list.
-Progress is kept in the state dir: start N again to resume.
+Progress is kept in the state dir: start N again to resume; --reset starts
+it again from step 1, the sandbox brought back to where the lesson starts.
 With --text the lesson runs on plain text instead of the screen: type n, b,
-a (play) or q, then Enter.
+a (play), r (start again from a clean sandbox; r N: lesson N) or q, then
+Enter.
 A lesson about your own operator (12) runs the one you name with
 --operator NAME=COMMAND (see rlab lesson starter), or else its starter.`,
 		Args: cobra.ExactArgs(1),
@@ -439,16 +442,17 @@ A lesson about your own operator (12) runs the one you name with
 					}
 					return lessonOperator(l, o)
 				}
-				return f.startText(cmd.Context(), l, setup, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return f.startText(cmd.Context(), all, l, setup, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			up.ShellInterval, up.clusterFlags = f.ShellInterval, f.clusterFlags
 			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
-			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart}
+			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart, Reset: f.Reset}
 			return up.run(cmd.Context(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	cmd.Flags().BoolVar(&f.FromStart, "from-start", false, "start at step 1 even if you got further before")
+	cmd.Flags().BoolVar(&f.Reset, "reset", false, "start at step 1 as a new attempt, the sandbox brought back to where the lesson starts (what a classroom's namespaces kept is removed)")
 	cmd.Flags().BoolVar(&f.Text, "text", false, "plain text on stdin/stdout instead of the screen")
 	f.clusterFlags.register(cmd.Flags())
 	up.operatorFlags.register(cmd.Flags())
@@ -457,15 +461,83 @@ A lesson about your own operator (12) runs the one you name with
 }
 
 // startText follows lesson l on plain text: the student's lines on stdin
-// drive it, its steps and checks are written to stdout.
-func (f lessonFlags) startText(ctx context.Context, l *lessons.Lesson, setup func(*launch.Options) error, stdin io.Reader, stdout, stderr io.Writer) error {
-	return f.withLessonSandbox(ctx, stderr, setup, func(ctx context.Context, d state.Dir, p *lessons.Player) error {
-		prog, from, err := launch.Resume(d, l, f.FromStart)
+// drive it, its steps and checks are written to stdout. A reset (r, or the
+// instructor's) restores the sandbox and guides the lesson asked for from
+// step 1.
+func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *lessons.Lesson, setup func(*launch.Options) error, stdin io.Reader, stdout, stderr io.Writer) error {
+	return f.withLessonSandbox(ctx, stderr, setup, func(ctx context.Context, la *launch.Launcher, p *lessons.Player) error {
+		d := la.Dir
+		prog, from, err := launch.Resume(d, l, f.FromStart || f.Reset)
 		if err != nil {
 			return err
 		}
+		save := func(pr *lessons.Progress) error { return pr.Save(d) }
+		la.Tell(p, all)
+		// The instructor's reset comes in as the student's r N would.
+		lines := readLines(ctx, stdin)
+		resets := make(chan string)
+		la.OnReset(ctx, func(ctx context.Context, n int) error {
+			select {
+			case resets <- fmt.Sprintf("%s %d", lessons.CmdReset, n):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		in := make(chan string)
+		go func() {
+			defer close(in)
+			for {
+				var line string
+				var ok bool
+				select {
+				case line, ok = <-lines:
+					if !ok {
+						return
+					}
+				case line = <-resets:
+				case <-ctx.Done():
+					return
+				}
+				select {
+				case in <- line:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 		fmt.Fprintln(stderr, "point your kubectl at it: eval \"$(rlab env)\"")
-		err = p.Guide(ctx, l, from, readLines(ctx, stdin), stdout, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
+		reset := f.Reset
+		for {
+			if reset {
+				fmt.Fprintf(stdout, "\nBringing the sandbox back to where lesson %d starts…\n", l.Number)
+				if err := p.Restore(ctx); err != nil {
+					return fmt.Errorf("reset the sandbox for lesson %d: %w", l.Number, err)
+				}
+				prog.Forget(l, time.Now())
+				if err := save(prog); err != nil {
+					fmt.Fprintf(stdout, "  saving progress: %v\n", err)
+				}
+				from = 0
+			}
+			err = p.Guide(ctx, l, from, in, stdout, prog, save)
+			var re *lessons.ResetError
+			if !errors.As(err, &re) {
+				break
+			}
+			next, ferr := lessons.Find(all, re.Lesson)
+			switch {
+			case ferr != nil:
+				fmt.Fprintf(stdout, "  %v\n", ferr)
+				from, reset = prog.Resume(l), false
+				continue
+			case !l.SameSandbox(next):
+				fmt.Fprintf(stdout, "  lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset\n", re.Lesson, lessons.CmdQuit, re.Lesson)
+				from, reset = prog.Resume(l), false
+				continue
+			}
+			l, reset = next, true
+		}
 		switch {
 		case errors.Is(err, lessons.ErrQuit):
 			fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)

@@ -247,6 +247,9 @@ func (c *clients) student(ctx context.Context, name string, o Options) (string, 
 			return "", err
 		}
 	}
+	if err := c.progressConfigMap(ctx, name, subject); err != nil {
+		return "", err
+	}
 	return c.kubeconfig(ctx, name, p.Namespace(style.Shell), o)
 }
 

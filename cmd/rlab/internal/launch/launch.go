@@ -35,6 +35,7 @@ import (
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/tui"
@@ -94,7 +95,8 @@ type Launcher struct {
 	source      *sandboxSource
 	session     tui.Session
 	sessionStop func()
-	control     *control.Server // rlab do's socket, while the sandbox runs
+	control     *control.Server     // rlab do's socket, while the sandbox runs
+	reporter    *classroom.Reporter // on a classroom: the student's progress
 
 	recTo     io.Writer    // RecordTo's file
 	recClose  func() error // finishes it
@@ -153,6 +155,7 @@ func (l *Launcher) Start(ctx context.Context, o Options) (*sandbox.Sandbox, erro
 	defer l.mu.Unlock()
 	l.sb = sb
 	l.serve(sb, o.Report)
+	l.startReporter(ctx, sb, o.Report)
 	if o.Screen || l.recTo != nil {
 		l.source = newSandboxSource(ctx, sb, screen)
 	}
@@ -275,6 +278,10 @@ func (l *Launcher) Stop() error {
 	if l.sessionStop != nil {
 		l.sessionStop()
 		l.sessionStop = nil
+	}
+	if l.reporter != nil { // the instructor sees the student left
+		l.reporter.Close()
+		l.reporter = nil
 	}
 	if l.sb == nil || l.stopped {
 		return nil

@@ -2,6 +2,8 @@ package launch
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/state"
@@ -13,17 +15,36 @@ type Follow struct {
 	Lesson    *lessons.Lesson
 	Course    []*lessons.Lesson // every lesson, for the screen's list
 	FromStart bool              // at step 1, not where the student got to
+	// Reset brings the sandbox back to its baseline first and forgets how
+	// the lesson went: a new attempt (rlab lesson start N --reset).
+	Reset bool
 }
 
 // follow makes the Session of a lesson, resuming where the student got to.
 func (l *Launcher) follow(ctx context.Context, f *Follow) error {
-	prog, from, err := Resume(l.Dir, f.Lesson, f.FromStart)
+	prog, from, err := Resume(l.Dir, f.Lesson, f.FromStart || f.Reset)
 	if err != nil {
 		return err
 	}
 	p := lessons.NewPlayer(l.sb)
+	if f.Reset {
+		if err := p.Restore(ctx); err != nil {
+			p.Close()
+			return fmt.Errorf("reset the sandbox for lesson %d: %w", f.Lesson.Number, err)
+		}
+		prog.Forget(f.Lesson, time.Now())
+	}
+	if l.reporter != nil {
+		p.Report = lessons.ReportTo(l.reporter, f.Course)
+	}
 	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
 	l.session, l.sessionStop = s, func() { s.Close(); p.Close() }
+	if l.reporter != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		stop := l.sessionStop
+		l.sessionStop = func() { cancel(); stop() }
+		l.onReset(rctx, l.reporter, s.Reset)
+	}
 	return nil
 }
 

@@ -1,0 +1,72 @@
+package launch
+
+import (
+	"context"
+
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/feature/classroom"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// startReporter starts, on a classroom, the reporter that writes the
+// student's progress for the instructor. Without one the sandbox runs as
+// before: r.Note says why. Called with l.mu held.
+func (l *Launcher) startReporter(ctx context.Context, sb *sandbox.Sandbox, r Report) {
+	e, ok := sb.Backend().(*cluster.Existing)
+	if !ok {
+		return
+	}
+	student, ok := classroom.StudentOf(e.User())
+	if !ok {
+		return
+	}
+	rep, err := classroom.NewReporter(ctx, sb.Backend().Config(), student, l.log)
+	if err != nil {
+		l.log.Warn("progress will not reach the instructor", "err", err)
+		if r.Note != nil {
+			r.Note("progress will not reach the instructor: " + err.Error())
+		}
+		return
+	}
+	l.reporter = rep
+}
+
+// Tell has p report the student's progress, over the lessons of course, to
+// the instructor, if on a classroom.
+func (l *Launcher) Tell(p *lessons.Player, course []*lessons.Lesson) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reporter != nil {
+		p.Report = lessons.ReportTo(l.reporter, course)
+	}
+}
+
+// OnReset runs the instructor's reset requests with run, one at a time
+// until ctx ends, and reports each one done once run returned nil. Without
+// a classroom there are none.
+func (l *Launcher) OnReset(ctx context.Context, run func(ctx context.Context, lesson int) error) {
+	l.mu.Lock()
+	rep := l.reporter
+	l.mu.Unlock()
+	if rep != nil {
+		l.onReset(ctx, rep, run)
+	}
+}
+
+func (l *Launcher) onReset(ctx context.Context, rep *classroom.Reporter, run func(ctx context.Context, lesson int) error) {
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case req := <-rep.Resets():
+				if err := run(ctx, req.Lesson); err != nil {
+					l.log.Warn("the instructor's reset", "lesson", req.Lesson, "err", err)
+					continue
+				}
+				rep.ResetDone(req.ID)
+			}
+		}
+	}()
+}
