@@ -26,16 +26,20 @@ type HandoutOptions struct {
 // Meta is the line under a lesson's title: its time, what comes first,
 // where it runs. "About 12 minutes · after lessons 5, 6".
 func (l *Lesson) Meta() string {
-	parts := []string{fmt.Sprintf("About %d minutes", l.Minutes)}
-	if len(l.Requires) > 0 {
-		parts = append(parts, "after lesson"+plural(len(l.Requires))+" "+l.RequiresList())
+	parts := []string{fmt.Sprintf(l.w(wordMinutes), l.Minutes)}
+	switch len(l.Requires) {
+	case 0:
+	case 1:
+		parts = append(parts, fmt.Sprintf(l.w(wordAfterOne), l.RequiresList()))
+	default:
+		parts = append(parts, fmt.Sprintf(l.w(wordAfter), l.RequiresList()))
 	}
 	if len(l.Backends) > 0 {
 		var names []string
 		for _, b := range l.Backends {
 			names = append(names, b.Name)
 		}
-		parts = append(parts, "on "+strings.Join(names, " or ")+" only ("+l.Needs+")")
+		parts = append(parts, fmt.Sprintf(l.w(wordOnly), strings.Join(names, " or "), l.Needs))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -116,20 +120,20 @@ func Markdown(w io.Writer, ls []*Lesson, o HandoutOptions) error {
 func (l *Lesson) markdown(b *strings.Builder, o HandoutOptions) {
 	fmt.Fprintf(b, "# %d. %s\n\n*%s*\n\n%s\n\n", l.Number, mdText(l.Title), mdText(l.Summary), mdText(l.Meta()))
 	if len(l.Objectives) > 0 {
-		b.WriteString("## Objectives\n\n")
+		fmt.Fprintf(b, "## %s\n\n", l.w(wordObjectives))
 		for _, obj := range l.Objectives {
 			fmt.Fprintf(b, "- %s\n", mdText(obj))
 		}
 		b.WriteString("\n")
 	}
 	if p := l.prose(); p != "" {
-		fmt.Fprintf(b, "## Reading\n\n%s\n\n", p)
+		fmt.Fprintf(b, "## %s\n\n%s\n\n", l.w(wordReading), p)
 	}
-	b.WriteString("## Steps\n\n")
+	fmt.Fprintf(b, "## %s\n\n", l.w(wordSteps))
 	for i, s := range l.Steps {
-		fmt.Fprintf(b, "### Step %d. %s\n\n%s\n\n", i+1, mdText(s.Title), mdText(s.Text))
+		fmt.Fprintf(b, "### "+l.w(wordStep)+"\n\n%s\n\n", i+1, mdText(s.Title), mdText(s.Text))
 		if q := s.Predict; q != nil {
-			fmt.Fprintf(b, "**Predict first:** %s\n\n", mdText(q.Question))
+			fmt.Fprintf(b, "**%s** %s\n\n", l.w(wordPredict), mdText(q.Question))
 			for j, c := range q.Choices {
 				fmt.Fprintf(b, "%d. %s\n", j+1, mdText(c))
 			}
@@ -137,13 +141,13 @@ func (l *Lesson) markdown(b *strings.Builder, o HandoutOptions) {
 		}
 		if a := s.Action; a != nil {
 			if a.Kubectl != "" {
-				fmt.Fprintf(b, "**Type:**\n\n```sh\n%s\n```\n\n", strings.TrimRight(a.Kubectl, "\n"))
+				fmt.Fprintf(b, "**%s**\n\n```sh\n%s\n```\n\n", l.w(wordType), strings.TrimRight(a.Kubectl, "\n"))
 			}
 			if a.Key != "" {
-				fmt.Fprintf(b, "**Press** `%s` on the screen.\n\n", a.Key)
+				fmt.Fprintf(b, l.w(wordPress)+"\n\n", "`"+a.Key+"`")
 			}
 			if a.Note != "" {
-				fmt.Fprintf(b, "**Do:** %s\n\n", mdText(a.Note))
+				fmt.Fprintf(b, "**%s** %s\n\n", l.w(wordDo), mdText(a.Note))
 			}
 		}
 		if c := s.Check; c != nil {
@@ -151,18 +155,18 @@ func (l *Lesson) markdown(b *strings.Builder, o HandoutOptions) {
 			if within == 0 {
 				within = DefaultWithin
 			}
-			fmt.Fprintf(b, "**The check waits for** (within %s):\n\n", within)
+			fmt.Fprintf(b, l.w(wordWaits)+"\n\n", within)
 			for _, line := range strings.Split(c.Describe(), "\n") {
 				fmt.Fprintf(b, "- %s\n", mdText(line))
 			}
 			b.WriteString("\n")
 		}
 		if s.Hint != "" {
-			fmt.Fprintf(b, "**If it does not pass:** %s\n\n", mdText(s.Hint))
+			fmt.Fprintf(b, "**%s** %s\n\n", l.w(wordIfNot), mdText(s.Hint))
 		}
 	}
 	if o.Instructor && l.Instructor != "" {
-		b.WriteString("## For the instructor\n\n")
+		fmt.Fprintf(b, "## %s\n\n", l.w(wordInstructor))
 		for _, line := range strings.Split(strings.TrimSpace(l.Instructor), "\n") {
 			fmt.Fprintf(b, "- %s\n", mdText(line))
 		}

@@ -32,6 +32,7 @@ import (
 // go build ./... skips: it is a module of its own, not a package of rlab's.
 //
 //go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
+//go:embed [0-9][0-9]-*/i18n i18n
 //go:embed all:[0-9][0-9]-*/_project all:[0-9][0-9]-*/_steps
 var embedded embed.FS
 
@@ -60,6 +61,11 @@ type Lesson struct {
 	Objectives []string // 2 or 3 sentences a student checks themselves against
 	Requires   []int    // the lessons to have done first
 	Instructor string   // what to point at, the waits, the usual mistakes
+
+	// Lang is the language of its words ("" or English: lesson.yaml's);
+	// course holds that language's words around them.
+	Lang   string
+	course *Course
 }
 
 // Operator is the student's operator of a lesson that has one.

@@ -289,7 +289,7 @@ func (s *Session) changed() {
 // tell tells the instructor where the student is, if anyone listens.
 // Called with the lock held.
 func (s *Session) tell() {
-	if s.p.Report == nil {
+	if s.p == nil || s.p.Report == nil {
 		return
 	}
 	pos := position(s.l, s.st.Step, s.since, s.st, s.local)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -352,6 +353,9 @@ func TestClassroom(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
+	// Meanwhile student 1 follows lesson 1 by hand, and the instructor
+	// sees where, and sends them to lesson 2.
+	wg.Go(func() { followedByInstructor(t, host, kc(1)) })
 	for i, half := range halves {
 		student := i + 2
 		wg.Go(func() {
@@ -412,4 +416,102 @@ func tokenKubeconfig(t testing.TB, admin kube, name, file string) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// followedByInstructor: student 1 follows lesson 1 on plain text (as
+// rlab lesson start 1 --text); the instructor reads where they are (the
+// report, classroom status and watch), sends them to lesson 2 with
+// classroom reset, and sees them leave.
+func followedByInstructor(t *testing.T, host, kubeconfig string) {
+	admin := kubeFor(t, host)
+	cmd := exec.Command(rlabBin, "lesson", "start", "1", "--text", "--shell-interval", "5s", "--backend", "kubeconfig", "--kubeconfig", kubeconfig)
+	cmd.Env = newSandboxEnv(t).env
+	stdout, stderr := &simtest.Buffer{}, &simtest.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		t.Error(err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			t.Errorf("student 1's rlab lesson start did not exit after q; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		}
+	}()
+	defer stdin.Close()
+	fail := func(format string, args ...any) {
+		t.Errorf(format+"\nstdout:\n%s\nstderr:\n%s", append(args, stdout, stderr)...)
+	}
+	waitOut := func(s string) bool {
+		if err := simtest.Poll(t.Context(), 5*time.Minute, func(context.Context) (bool, error) { return strings.Contains(stdout.String(), s), nil }); err != nil {
+			fail("student 1's rlab never printed %q: %v", s, err)
+			return false
+		}
+		return true
+	}
+	var s1 classroom.Report
+	reported := func(what string, ok func(r classroom.Report) bool) bool {
+		err := simtest.Poll(t.Context(), time.Minute, func(ctx context.Context) (bool, error) {
+			reps, err := classroom.Reports(ctx, admin.cfg)
+			if err != nil || len(reps) == 0 {
+				return false, err
+			}
+			s1 = reps[0]
+			return s1.Student == "s1" && ok(s1), nil
+		})
+		if err != nil {
+			fail("student 1's progress never showed %s: %v; last report %+v", what, err, s1)
+			return false
+		}
+		return true
+	}
+	if !waitOut("── step 1 of") || !reported("lesson 1 step 1", func(r classroom.Report) bool {
+		return r.Running && r.Now != nil && r.Now.Lesson == 1 && r.Now.Step == 1
+	}) {
+		return
+	}
+	if _, err := io.WriteString(stdin, lessons.CmdNext+"\n"); err != nil {
+		t.Error(err)
+		return
+	}
+	if !reported("step 1 skipped, on step 2", func(r classroom.Report) bool {
+		return r.Now != nil && r.Now.Step == 2 && len(r.Lessons) == 1 && len(r.Lessons[0].How) > 0 && r.Lessons[0].How[0] == "skipped"
+	}) {
+		return
+	}
+	steps := s1.Now.Steps
+	status, errOut, code := cli(t, nil, rlabBin, "classroom", "status", "--kubeconfig", host)
+	if want := fmt.Sprintf(`(?m)^s1\s+lesson 1 step 2/%d\s+2/%d\s+-`, steps, steps); code != 0 || !matches(want, status) {
+		t.Errorf("classroom status (exit %d) has no line %q:\n%s%s", code, want, status, errOut)
+	}
+	board, errOut, code := cli(t, nil, rlabBin, "classroom", "watch", "--once", "--kubeconfig", host)
+	if want := fmt.Sprintf(`(?m)^s1\s+working\s+1 · 2/%d `, steps); code != 0 || !matches(want, board) {
+		t.Errorf("classroom watch --once (exit %d) has no row %q:\n%s%s", code, want, board, errOut)
+	}
+	out, errOut, code := cli(t, nil, rlabBin, "classroom", "reset", "--student", "s1", "--lesson", "2", "--kubeconfig", host)
+	if code != 0 || !strings.Contains(out, "asked s1's rlab to start lesson 2 again") {
+		t.Errorf("classroom reset: exit %d\n%s%s", code, out, errOut)
+	}
+	if !waitOut("Bringing the sandbox back to where lesson 2 starts") || !waitOut("Lesson 2:") ||
+		!reported("lesson 2 step 1, the reset done", func(r classroom.Report) bool {
+			return r.ResetDone != "" && r.Now != nil && r.Now.Lesson == 2 && r.Now.Step == 1
+		}) {
+		return
+	}
+	if _, err := io.WriteString(stdin, lessons.CmdQuit+"\n"); err != nil {
+		t.Error(err)
+		return
+	}
+	reported("rlab stopped", func(r classroom.Report) bool { return !r.Running })
 }

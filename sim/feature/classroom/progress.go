@@ -141,7 +141,9 @@ type Reset struct {
 // change, at most once an interval, the latest one winning; and hands on
 // the instructor's reset requests. Its writes never block a lesson.
 type Reporter struct {
-	cms     interface{ Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) }
+	cms interface {
+		Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error)
+	}
 	kube    kubernetes.Interface
 	student string
 	log     *slog.Logger

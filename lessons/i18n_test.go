@@ -1,0 +1,242 @@
+package lessons
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// codeSpanRE is a Markdown code span: what a translation keeps as it is.
+var codeSpanRE = regexp.MustCompile("`[^`\n]+`")
+
+// keptNameRE is a name a student types or reads on the screen, in prose too:
+// a style's namespace, an object's field.
+var keptNameRE = regexp.MustCompile(`\b(?:echo-[a-z0-9-]*[a-z0-9]|(?:spec|status|metadata)\.[a-zA-Z.]*[a-zA-Z])\b`)
+
+// kept are the code spans and names of English text s, each once.
+func kept(s string) []string {
+	var out []string
+	for _, re := range []*regexp.Regexp{codeSpanRE, keptNameRE} {
+		for _, m := range re.FindAllString(s, -1) {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// fences are the fenced code blocks of Markdown text, in order.
+func fences(s string) []string {
+	var out []string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if in {
+				out = append(out, strings.Join(cur, "\n"))
+				cur = nil
+			}
+			in = !in
+			continue
+		}
+		if in {
+			cur = append(cur, line)
+		}
+	}
+	return out
+}
+
+// script says whether s is written in lang's script: Cyrillic for ru,
+// Han for zh, Vietnamese letters for vi.
+func script(s, lang string) bool {
+	n := 0
+	for _, r := range s {
+		switch {
+		case lang == "ru" && unicode.Is(unicode.Cyrillic, r),
+			lang == "zh" && unicode.Is(unicode.Han, r),
+			lang == "vi" && strings.ContainsRune("ăâđêôơưàảãáạằẳẵắặầẩẫấậèẻẽéẹềểễếệìỉĩíịòỏõóọồổỗốộờởỡớợùủũúụừửữứựỳỷỹýỵ", unicode.ToLower(r)):
+			n++
+		}
+	}
+	return n > 0
+}
+
+// TestTranslations holds every translation to its English lesson: every
+// lesson in every language, the same steps with the same hints, notes and
+// questions (as many choices), as many objectives and instructor notes
+// (each with its English label), every code span, name and code block of
+// the English kept as it is, written in the language's script, and each
+// glossary term in the prose followed by its English in parentheses the
+// first time. Commands, keys, checks and plays are lesson.yaml's alone: a
+// translation has no field for them.
+func TestTranslations(t *testing.T) {
+	en, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range Languages[1:] {
+		t.Run(lang, func(t *testing.T) {
+			course, err := loadCourse(embedded, lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if course.Name == lang || course.Name == "" {
+				t.Errorf("i18n/%s.yaml: no name", lang)
+			}
+			for _, w := range Words {
+				tw := course.Words[w]
+				if tw == "" {
+					t.Errorf("i18n/%s.yaml: no words for %q", lang, w)
+				} else if fmtVerbs(tw) != fmtVerbs(w) {
+					t.Errorf("i18n/%s.yaml: %q has verbs %q, the English %q", lang, tw, fmtVerbs(tw), fmtVerbs(w))
+				}
+			}
+			ls, err := LoadLang(lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range ls {
+				e := en[i]
+				t.Run(fmt.Sprint(l.Number), func(t *testing.T) {
+					if _, err := fs.Stat(embedded, path.Join(e.Dir, "i18n", lang+".yaml")); err != nil {
+						t.Fatalf("no %s/i18n/%s.yaml", e.Dir, lang)
+					}
+					same := func(what, en, tr string) {
+						t.Helper()
+						switch {
+						case strings.TrimSpace(en) == "":
+							return
+						case strings.TrimSpace(tr) == "":
+							t.Errorf("%s: empty", what)
+							return
+						case !script(tr, lang):
+							t.Errorf("%s: not written in %s: %q", what, lang, tr)
+						}
+						for _, k := range kept(en) {
+							if !strings.Contains(tr, k) {
+								t.Errorf("%s: %s is not kept as it is", what, k)
+							}
+						}
+					}
+					same("title", e.Title, l.Title)
+					same("summary", e.Summary, l.Summary)
+					same("README", e.README, l.README)
+					if ef, lf := fences(e.README), fences(l.README); !slices.Equal(ef, lf) {
+						t.Errorf("README: code blocks differ from the English:\n%q\n%q", ef, lf)
+					}
+					if len(l.Objectives) != len(e.Objectives) {
+						t.Errorf("%d objectives, the English %d", len(l.Objectives), len(e.Objectives))
+					}
+					for j := range min(len(l.Objectives), len(e.Objectives)) {
+						same(fmt.Sprintf("objective %d", j+1), e.Objectives[j], l.Objectives[j])
+					}
+					el, ll := strings.Split(strings.TrimSpace(e.Instructor), "\n"), strings.Split(strings.TrimSpace(l.Instructor), "\n")
+					if len(el) != len(ll) {
+						t.Errorf("%d instructor notes, the English %d", len(ll), len(el))
+					}
+					for j := range min(len(el), len(ll)) {
+						label, _, _ := strings.Cut(el[j], ":")
+						if !strings.HasPrefix(ll[j], label+":") {
+							t.Errorf("instructor note %d does not begin %q: %q", j+1, label+":", ll[j])
+						}
+						same(fmt.Sprintf("instructor note %d", j+1), el[j], ll[j])
+					}
+					for j, s := range l.Steps {
+						es := e.Steps[j]
+						what := fmt.Sprintf("step %d", j+1)
+						same(what+" title", es.Title, s.Title)
+						same(what+" text", es.Text, s.Text)
+						same(what+" hint", es.Hint, s.Hint)
+						if es.Action != nil {
+							same(what+" note", es.Action.Note, s.Action.Note)
+							if s.Action.Kubectl != es.Action.Kubectl || s.Action.Key != es.Action.Key {
+								t.Errorf("%s: the command or key changed", what)
+							}
+						}
+						if es.Predict != nil {
+							same(what+" question", es.Predict.Question, s.Predict.Question)
+							for c := range es.Predict.Choices {
+								if !strings.EqualFold(es.Predict.Choices[c], s.Predict.Choices[c]) || kept(es.Predict.Choices[c]) != nil {
+									for _, k := range kept(es.Predict.Choices[c]) {
+										if !strings.Contains(s.Predict.Choices[c], k) {
+											t.Errorf("%s choice %d: %s is not kept as it is", what, c+1, k)
+										}
+									}
+								}
+							}
+						}
+						if !reflect.DeepEqual(s.Check, es.Check) || !reflect.DeepEqual(s.Action.playOf(), es.Action.playOf()) {
+							t.Errorf("%s: the check or the play changed", what)
+						}
+					}
+					glossed(t, course, l.README)
+				})
+			}
+		})
+	}
+}
+
+// glossed: each glossary term the prose uses is followed, the first time,
+// by its English in parentheses.
+func glossed(t *testing.T, c *Course, prose string) {
+	t.Helper()
+	prose = strings.Join(strings.Fields(prose), " ") // a term may break across lines
+	low := strings.ToLower(prose)
+	for _, g := range c.Glossary {
+		term := strings.ToLower(g.Term)
+		if term == strings.ToLower(g.En) {
+			continue
+		}
+		i := strings.Index(low, term)
+		if i < 0 {
+			continue
+		}
+		after := strings.TrimLeft(low[i+len(term):], "*_ ")
+		if !strings.HasPrefix(after, "("+strings.ToLower(g.En)) && !strings.HasPrefix(after, "（"+strings.ToLower(g.En)) {
+			end := min(len(low), i+len(term)+40)
+			t.Errorf("README: %q first appears without (%s) after it: %q", g.Term, g.En, prose[i:end])
+		}
+	}
+}
+
+// fmtVerbs are the fmt verbs of a format, in order.
+func fmtVerbs(f string) string {
+	var out []string
+	for i := 0; i < len(f)-1; i++ {
+		if f[i] == '%' {
+			out = append(out, f[i:i+2])
+			i++
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// TestLangOf: a locale picks its language; others are English.
+func TestLangOf(t *testing.T) {
+	for locale, want := range map[string]string{
+		"vi_VN.UTF-8": "vi", "zh_CN.UTF-8": "zh", "ru_RU.utf8": "ru", "ru": "ru", "en_US.UTF-8": "en",
+		"C.UTF-8": "en", "": "en", "POSIX": "en", "de_DE.UTF-8": "en", "zh-Hans": "zh",
+	} {
+		if got := LangOf(locale); got != want {
+			t.Errorf("LangOf(%q) = %q, want %q", locale, got, want)
+		}
+	}
+	if err := CheckLang("de"); err == nil || !strings.Contains(err.Error(), "en, vi, zh, ru") {
+		t.Errorf("CheckLang(de) = %v", err)
+	}
+}
+
+// playOf is what autoplay does for an action, nil without one.
+func (a *Action) playOf() []Op {
+	if a == nil {
+		return nil
+	}
+	return a.Play
+}

@@ -1,0 +1,79 @@
+package lessons
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/sim/feature/classroom"
+)
+
+// TestRecords: what the instructor is told of each lesson the student
+// started, in course order, predictions by step number (from 1); Forget
+// starts a lesson over.
+func TestRecords(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	q := &Predict{Question: "?", Choices: []string{"a", "b"}, Answer: 2}
+	l1 := &Lesson{Number: 1, Dir: "01-a", Steps: make([]Step, 2)}
+	l2 := &Lesson{Number: 2, Dir: "02-b", Steps: []Step{{}, {Predict: q}, {}}}
+	l3 := &Lesson{Number: 3, Dir: "03-c", Steps: make([]Step, 1)}
+	p := &Progress{Lessons: map[string]*LessonProgress{}}
+	p.Record(l1, 0, ByHand, now)
+	p.Record(l1, 1, Played, now)
+	p.Set(l1, 2, now)
+	p.Record(l2, 0, Skipped, now)
+	p.Predicted(l2, 1, q.Measure(Prediction{Choice: 2}, "5 ready"), now)
+	p.Set(l2, 1, now)
+	right := true
+	want := []classroom.LessonRecord{
+		{Number: 1, Steps: 2, Next: 2, Done: true, How: []string{"hand", "played"}},
+		{Number: 2, Steps: 3, Next: 1, How: []string{"skipped", "", ""},
+			Predictions: map[int]classroom.Prediction{2: {Choice: 2, Right: &right, Measured: "5 ready"}}},
+	}
+	if got := p.Records([]*Lesson{l1, l2, l3}); !reflect.DeepEqual(got, want) {
+		t.Errorf("Records:\n got %+v\nwant %+v", got, want)
+	}
+	p.Forget(l1, now)
+	if got := p.Records([]*Lesson{l1}); !reflect.DeepEqual(got, []classroom.LessonRecord{{Number: 1, Steps: 2}}) {
+		t.Errorf("after Forget: %+v", got)
+	}
+	if p.Resume(l1) != 0 || p.Where(l1) != "" {
+		t.Errorf("after Forget, resume at %d, where %q", p.Resume(l1), p.Where(l1))
+	}
+}
+
+// TestSameSandbox: a lesson with an operator of its own needs a sandbox
+// of its own.
+func TestSameSandbox(t *testing.T) {
+	plain, other := &Lesson{Number: 1}, &Lesson{Number: 2}
+	own := &Lesson{Number: 12, Operator: &Operator{Name: "mine"}}
+	tests := []struct {
+		a, b *Lesson
+		want bool
+	}{
+		{plain, other, true},
+		{plain, own, false},
+		{own, plain, false},
+		{own, own, true},
+		{own, &Lesson{Number: 20, Operator: &Operator{Name: "mine"}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.a.SameSandbox(tt.b); got != tt.want {
+			t.Errorf("lesson %d then %d in one sandbox: %v, want %v", tt.a.Number, tt.b.Number, got, tt.want)
+		}
+	}
+}
+
+// TestPosition: where a student on a step stands, for the instructor.
+func TestPosition(t *testing.T) {
+	l, err := Parse("l.yaml", []byte(lesson(okStep)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	got := position(l, 0, since, SessionState{Detail: "2 of 3", PlayErr: "boom"}, func(s string) string { return "<" + s + ">" })
+	if got.Lesson != l.Number || got.Step != 1 || got.Steps != len(l.Steps) || got.StepTitle != l.Steps[0].Title ||
+		!got.Since.Equal(since) || got.Reason != "2 of 3" || got.Error != "boom" || got.Waits == "" || got.Waits[0] != '<' {
+		t.Errorf("position: %+v", got)
+	}
+}
