@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kkloud/rlab/lessons/lessonview"
 )
 
 // Guide commands, one per line on the student's input.
@@ -35,15 +37,16 @@ var ErrQuit = errors.New("quit")
 // is done it waits for the student to leave (q, or the end of input): the
 // sandbox stays up meanwhile. It returns nil then.
 func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, prog *Progress, save func(*Progress) error) error {
-	fmt.Fprintf(out, "Lesson %d: %s\n%s\n\n", l.Number, l.Title, l.Summary)
-	fmt.Fprintf(out, "Commands: %s next · %s back (on the first step: again) · %s play it for me · %s start again from a clean sandbox · %s quit (then Enter)\n", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit)
-	fmt.Fprintln(out, "Waiting for the sandbox: every style's sample Echo ready, the Go styles led…")
+	w := lessonview.WordsFor(l.Lang)
+	fmt.Fprintf(out, "%s\n%s\n\n", w.F("Lesson %d: %s", l.Number, l.Title), l.Summary)
+	fmt.Fprintln(out, w.F("Commands: %s next · %s back (on the first step: again) · %s play it for me · %s start again from a clean sandbox · %s quit (then Enter)", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit))
+	fmt.Fprintln(out, w.T("Waiting for the sandbox: every style's sample Echo ready, the Go styles led…"))
 	if why, err := p.AwaitBaseline(ctx); err != nil {
 		return fmt.Errorf("the sandbox did not start: %s: %w", why, err)
 	}
 	saved := func() {
 		if err := save(prog); err != nil {
-			fmt.Fprintf(out, "  saving progress: %v\n", err)
+			fmt.Fprintf(out, "  %s%v\n", w.T("saving progress: "), err)
 		}
 	}
 	i := min(max(from, 0), len(l.Steps))
@@ -76,7 +79,7 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 	if p.Report != nil {
 		p.Report(position(l, len(l.Steps)-1, time.Now(), SessionState{Passed: true, Done: true}, func(t string) string { return t }), prog)
 	}
-	fmt.Fprintf(out, "\nLesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.\n", l.Number, CmdQuit)
+	fmt.Fprintf(out, "\n%s\n", w.F("Lesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.", l.Number, CmdQuit))
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,15 +102,16 @@ func indent(s string) string {
 func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction),
 	tell func(since time.Time, st SessionState, failed error)) (int, error) {
 	s := &l.Steps[i]
+	w := lessonview.WordsFor(l.Lang)
 	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
 	q, said := localized(s.Predict, p.sb.Prefix()), Prediction{}
-	fmt.Fprintf(out, "\n── step %d of %d: %s\n\n%s\n", i+1, len(l.Steps), s.Title, indent(local(s.Text)))
+	fmt.Fprintf(out, "\n%s\n\n%s\n", w.F("── step %d of %d: %s", i+1, len(l.Steps), s.Title), indent(local(s.Text)))
 	if q != nil {
-		printAsk(out, q)
+		printAsk(out, q, w)
 	}
 	if a := s.Action; a != nil {
 		if a.Kubectl != "" {
-			fmt.Fprintf(out, "\n  In another terminal (after eval \"$(rlab env)\"):\n\n%s\n", indent(indent(local(a.Kubectl))))
+			fmt.Fprintf(out, "\n  %s\n\n%s\n", w.T(`In another terminal (after eval "$(rlab env)"):`), indent(indent(local(a.Kubectl))))
 		}
 		// No screen here, so no key to press: the command, or autoplay.
 		if a.Note != "" {
@@ -121,9 +125,9 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 	tell(since, seen, nil)
 	details := make(chan string, 1)
 	if s.Check == nil {
-		fmt.Fprintf(out, "\n  (Enter to go on)\n")
+		fmt.Fprintf(out, "\n  %s\n", w.T("(Enter to go on)"))
 	} else {
-		fmt.Fprintf(out, "\n  waiting for:\n%s\n", indent("• "+strings.ReplaceAll(s.Check.Describe(), "\n", "\n• ")))
+		fmt.Fprintf(out, "\n  %s\n%s\n", w.T("waiting for:"), indent("• "+strings.ReplaceAll(l.Waits(i), "\n", "\n• ")))
 	}
 	// The check runs until it passes, fails for good, or the student moves;
 	// commands arrive meanwhile. Each wait has its own context: a step
@@ -179,7 +183,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			}
 		case r := <-results:
 			if r.err != nil {
-				fmt.Fprintf(out, "  ✗ %v\n  %s tries the step again, %s skips it\n", r.err, CmdBack, CmdNext)
+				fmt.Fprintf(out, "  ✗ %v\n  %s\n", r.err, w.F("%s tries the step again, %s skips it", CmdBack, CmdNext))
 				tell(since, seen, r.err)
 				continue
 			}
@@ -189,10 +193,10 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			did(passedHow(autoplayed), said)
 			seen.Passed, seen.Detail = true, r.o.Detail
 			tell(since, seen, nil)
-			fmt.Fprintf(out, "  ✓ %s\n  (Enter for the next step)\n", predictReport(q, said, r.o.Detail))
+			fmt.Fprintf(out, "  ✓ %s\n  %s\n", predictReport(q, said, r.o.Detail, w), w.T("(Enter for the next step)"))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
-				fmt.Fprintf(out, "  hint:\n%s\n", indent(indent(local(s.Hint))))
+				fmt.Fprintf(out, "  %s\n%s\n", w.T("hint:"), indent(indent(local(s.Hint))))
 			}
 		case line, ok := <-in:
 			if !ok {
@@ -216,12 +220,12 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				n, _ := strconv.Atoi(strings.TrimSpace(cmd[len(CmdReset):]))
 				return 0, &ResetError{Lesson: n}
 			case q != nil && isNumber(cmd):
-				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed))
+				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed, w))
 			case cmd == CmdPlay && passed:
-				fmt.Fprintln(out, "  passed already: Enter for the next step")
+				fmt.Fprintln(out, "  "+w.T("passed already: Enter for the next step"))
 			case cmd == CmdPlay:
 				if s.Action == nil || len(s.Action.Play) == 0 {
-					fmt.Fprintln(out, "  nothing to play in this step")
+					fmt.Fprintln(out, "  "+w.T("nothing to play in this step"))
 					continue
 				}
 				// A clean window: what the student did before is not the play's.
@@ -235,11 +239,11 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 						fmt.Fprintf(out, "  %s: %v\n", op.Name, err)
 					}
 				}
-				fmt.Fprintln(out, "  played; checking")
+				fmt.Fprintln(out, "  "+w.T("played; checking"))
 				await(time.Now())
 			case cmd == "":
 			default:
-				fmt.Fprintf(out, "  %s next · %s back · %s play · %s start again · %s quit\n", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit)
+				fmt.Fprintln(out, "  "+w.F("%s next · %s back · %s play · %s start again · %s quit", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit))
 			}
 		}
 	}

@@ -44,6 +44,15 @@ func (l *Lesson) Meta() string {
 	return strings.Join(parts, " · ")
 }
 
+// Waits is what step i's check waits for, a line per condition, in the
+// lesson's language ("" for a step with no check).
+func (l *Lesson) Waits(i int) string {
+	if c := l.Steps[i].Check; c != nil {
+		return c.Describe()
+	}
+	return ""
+}
+
 // RequiresList is the lessons to do first, "5, 6" ("" for none).
 func (l *Lesson) RequiresList() string {
 	s := make([]string, len(l.Requires))
@@ -156,7 +165,7 @@ func (l *Lesson) markdown(b *strings.Builder, o HandoutOptions) {
 				within = DefaultWithin
 			}
 			fmt.Fprintf(b, l.w(wordWaits)+"\n\n", within)
-			for _, line := range strings.Split(c.Describe(), "\n") {
+			for _, line := range strings.Split(l.Waits(i), "\n") {
 				fmt.Fprintf(b, "- %s\n", mdText(line))
 			}
 			b.WriteString("\n")
@@ -189,12 +198,16 @@ func HTML(w io.Writer, title string, ls []*Lesson, o HandoutOptions) error {
 		}
 		body.WriteString("</section>\n")
 	}
-	_, err := fmt.Fprintf(w, htmlPage, html.EscapeString(title), body.String())
+	lang := English
+	if len(ls) > 0 && ls[0].Lang != "" {
+		lang = ls[0].Lang
+	}
+	_, err := fmt.Fprintf(w, htmlPage, lang, html.EscapeString(title), body.String())
 	return err
 }
 
 const htmlPage = `<!DOCTYPE html>
-<html lang="en">
+<html lang="%s">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

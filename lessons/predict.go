@@ -82,12 +82,12 @@ func kindOrCount(n *yaml.Node) string {
 }
 
 // printAsk prints the question on plain text, after the step's text.
-func printAsk(out io.Writer, q *Predict) {
-	fmt.Fprintf(out, "\n  Predict before you act: %s\n", q.Question)
+func printAsk(out io.Writer, q *Predict, w lessonview.Words) {
+	fmt.Fprintf(out, "\n  %s\n", w.F("Predict before you act: %s", q.Question))
 	for i, c := range q.Choices {
 		fmt.Fprintf(out, "    %d %s\n", i+1, c)
 	}
-	fmt.Fprintln(out, "  (type the number of your answer, then Enter)")
+	fmt.Fprintln(out, "  "+w.T("(type the number of your answer, then Enter)"))
 }
 
 // isNumber says whether a command line is a number: an answer.
@@ -98,28 +98,28 @@ func isNumber(cmd string) bool {
 
 // answer keeps the number the student typed in pr, before the check
 // passed; it returns what to reply.
-func answer(q *Predict, cmd string, pr *Prediction, passed bool) string {
+func answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Words) string {
 	if passed {
-		return "passed already: a prediction comes before the act"
+		return w.T("passed already: a prediction comes before the act")
 	}
 	n, _ := strconv.Atoi(cmd)
 	got, err := q.Choose(n)
 	if err != nil {
-		return err.Error()
+		return w.F("answer with a number from 1 to %d", len(q.Choices))
 	}
 	*pr = got
-	return "you said: " + q.Choices[n-1] + " (another number changes it until the check passes)"
+	return w.F("you said: %s (another number changes it until the check passes)", q.Choices[n-1])
 }
 
 // predictReport is what a passed check says on plain text: its detail, or the
 // student's answer beside it (pr measured) and, if the question has an
 // answer, whether it was right.
-func predictReport(q *Predict, pr Prediction, detail string) string {
-	said := q.Said(pr)
+func predictReport(q *Predict, pr Prediction, detail string, w lessonview.Words) string {
+	said := q.SaidIn(w, pr)
 	if said == "" {
 		return detail
 	}
-	if v := q.Verdict(pr); v != "" {
+	if v := q.VerdictIn(w, pr); v != "" {
 		said += "\n    " + v
 	}
 	return said

@@ -182,7 +182,7 @@ func TestPredictLocalized(t *testing.T) {
 func TestGuidePredict(t *testing.T) {
 	q := &Predict{Question: "How many GETs?", Choices: []string{"none", "one per Pod"}, Answer: 1}
 	var out bytes.Buffer
-	printAsk(&out, q)
+	printAsk(&out, q, nil)
 	if want := "\n  Predict before you act: How many GETs?\n    1 none\n    2 one per Pod\n  (type the number of your answer, then Enter)\n"; out.String() != want {
 		t.Errorf("asked:\n%q\nwant\n%q", out.String(), want)
 	}
@@ -204,16 +204,16 @@ func TestGuidePredict(t *testing.T) {
 			if !isNumber(c) {
 				t.Fatalf("%q is not a number", c)
 			}
-			if got := answer(q, c, &pr, false); got != tt.replies[i] {
+			if got := answer(q, c, &pr, false, nil); got != tt.replies[i] {
 				t.Errorf("%v: reply to %s = %q, want %q", tt.cmds, c, got, tt.replies[i])
 			}
 		}
-		if got := predictReport(q, q.Measure(pr, "0 GETs"), "0 GETs"); got != tt.report {
+		if got := predictReport(q, q.Measure(pr, "0 GETs"), "0 GETs", nil); got != tt.report {
 			t.Errorf("%v: report = %q, want %q", tt.cmds, got, tt.report)
 		}
 	}
 	pr := Prediction{Choice: 1}
-	if got := answer(q, "2", &pr, true); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
+	if got := answer(q, "2", &pr, true, nil); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
 		t.Errorf("after the pass: %q, %+v", got, pr)
 	}
 	for _, c := range []string{"n", "", "a", "1x"} {
@@ -222,7 +222,7 @@ func TestGuidePredict(t *testing.T) {
 		}
 	}
 	var none *Predict
-	if got := predictReport(none, Prediction{}, "0 GETs"); got != "0 GETs" {
+	if got := predictReport(none, Prediction{}, "0 GETs", nil); got != "0 GETs" {
 		t.Errorf("no question: report = %q", got)
 	}
 }

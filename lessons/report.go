@@ -56,7 +56,7 @@ func position(l *Lesson, i int, since time.Time, st SessionState, local func(str
 		s := &l.Steps[i]
 		pos.StepTitle = s.Title
 		if s.Check != nil {
-			pos.Waits = local(strings.TrimSpace(s.Check.Describe()))
+			pos.Waits = local(strings.TrimSpace(l.Waits(i)))
 		}
 	}
 	return pos
@@ -96,7 +96,7 @@ func (s *Session) Reset(ctx context.Context, n int) error {
 		return fmt.Errorf("lesson %d runs with an operator of its own: quit, then rlab lesson start %d --reset", n, n)
 	}
 	s.stop()
-	s.st.Waiting, s.st.Detail = fmt.Sprintf("resetting the sandbox for lesson %d", n), ""
+	s.st.Waiting, s.st.Detail = s.st.Words.F("resetting the sandbox for lesson %d", n), ""
 	s.changed()
 	s.mu.Unlock()
 	rerr := s.p.Restore(ctx)

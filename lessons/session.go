@@ -71,7 +71,7 @@ func (s *Session) starting(l *Lesson, from int) {
 	i := min(max(from, 0), len(l.Steps)-1)
 	s.since = time.Now()
 	s.st = s.stateOf(i)
-	s.st.Waiting = "the sandbox to start: every style's Echo " + sandbox.SampleName + " ready, the Go styles led"
+	s.st.Waiting = s.st.Words.F("the sandbox to start: every style's Echo %s ready, the Go styles led", sandbox.SampleName)
 	s.changed()
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.cancel = cancel
@@ -80,8 +80,8 @@ func (s *Session) starting(l *Lesson, from int) {
 		_, err := s.p.awaitBaseline(ctx, func(why string) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if gen == s.gen && s.st.Detail != "starting: "+why {
-				s.st.Detail = "starting: " + why
+			if d := s.st.Words.T("starting: ") + why; gen == s.gen && s.st.Detail != d {
+				s.st.Detail = d
 				s.changed()
 			}
 		})
@@ -207,11 +207,11 @@ func (s *Session) play(via string) {
 	case s.st.Done || s.st.Playing:
 		return
 	case !s.ready:
-		s.st.PlayErr = "the sandbox is still starting"
+		s.st.PlayErr = s.st.Words.T("the sandbox is still starting")
 		s.changed()
 		return
 	case step.Action == nil || len(step.Action.Play) == 0:
-		s.st.PlayErr = "nothing to play in this step"
+		s.st.PlayErr = s.st.Words.T("nothing to play in this step")
 		s.changed()
 		return
 	}
@@ -303,7 +303,7 @@ func (s *Session) tell() {
 func (s *Session) record(next int) {
 	s.prog.Set(s.l, next, time.Now())
 	if err := s.save(s.prog); err != nil {
-		s.st.PlayErr = "saving progress: " + err.Error()
+		s.st.PlayErr = s.st.Words.T("saving progress: ") + err.Error()
 	}
 }
 
@@ -347,12 +347,13 @@ func (s *Session) stateOf(i int) SessionState {
 		Version: s.st.Version + 1,
 		Lesson:  s.l.Number, Count: len(s.all), Title: s.l.Title,
 		Step: i, Steps: len(s.l.Steps), StepTitle: step.Title, Text: s.local(step.Text),
+		Words: lessonview.WordsFor(s.l.Lang),
 	}
 	if a := step.Action; a != nil {
 		st.Kubectl, st.Key, st.Note = s.local(a.Kubectl), a.Key, s.local(a.Note)
 	}
 	if step.Check != nil {
-		st.Waiting = step.Check.Describe()
+		st.Waiting = s.l.Waits(i)
 	}
 	st.Predict = localized(step.Predict, s.p.sb.Prefix())
 	return st

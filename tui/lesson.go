@@ -141,7 +141,7 @@ func (l *lesson) onKey(msg tea.KeyPressMsg, k *common.KeyMap, s *common.Theme) (
 
 // openList opens the lesson list on the lesson followed.
 func (l *lesson) openList(k *common.KeyMap, s *common.Theme) {
-	v := lessonpanel.List{Current: l.st.Lesson}
+	v := lessonpanel.List{Current: l.st.Lesson, Words: l.st.Words}
 	for i, e := range l.session.Lessons() {
 		v.Entries = append(v.Entries, e)
 		if e.Number == l.st.Lesson {
@@ -149,8 +149,8 @@ func (l *lesson) openList(k *common.KeyMap, s *common.Theme) {
 		}
 	}
 	h := &common.Line{}
-	h.Add(s.Key, "↑/↓").Add(s.Desc, " choose").Add(s.Dim, " · ").
-		Add(s.Key, "0-9").Add(s.Desc, " number").Add(s.Dim, " · ").
+	h.Add(s.Key, "↑/↓").Add(s.Desc, " "+l.st.Words.T("choose")).Add(s.Dim, " · ").
+		Add(s.Key, "0-9").Add(s.Desc, " "+l.st.Words.T("number")).Add(s.Dim, " · ").
 		Add(s.Key, k.Open.Help().Key).Add(s.Desc, " "+k.Open.Help().Desc).Add(s.Dim, " · ").
 		Add(s.Key, k.Close.Help().Key).Add(s.Desc, " "+k.Close.Help().Desc)
 	v.Keys, v.KeysW = h.String(), h.Width()

@@ -263,6 +263,15 @@ func TestTUILessonScreens(t *testing.T) {
 			passedSaying(3, 2)(s)
 			s.Step, s.Done = 5, true
 		}},
+		// The screen's own words in the course's other languages (the
+		// lesson's text is the fake's, in English): every line still fits,
+		// Chinese at two columns a character.
+		{name: "vi-help", w: 160, h: 45, edit: inLang("vi", nil), keys: []string{"?"}},
+		{name: "zh-help", w: 160, h: 45, edit: inLang("zh", nil), keys: []string{"?"}},
+		{name: "ru-help", w: 160, h: 45, edit: inLang("ru", nil), keys: []string{"?"}},
+		{name: "zh-waiting", w: 100, h: 30, edit: inLang("zh", nil)},
+		{name: "vi-predict-not-quite", w: 100, h: 30, edit: inLang("vi", passedSaying(3, 1))},
+		{name: "ru-list", w: 120, h: 40, edit: inLang("ru", nil), keys: []string{"l"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -609,4 +618,14 @@ func TestTUILessonPredictProgram(t *testing.T) {
 	appWaitFor(t, tm, "not quite: the answer is controller-runtime", "you said: client-go · measured: drift_repaired: clientgo")
 	tm.Send(keyMsg("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// inLang is edit (if any), then the screen's words in lang.
+func inLang(lang string, edit func(*lessonview.State)) func(*lessonview.State) {
+	return func(s *lessonview.State) {
+		if edit != nil {
+			edit(s)
+		}
+		s.Words = lessonview.WordsFor(lang)
+	}
 }

@@ -159,7 +159,7 @@ func New(opts Options) *Model {
 	}
 	m.feed.wall = func() time.Time { return m.wall() }
 	if m.lesson.on() {
-		m.keys = m.keys.Lesson()
+		m.keys = m.keys.Lesson().In(m.lesson.st.Words)
 	}
 	m.setDark(opts.Dark)
 	return m

@@ -228,11 +228,12 @@ func (m *Model) helpBox(w, h int) []string {
 	m.help.SetWidth(w - 4)
 	body := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
 	body = append([]string{""}, body...)
-	all := "all three"
+	words := m.lesson.st.Words
+	edits := words.T("Edits apply to the Echo of the same name in all three namespaces at once, so the styles race fairly.")
 	if n := len(m.panes.order); n != 3 {
-		all = fmt.Sprintf("all %d", n)
+		edits = words.F("Edits apply to the Echo of the same name in all %d namespaces at once, so the styles race fairly.", n)
 	}
-	body = append(body, "", m.styles.Dim.S("Edits apply to the Echo of the same name in "+all+" namespaces at once, so the styles race fairly."),
-		m.styles.Dim.S("? or esc closes this help."))
-	return common.Box(m.styles.Bold.S("help"), 4, body, w, h, m.styles.Border)
+	body = append(body, "", m.styles.Dim.S(edits), m.styles.Dim.S(words.T("? or esc closes this help.")))
+	title := words.T("help")
+	return common.Box(m.styles.Bold.S(title), common.Width(title), body, w, h, m.styles.Border)
 }

@@ -13,7 +13,10 @@ import (
 )
 
 func newLessonShowCmd() *cobra.Command {
-	var o lessons.HandoutOptions
+	var (
+		o    lessons.HandoutOptions
+		lang langFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "show N",
 		Short: "Print a lesson as text: what it is for, its prose, and each step with its command and what its check waits for",
@@ -21,7 +24,7 @@ func newLessonShowCmd() *cobra.Command {
   rlab lesson show 7 --instructor | less`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, chosen, err := chooseLessons(args, false)
+			_, chosen, err := chooseLessons(args, false, lang)
 			if err != nil {
 				return err
 			}
@@ -29,6 +32,7 @@ func newLessonShowCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&o.Instructor, "instructor", false, "add the notes for the instructor (what to point at, the waits, the usual mistakes)")
+	lang.register(cmd.Flags())
 	return cmd
 }
 
@@ -38,6 +42,7 @@ var handoutFormats = map[string]string{"markdown": ".md", "html": ".html"}
 func newLessonExportCmd() *cobra.Command {
 	var (
 		o      lessons.HandoutOptions
+		lang   langFlag
 		format string
 		out    string
 		course bool
@@ -59,7 +64,7 @@ on; it needs nothing from the network. Files that exist are not overwritten.`,
 			if !ok {
 				return fmt.Errorf("--format %q: want markdown or html", format)
 			}
-			_, chosen, err := chooseLessons(args, len(args) == 0)
+			_, chosen, err := chooseLessons(args, len(args) == 0, lang)
 			if err != nil {
 				return err
 			}
@@ -95,11 +100,16 @@ on; it needs nothing from the network. Files that exist are not overwritten.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", p, b.Len())
 				return nil
 			}
+			// Beside the English ones: NN-slug.vi.html.
+			suffix := ""
+			if l := chosen[0].Lang; l != "" && l != lessons.English {
+				suffix = "." + l
+			}
 			if course {
-				return write("rlab-course", "Reconcile Lab: the course", chosen)
+				return write("rlab-course"+suffix, "Reconcile Lab: the course", chosen)
 			}
 			for _, l := range chosen {
-				if err := write(l.Dir, fmt.Sprintf("Reconcile Lab %d. %s", l.Number, l.Title), []*lessons.Lesson{l}); err != nil {
+				if err := write(l.Dir+suffix, fmt.Sprintf("Reconcile Lab %d. %s", l.Number, l.Title), []*lessons.Lesson{l}); err != nil {
 					return err
 				}
 			}
@@ -110,5 +120,6 @@ on; it needs nothing from the network. Files that exist are not overwritten.`,
 	cmd.Flags().StringVarP(&out, "out", "o", ".", "the `DIR` to write the handouts into (made if missing)")
 	cmd.Flags().BoolVar(&course, "course", false, "write one file for all the lessons given, rlab-course.EXT")
 	cmd.Flags().BoolVar(&o.Instructor, "instructor", false, "add the notes for the instructor")
+	lang.register(cmd.Flags())
 	return cmd
 }

@@ -43,25 +43,27 @@ const a4Text = "673"
 
 // TestLessonExport writes the course's handouts with rlab lesson export and
 // reads the HTML in a real headless browser (Debian's chromium, which
-// .ci/run installs): at the width of a printed page nothing runs past the
-// edge and every step's command is on the page; a screenshot and a PDF
-// print are made of it.
+// .ci/run installs), in every language of the course: at the width of a
+// printed page nothing runs past the edge and every step's command is on
+// the page; a screenshot and a PDF print are made of it.
 func TestLessonExport(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("the handout test reads the HTML in chromium: apt-get install chromium (.ci/run does): %v", err)
 	}
-	all, err := lessons.Load()
-	if err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("fc-list", ":lang=zh").Output(); err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("the Chinese handout needs a font with Chinese glyphs: apt-get install fonts-wqy-microhei (.ci/run does): %v", err)
 	}
 	dir := t.TempDir()
 	rlab := func(args ...string) (string, error) {
 		out, err := exec.CommandContext(t.Context(), rlabBin, append([]string{"lesson"}, args...)...).CombinedOutput()
 		return string(out), err
 	}
+	en, err := lessons.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
-		{"export", "--format", "html", "--course", "--instructor", "--out", dir},
 		{"export", "--format", "markdown", "--out", dir},
 		{"export", "--format", "html", "--out", dir, "21"},
 	} {
@@ -69,7 +71,7 @@ func TestLessonExport(t *testing.T) {
 			t.Fatalf("rlab lesson %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	for _, l := range all {
+	for _, l := range en {
 		if _, err := os.Stat(filepath.Join(dir, l.Dir+".md")); err != nil {
 			t.Errorf("lesson %d: no Markdown handout: %v", l.Number, err)
 		}
@@ -81,17 +83,42 @@ func TestLessonExport(t *testing.T) {
 	}{
 		{[]string{"export", "--format", "html", "--out", dir, "21"}, "21-chaos.html exists already"},
 		{[]string{"export", "--format", "pdf", "--out", dir}, `--format "pdf": want markdown or html`},
+		{[]string{"export", "--lang", "de", "--out", dir}, `--lang "de": the course is in en, vi, zh, ru`},
 	} {
 		if out, err := rlab(tc.args...); err == nil || !strings.Contains(out, tc.err) {
 			t.Errorf("rlab lesson %s: %v, %q; want an error saying %q", strings.Join(tc.args, " "), err, out, tc.err)
 		}
 	}
+	for _, lang := range lessons.Languages {
+		t.Run(lang, func(t *testing.T) {
+			all, err := lessons.LoadLang(lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(dir, lang)
+			if out, err := rlab("export", "--lang", lang, "--format", "html", "--course", "--instructor", "--out", dir); err != nil {
+				t.Fatalf("rlab lesson export --lang %s: %v\n%s", lang, err, out)
+			}
+			name := "rlab-course.html"
+			if lang != lessons.English {
+				name = "rlab-course." + lang + ".html"
+			}
+			readHandout(t, browser, filepath.Join(dir, name), lang, all)
+		})
+	}
+}
 
-	course := filepath.Join(dir, "rlab-course.html")
+// readHandout reads the course's handout in lang in chromium: laid out at
+// the width of a printed page, printed, and a screenshot taken.
+func readHandout(t *testing.T, browser, course, lang string, all []*lessons.Lesson) {
 	page, err := os.ReadFile(course)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if want := `<html lang="` + lang + `">`; !bytes.Contains(page, []byte(want)) {
+		t.Errorf("the page does not say %s", want)
+	}
+	dir := filepath.Dir(course)
 	probe := filepath.Join(dir, "probe.html")
 	if err := os.WriteFile(probe, bytes.Replace(page, []byte("</body>"), []byte(layoutProbe), 1), 0o644); err != nil {
 		t.Fatal(err)
@@ -139,7 +166,7 @@ func TestLessonExport(t *testing.T) {
 		}
 		for i, s := range l.Steps {
 			if s.Check != nil {
-				for _, line := range strings.Split(s.Check.Describe(), "\n") {
+				for _, line := range strings.Split(l.Waits(i), "\n") {
 					if !strings.Contains(text, space.ReplaceAllString(line, " ")) {
 						t.Errorf("lesson %d step %d: what the check waits for, %q, is not on the page", l.Number, i+1, line)
 					}
@@ -172,6 +199,13 @@ func TestLessonExport(t *testing.T) {
 	if pages < len(all) {
 		t.Errorf("the course printed on %d pages, want at least one a lesson (%d)", pages, len(all))
 	}
-	t.Logf("course handout: %d bytes of HTML, %d lessons, %d commands on the page, printed on %d A4 pages (%d bytes of PDF)",
-		len(page), len(all), commands, pages, len(doc))
+	if keep := os.Getenv("RLAB_HANDOUT_DIR"); keep != "" { // to look at them
+		for _, f := range []string{shot, pdf, course} {
+			if b, err := os.ReadFile(f); err == nil {
+				_ = os.WriteFile(filepath.Join(keep, lang+"-"+filepath.Base(f)), b, 0o644)
+			}
+		}
+	}
+	t.Logf("%s course handout: %d bytes of HTML, %d lessons, %d commands on the page, printed on %d A4 pages (%d bytes of PDF)",
+		lang, len(page), len(all), commands, pages, len(doc))
 }

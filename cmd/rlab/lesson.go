@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,9 +17,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -60,7 +63,7 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 			if err := checkStarterStep(step); err != nil {
 				return err
 			}
-			_, chosen, err := chooseLessons(args, false)
+			_, chosen, err := chooseLessons(args, false, langFlag{Lang: lessons.English})
 			if err != nil {
 				return err
 			}
@@ -171,12 +174,13 @@ func lessonOperator(l *lessons.Lesson, o *launch.Options) error {
 }
 
 func newLessonListCmd() *cobra.Command {
-	return &cobra.Command{
+	var lang langFlag
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the lessons, how far you got in each, and how (steps by hand, played with a, skipped with n)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			all, err := lessons.Load()
+			all, err := lang.load()
 			if err != nil {
 				return err
 			}
@@ -203,6 +207,8 @@ func newLessonListCmd() *cobra.Command {
 			return nil
 		},
 	}
+	lang.register(cmd.Flags())
+	return cmd
 }
 
 type lessonFlags struct {
@@ -214,6 +220,31 @@ type lessonFlags struct {
 	Reset         bool
 	Text          bool
 	clusterFlags
+	langFlag
+}
+
+// langFlag is --lang: the course's language, else the locale's.
+type langFlag struct{ Lang string }
+
+func (f *langFlag) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Lang, "lang", "", "the course's `LANGUAGE`: "+strings.Join(lessons.Languages, ", ")+" (default: from LC_ALL, LC_MESSAGES or LANG; English if none of these)")
+}
+
+// lang is the language asked for, or the locale's.
+func (f langFlag) lang() (string, error) {
+	if f.Lang != "" {
+		return f.Lang, lessons.CheckLang(f.Lang)
+	}
+	return lessons.LangOf(cmp.Or(os.Getenv("LC_ALL"), os.Getenv("LC_MESSAGES"), os.Getenv("LANG"))), nil
+}
+
+// load is the course in the language.
+func (f langFlag) load() ([]*lessons.Lesson, error) {
+	lang, err := f.lang()
+	if err != nil {
+		return nil, err
+	}
+	return lessons.LoadLang(lang)
 }
 
 func newLessonVerifyCmd() *cobra.Command {
@@ -233,7 +264,7 @@ press the key it names, and wait for its check, measured from the act.`,
 			if err := f.validate(); err != nil {
 				return err
 			}
-			_, chosen, err := chooseLessons(args, f.All)
+			_, chosen, err := chooseLessons(args, f.All, f.langFlag)
 			if err != nil {
 				return err
 			}
@@ -245,19 +276,20 @@ press the key it names, and wait for its check, measured from the act.`,
 	cmd.Flags().DurationVar(&f.Read, "read", 10*time.Second, "with --by-hand, how long the student reads a step before acting (0: act at once)")
 	cmd.Flags().DurationVar(&f.ShellInterval, "shell-interval", 5*time.Second, "poll interval of the shell loop")
 	f.clusterFlags.register(cmd.Flags())
+	f.langFlag.register(cmd.Flags())
 	return cmd
 }
 
 // chooseLessons loads the course and picks the lessons args number, or all
 // of them with every.
-func chooseLessons(args []string, every bool) (all, chosen []*lessons.Lesson, err error) {
+func chooseLessons(args []string, every bool, lang langFlag) (all, chosen []*lessons.Lesson, err error) {
 	switch {
 	case every && len(args) > 0:
 		return nil, nil, errors.New("give lesson numbers or --all, not both")
 	case !every && len(args) == 0:
 		return nil, nil, errors.New("which lessons? give their numbers, or --all (see rlab lesson list)")
 	}
-	if all, err = lessons.Load(); err != nil || every {
+	if all, err = lang.load(); err != nil || every {
 		return all, all, err
 	}
 	for _, a := range args {
@@ -423,7 +455,7 @@ A lesson about your own operator (12) runs the one you name with
 			if err := firstErr(f.validate(), up.operatorFlags.validate()); err != nil {
 				return err
 			}
-			all, chosen, err := chooseLessons(args, false)
+			all, chosen, err := chooseLessons(args, false, f.langFlag)
 			if err != nil {
 				return err
 			}
@@ -455,6 +487,7 @@ A lesson about your own operator (12) runs the one you name with
 	cmd.Flags().BoolVar(&f.Reset, "reset", false, "start at step 1 as a new attempt, the sandbox brought back to where the lesson starts (what a classroom's namespaces kept is removed)")
 	cmd.Flags().BoolVar(&f.Text, "text", false, "plain text on stdin/stdout instead of the screen")
 	f.clusterFlags.register(cmd.Flags())
+	f.langFlag.register(cmd.Flags())
 	up.operatorFlags.register(cmd.Flags())
 	cmd.Flags().StringVar(&up.Record, "record", "", "record the session to `FILE`, as rlab up --record does")
 	return cmd
@@ -510,7 +543,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 		reset := f.Reset
 		for {
 			if reset {
-				fmt.Fprintf(stdout, "\nBringing the sandbox back to where lesson %d starts…\n", l.Number)
+				fmt.Fprintf(stdout, "\n%s\n", lessonview.WordsFor(l.Lang).F("Bringing the sandbox back to where lesson %d starts…", l.Number))
 				if err := p.Restore(ctx); err != nil {
 					return fmt.Errorf("reset the sandbox for lesson %d: %w", l.Number, err)
 				}
@@ -532,7 +565,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 				from, reset = prog.Resume(l), false
 				continue
 			case !l.SameSandbox(next):
-				fmt.Fprintf(stdout, "  lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset\n", re.Lesson, lessons.CmdQuit, re.Lesson)
+				fmt.Fprintf(stdout, "  %s\n", lessonview.WordsFor(l.Lang).F("lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset", re.Lesson, lessons.CmdQuit, re.Lesson))
 				from, reset = prog.Resume(l), false
 				continue
 			}
@@ -540,7 +573,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 		}
 		switch {
 		case errors.Is(err, lessons.ErrQuit):
-			fmt.Fprintf(stdout, "progress kept: rlab lesson start %d resumes here\n", l.Number)
+			fmt.Fprintln(stdout, lessonview.WordsFor(l.Lang).F("progress kept: rlab lesson start %d resumes here", l.Number))
 			return nil
 		case ctx.Err() != nil:
 			return nil // Ctrl-C: progress is saved

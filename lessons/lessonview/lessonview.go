@@ -32,6 +32,9 @@ type State struct {
 	// student's answer and, once the check passed, what was measured.
 	Predict   *Predict
 	Predicted Prediction
+	// Words are the screen's words in the lesson's language (nil:
+	// English).
+	Words Words
 }
 
 // Entry is one lesson of the course's list.
@@ -90,23 +93,29 @@ func (q *Predict) Measure(pr Prediction, measured string) Prediction {
 
 // Said puts the student's answer beside what was measured, once both are
 // known: "you said: client-go · measured: …"; "" before.
-func (q *Predict) Said(pr Prediction) string {
+func (q *Predict) Said(pr Prediction) string { return q.SaidIn(nil, pr) }
+
+// SaidIn is Said in words' language.
+func (q *Predict) SaidIn(w Words, pr Prediction) string {
 	if q == nil || pr.Choice < 1 || pr.Choice > len(q.Choices) || pr.Measured == "" {
 		return ""
 	}
-	return "you said: " + q.Choices[pr.Choice-1] + " · measured: " + pr.Measured
+	return w.F("you said: %s · measured: %s", q.Choices[pr.Choice-1], pr.Measured)
 }
 
 // Verdict is "right" or "not quite: …" for a question with an answer,
 // once measured; "" otherwise.
-func (q *Predict) Verdict(pr Prediction) string {
+func (q *Predict) Verdict(pr Prediction) string { return q.VerdictIn(nil, pr) }
+
+// VerdictIn is Verdict in words' language.
+func (q *Predict) VerdictIn(w Words, pr Prediction) string {
 	switch {
 	case q == nil || pr.Right == nil:
 		return ""
 	case *pr.Right:
-		return "right"
+		return w.T("right")
 	}
-	return "not quite: the answer is " + q.Choices[q.Answer-1]
+	return w.F("not quite: the answer is %s", q.Choices[q.Answer-1])
 }
 
 // Map is q with every text (question and choices) passed through f, a

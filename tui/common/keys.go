@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"charm.land/bubbles/v2/key"
+
+	"github.com/kkloud/rlab/lessons/lessonview"
 )
 
 // KeyMap is every key of the main screen. `?` help is generated from it.
@@ -65,6 +67,20 @@ func DefaultKeyMap() KeyMap {
 		Open:             b([]string{"enter"}, "enter", "open"),
 		Close:            b([]string{"esc", "l", "q"}, "esc", "close"),
 	}
+}
+
+// In is the keymap with its help in words' language.
+func (k KeyMap) In(w lessonview.Words) KeyMap {
+	if w == nil {
+		return k
+	}
+	for _, b := range []*key.Binding{&k.More, &k.Less, &k.Edit, &k.DeleteDeployment, &k.Scale, &k.DeleteEcho, &k.CreateEcho,
+		&k.Kill, &k.Stop, &k.Fault, &k.Next, &k.Prev, &k.Focus, &k.Full, &k.Verbs, &k.Log, &k.LogReplica,
+		&k.Filter, &k.Kinds, &k.Pause, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Top, &k.Bottom,
+		&k.Help, &k.Quit, &k.LessonNext, &k.LessonBack, &k.LessonPlay, &k.Lessons, &k.LessonPredict, &k.Open, &k.Close} {
+		b.SetHelp(b.Help().Key, w.T(b.Help().Desc))
+	}
+	return k
 }
 
 // Panes is the keymap for n panes: the focus keys' help says 1-n.

@@ -13,12 +13,13 @@ import (
 // right.
 func Line(d lessonview.State, keys string, keysW, w int, s *common.Theme) string {
 	l := &common.Line{}
-	l.Plain(" ").Add(s.Accent, fmt.Sprintf("lesson %d/%d", d.Lesson, d.Count)).Add(s.Dim, " · ").Add(s.Bold, d.Title)
+	ws := d.Words
+	l.Plain(" ").Add(s.Accent, ws.F("lesson %d/%d", d.Lesson, d.Count)).Add(s.Dim, " · ").Add(s.Bold, d.Title)
 	switch {
 	case d.Done:
-		l.Add(s.Dim, " · ").Add(s.OK, "done")
+		l.Add(s.Dim, " · ").Add(s.OK, ws.T("done"))
 	case d.Steps > 0:
-		l.Add(s.Dim, " · ").Plain(fmt.Sprintf("step %d of %d", d.Step+1, d.Steps))
+		l.Add(s.Dim, " · ").Plain(ws.F("step %d of %d", d.Step+1, d.Steps))
 		if d.StepTitle != "" {
 			l.Plain(": " + d.StepTitle)
 		}
@@ -40,6 +41,8 @@ type List struct {
 	// Keys is the keys' help line, painted, KeysW wide.
 	Keys  string
 	KeysW int
+	// Words are the screen's words in the course's language.
+	Words lessonview.Words
 }
 
 // Render draws the list in a frame of exactly w×h, scrolled so that the
@@ -51,7 +54,7 @@ func (v *List) Render(w, h int, s *common.Theme) []string {
 	}
 	var foot []string
 	prompt := &common.Line{}
-	prompt.Add(s.Bold, "open lesson: ").Plain(v.Typed).Add(s.Reverse, " ")
+	prompt.Add(s.Bold, v.Words.T("open lesson: ")).Plain(v.Typed).Add(s.Reverse, " ")
 	prompt.Pad(max(2, iw-prompt.Width()-v.KeysW))
 	foot = append(foot, common.FitStyled(prompt.String()+v.Keys, prompt.Width()+v.KeysW, iw))
 	if v.Err != "" {
@@ -79,12 +82,16 @@ func (v *List) Render(w, h int, s *common.Theme) []string {
 		if i == v.Cursor {
 			mark = "▶ "
 		}
-		row := fmt.Sprintf("%s%2d  %s  %s", mark, e.Number, common.Fit(e.Title, titleW), fmt.Sprintf("%-8s", common.Plural(e.Steps, "step")))
+		steps := v.Words.F("%d steps", e.Steps)
+		if e.Steps == 1 {
+			steps = v.Words.T("1 step")
+		}
+		row := fmt.Sprintf("%s%2d  %s  %s", mark, e.Number, common.Fit(e.Title, titleW), common.Fit(steps, max(8, common.Width(steps))))
 		if e.Where != "" {
 			row += "  " + e.Where
 		}
 		if e.Number == v.Current {
-			row += "  ← now"
+			row += "  " + v.Words.T("← now")
 		}
 		p := s.Text
 		switch {
@@ -99,9 +106,9 @@ func (v *List) Render(w, h int, s *common.Theme) []string {
 		body = append(body, strings.Repeat(" ", iw))
 	}
 	body = append(body, foot...)
-	title := fmt.Sprintf("lessons · %d", len(v.Entries))
+	title := v.Words.F("lessons · %d", len(v.Entries))
 	if start > 0 || start+rows < len(v.Entries) {
-		title += fmt.Sprintf(" · %d-%d shown", start+1, min(len(v.Entries), start+rows))
+		title += v.Words.F(" · %d-%d shown", start+1, min(len(v.Entries), start+rows))
 	}
 	return common.BoxFitted(s.Bold.S(title), common.Width(title), body, w, h, s.Accent)
 }

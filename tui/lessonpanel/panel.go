@@ -17,12 +17,13 @@ import (
 // Heading is "lesson 3/10 · Drift repair · step 2 of 4: delete …", the
 // panel's title and the start of the lesson line.
 func Heading(d lessonview.State) string {
-	h := fmt.Sprintf("lesson %d/%d · %s", d.Lesson, d.Count, d.Title)
+	w := d.Words
+	h := w.F("lesson %d/%d · %s", d.Lesson, d.Count, d.Title)
 	switch {
 	case d.Done:
-		return h + " · done"
+		return h + " · " + w.T("done")
 	case d.Steps > 0:
-		h += fmt.Sprintf(" · step %d of %d", d.Step+1, d.Steps)
+		h += " · " + w.F("step %d of %d", d.Step+1, d.Steps)
 		if d.StepTitle != "" {
 			h += ": " + d.StepTitle
 		}
@@ -150,7 +151,7 @@ func (p *Panel) fit(rows, iw int) []string {
 			out = append(out, b.lines[:g]...)
 		default:
 			out = append(out, b.lines[:g-1]...)
-			more := fmt.Sprintf("… %d more lines (a taller terminal shows them)", len(b.lines)-g+1)
+			more := p.d.Words.F("… %d more lines (a taller terminal shows them)", len(b.lines)-g+1)
 			out = append(out, fitted(p.s.Dim, more, iw))
 		}
 	}
@@ -166,12 +167,13 @@ func fitted(p common.Paint, text string, w int) string {
 // as written, line for line.
 func doLines(d lessonview.State, iw int, st *common.Theme) []string {
 	var out []string
-	const env = `in another terminal (after eval "$(rlab env)")`
+	w := d.Words
+	env := w.T(`in another terminal (after eval "$(rlab env)")`)
 	switch {
 	case d.Key != "" && d.Kubectl != "":
-		out = append(out, marked("▸ ", st.Accent, st.Text, "press "+d.Key+" on this screen, or "+env+":", iw)...)
+		out = append(out, marked("▸ ", st.Accent, st.Text, w.F("press %s on this screen, or %s:", d.Key, env), iw)...)
 	case d.Key != "":
-		out = append(out, marked("▸ ", st.Accent, st.Text, "press "+d.Key+" on this screen", iw)...)
+		out = append(out, marked("▸ ", st.Accent, st.Text, w.F("press %s on this screen", d.Key), iw)...)
 	case d.Kubectl != "":
 		out = append(out, marked("▸ ", st.Accent, st.Text, env+":", iw)...)
 	}
@@ -207,9 +209,9 @@ func askLines(d lessonview.State, iw int, st *common.Theme) []string {
 	case d.Passed:
 		return marked("? ", st.Accent, st.Text, q.Question, iw)
 	}
-	how := "  (y: your prediction, before you act)"
+	how := "  " + d.Words.T("(y: your prediction, before you act)")
 	if answered {
-		how = "  you said: " + q.Choices[d.Predicted.Choice-1] + " (y changes it)"
+		how = "  " + d.Words.F("you said: %s (y changes it)", q.Choices[d.Predicted.Choice-1])
 	}
 	out := marked("? ", st.Accent, st.Bold, q.Question+how, iw)
 	// As many choices a line as fit, none broken inside.
@@ -231,28 +233,31 @@ func askLines(d lessonview.State, iw int, st *common.Theme) []string {
 // checkLines: the play under way or failed, the check (waiting, passed),
 // what it saw, and the hint; playing is how many lines the play takes.
 func checkLines(d lessonview.State, iw int, st *common.Theme) (out []string, playing int) {
+	w := d.Words
 	switch {
 	case d.PlayErr != "":
 		out = append(out, marked("✗ ", st.Err, st.Err, d.PlayErr, iw)...) // worded by the Session
 	case d.Playing:
-		out = append(out, marked("▶ ", st.Accent, st.Accent, "playing… autoplay performs this step's action", iw)...)
+		out = append(out, marked("▶ ", st.Accent, st.Accent, w.T("playing… autoplay performs this step's action"), iw)...)
 	}
 	playing = len(out)
 	switch {
 	case d.Done:
-		out = append(out, marked("✓ ", st.OK, st.OK, "lesson done — l for the next lesson", iw)...)
+		out = append(out, marked("✓ ", st.OK, st.OK, w.T("lesson done — l for the next lesson"), iw)...)
 	case d.Waiting == "":
-		out = append(out, marked("· ", st.Dim, st.Dim, "nothing to check in this step: n goes on", iw)...)
+		out = append(out, marked("· ", st.Dim, st.Dim, w.T("nothing to check in this step: n goes on"), iw)...)
 	case d.Passed:
 		// The step stays until the student moves on.
-		out = append(out, marked("✓ ", st.OK, st.OK, "passed — n for the next step: "+hang("passed — n for the next step: ", d.Waiting), iw)...)
+		lead := w.T("passed — n for the next step: ")
+		out = append(out, marked("✓ ", st.OK, st.OK, lead+hang(lead, d.Waiting), iw)...)
 	default:
-		out = append(out, marked("… ", st.Warn, st.Text, "waiting for: "+hang("waiting for: ", d.Waiting), iw)...)
+		lead := w.T("waiting for: ")
+		out = append(out, marked("… ", st.Warn, st.Text, lead+hang(lead, d.Waiting), iw)...)
 	}
 	// Once passed, a question answered puts the answer beside the detail;
 	// the verdict first, which rows cut last.
-	if said := d.Predict.Said(d.Predicted); said != "" {
-		switch v := d.Predict.Verdict(d.Predicted); {
+	if said := d.Predict.SaidIn(w, d.Predicted); said != "" {
+		switch v := d.Predict.VerdictIn(w, d.Predicted); {
 		case v == "":
 		case *d.Predicted.Right:
 			out = append(out, marked("✓ ", st.OK, st.OK, v, iw)...)
@@ -266,7 +271,7 @@ func checkLines(d lessonview.State, iw int, st *common.Theme) (out []string, pla
 	if d.Hint != "" && !d.Passed && !d.Done {
 		for i, par := range reflow(d.Hint) {
 			if i == 0 {
-				par = "hint: " + par
+				par = w.T("hint: ") + par
 			}
 			out = append(out, marked("  ", st.Accent, st.Accent, par, iw)...)
 		}

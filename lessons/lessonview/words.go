@@ -1,0 +1,85 @@
+package lessonview
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"path"
+)
+
+// The screen's own words (its keys' help, the lesson panel, the lesson
+// list) in the course's languages: words/LANG.json maps each English
+// format of Formats to the language's, with the same fmt verbs.
+
+//go:embed words/*.json
+var wordFiles embed.FS
+
+// Words are one language's screen words, by English format; nil is
+// English.
+type Words map[string]string
+
+// WordsFor are lang's screen words: nil for English or a language with no
+// file.
+func WordsFor(lang string) Words {
+	b, err := wordFiles.ReadFile(path.Join("words", lang+".json"))
+	if err != nil {
+		return nil
+	}
+	var w Words
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil // TestWords holds every file to parse
+	}
+	return w
+}
+
+// T is s in the language, or s.
+func (w Words) T(s string) string {
+	if t := w[s]; t != "" {
+		return t
+	}
+	return s
+}
+
+// F is fmt.Sprintf of format in the language.
+func (w Words) F(format string, a ...any) string { return fmt.Sprintf(w.T(format), a...) }
+
+// Formats are every English format the screen prints through Words; each
+// language's file translates every one (TestWords).
+var Formats = []string{
+	// The keys' help (tui/common.KeyMap).
+	"more replicas", "fewer replicas", "edit message", "delete Deployment (drift)", "scale Deployment by hand",
+	"delete Echo", "create Echo again", "kill leader (crash)", "stop leader gracefully", "fault (focused style)",
+	"next pane", "previous pane", "focus pane", "full-width pane", "API requests by verb", "operator log (focused pane)",
+	"log: next replica", "timeline: filter style", "timeline: filter kind", "timeline: pause", "timeline: scroll up",
+	"timeline: scroll down", "timeline: page up", "timeline: page down", "timeline: oldest", "timeline: follow",
+	"help", "quit", "next step", "back", "play step", "lessons", "predict", "open", "close",
+	// The help box.
+	"Edits apply to the Echo of the same name in all three namespaces at once, so the styles race fairly.",
+	"Edits apply to the Echo of the same name in all %d namespaces at once, so the styles race fairly.",
+	"? or esc closes this help.",
+	// The lesson panel and the lesson line.
+	"lesson %d/%d · %s", "lesson %d/%d", "done", "step %d of %d", "… %d more lines (a taller terminal shows them)",
+	`in another terminal (after eval "$(rlab env)")`, "press %s on this screen, or %s:", "press %s on this screen",
+	"(y: your prediction, before you act)", "you said: %s (y changes it)",
+	"playing… autoplay performs this step's action", "lesson done — l for the next lesson",
+	"nothing to check in this step: n goes on", "passed — n for the next step: ", "waiting for: ", "hint: ",
+	"you said: %s · measured: %s", "right", "not quite: the answer is %s",
+	// What the session says of itself.
+	"the sandbox to start: every style's Echo %s ready, the Go styles led", "starting: ",
+	"the sandbox is still starting", "nothing to play in this step", "saving progress: ",
+	"resetting the sandbox for lesson %d",
+	// The text guide (rlab lesson start N --text).
+	"Lesson %d: %s",
+	"Commands: %s next · %s back (on the first step: again) · %s play it for me · %s start again from a clean sandbox · %s quit (then Enter)",
+	"Waiting for the sandbox: every style's sample Echo ready, the Go styles led…",
+	"Lesson %d done. The sandbox stays up: %s (or end of input) leaves and stops it.",
+	"── step %d of %d: %s", `In another terminal (after eval "$(rlab env)"):`, "(Enter to go on)", "waiting for:",
+	"%s tries the step again, %s skips it", "(Enter for the next step)", "hint:", "passed already: Enter for the next step",
+	"played; checking", "%s next · %s back · %s play · %s start again · %s quit", "Predict before you act: %s",
+	"(type the number of your answer, then Enter)", "you said: %s (another number changes it until the check passes)",
+	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
+	"Bringing the sandbox back to where lesson %d starts…", "progress kept: rlab lesson start %d resumes here",
+	"lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset",
+	// The lesson list.
+	"open lesson: ", "choose", "number", "%d steps", "1 step", "← now", "lessons · %d", " · %d-%d shown",
+}
