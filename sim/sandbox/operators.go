@@ -174,8 +174,8 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 		// selector on its name), controller-runtime's cache every ConfigMap
 		// of the namespace unless narrowed (--defaults-cache named).
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		// Events on Echoes (a Deployment it will not take over), and the
-		// Go styles' leader election events.
+		// Events on Echoes (a Deployment it will not take over). The
+		// leader election records none: its locks have no EventRecorder.
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	if st.Traits().ElectsLeader {
