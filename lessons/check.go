@@ -107,36 +107,82 @@ func (c Cond) Eval(v View) Outcome {
 }
 
 // Describe says in words what a check waits for, one condition a line.
-func (c *Check) Describe() string {
+func (c *Check) Describe() string { return c.DescribeIn(nil) }
+
+// DescribeIn is Describe in co's language (English for a nil co).
+func (c *Check) DescribeIn(co *Course) string {
+	s := say{co}
 	var parts []string
 	for _, cond := range c.Conds {
-		parts = append(parts, cond.Describe())
+		parts = append(parts, cond.DescribeIn(co))
 	}
-	s := strings.Join(parts, "\n")
+	out := strings.Join(parts, "\n")
 	if c.Hold > 0 {
-		s += fmt.Sprintf("\nall of it holding for %s", c.Hold)
+		out += "\n" + s.f("all of it holding for %s", c.Hold)
 	}
-	return s
+	return out
 }
 
 // Describe says in a sentence what one condition waits for.
-func (c Cond) Describe() string { return who(c.Args) + ": " + checks[c.Kind].words(c.Args) }
+func (c Cond) Describe() string { return c.DescribeIn(nil) }
 
-// who names the styles a condition or an action is about, for a sentence.
-func who(a Args) string {
+// DescribeIn is Describe in co's language (English for a nil co).
+func (c Cond) DescribeIn(co *Course) string {
+	s := say{co}
+	return s.f("%s: %s", s.who(c.Args), checks[c.Kind].words(s, c.Args))
+}
+
+// say prints a check's words in a Course's language. Every English
+// fragment goes through f whole, so that a translator can reorder it
+// (TestCheckWordsTranslated holds each language to having them all).
+type say struct{ c *Course }
+
+// f is fmt.Sprintf of format's translation, or of format itself when the
+// Course (or its Checks) lacks one.
+func (s say) f(format string, args ...any) string {
+	if s.c != nil {
+		if t := s.c.Checks[format]; t != "" {
+			format = t
+		}
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// who names the styles a condition or an action is about, for a sentence
+// in English (an action's words are not translated).
+func who(a Args) string { return say{}.who(a) }
+
+// who names the styles a condition is about, for a sentence.
+func (s say) who(a Args) string {
 	if op := a.Str("operator"); op != "" {
-		return "operator " + op
+		return s.f("operator %s", op)
 	}
 	switch st := a.Str("style"); st {
 	case "":
-		return "you"
+		return s.f("you")
 	case StyleAll:
-		return "every style"
+		return s.f("every style")
 	case StyleGo:
-		return "both Go styles"
+		return s.f("both Go styles")
 	default:
 		return st
 	}
+}
+
+// want says what the min and max arguments want, as bounds does, for a
+// sentence: "" when there are neither.
+func (s say) want(a Args) string {
+	mn, hasMin := a.Int("min")
+	mx, hasMax := a.Int("max")
+	switch {
+	case hasMin && hasMax:
+		return s.f(" (want ≥%d and ≤%d)", mn, mx)
+	case hasMin:
+		return s.f(" (want ≥%d)", mn)
+	case hasMax:
+		return s.f(" (want ≤%d)", mx)
+	}
+	return ""
 }
 
 // nsView is what the world sees in st's namespace (empty if nothing).

@@ -24,8 +24,9 @@ type checkKind struct {
 	args spec
 	// eval looks at v for one style of the style argument.
 	eval func(a Args, v View, st style.Style) styleResult
-	// words says what it waits for, after "every style: " (see Cond.Describe).
-	words func(a Args) string
+	// words says what it waits for, after "every style: " (see
+	// Cond.DescribeIn), every English fragment through s.f.
+	words func(s say, a Args) string
 }
 
 // condOperatorCheck grades the student's operator with rlab check's checks.
@@ -47,8 +48,8 @@ var checks = map[string]checkKind{
 			}
 			return g.result(a.List("checks"))
 		},
-		words: func(a Args) string {
-			return "passes rlab check's " + strings.Join(a.List("checks"), ", ")
+		words: func(s say, a Args) string {
+			return s.f("passes rlab check's %s", strings.Join(a.List("checks"), ", "))
 		},
 	},
 
@@ -62,7 +63,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: e.Ready == a.Str("ready"), detail: fmt.Sprintf("ready %q", e.Ready)}
 		},
-		words: func(a Args) string { return fmt.Sprintf("Echo %s reports ready %s", a.Str("name"), a.Str("ready")) },
+		words: func(s say, a Args) string { return s.f("Echo %s reports ready %s", a.Str("name"), a.Str("ready")) },
 	},
 
 	// The Echo's status is about its current spec (status.observedGeneration
@@ -79,11 +80,11 @@ var checks = map[string]checkKind{
 			return styleResult{ok: current == a.Bool("current"),
 				detail: fmt.Sprintf("generation %d, status.observedGeneration %d, ready %q", e.Generation, e.ObservedGeneration, e.Ready)}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			if a.Bool("current") {
-				return fmt.Sprintf("Echo %s's status is about its current spec (observedGeneration = generation)", a.Str("name"))
+				return s.f("Echo %s's status is about its current spec (observedGeneration = generation)", a.Str("name"))
 			}
-			return fmt.Sprintf("Echo %s's status is about an older spec (observedGeneration < generation)", a.Str("name"))
+			return s.f("Echo %s's status is about an older spec (observedGeneration < generation)", a.Str("name"))
 		},
 	},
 
@@ -102,8 +103,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: got == a.Str("status"), detail: fmt.Sprintf("%s %s", a.Str("type"), got)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("Echo %s has condition %s %s", a.Str("name"), a.Str("type"), a.Str("status"))
+		words: func(s say, a Args) string {
+			return s.f("Echo %s has condition %s %s", a.Str("name"), a.Str("type"), a.Str("status"))
 		},
 	},
 
@@ -124,8 +125,8 @@ var checks = map[string]checkKind{
 			ok := d.Replicas == e.Replicas && d.ReadyReplicas == e.Replicas && e.Ready != all
 			return styleResult{ok: ok, detail: fmt.Sprintf("Deployment %d of %d ready, status.ready %q", d.ReadyReplicas, d.Replicas, e.Ready)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("every pod of Echo %s is ready and its status.ready says otherwise", a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("every pod of Echo %s is ready and its status.ready says otherwise", a.Str("name"))
 		},
 	},
 
@@ -141,8 +142,8 @@ var checks = map[string]checkKind{
 			return styleResult{ok: slices.Contains(d.ReplicasOwners, a.Str("manager")),
 				detail: "spec.replicas owned by " + strings.Join(d.ReplicasOwners, ", ")}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("field manager %s owns spec.replicas of Deployment %s", a.Str("manager"), echo.DeploymentName(a.Str("name")))
+		words: func(s say, a Args) string {
+			return s.f("field manager %s owns spec.replicas of Deployment %s", a.Str("manager"), echo.DeploymentName(a.Str("name")))
 		},
 	},
 
@@ -162,9 +163,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: detail}
 		},
-		words: func(a Args) string {
-			_, want := bounds(a, 0)
-			return fmt.Sprintf("spec.replicas of Deployment %s changes owners%s", echo.DeploymentName(a.Str("name")), want)
+		words: func(s say, a Args) string {
+			return s.f("spec.replicas of Deployment %s changes owners%s", echo.DeploymentName(a.Str("name")), s.want(a))
 		},
 	},
 
@@ -181,7 +181,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: "still there"}
 		},
-		words: func(a Args) string { return fmt.Sprintf("Echo %s is gone", a.Str("name")) },
+		words: func(s say, a Args) string { return s.f("Echo %s is gone", a.Str("name")) },
 	},
 
 	// Every Echo of a set (create_echoes) is there and reports ready n/n.
@@ -198,9 +198,9 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ready == n, detail: fmt.Sprintf("%d of %d ready", ready, n)}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			n, _ := a.Int("count")
-			return fmt.Sprintf("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
+			return s.f("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
 		},
 	},
 
@@ -244,21 +244,21 @@ var checks = map[string]checkKind{
 			}
 			return r
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			n, _ := a.Int("count")
-			s := fmt.Sprintf("all %d Echoes %s converge after their creation", n, setNames(a.Str("prefix"), n))
+			took, than := "", ""
 			switch mn, mx := a.Dur("min"), a.Dur("max"); {
 			case mn > 0 && mx > 0:
-				s += fmt.Sprintf(", from the first created to the last converged in %s to %s", mn, mx)
+				took = s.f(", from the first created to the last converged in %s to %s", mn, mx)
 			case mn > 0:
-				s += fmt.Sprintf(", from the first created to the last converged in %s or more", mn)
+				took = s.f(", from the first created to the last converged in %s or more", mn)
 			case mx > 0:
-				s += fmt.Sprintf(", from the first created to the last converged within %s", mx)
+				took = s.f(", from the first created to the last converged within %s", mx)
 			}
 			if other := a.Str("faster_than"); other != "" {
-				s += fmt.Sprintf(", sooner than the Echoes %s-* did", other)
+				than = s.f(", sooner than the Echoes %s-* did", other)
 			}
-			return s
+			return s.f("all %d Echoes %s converge after their creation%s%s", n, setNames(a.Str("prefix"), n), took, than)
 		},
 	},
 
@@ -283,8 +283,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: echoes == 0 && deps == 0, detail: fmt.Sprintf("%d Echoes and %d Deployments left", echoes, deps)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("no Echo %s-* is left, nor its Deployment", a.Str("prefix"))
+		words: func(s say, a Args) string {
+			return s.f("no Echo %s-* is left, nor its Deployment", a.Str("prefix"))
 		},
 	},
 
@@ -300,13 +300,12 @@ var checks = map[string]checkKind{
 			ok := int(d.Replicas) == n && (!a.Bool("ready") || int(d.ReadyReplicas) == n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("replicas %d, %d ready", d.Replicas, d.ReadyReplicas)}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			n, _ := a.Int("replicas")
-			s := fmt.Sprintf("Deployment %s asks for %d replicas", echo.DeploymentName(a.Str("name")), n)
 			if a.Bool("ready") {
-				s += ", all ready"
+				return s.f("Deployment %s asks for %d replicas, all ready", echo.DeploymentName(a.Str("name")), n)
 			}
-			return s
+			return s.f("Deployment %s asks for %d replicas", echo.DeploymentName(a.Str("name")), n)
 		},
 	},
 
@@ -319,7 +318,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: "gone"}
 		},
-		words: func(a Args) string { return fmt.Sprintf("Deployment %s is gone", echo.DeploymentName(a.Str("name"))) },
+		words: func(s say, a Args) string { return s.f("Deployment %s is gone", echo.DeploymentName(a.Str("name"))) },
 	},
 
 	// Its Deployment is controlled by Echo name.
@@ -332,8 +331,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: d.Owner == trace.Object(echov1.Kind, a.Str("name")), detail: fmt.Sprintf("controller %q", d.Owner)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("Deployment %s is controlled by Echo %s", echo.DeploymentName(a.Str("name")), a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("Deployment %s is controlled by Echo %s", echo.DeploymentName(a.Str("name")), a.Str("name"))
 		},
 	},
 
@@ -352,8 +351,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s left with %d pods, no owner", d.Name, len(d.Pods))}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("Deployment %s is left running with no owner", echo.DeploymentName(a.Str("name")))
+		words: func(s say, a Args) string {
+			return s.f("Deployment %s is left running with no owner", echo.DeploymentName(a.Str("name")))
 		},
 	},
 
@@ -375,8 +374,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: "in " + msField(evs[0], trace.FieldLatencyMS)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("the Deployment and status of Echo %s catch up with its spec", a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("the Deployment and status of Echo %s catch up with its spec", a.Str("name"))
 		},
 	},
 
@@ -410,7 +409,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: "not yet"}
 		},
-		words: func(a Args) string { return fmt.Sprintf("a reconcile of Echo %s after the edit", a.Str("name")) },
+		words: func(s say, a Args) string { return s.f("a reconcile of Echo %s after the edit", a.Str("name")) },
 	},
 
 	// The world saw a drift of the Deployment repaired.
@@ -425,12 +424,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: evs[0].Str(trace.FieldWhat) + " repaired in " + msField(evs[0], trace.FieldLatencyMS)}
 		},
-		words: func(a Args) string {
-			what := a.Str("what")
-			if what == "" {
-				what = "drift"
+		words: func(s say, a Args) string {
+			if what := a.Str("what"); what != "" {
+				return s.f("the operator repairs the %s of Deployment %s", what, echo.DeploymentName(a.Str("name")))
 			}
-			return fmt.Sprintf("the operator repairs the %s of Deployment %s", what, echo.DeploymentName(a.Str("name")))
+			return s.f("the operator repairs the drift of Deployment %s", echo.DeploymentName(a.Str("name")))
 		},
 	},
 
@@ -453,8 +451,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(from)), pods)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
+		words: func(s say, a Args) string {
+			return s.f("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
 		},
 	},
 
@@ -516,18 +514,16 @@ var checks = map[string]checkKind{
 			}
 			return r
 		},
-		words: func(a Args) string {
-			s := "another replica takes the Lease"
-			if d := a.Dur("min"); d > 0 {
-				s += fmt.Sprintf(", not before %s after the old leader's last renewal", d)
+		words: func(s say, a Args) string {
+			switch mn, mx := a.Dur("min"), a.Dur("max"); {
+			case mn > 0 && mx > 0:
+				return s.f("another replica takes the Lease, not before %s after the old leader's last renewal, within %s of the leader stopping", mn, mx)
+			case mn > 0:
+				return s.f("another replica takes the Lease, not before %s after the old leader's last renewal of the leader stopping", mn)
+			case mx > 0:
+				return s.f("another replica takes the Lease, within %s of the leader stopping", mx)
 			}
-			if d := a.Dur("max"); d > 0 {
-				s += fmt.Sprintf(", within %s", d)
-			}
-			if a.Dur("min") > 0 || a.Dur("max") > 0 {
-				s += " of the leader stopping"
-			}
-			return s
+			return s.f("another replica takes the Lease")
 		},
 	},
 
@@ -541,7 +537,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, secs(evs[0].Time.Sub(v.Acts.at(st))))}
 		},
-		words: func(Args) string { return "the leader loses the Lease" },
+		words: func(s say, _ Args) string { return s.f("the leader loses the Lease") },
 	},
 
 	// Every standby is trying for the Lease: since the step began (or its
@@ -577,7 +573,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%d standby trying for the Lease", n)}
 		},
-		words: func(Args) string { return "every standby tries for the Lease" },
+		words: func(s say, _ Args) string { return s.f("every standby tries for the Lease") },
 	},
 
 	// Every replica of a Go style reported, since the step began, the
@@ -623,12 +619,18 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%d of %d report it", n, n)}
 		},
-		words: func(a Args) string {
-			b, _ := a.Int("burst")
-			if _, ok := a.Int("burst"); !ok {
-				b = -1
+		words: func(s say, a Args) string {
+			// As limitWords says it, a sentence for each of its shapes.
+			qps := float64(a.QPS("qps"))
+			b, hasBurst := a.Int("burst")
+			switch q := strconv.FormatFloat(qps, 'f', -1, 64); {
+			case qps < 0:
+				return s.f("every replica reports the client limit none")
+			case hasBurst && b >= 0:
+				return s.f("every replica reports the client limit %s/s burst %d", q, b)
+			default:
+				return s.f("every replica reports the client limit %s/s", q)
 			}
-			return "every replica reports the client limit " + limitWords(float64(a.QPS("qps")), b)
 		},
 	},
 
@@ -639,7 +641,7 @@ var checks = map[string]checkKind{
 			n, running := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running })
 			return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d running", running, n)}
 		},
-		words: func(Args) string { return "every replica runs" },
+		words: func(s say, _ Args) string { return s.f("every replica runs") },
 	},
 
 	// Every replica reaches the apiserver as it should: no partition, no
@@ -663,7 +665,9 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: n > 0, detail: fmt.Sprintf("%d of %d connected", n, n)}
 		},
-		words: func(Args) string { return "every replica reaches the apiserver, no partition, slowdown or fault" },
+		words: func(s say, _ Args) string {
+			return s.f("every replica reaches the apiserver, no partition, slowdown or fault")
+		},
 	},
 
 	// Every replica is frozen (SIGSTOP).
@@ -673,7 +677,7 @@ var checks = map[string]checkKind{
 			n, paused := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running && r.Paused })
 			return styleResult{ok: n > 0 && paused == n, detail: fmt.Sprintf("%d of %d frozen", paused, n)}
 		},
-		words: func(Args) string { return "every replica is frozen" },
+		words: func(s say, _ Args) string { return s.f("every replica is frozen") },
 	},
 
 	// Every replica was restarted since the step began and the leader (any
@@ -716,7 +720,7 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: fmt.Sprintf("restarted; no restarted replica leads yet (holder %q)", holder)}
 		},
-		words: func(Args) string { return "every replica restarted and the leader reconciled" },
+		words: func(s say, _ Args) string { return s.f("every replica restarted and the leader reconciled") },
 	},
 
 	// The student's own requests (through the proxy `rlab env` hands out,
@@ -748,21 +752,16 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: n >= mn, detail: detail}
 		},
-		words: func(a Args) string {
-			what := "a request"
+		words: func(s say, a Args) string {
+			on, answered := s.request(a)
+			what := s.f("a request%s%s", on, answered)
 			if v := a.List("verbs"); len(v) > 0 {
-				what = "a " + strings.Join(v, "/") + " request"
-			}
-			if r := a.Str("resource"); r != "" {
-				what += " on " + r
-			}
-			if c, ok := a.Int("code"); ok {
-				what += fmt.Sprintf(" answered %d", c)
+				what = s.f("a %s request%s%s", strings.Join(v, "/"), on, answered)
 			}
 			if mn, ok := a.Int("min"); ok && mn > 1 {
-				what = fmt.Sprintf("%d× %s", mn, what)
+				what = s.f("%d× %s", mn, what)
 			}
-			return what + ", through rlab env's kubeconfig"
+			return s.f("%s, through rlab env's kubeconfig", what)
 		},
 	},
 
@@ -802,13 +801,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: detail}
 		},
-		words: func(a Args) string {
-			_, want := bounds(a, 0)
-			what := "a standby's watches of Echoes"
-			if d := a.Dur("over"); d > 0 {
-				what += fmt.Sprintf(" over %s", d)
-			}
-			return what + want
+		words: func(s say, a Args) string {
+			return s.f("a standby's watches of Echoes%s%s", s.over(a), s.want(a))
 		},
 	},
 
@@ -852,22 +846,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d %s%s%s", n, what, in, want)}
 		},
-		words: func(a Args) string {
-			what := "API requests"
+		words: func(s say, a Args) string {
+			on, answered := s.request(a)
 			if v := a.List("verbs"); len(v) > 0 {
-				what = strings.Join(v, "/") + " requests"
+				return s.f("%s requests%s%s%s%s", strings.Join(v, "/"), on, answered, s.over(a), s.want(a))
 			}
-			if r := a.Str("resource"); r != "" {
-				what += " on " + r
-			}
-			if c, ok := a.Int("code"); ok {
-				what += fmt.Sprintf(" answered %d", c)
-			}
-			_, want := bounds(a, 0)
-			if d := a.Dur("over"); d > 0 {
-				what += fmt.Sprintf(" over %s", d)
-			}
-			return what + want
+			return s.f("API requests%s%s%s%s", on, answered, s.over(a), s.want(a))
 		},
 	},
 
@@ -881,9 +865,8 @@ var checks = map[string]checkKind{
 			ok, want := bounds(a, n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d touched by the %s fault%s", n, a.Str("fault"), want)}
 		},
-		words: func(a Args) string {
-			_, want := bounds(a, 0)
-			return fmt.Sprintf("requests or watch events touched by the %s fault%s", a.Str("fault"), want)
+		words: func(s say, a Args) string {
+			return s.f("requests or watch events touched by the %s fault%s", a.Str("fault"), s.want(a))
 		},
 	},
 
@@ -909,24 +892,32 @@ var checks = map[string]checkKind{
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d%s", len(evs), want)}
 		},
-		words: func(a Args) string {
-			what := "updates"
-			if ev := a.Str("event"); ev != "" {
-				what = ev + "s"
-			}
-			if c := a.Str("change"); c != "" {
-				what = c + " " + what
+		words: func(s say, a Args) string {
+			// The event (tEvent: add, update or delete) and the change
+			// (tChange: spec or status), each of its own words.
+			var what string
+			switch ev, c := a.Str("event"), a.Str("change"); {
+			case ev == "add" && c != "":
+				what = s.f("%s adds", c)
+			case ev == "add":
+				what = s.f("adds")
+			case ev == "delete" && c != "":
+				what = s.f("%s deletes", c)
+			case ev == "delete":
+				what = s.f("deletes")
+			case c != "":
+				what = s.f("%s updates", c)
+			default:
+				what = s.f("updates")
 			}
 			obj := a.Str("resource") + " " + a.Str("name")
 			if a.Str("resource") == "Deployment" {
 				obj = "Deployment " + echo.DeploymentName(a.Str("name"))
 			}
-			fate := "let through to the queue"
 			if a.Bool("filtered") {
-				fate = "filtered out by a predicate"
+				return s.f("%s of %s filtered out by a predicate%s", what, obj, s.want(a))
 			}
-			_, want := bounds(a, 0)
-			return fmt.Sprintf("%s of %s %s%s", what, obj, fate, want)
+			return s.f("%s of %s let through to the queue%s", what, obj, s.want(a))
 		},
 	},
 
@@ -941,12 +932,11 @@ var checks = map[string]checkKind{
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
 		},
-		words: func(a Args) string {
-			_, want := bounds(a, 0)
+		words: func(s say, a Args) string {
 			if c := a.Str("cause"); c != "" {
-				return fmt.Sprintf("reconciles of Echo %s caused by %s%s", a.Str("name"), c, want)
+				return s.f("reconciles of Echo %s caused by %s%s", a.Str("name"), c, s.want(a))
 			}
-			return fmt.Sprintf("reconciles of Echo %s%s", a.Str("name"), want)
+			return s.f("reconciles of Echo %s%s", a.Str("name"), s.want(a))
 		},
 	},
 
@@ -965,8 +955,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: most >= 2, detail: fmt.Sprintf("%d Echo updates → %d reconciles, one answered %d at once", informed, len(starts), most)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("one reconcile answers several queued events for Echo %s", a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("one reconcile answers several queued events for Echo %s", a.Str("name"))
 		},
 	},
 
@@ -996,9 +986,9 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: len(evs) >= mn && growing, detail: fmt.Sprintf("%d retries, backoff %s", len(evs), strings.Join(backoffs, " "))}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			n, _ := a.Int("min")
-			return fmt.Sprintf("at least %d retries of Echo %s, each after a longer backoff", n, a.Str("name"))
+			return s.f("at least %d retries of Echo %s, each after a longer backoff", n, a.Str("name"))
 		},
 	},
 
@@ -1013,9 +1003,9 @@ var checks = map[string]checkKind{
 			mn, _ := a.Int("min")
 			return styleResult{ok: n >= mn, detail: fmt.Sprintf("message changed and put back %d times (want ≥%d)", n, mn)}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			n, _ := a.Int("min")
-			return fmt.Sprintf("the message of Deployment %s changed and put back at least %d times", echo.DeploymentName(a.Str("name")), n)
+			return s.f("the message of Deployment %s changed and put back at least %d times", echo.DeploymentName(a.Str("name")), n)
 		},
 	},
 
@@ -1036,11 +1026,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: d.Message == e.Wants && d.Message == want, detail: fmt.Sprintf("Deployment says %q, Echo wants %q", d.Message, e.Wants)}
 		},
-		words: func(a Args) string {
+		words: func(s say, a Args) string {
 			if _, ok := a["message"]; ok {
-				return fmt.Sprintf("Deployment %s carries the message %q, which Echo %s wants", echo.DeploymentName(a.Str("name")), a.Str("message"), a.Str("name"))
+				return s.f("Deployment %s carries the message %q, which Echo %s wants", echo.DeploymentName(a.Str("name")), a.Str("message"), a.Str("name"))
 			}
-			return fmt.Sprintf("Deployment %s carries Echo %s's message", echo.DeploymentName(a.Str("name")), a.Str("name"))
+			return s.f("Deployment %s carries Echo %s's message", echo.DeploymentName(a.Str("name")), a.Str("name"))
 		},
 	},
 
@@ -1054,8 +1044,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: echo.HasFinalizer(e.Finalizers), detail: fmt.Sprintf("finalizers %v", e.Finalizers)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("Echo %s carries the finalizer %s", a.Str("name"), echo.Finalizer)
+		words: func(s say, a Args) string {
+			return s.f("Echo %s carries the finalizer %s", a.Str("name"), echo.Finalizer)
 		},
 	},
 
@@ -1075,8 +1065,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: echo.RegistryName + " lists " + e.Name}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("ConfigMap %s lists Echo %s", echo.RegistryName, a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("ConfigMap %s lists Echo %s", echo.RegistryName, a.Str("name"))
 		},
 	},
 
@@ -1089,8 +1079,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: "not listed"}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("ConfigMap %s no longer lists Echo %s", echo.RegistryName, a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("ConfigMap %s no longer lists Echo %s", echo.RegistryName, a.Str("name"))
 		},
 	},
 
@@ -1107,8 +1097,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: len(e.Finalizers) > 0, detail: fmt.Sprintf("being deleted, held by %v", e.Finalizers)}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("Echo %s is being deleted, held by a finalizer", a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("Echo %s is being deleted, held by a finalizer", a.Str("name"))
 		},
 	},
 
@@ -1142,8 +1132,8 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", who, msField(gone[0], trace.FieldWaitedMS))}
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("the operator cleans up after Echo %s and it goes", a.Str("name"))
+		words: func(s say, a Args) string {
+			return s.f("the operator cleans up after Echo %s and it goes", a.Str("name"))
 		},
 	},
 }
@@ -1235,6 +1225,26 @@ func requestIs(a Args, e trace.Event) (asked, answered bool) {
 	}
 	code, hasCode := a.Int("code")
 	return true, !hasCode || e.Code() == code
+}
+
+// request says the resource and the code a request is asked for, for a
+// sentence: " on echoes", " answered 403", each "" when not given.
+func (s say) request(a Args) (on, answered string) {
+	if r := a.Str("resource"); r != "" {
+		on = s.f(" on %s", r)
+	}
+	if c, ok := a.Int("code"); ok {
+		answered = s.f(" answered %d", c)
+	}
+	return on, answered
+}
+
+// over says the over argument, for a sentence: "" when not given.
+func (s say) over(a Args) string {
+	if d := a.Dur("over"); d > 0 {
+		return s.f(" over %s", d)
+	}
+	return ""
 }
 
 // plural is "s" unless n is 1.

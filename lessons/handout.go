@@ -48,7 +48,7 @@ func (l *Lesson) Meta() string {
 // lesson's language ("" for a step with no check).
 func (l *Lesson) Waits(i int) string {
 	if c := l.Steps[i].Check; c != nil {
-		return c.Describe()
+		return c.DescribeIn(l.course)
 	}
 	return ""
 }

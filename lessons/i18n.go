@@ -31,6 +31,9 @@ type Course struct {
 	Name     string            `yaml:"name"` // in the language itself: "Tiếng Việt"
 	Glossary []Term            `yaml:"glossary"`
 	Words    map[string]string `yaml:"words"` // by the English format
+	// Checks are the words of a step's check (Check.DescribeIn), by the
+	// English format.
+	Checks map[string]string `yaml:"checks"`
 }
 
 // Term is a Kubernetes term as the translation writes it, the English one

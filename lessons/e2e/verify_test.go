@@ -114,6 +114,12 @@ const testShellInterval = "5s"
 // between them, each on a sandbox of its own.
 const byHandShards = 2
 
+// byHandLangs are the shards' languages: the course by hand in two of its
+// translations (a translation holds words, never a command or a check, so
+// the same steps must pass), the third in cmd/rlab's classroom test, and
+// English in TestVerifyAll and on kind.
+var byHandLangs = []string{"vi", "zh"}
+
 // TestVerifyByHand runs `rlab lesson verify --by-hand`: every step is done
 // as a student does it, the command it shows typed into bash after reading
 // the step for longer than any time bound a check sets (5s: the longest,
@@ -126,9 +132,10 @@ func TestVerifyByHand(t *testing.T) {
 	t.Parallel()
 	chosen, _ := chosenLessons(t)
 	for i, shard := range shards(chosen, byHandShards) {
-		t.Run(fmt.Sprintf("shard %d of %d", i+1, byHandShards), func(t *testing.T) {
+		lang := byHandLangs[i%len(byHandLangs)]
+		t.Run(fmt.Sprintf("shard %d of %d in %s", i+1, byHandShards, lang), func(t *testing.T) {
 			t.Parallel()
-			verifyLessons(t, shard, false, "--by-hand", "--read", "5s")
+			verifyLessons(t, shard, false, "--by-hand", "--read", "5s", "--lang", lang)
 		})
 	}
 }
