@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,6 +75,19 @@ func (l *Lesson) SameSandbox(o *Lesson) bool {
 	return l.Operator == nil && o.Operator == nil || l == o
 }
 
+// CanReset says why lesson n cannot start again in the sandbox lesson l
+// was started for ("" if it can): it needs an operator of its own, or runs
+// on other backends.
+func (p *Player) CanReset(l, n *Lesson) string {
+	if why := n.NotOn(p.sb.Backend().Type()); why != "" {
+		return why
+	}
+	if !l.SameSandbox(n) {
+		return fmt.Sprintf("lesson %d runs with an operator of its own: quit, then rlab lesson start %d --reset", n.Number, n.Number)
+	}
+	return ""
+}
+
 // ResetError ends Guide when the student (r) or their instructor asks to
 // start lesson Lesson again from the sandbox's baseline; the caller
 // restores the sandbox (Player.Restore) and guides that lesson from step 1.
@@ -91,9 +105,9 @@ func (s *Session) Reset(ctx context.Context, n int) error {
 		return err
 	}
 	s.mu.Lock()
-	if !s.l.SameSandbox(l) {
+	if why := s.p.CanReset(s.l, l); why != "" {
 		s.mu.Unlock()
-		return fmt.Errorf("lesson %d runs with an operator of its own: quit, then rlab lesson start %d --reset", n, n)
+		return errors.New(why)
 	}
 	s.stop()
 	s.st.Waiting, s.st.Detail = s.st.Words.F("resetting the sandbox for lesson %d", n), ""

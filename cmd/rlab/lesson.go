@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -508,11 +509,24 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 		la.Tell(p, all)
 		// The instructor's reset comes in as the student's r N would.
 		lines := readLines(ctx, stdin)
-		resets := make(chan string)
+		// ...and is reported done once this loop carried it out.
+		resets, acks := make(chan string), make(chan error, 1)
+		var pending atomic.Bool
+		answer := func(err error) {
+			if pending.CompareAndSwap(true, false) {
+				acks <- err
+			}
+		}
 		la.OnReset(ctx, func(ctx context.Context, n int) error {
+			pending.Store(true)
 			select {
 			case resets <- fmt.Sprintf("%s %d", lessons.CmdReset, n):
-				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case err := <-acks:
+				return err
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -545,13 +559,16 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 			if reset {
 				fmt.Fprintf(stdout, "\n%s\n", lessonview.WordsFor(l.Lang).F("Bringing the sandbox back to where lesson %d starts…", l.Number))
 				if err := p.Restore(ctx); err != nil {
-					return fmt.Errorf("reset the sandbox for lesson %d: %w", l.Number, err)
+					err = fmt.Errorf("reset the sandbox for lesson %d: %w", l.Number, err)
+					answer(err)
+					return err
 				}
 				prog.Forget(l, time.Now())
 				if err := save(prog); err != nil {
 					fmt.Fprintf(stdout, "  saving progress: %v\n", err)
 				}
 				from = 0
+				answer(nil)
 			}
 			err = p.Guide(ctx, l, from, in, stdout, prog, save)
 			var re *lessons.ResetError
@@ -562,10 +579,13 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 			switch {
 			case ferr != nil:
 				fmt.Fprintf(stdout, "  %v\n", ferr)
+				answer(ferr)
 				from, reset = prog.Resume(l), false
 				continue
-			case !l.SameSandbox(next):
-				fmt.Fprintf(stdout, "  %s\n", lessonview.WordsFor(l.Lang).F("lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset", re.Lesson, lessons.CmdQuit, re.Lesson))
+			case p.CanReset(l, next) != "":
+				why := p.CanReset(l, next)
+				fmt.Fprintf(stdout, "  %s\n", why)
+				answer(errors.New(why))
 				from, reset = prog.Resume(l), false
 				continue
 			}

@@ -79,7 +79,6 @@ var Formats = []string{
 	"(type the number of your answer, then Enter)", "you said: %s (another number changes it until the check passes)",
 	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
 	"Bringing the sandbox back to where lesson %d starts…", "progress kept: rlab lesson start %d resumes here",
-	"lesson %d runs with an operator of its own: %s, then rlab lesson start %d --reset",
 	// The lesson list.
 	"open lesson: ", "choose", "number", "%d steps", "1 step", "← now", "lessons · %d", " · %d-%d shown",
 }

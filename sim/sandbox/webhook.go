@@ -291,8 +291,12 @@ func (h Student) DeleteWebhook(ctx context.Context) error {
 }
 
 // DeleteWebhook deletes lesson 19's ValidatingWebhookConfiguration if it
-// is there, as rlab, after a lesson that stopped half-way.
+// is there, as rlab, after a lesson that stopped half-way. On a shared
+// cluster it does nothing, as DeletePolicy.
 func (s *Sandbox) DeleteWebhook(ctx context.Context) error {
+	if s.shared {
+		return nil
+	}
 	return deleteWebhook(ctx, s.admin)
 }
 

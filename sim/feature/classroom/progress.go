@@ -157,6 +157,7 @@ type Reporter struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	lastErr string
+	handed  string // the last reset request handed on
 }
 
 // ReportEvery is the shortest time between two writes of a report.
@@ -329,10 +330,14 @@ func (r *Reporter) watchResets(ctx context.Context) {
 		if err != nil || req.ID == "" {
 			return
 		}
+		// Once: the student's own reports update this ConfigMap too, and a
+		// reset under way must not start again (nor one that failed: the
+		// instructor asks again).
 		r.mu.Lock()
-		done := req.ID == r.latest.ResetDone
+		seen := req.ID == r.latest.ResetDone || req.ID == r.handed
+		r.handed = req.ID
 		r.mu.Unlock()
-		if done {
+		if seen {
 			return
 		}
 		select { // the latest request wins

@@ -134,6 +134,18 @@ func TestProgress(t *testing.T) {
 		if req.ID != id || req.Lesson != 3 {
 			t.Errorf("s1 got reset %+v, want %s to lesson 3", req, id)
 		}
+		// While it runs the student's reports keep updating the
+		// ConfigMap: the request is not handed on again.
+		s1.Set(&classroom.Position{Lesson: 3, Step: 1, Steps: 4, Since: at}, nil)
+		simtest.Eventually(t, 30*time.Second, "s1's report on lesson 3", func(ctx context.Context) (bool, error) {
+			reps, err = classroom.Reports(ctx, shared.cfg)
+			return len(reps) == 2 && reps[0].Now.Lesson == 3, err
+		})
+		select {
+		case again := <-s1.Resets():
+			t.Errorf("s1 got the same reset again while carrying it out: %+v", again)
+		case <-time.After(3 * time.Second):
+		}
 		s1.ResetDone(req.ID)
 	case <-time.After(30 * time.Second):
 		t.Fatal("s1's rlab got no reset request within 30s")
