@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -193,18 +193,21 @@ func newLessonListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			var w lessonview.Words
+			if len(all) > 0 {
+				w = lessonview.WordsFor(all[0].Lang)
+			}
+			var rows [][]string
 			for _, l := range all {
 				after := ""
 				if len(l.Requires) > 0 {
-					after = "after " + l.RequiresList()
+					after = w.F("after %s", l.RequiresList())
 				}
-				fmt.Fprintf(tw, "%2d\t%s\t%d steps\t~%d min\t%s\t%s\n", l.Number, l.Title, len(l.Steps), l.Minutes, after, prog.Listed(l))
+				rows = append(rows, []string{fmt.Sprintf("%2d", l.Number), l.Title, w.F("%d steps", len(l.Steps)),
+					w.F("~%d min", l.Minutes), after, prog.Listed(l)})
 			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "\nrlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.")
+			writeColumns(cmd.OutOrStdout(), rows)
+			fmt.Fprintln(cmd.OutOrStdout(), "\n"+w.T("rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it."))
 			return nil
 		},
 	}
@@ -617,4 +620,29 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 		}
 	}()
 	return lines
+}
+
+// writeColumns writes rows as columns two spaces apart, measured as the
+// terminal shows them: a Chinese character takes two columns (tabwriter
+// counts it as one).
+func writeColumns(out io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(c)+2))
+			}
+		}
+		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
+	}
 }

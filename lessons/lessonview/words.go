@@ -79,6 +79,8 @@ var Formats = []string{
 	"(type the number of your answer, then Enter)", "you said: %s (another number changes it until the check passes)",
 	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
 	"Bringing the sandbox back to where lesson %d starts…", "progress kept: rlab lesson start %d resumes here",
+	// rlab lesson list.
+	"after %s", "~%d min", "rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.",
 	// The lesson list.
 	"open lesson: ", "choose", "number", "%d steps", "1 step", "← now", "lessons · %d", " · %d-%d shown",
 }
