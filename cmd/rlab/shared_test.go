@@ -511,6 +511,7 @@ func followedByInstructor(t *testing.T, host, kubeconfig string) {
 	if want := fmt.Sprintf(`(?m)^s1\s+working\s+1 · 3/%d `, steps); code != 0 || !matches(want, board) {
 		t.Errorf("classroom watch --once (exit %d) has no row %q:\n%s%s", code, want, board, errOut)
 	}
+	t.Logf("rlab classroom status:\n%s\nrlab classroom watch --once:\n%s", status, board)
 	out, errOut, code := cli(t, nil, rlabBin, "classroom", "reset", "--student", "s1", "--lesson", "2", "--kubeconfig", host)
 	if code != 0 || !strings.Contains(out, "asked s1's rlab to start lesson 2 again") {
 		t.Errorf("classroom reset: exit %d\n%s%s", code, out, errOut)
