@@ -88,8 +88,30 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 			if !ok || strings.TrimSpace(line) == CmdQuit {
 				return nil
 			}
+			if n, ok := resetTo(strings.TrimSpace(line), l.Number); ok {
+				return &ResetError{Lesson: n}
+			}
 		}
 	}
+}
+
+// isReset says whether cmd is a reset command.
+func isReset(cmd string) bool {
+	_, ok := resetTo(cmd, 0)
+	return ok
+}
+
+// resetTo reads a reset command, r (lesson cur) or r N.
+func resetTo(cmd string, cur int) (int, bool) {
+	if cmd == CmdReset {
+		return cur, true
+	}
+	rest, ok := strings.CutPrefix(cmd, CmdReset+" ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(rest))
+	return n, err == nil
 }
 
 func indent(s string) string {
@@ -214,10 +236,8 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 				return -1, nil
 			case cmd == CmdQuit:
 				return 0, ErrQuit
-			case cmd == CmdReset:
-				return 0, &ResetError{Lesson: l.Number}
-			case strings.HasPrefix(cmd, CmdReset+" ") && isNumber(strings.TrimSpace(cmd[len(CmdReset):])):
-				n, _ := strconv.Atoi(strings.TrimSpace(cmd[len(CmdReset):]))
+			case isReset(cmd):
+				n, _ := resetTo(cmd, l.Number)
 				return 0, &ResetError{Lesson: n}
 			case q != nil && isNumber(cmd):
 				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed, w))

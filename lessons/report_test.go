@@ -77,3 +77,22 @@ func TestPosition(t *testing.T) {
 		t.Errorf("position: %+v", got)
 	}
 }
+
+// TestResetTo: r starts this lesson again, r N lesson N; nothing else is a
+// reset.
+func TestResetTo(t *testing.T) {
+	tests := []struct {
+		cmd  string
+		n    int
+		want bool
+	}{
+		{"r", 7, true}, {"r 3", 3, true}, {"r  12", 12, true},
+		{"r x", 0, false}, {"rr", 0, false}, {"n", 0, false}, {"", 0, false}, {"3", 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := resetTo(tt.cmd, 7)
+		if ok != tt.want || ok && n != tt.n {
+			t.Errorf("resetTo(%q) = %d, %v; want %d, %v", tt.cmd, n, ok, tt.n, tt.want)
+		}
+	}
+}

@@ -185,10 +185,20 @@ func (p *Player) Restore(ctx context.Context) error {
 				}
 			}
 		}
-		for _, d := range ns.Orphans {
-			err := p.sb.Kube().AppsV1().Deployments(p.sb.Namespace(st)).Delete(ctx, d.Name, metav1.DeleteOptions{})
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
+		// Every Deployment but the sample's: the orphans a lesson made, and
+		// one the garbage collector is still orphaning (an Echo deleted with
+		// --cascade=orphan a moment ago), which no snapshot shows as one yet.
+		deps := p.sb.Kube().AppsV1().Deployments(p.sb.Namespace(st))
+		if dl, err := deps.List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey}); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, d := range dl.Items {
+				if d.Name == echo.DeploymentName(sandbox.SampleName) {
+					continue
+				}
+				if err := deps.Delete(ctx, d.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
