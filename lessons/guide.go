@@ -21,6 +21,9 @@ const (
 	// CmdReset ("r", or "r N") starts this lesson (or lesson N) again at
 	// step 1 from a sandbox brought back to its baseline.
 	CmdReset = "r"
+	// CmdResetAsked N is the instructor's reset to lesson N, put among the
+	// student's lines by their rlab (no one types an escape).
+	CmdResetAsked = "\x1breset"
 )
 
 // ErrQuit ends Guide when the student quits.
@@ -88,8 +91,8 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 			if !ok || strings.TrimSpace(line) == CmdQuit {
 				return nil
 			}
-			if n, ok := resetTo(strings.TrimSpace(line), l.Number); ok {
-				return &ResetError{Lesson: n}
+			if n, asked, ok := resetTo(strings.TrimSpace(line), l.Number); ok {
+				return &ResetError{Lesson: n, Asked: asked}
 			}
 		}
 	}
@@ -97,21 +100,25 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 
 // isReset says whether cmd is a reset command.
 func isReset(cmd string) bool {
-	_, ok := resetTo(cmd, 0)
+	_, _, ok := resetTo(cmd, 0)
 	return ok
 }
 
-// resetTo reads a reset command, r (lesson cur) or r N.
-func resetTo(cmd string, cur int) (int, bool) {
+// resetTo reads a reset command: r (lesson cur), r N, or the instructor's
+// (asked).
+func resetTo(cmd string, cur int) (n int, asked, ok bool) {
 	if cmd == CmdReset {
-		return cur, true
+		return cur, false, true
 	}
-	rest, ok := strings.CutPrefix(cmd, CmdReset+" ")
-	if !ok {
-		return 0, false
+	rest, found := strings.CutPrefix(cmd, CmdReset+" ")
+	if !found {
+		if rest, found = strings.CutPrefix(cmd, CmdResetAsked+" "); !found {
+			return 0, false, false
+		}
+		asked = true
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(rest))
-	return n, err == nil
+	return n, asked, err == nil
 }
 
 func indent(s string) string {
@@ -237,8 +244,8 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			case cmd == CmdQuit:
 				return 0, ErrQuit
 			case isReset(cmd):
-				n, _ := resetTo(cmd, l.Number)
-				return 0, &ResetError{Lesson: n}
+				n, asked, _ := resetTo(cmd, l.Number)
+				return 0, &ResetError{Lesson: n, Asked: asked}
 			case q != nil && isNumber(cmd):
 				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed, w))
 			case cmd == CmdPlay && passed:

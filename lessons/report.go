@@ -91,7 +91,10 @@ func (p *Player) CanReset(l, n *Lesson) string {
 // ResetError ends Guide when the student (r) or their instructor asks to
 // start lesson Lesson again from the sandbox's baseline; the caller
 // restores the sandbox (Player.Restore) and guides that lesson from step 1.
-type ResetError struct{ Lesson int }
+type ResetError struct {
+	Lesson int
+	Asked  bool // by the instructor (CmdResetAsked), not the student
+}
 
 func (e *ResetError) Error() string { return fmt.Sprintf("reset to lesson %d", e.Lesson) }
 
@@ -105,17 +108,32 @@ func (s *Session) Reset(ctx context.Context, n int) error {
 		return err
 	}
 	s.mu.Lock()
-	if why := s.p.CanReset(s.l, l); why != "" {
+	switch why := s.p.CanReset(s.first, l); {
+	case s.closed || s.resetting:
+		s.mu.Unlock()
+		return errors.New("the session is closed, or already resetting")
+	case why != "":
+		s.st.PlayErr = why // the student sees why nothing happened
+		s.changed()
 		s.mu.Unlock()
 		return errors.New(why)
 	}
+	// No key acts meanwhile (resetting), and no watcher of the step shown
+	// before outlives it (stop).
 	s.stop()
-	s.st.Waiting, s.st.Detail = s.st.Words.F("resetting the sandbox for lesson %d", n), ""
+	s.resetting = true
+	s.st.Waiting, s.st.Detail, s.st.PlayErr = s.st.Words.F("resetting the sandbox for lesson %d", n), "", ""
 	s.changed()
 	s.mu.Unlock()
 	rerr := s.p.Restore(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resetting = false
+	if s.closed {
+		return errors.New("the session closed during the reset")
+	}
+	s.stop()
+	s.failed, s.autoplayed = nil, false
 	s.prog.Forget(l, time.Now())
 	s.starting(l, 0) // shown once the baseline holds again
 	if rerr != nil {

@@ -82,17 +82,20 @@ func TestPosition(t *testing.T) {
 // reset.
 func TestResetTo(t *testing.T) {
 	tests := []struct {
-		cmd  string
-		n    int
-		want bool
+		cmd   string
+		n     int
+		asked bool
+		want  bool
 	}{
-		{"r", 7, true}, {"r 3", 3, true}, {"r  12", 12, true},
-		{"r x", 0, false}, {"rr", 0, false}, {"n", 0, false}, {"", 0, false}, {"3", 0, false},
+		{"r", 7, false, true}, {"r 3", 3, false, true}, {"r  12", 12, false, true},
+		{CmdResetAsked + " 4", 4, true, true},
+		{"r x", 0, false, false}, {"rr", 0, false, false}, {"n", 0, false, false}, {"", 0, false, false}, {"3", 0, false, false},
+		{CmdResetAsked, 0, false, false},
 	}
 	for _, tt := range tests {
-		n, ok := resetTo(tt.cmd, 7)
-		if ok != tt.want || ok && n != tt.n {
-			t.Errorf("resetTo(%q) = %d, %v; want %d, %v", tt.cmd, n, ok, tt.n, tt.want)
+		n, asked, ok := resetTo(tt.cmd, 7)
+		if ok != tt.want || ok && (n != tt.n || asked != tt.asked) {
+			t.Errorf("resetTo(%q) = %d, %v, %v; want %d, %v, %v", tt.cmd, n, asked, ok, tt.n, tt.asked, tt.want)
 		}
 	}
 }

@@ -40,6 +40,12 @@ type Session struct {
 	autoplayed bool
 	// failed is why the step can no longer pass (its Detail says it too).
 	failed error
+	// first is the lesson the sandbox was started for: what a reset may
+	// switch to depends on it, not on the lesson open now.
+	first *Lesson
+	// resetting: a reset is bringing the sandbox back; the keys wait.
+	resetting bool
+	closed    bool
 }
 
 // SessionState is what the lesson panel shows of a Session; the screen
@@ -55,7 +61,7 @@ func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from i
 	// A student reads the check's detail; four evaluations a second are
 	// plenty, and each takes a snapshot of the world.
 	p.Poll = max(p.Poll, 250*time.Millisecond)
-	s := &Session{p: p, all: all, prog: prog, save: save, ctx: ctx}
+	s := &Session{p: p, all: all, prog: prog, save: save, ctx: ctx, first: l}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.starting(l, from)
@@ -102,6 +108,7 @@ func (s *Session) Close() {
 		s.cancel()
 	}
 	s.gen++
+	s.closed = true
 }
 
 // opened says whether step i is shown and its check watched: the sandbox
@@ -134,6 +141,9 @@ func (s *Session) State() SessionState {
 func (s *Session) Next() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.resetting {
+		return
+	}
 	if how, ok := leftHow(&s.l.Steps[s.st.Step], s.st.Passed, s.autoplayed); ok && !s.st.Done {
 		s.prog.Record(s.l, s.st.Step, how, time.Now()) // saved as the step changes
 	}
@@ -148,6 +158,9 @@ func (s *Session) Next() {
 func (s *Session) Back() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.resetting {
+		return
+	}
 	if s.st.Done {
 		s.show(len(s.l.Steps) - 1)
 		return
@@ -206,7 +219,7 @@ func (s *Session) play(via string) {
 	switch {
 	case s.st.Done || s.st.Playing:
 		return
-	case !s.ready:
+	case !s.ready || s.resetting:
 		s.st.PlayErr = s.st.Words.T("the sandbox is still starting")
 		s.changed()
 		return
@@ -258,6 +271,9 @@ func (s *Session) Open(n int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.resetting {
+		return errors.New("the sandbox is being reset")
+	}
 	s.open(l, s.prog.Resume(l))
 	return nil
 }

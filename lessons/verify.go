@@ -185,20 +185,28 @@ func (p *Player) Restore(ctx context.Context) error {
 				}
 			}
 		}
-		// Every Deployment but the sample's: the orphans a lesson made, and
-		// one the garbage collector is still orphaning (an Echo deleted with
-		// --cascade=orphan a moment ago), which no snapshot shows as one yet.
+		// The orphans (any Deployment with no owner, as Baseline counts
+		// them), and every Echo's Deployment but the sample's: one the
+		// garbage collector is still orphaning (an Echo deleted with
+		// --cascade=orphan a moment ago) is no orphan in a snapshot yet.
 		deps := p.sb.Kube().AppsV1().Deployments(p.sb.Namespace(st))
+		gone := map[string]bool{}
+		for _, d := range ns.Orphans {
+			gone[d.Name] = true
+		}
 		if dl, err := deps.List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey}); err != nil {
 			errs = append(errs, err)
 		} else {
 			for _, d := range dl.Items {
-				if d.Name == echo.DeploymentName(sandbox.SampleName) {
-					continue
-				}
-				if err := deps.Delete(ctx, d.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-					errs = append(errs, err)
-				}
+				gone[d.Name] = d.Name != echo.DeploymentName(sandbox.SampleName)
+			}
+		}
+		for name, del := range gone {
+			if !del {
+				continue
+			}
+			if err := deps.Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
 			}
 		}
 	}

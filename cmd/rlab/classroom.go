@@ -284,10 +284,11 @@ func newClassroomResetCmd() *cobra.Command {
 		Short: "Send a student back to the start of lesson N, their sandbox brought back to where it starts",
 		Long: `Ask student sK's rlab to bring their namespaces back to where lesson N starts
 (the operators, their switches and faults, the Echoes) and open lesson N at
-step 1, how it went before forgotten. Their rlab does it at once if it runs,
-or at its next start; classroom watch shows the request done. A lesson with
-an operator of its own (see rlab lesson list) is refused by their rlab: they
-quit and run rlab lesson start N --reset.`,
+step 1, how it went before forgotten. Their rlab does it at once if it has a
+lesson open (rlab lesson start), or when they next start one; classroom watch
+then shows them on lesson N, step 1. A lesson with an operator of its own
+(12, 15, 20), or one their backend cannot run, is refused by their rlab,
+which says why: they quit and run rlab lesson start N --reset.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			all, err := lessons.Load()

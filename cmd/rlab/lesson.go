@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
@@ -512,18 +511,19 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 		la.Tell(p, all)
 		// The instructor's reset comes in as the student's r N would.
 		lines := readLines(ctx, stdin)
-		// ...and is reported done once this loop carried it out.
+		// ...as a command of its own, and is reported done once this loop
+		// carried out that one (not a reset the student typed meanwhile).
 		resets, acks := make(chan string), make(chan error, 1)
-		var pending atomic.Bool
+		asked := false // the reset under way is the instructor's
 		answer := func(err error) {
-			if pending.CompareAndSwap(true, false) {
+			if asked {
+				asked = false
 				acks <- err
 			}
 		}
 		la.OnReset(ctx, func(ctx context.Context, n int) error {
-			pending.Store(true)
 			select {
-			case resets <- fmt.Sprintf("%s %d", lessons.CmdReset, n):
+			case resets <- fmt.Sprintf("%s %d", lessons.CmdResetAsked, n):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -578,6 +578,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 			if !errors.As(err, &re) {
 				break
 			}
+			asked = re.Asked
 			next, ferr := lessons.Find(all, re.Lesson)
 			switch {
 			case ferr != nil:

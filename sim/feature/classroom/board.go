@@ -165,14 +165,18 @@ func Board(reps []Report, now time.Time, width int) string {
 		if n == needAway && r.Now != nil {
 			where = fmt.Sprintf("%d · %d/%d (left at)", r.Now.Lesson, r.Now.Step, r.Now.Steps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Student, needWord[n], clip(where, 36), on, oneLine(why))
+		state := needWord[n]
+		if n == needDone && r.Now == nil {
+			state = "idle" // rlab runs with no lesson open (rlab up, a verify)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Student, state, clip(where, 36), on, oneLine(why))
 	}
 	_ = tw.Flush()
 	for _, l := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		line(l)
 	}
 	line("")
-	line("ERROR: the step cannot pass or its play failed · STUCK: over " + fmtMinutes(StuckAfter) + " on a step not passing · away: their rlab stopped · -: no report yet")
+	line("ERROR: the step cannot pass or its play failed · STUCK: over " + fmtMinutes(StuckAfter) + " on a step not passing · idle: no lesson open · away: their rlab stopped · -: no report yet")
 	return b.String()
 }
 

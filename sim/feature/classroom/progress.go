@@ -53,14 +53,15 @@ func StudentOf(k8sUser string) (string, bool) {
 	return s, ok && s != ""
 }
 
-// progressRules let a student read and write their own progress ConfigMap
-// and nothing else in the classroom namespace. A watch names the object by
-// a metadata.name field selector, which RBAC matches against resourceNames.
+// progressRules let a student read and patch their own progress ConfigMap
+// and nothing else in the classroom namespace: get at start, list and watch
+// for the instructor's resets (naming the object by a metadata.name field
+// selector, which RBAC matches against resourceNames), patch to report.
 func progressRules(student string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups: []string{""}, Resources: []string{"configmaps"},
 		ResourceNames: []string{ProgressName(student)},
-		Verbs:         []string{"get", "list", "watch", "update", "patch"},
+		Verbs:         []string{"get", "list", "watch", "patch"},
 	}}
 }
 

@@ -211,6 +211,7 @@ func TestBoard(t *testing.T) {
 		{Student: "s5", Running: false, Updated: at, Now: &classroom.Position{Lesson: 3, Step: 1, Steps: 4, StepTitle: "Owners"}},
 		{Student: "s6", Running: true, Updated: at, Now: &classroom.Position{Lesson: 2, Step: 4, Steps: 4, Done: true, Passed: true}},
 		{Student: "s7"},
+		{Student: "s9", Running: true, Updated: at},
 		{Student: "s8", Running: true, Updated: at, Now: &classroom.Position{Lesson: 9, Step: 1, Steps: 5, StepTitle: "A finalizer",
 			Since: at.Add(-4 * time.Minute), Waits: "Echo hello gone\nits Deployment gone"}},
 	}

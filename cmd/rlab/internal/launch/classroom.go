@@ -43,19 +43,24 @@ func (l *Launcher) Tell(p *lessons.Player, course []*lessons.Lesson) {
 }
 
 // OnReset runs the instructor's reset requests with run, one at a time
-// until ctx ends, and reports each one done once run returned nil. Without
-// a classroom there are none.
+// until ctx ends or the launcher stops, and reports each one done once run
+// returned nil. Without a classroom there are none.
 func (l *Launcher) OnReset(ctx context.Context, run func(ctx context.Context, lesson int) error) {
 	l.mu.Lock()
-	rep := l.reporter
-	l.mu.Unlock()
-	if rep != nil {
-		l.onReset(ctx, rep, run)
+	defer l.mu.Unlock()
+	if l.reporter != nil {
+		l.onReset(ctx, l.reporter, run)
 	}
 }
 
+// onReset is OnReset; Stop ends it, and waits, before the session and the
+// reporter close. Called with l.mu held.
 func (l *Launcher) onReset(ctx context.Context, rep *classroom.Reporter, run func(ctx context.Context, lesson int) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	l.resetStops = append(l.resetStops, func() { cancel(); <-done })
 	go func() {
+		defer close(done)
 		for {
 			select {
 			case <-ctx.Done():

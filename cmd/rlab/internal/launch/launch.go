@@ -97,6 +97,7 @@ type Launcher struct {
 	sessionStop func()
 	control     *control.Server     // rlab do's socket, while the sandbox runs
 	reporter    *classroom.Reporter // on a classroom: the student's progress
+	resetStops  []func()            // end the instructor's resets, and wait
 
 	recTo     io.Writer    // RecordTo's file
 	recClose  func() error // finishes it
@@ -275,6 +276,12 @@ func (l *Launcher) Stop() error {
 		}
 		l.control = nil
 	}
+	// A reset under way ends (its Restore cancelled) before the session it
+	// resets, and says so before the reporter's last word.
+	for _, stop := range l.resetStops {
+		stop()
+	}
+	l.resetStops = nil
 	if l.sessionStop != nil {
 		l.sessionStop()
 		l.sessionStop = nil

@@ -40,10 +40,7 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
 	l.session, l.sessionStop = s, func() { s.Close(); p.Close() }
 	if l.reporter != nil {
-		rctx, cancel := context.WithCancel(ctx)
-		stop := l.sessionStop
-		l.sessionStop = func() { cancel(); stop() }
-		l.onReset(rctx, l.reporter, s.Reset)
+		l.onReset(ctx, l.reporter, s.Reset)
 	}
 	return nil
 }
