@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/feature/bench"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -49,8 +51,10 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the sandbox: start-up, convergence, repair, GC, failover, API cost, scale, idle CPU",
 		Long: `Run the standard measurements on fresh sandboxes in your state dir and print
-one table (or JSON): start-up phases over --rounds starts (alternated with
-kwokctl's bare cluster if --kwokctl is given), then on the last sandbox
+one table (or JSON): start-up over --rounds rounds, each one launch of
+` + "`rlab run --operators none`" + ` timed to its cluster ready line (alternated with
+kwokctl's bare cluster in its default work dir if --kwokctl is given) and one
+sandbox started in process, phase by phase; then on the last sandbox
 edit → converged, drift → repaired, garbage collection and failover per style,
 API requests at rest and per edit, CPU at rest of every process and of rlab,
 and --echoes Echoes per style applied at once until converged. Before the
@@ -102,10 +106,8 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}()
 	for round := 1; round <= f.Rounds; round++ {
-		if f.Kwokctl != "" && round%2 == 1 { // alternate who goes first
-			if err := f.peer(ctx, &r, say); err != nil {
-				return err
-			}
+		if err := f.launches(ctx, round, &r, say); err != nil {
+			return err
 		}
 		say("round %d/%d: starting a sandbox", round, f.Rounds)
 		var err error
@@ -132,11 +134,6 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 			l, sb = nil, nil
 		}
 		r.Startups = append(r.Startups, st)
-		if f.Kwokctl != "" && round%2 == 0 {
-			if err := f.peer(ctx, &r, say); err != nil {
-				return err
-			}
-		}
 	}
 	f.measure(ctx, sb, l, &r, say)
 	if now, _, err := proc.RSS(); err == nil {
@@ -258,7 +255,49 @@ func (f benchFlags) start(ctx context.Context) (*launch.Launcher, *sandbox.Sandb
 	return l, sb, nil
 }
 
-// peer times one start and stop of kwokctl's bare cluster.
+// launches times, on the local control plane, one start and stop of rlab
+// as a user launches it (`rlab run --operators none`, to its cluster ready
+// line) and, with --kwokctl, one of kwokctl's bare cluster, who goes first
+// alternating by round: neither always runs on a machine the other has
+// just warmed up or left busy.
+func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, say func(string, ...any)) error {
+	if b, err := backend.Parse(f.Backend); err != nil || !b.LocalControlPlane {
+		return err // the other backends start no control plane of rlab's
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("rlab's own binary: %w", err)
+	}
+	proc := func() error {
+		dir, err := os.MkdirTemp("", "rlab-bench-run-")
+		if err != nil {
+			return err
+		}
+		say("round %d/%d: rlab run --operators none, as a process", round, f.Rounds)
+		start, stop, err := bench.ProcessStartStop(ctx, self, dir)
+		if err != nil {
+			return fmt.Errorf("rlab run as a process: %w", err)
+		}
+		r.Launches = append(r.Launches, bench.Peer{Start: msOf(start), Stop: msOf(stop)})
+		return os.RemoveAll(dir)
+	}
+	order := []func() error{proc}
+	if f.Kwokctl != "" {
+		order = append(order, func() error { return f.peer(ctx, r, say) })
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+	}
+	for _, run := range order {
+		if err := run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peer times one start and stop of kwokctl's bare cluster, in kwokctl's
+// default work dir, as its README runs it.
 func (f benchFlags) peer(ctx context.Context, r *bench.Report, say func(string, ...any)) error {
 	assets, err := launch.Assets(ctx)
 	if err != nil {
@@ -270,7 +309,7 @@ func (f benchFlags) peer(ctx context.Context, r *bench.Report, say func(string, 
 	}
 	defer os.RemoveAll(dir)
 	say("kwokctl: create and delete a bare cluster")
-	start, stop, err := bench.KwokctlStartStop(ctx, f.Kwokctl, assets, dir)
+	start, stop, err := bench.KwokctlStartStop(ctx, f.Kwokctl, assets, dir, "")
 	if err != nil {
 		return fmt.Errorf("kwokctl: %w", err)
 	}

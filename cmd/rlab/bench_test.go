@@ -25,7 +25,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("rlab bench: %v\nstderr:\n%s", err, r.stderr)
 	}
 	// The table on stdout, the same report as JSON in the file.
-	for _, row := range []string{"screen opens: cluster ready", "edit → converged p50", "API at rest, requests/min", "5 Echoes (replicas 1) → converged", "CPU at rest, sandbox"} {
+	for _, row := range []string{"rlab run --operators none, launched: cluster ready line", "in process: cluster ready, operators started", "edit → converged p50", "API at rest, requests/min", "5 Echoes (replicas 1) → converged", "CPU at rest, sandbox"} {
 		if !strings.Contains(r.stdout.String(), row) {
 			t.Errorf("table lacks %q:\n%s", row, r.stdout)
 		}
@@ -40,6 +40,11 @@ func TestBench(t *testing.T) {
 	}
 	if len(rep.Errors) > 0 {
 		t.Fatalf("measurements failed: %v", rep.Errors)
+	}
+	// One launch of `rlab run --operators none` as a process, timed to its
+	// cluster ready line and from SIGINT to its exit.
+	if len(rep.Launches) != 1 || rep.Launches[0].Start <= 0 || rep.Launches[0].Stop <= 0 {
+		t.Errorf("launches = %+v, want one with a start and a stop", rep.Launches)
 	}
 	if len(rep.Startups) != 1 {
 		t.Fatalf("%d startups, want 1", len(rep.Startups))

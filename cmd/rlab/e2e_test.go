@@ -238,6 +238,45 @@ func kubectlPath(t *testing.T) string {
 // hands out a kubeconfig the student's kubectl (the one built here) can use:
 // Echo columns, the apiserver's own validation message, both versions. A
 // second rlab run is refused; SIGINT stops everything and leaves no files.
+// checkTimings checks `rlab run --timings`' timeline: every process
+// started, in time order, kube-controller-manager only once the apiserver
+// was healthy, and the CPU each had used.
+func checkTimings(t *testing.T, stderr string) {
+	t.Helper()
+	_, tl, ok := strings.Cut(stderr, "start-up timeline (seconds since rlab started):\n")
+	if !ok {
+		t.Fatalf("no start-up timeline; stderr:\n%s", stderr)
+	}
+	line := regexp.MustCompile(`^  +(\d+\.\d{3})  (\S+) +(.+)$`)
+	var (
+		last float64
+		at   = map[string]float64{} // "who what" → seconds
+	)
+	for _, l := range strings.Split(tl, "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			break
+		}
+		sec, _ := strconv.ParseFloat(m[1], 64)
+		if sec < last {
+			t.Errorf("timeline goes back in time at %q", l)
+		}
+		last = sec
+		at[m[2]+" "+strings.Fields(m[3])[0]] = sec
+	}
+	for _, p := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kwok", "kube-controller-manager"} {
+		if _, ok := at[p+" started"]; !ok {
+			t.Errorf("timeline lacks %s started:\n%s", p, tl)
+		}
+	}
+	if kcm, healthy := at["kube-controller-manager started"], at["kube-apiserver healthy"]; healthy == 0 || kcm < healthy {
+		t.Errorf("kube-controller-manager started at %.3fs, the apiserver healthy at %.3fs: want it after\n%s", kcm, healthy, tl)
+	}
+	if !regexp.MustCompile(`CPU used by the end of the control plane's start-up: .*kube-apiserver [1-9]?\d\.\d\ds`).MatchString(tl) {
+		t.Errorf("no CPU line naming kube-apiserver:\n%s", tl)
+	}
+}
+
 func TestRunEnvKubectl(t *testing.T) {
 	kubectl := kubectlPath(t)
 	e := newSandboxEnv(t)
@@ -247,12 +286,14 @@ func TestRunEnvKubectl(t *testing.T) {
 		t.Fatalf("rlab env with no sandbox: exit %d, stderr %q", code, stderr)
 	}
 
-	r := startRun(t, e, "--operators", "none", "--for", "10m")
-	// The phase lines follow "ready in"; this line comes after them.
-	r.waitStderr(t, "point your kubectl at it", 3*time.Minute)
-	if !regexp.MustCompile(`ready in \d+\.\d+s on envtest\n(  \S.*\d\.\d\ds\n){5}`).MatchString(r.stderr.String()) {
-		t.Errorf("want `ready in <seconds>s on envtest` then 5 phase lines; stderr:\n%s", r.stderr)
+	r := startRun(t, e, "--operators", "none", "--for", "10m", "--timings")
+	// The phase lines follow "ready in", then "point your kubectl", then
+	// the timeline, which ends with the CPU line.
+	r.waitStderr(t, "CPU used by the end of the control plane's start-up: ", 3*time.Minute)
+	if !regexp.MustCompile(`ready in \d+\.\d+s on envtest\n(  \S.*\d\.\d\ds\n){7}`).MatchString(r.stderr.String()) {
+		t.Errorf("want `ready in <seconds>s on envtest` then 7 phase lines; stderr:\n%s", r.stderr)
 	}
+	checkTimings(t, r.stderr.String())
 	if out := r.stdout.String(); out != "" {
 		t.Errorf("stdout is for the timeline and should be empty with no operators, got %q", out)
 	}

@@ -6,7 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
+
+// launched is when the process began running Go code: `rlab run --timings`
+// counts from it.
+var launched = time.Now()
 
 func main() {
 	err := newRootCmd().Execute()

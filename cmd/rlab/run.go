@@ -15,6 +15,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -22,6 +23,7 @@ type runFlags struct {
 	For       time.Duration
 	Output    string
 	Operators string
+	Timings   bool
 	sandboxFlags
 }
 
@@ -40,6 +42,7 @@ events on stdout, until --for has passed or Ctrl-C.`,
 	}
 	cmd.Flags().DurationVar(&f.For, "for", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().StringVar(&f.Output, "output", "text", "timeline format: text or json")
+	cmd.Flags().BoolVar(&f.Timings, "timings", false, "also print the start-up timeline: when each process started and became ready, and the CPU each had used")
 	cmd.Flags().StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to run, comma-separated, or none")
 	f.sandboxFlags.register(cmd.Flags())
 	return cmd
@@ -73,6 +76,9 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return startErr(ctx, err)
 	}
 	printReady(stderr, sb)
+	if f.Timings {
+		printTimings(stderr, sb, launched)
+	}
 	if f.For > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.For)
@@ -86,6 +92,32 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "stopped in %.2fs\n", time.Since(began).Seconds())
 	return nil
+}
+
+// printTimings writes the start-up timeline, in seconds since launch (rlab's
+// Go code began), and each process's CPU by the end of the backend's
+// start-up: the distance from the floor, the apiserver's own start.
+func printTimings(w io.Writer, sb *sandbox.Sandbox, from time.Time) {
+	t, ok := sb.Backend().(cluster.Timed)
+	if !ok {
+		fmt.Fprintf(w, "no start-up timeline on %s: rlab starts none of its processes\n", launch.Info(sb.Backend()).Backend)
+		return
+	}
+	tl := t.Timeline()
+	at := func(d time.Duration) string { return fmt.Sprintf("%6.3f", d.Seconds()) }
+	fmt.Fprintf(w, "start-up timeline (seconds since rlab started):\n")
+	fmt.Fprintf(w, "  %s  %-24s %s\n", at(tl.Began.Sub(from)), "rlab", "the control plane starts")
+	for _, m := range tl.Marks {
+		fmt.Fprintf(w, "  %s  %-24s %s\n", at(tl.Began.Add(m.At).Sub(from)), m.Who, m.What)
+	}
+	fmt.Fprintf(w, "  %s  %-24s %s\n", at(sb.Began().Add(sb.ClusterReady).Sub(from)), "rlab", "cluster ready: operators started")
+	if len(tl.CPU) > 0 {
+		var parts []string
+		for _, c := range tl.CPU {
+			parts = append(parts, fmt.Sprintf("%s %.2fs", c.Name, c.CPU.Seconds()))
+		}
+		fmt.Fprintf(w, "CPU used by the end of the control plane's start-up: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 // printReady says how long start-up took, phase by phase, and how to use

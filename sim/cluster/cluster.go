@@ -72,8 +72,11 @@ type phases struct {
 	log      *slog.Logger
 	progress func(Phase) // may be nil
 
-	mu   sync.Mutex
-	done []Phase
+	mu    sync.Mutex
+	done  []Phase
+	t0    time.Time    // Start began (zero: no timeline kept)
+	marks []Mark       // the timeline, for backends that keep one
+	cpu   []ProcessCPU // each process's CPU when start-up ended
 }
 
 // step runs fn as one named, timed phase.

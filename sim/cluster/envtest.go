@@ -143,6 +143,7 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 			_ = e.Stop()
 		}
 	}()
+	e.begin()
 	for _, d := range []string{e.opts.RunDir, e.opts.LogDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("envtest dirs: %w", err)
@@ -155,7 +156,7 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	var health []string
+	var health []healthURL
 	nodes := make(chan error, 1)
 	if err := e.step("echo crd", func() error {
 		// The scheduler and kwok need only a serving apiserver: let them
@@ -166,14 +167,11 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 		}
 		health = append(health, h...)
 		go func() { nodes <- e.createNodes(ctx, cs) }()
-		return e.installCRD(ctx)
-	}); err != nil {
-		return err
-	}
-	if err := e.step("controllers", func() error {
-		h, err := e.startControllers("kube-controller-manager")
-		health = append(health, h...)
-		return err
+		if err := e.installCRD(ctx); err != nil {
+			return err
+		}
+		e.mark("rlab", "Echo CRD established")
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -181,12 +179,35 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 		if err := <-nodes; err != nil {
 			return err
 		}
-		return e.readyNodes(ctx, cs)
+		return e.readyNodes(ctx, cs, false)
 	}); err != nil {
 		return err
 	}
-	return e.step("healthy", func() error { return e.waitHealthy(ctx, cs, health) })
+	if err := e.step("apiserver healthy", func() error { return e.apiserverHealthy(ctx, cs) }); err != nil {
+		return err
+	}
+	if err := e.step("controllers", func() error {
+		h, err := e.startControllers("kube-controller-manager")
+		health = append(h, health...)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := e.step("nodes untainted", func() error { return e.readyNodes(ctx, cs, true) }); err != nil {
+		return err
+	}
+	if err := e.step("healthy", func() error { return e.waitHealthy(ctx, cs, health) }); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	all := append(e.core[:len(e.core):len(e.core)], e.children...)
+	e.mu.Unlock()
+	e.noteCPU(all)
+	return nil
 }
+
+// healthURL is a controller's /healthz.
+type healthURL struct{ name, url string }
 
 func (e *Envtest) logFile(name string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(e.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -221,6 +242,7 @@ func (e *Envtest) start(name string, args []string, core bool) error {
 		e.children = append(e.children, c)
 	}
 	e.mu.Unlock()
+	e.mark(name, fmt.Sprintf("started (pid %d)", c.PID()))
 	return nil
 }
 
@@ -352,7 +374,7 @@ func (e *Envtest) tryAPIServer(ctx context.Context, pk *pki) error {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	return e.poll(ctx, 60*time.Second, "kube-apiserver to serve", func(context.Context) (bool, error) {
+	err = e.poll(ctx, 60*time.Second, "kube-apiserver to serve", func(context.Context) (bool, error) {
 		v, err := dc.ServerVersion()
 		if err != nil {
 			return false, err
@@ -360,6 +382,10 @@ func (e *Envtest) tryAPIServer(ctx context.Context, pk *pki) error {
 		e.version = v.GitVersion
 		return true, nil
 	})
+	if err == nil {
+		e.mark("kube-apiserver", "serving (/version answered)")
+	}
+	return err
 }
 
 // kubeconfig is cfg's admin identity as a kubeconfig file, with the names
@@ -417,7 +443,7 @@ var lowPorts = [2]int{20000, 32768}
 // startControllers starts the named components (kube-controller-manager,
 // kube-scheduler, kwok) as children of rlab and returns the health URLs of
 // those that serve one.
-func (e *Envtest) startControllers(names ...string) ([]string, error) {
+func (e *Envtest) startControllers(names ...string) ([]healthURL, error) {
 	kc := e.adminKubeconfig()
 	// kube-controller-manager and kube-scheduler serve /healthz on loopback
 	// only, and it is the only way to know they have started their
@@ -441,7 +467,7 @@ func (e *Envtest) startControllers(names ...string) ([]string, error) {
 			"--kube-api-burst=" + controllerBurst,
 		}, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil
 	}
-	var health []string
+	var health []healthURL
 	for _, name := range names {
 		var args []string
 		switch name {
@@ -451,7 +477,7 @@ func (e *Envtest) startControllers(names ...string) ([]string, error) {
 				return health, err
 			}
 			args = a
-			health = append(health, h)
+			health = append(health, healthURL{name, h})
 			if name == "kube-controller-manager" {
 				args = append(args,
 					"--controllers="+Controllers,
@@ -523,34 +549,128 @@ func (e *Envtest) createNodes(ctx context.Context, cs kubernetes.Interface) erro
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	e.mark("rlab", fmt.Sprintf("%d Nodes created", NodeCount))
+	return nil
 }
 
-// readyNodes waits until kwok has marked every fake Node Ready and node
-// lifecycle has lifted the not-ready taint the apiserver put on it.
-func (e *Envtest) readyNodes(ctx context.Context, cs kubernetes.Interface) error {
+// readyNodes waits until kwok has marked every fake Node Ready and, if
+// untainted, node lifecycle has lifted the not-ready taint the apiserver's
+// TaintNodesByCondition admission put on it. It watches the Nodes: the
+// event that makes the last one ready ends the wait.
+func (e *Envtest) readyNodes(ctx context.Context, cs kubernetes.Interface, untainted bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
 	want := NodeNames()
-	return e.poll(ctx, 60*time.Second, fmt.Sprintf("%d nodes Ready and untainted", len(want)), func(ctx context.Context) (bool, error) {
-		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready := map[string]bool{}
-		for i := range list.Items {
-			ready[list.Items[i].Name] = NodeReady(&list.Items[i])
-		}
-		for _, n := range want {
-			if !ready[n] {
-				return false, nil
+	var (
+		condition = map[string]bool{} // kwok says Ready
+		ready     = map[string]bool{} // and no not-ready taint: NodeReady
+		last      string              // what is missing, for the error
+	)
+	count := func(m map[string]bool) int {
+		n := 0
+		for _, name := range want {
+			if m[name] {
+				n++
 			}
 		}
-		return true, nil
+		return n
+	}
+	see := func(n *corev1.Node) bool {
+		c := condition[n.Name]
+		condition[n.Name] = nodeCondition(n)
+		ready[n.Name] = NodeReady(n)
+		if !untainted && !c && condition[n.Name] && count(condition) == len(want) {
+			e.mark("kwok", fmt.Sprintf("all %d Nodes Ready", len(want)))
+		}
+		last = fmt.Sprintf("%d of %d Nodes Ready, %d of them untainted", count(condition), len(want), count(ready))
+		if !untainted {
+			return count(condition) == len(want)
+		}
+		return count(ready) == len(want)
+	}
+	done := func() {
+		if untainted {
+			e.mark("kube-controller-manager", fmt.Sprintf("all %d Nodes untainted (node lifecycle)", len(want)))
+		}
+	}
+	alive := time.NewTicker(100 * time.Millisecond) // a dead kwok must not look like a hang
+	defer alive.Stop()
+	for {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list Nodes: %w", err)
+		}
+		for i := range list.Items {
+			if see(&list.Items[i]) {
+				done()
+				return nil
+			}
+		}
+		w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return fmt.Errorf("watch Nodes: %w", err)
+		}
+	events:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events // the watch ended: list again
+				}
+				if n, isNode := ev.Object.(*corev1.Node); isNode && see(n) {
+					w.Stop()
+					done()
+					return nil
+				}
+			case <-alive.C:
+				if err := e.exited(); err != nil {
+					w.Stop()
+					return err
+				}
+			case <-ctx.Done():
+				w.Stop()
+				return fmt.Errorf("waiting for %d Nodes Ready and untainted: %s: %w", len(want), last, ctx.Err())
+			}
+		}
+		w.Stop()
+	}
+}
+
+// nodeCondition tells whether n's Ready condition is True (kwok's part of
+// NodeReady).
+func nodeCondition(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// apiserverHealthy waits until the apiserver's /healthz answers ok: its
+// post-start hooks are done, the RBAC bootstrap among them, whose first try
+// comes a fixed second after the apiserver serves (wait.Poll in
+// pkg/registry/rbac/rest/storage_rbac.go). kube-controller-manager starts
+// after it: it looks at /healthz itself, once a second (WaitForAPIServer
+// in k8s.io/controller-manager), and would otherwise lose up to a second
+// between the hooks ending and its next look.
+func (e *Envtest) apiserverHealthy(ctx context.Context, cs kubernetes.Interface) error {
+	err := e.poll(ctx, 60*time.Second, "kube-apiserver /healthz", func(ctx context.Context) (bool, error) {
+		err := cs.Discovery().RESTClient().Get().AbsPath("/healthz").Do(ctx).Error()
+		return err == nil, err
 	})
+	if err == nil {
+		e.mark("kube-apiserver", "healthy (/healthz: post-start hooks done)")
+	}
+	return err
 }
 
 // waitHealthy waits for the apiserver's readiness (its post-start hooks: RBAC
 // roles, the default namespace) and for the controllers' health endpoints.
-func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls []string) error {
+func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls []healthURL) error {
 	err := e.poll(ctx, 60*time.Second, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 			return false, err
@@ -561,13 +681,15 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 	if err != nil {
 		return err
 	}
+	e.mark("kube-apiserver", "ready (/readyz, default namespace)")
 	client := &http.Client{
 		Timeout: 2 * time.Second,
 		// Our own serving cert on loopback; only the answer matters.
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
 	defer client.CloseIdleConnections()
-	for _, u := range urls {
+	for _, h := range urls {
+		u := h.url
 		err := e.poll(ctx, 60*time.Second, u, func(ctx context.Context) (bool, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			if err != nil {
@@ -586,6 +708,7 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 		if err != nil {
 			return err
 		}
+		e.mark(h.name, "healthy (/healthz)")
 	}
 	return nil
 }

@@ -38,8 +38,22 @@ func TestReady(t *testing.T) {
 	for _, p := range shared.backend.Phases() {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "apiserver+etcd,echo crd,controllers,nodes ready,healthy" {
+	if got := strings.Join(names, ","); got != "apiserver+etcd,echo crd,nodes ready,apiserver healthy,controllers,nodes untainted,healthy" {
 		t.Fatalf("phases = %s", got)
+	}
+	// The timeline: each process started once, kube-controller-manager
+	// after the apiserver's hooks (its own look at /healthz is once a
+	// second), and the CPU of all five measured.
+	tl := shared.backend.Timeline()
+	at := map[string]time.Duration{}
+	for _, m := range tl.Marks {
+		at[m.Who+" "+strings.Fields(m.What)[0]] = m.At
+	}
+	if kcm, ok := at["kube-controller-manager started"]; !ok || kcm < at["kube-apiserver healthy"] || at["kube-apiserver healthy"] == 0 {
+		t.Errorf("kube-controller-manager started at %v, the apiserver healthy at %v: want after; marks %+v", kcm, at["kube-apiserver healthy"], tl.Marks)
+	}
+	if len(tl.CPU) != 5 {
+		t.Errorf("CPU of %d processes, want 5: %+v", len(tl.CPU), tl.CPU)
 	}
 }
 

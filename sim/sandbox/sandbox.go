@@ -223,6 +223,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	return s, nil
 }
 
+// Began is when Start was called: ClusterReady and Ready count from it.
+func (s *Sandbox) Began() time.Time { return s.began }
+
 // OptionError is an Options field that cannot work, said before anything
 // starts: rlab's commands name the flag that set it.
 type OptionError struct {

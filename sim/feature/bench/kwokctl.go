@@ -28,18 +28,27 @@ var seq atomic.Int64
 
 // KwokctlStartStop creates a cluster with kwokctl's binary runtime from the
 // control-plane binaries in assets, waits until kwokctl calls it ready, then
-// deletes it. kwokctl keeps everything (its config, the cluster, the
-// kubeconfig it writes) under workdir, never in $HOME. The cluster is deleted
-// even if creating it failed.
-func KwokctlStartStop(ctx context.Context, kwokctl, assets, workdir string) (start, stop time.Duration, err error) {
-	if err := os.MkdirAll(workdir, 0o700); err != nil {
-		return 0, 0, fmt.Errorf("kwokctl workdir: %w", err)
+// deletes it. The kubeconfig it writes goes to dir, never to the user's.
+// With workdir "" kwokctl keeps its cluster where its README's users have
+// it, in its default work dir ($KWOK_WORKDIR, else ~/.kwok), whose cache a
+// first run fills; else under workdir. The cluster is deleted even if
+// creating it failed.
+func KwokctlStartStop(ctx context.Context, kwokctl, assets, dir, workdir string) (start, stop time.Duration, err error) {
+	for _, d := range []string{dir, workdir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return 0, 0, fmt.Errorf("kwokctl dir: %w", err)
+		}
 	}
 	name := fmt.Sprintf("rlab-bench-%d-%d", os.Getpid(), seq.Add(1))
-	kubeconfig := filepath.Join(workdir, name+".kubeconfig")
+	kubeconfig := filepath.Join(dir, name+".kubeconfig")
 	run := func(ctx context.Context, args ...string) error {
 		cmd := exec.CommandContext(ctx, kwokctl, args...)
-		cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+workdir)
+		if workdir != "" {
+			cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+workdir)
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:2], " "), err, lastLines(out, 20))
@@ -167,7 +176,7 @@ func Round(ctx context.Context, o Options, i int) (envtest, kwokctl Times, err e
 			t.Start, t.Stop, err = EnvtestStartStop(ctx, o.Assets, filepath.Join(o.Dir, "envtest"))
 			envtest = t
 		} else {
-			t.Start, t.Stop, err = KwokctlStartStop(ctx, o.Kwokctl, o.Assets, filepath.Join(o.Dir, "kwok"))
+			t.Start, t.Stop, err = KwokctlStartStop(ctx, o.Kwokctl, o.Assets, filepath.Join(o.Dir, "kwok"), "") // its default work dir, as users run it
 			kwokctl = t
 		}
 		if err != nil {

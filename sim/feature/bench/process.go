@@ -1,0 +1,105 @@
+package bench
+
+// Start-up as a user meets it: the rlab binary launched as a process and
+// timed to the line that says the cluster is ready, as kwokctl is timed to
+// its exit. Nothing here depends on testing.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ReadyLine starts the line `rlab run` prints once the cluster is ready
+// (launch.Print).
+const ReadyLine = "cluster ready in "
+
+// ProcessStartStop launches `rlab run --operators none` from the binary
+// rlab, with its state in a new directory under dir, and times it from the
+// launch to its ReadyLine on stderr; then it interrupts it as Ctrl-C would
+// and times the stop, to the process's exit. The directory is removed unless
+// something failed; then it keeps the logs.
+func ProcessStartStop(ctx context.Context, rlab, dir string) (start, stop time.Duration, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, 0, fmt.Errorf("process dir: %w", err)
+	}
+	root, err := os.MkdirTemp(dir, "p")
+	if err != nil {
+		return 0, 0, fmt.Errorf("process dir: %w", err)
+	}
+	cmd := exec.Command(rlab, "run", "--operators", "none", "--for", "10m")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(root, "state"), "RLAB_BACKEND=envtest")
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, fmt.Errorf("start %s: %w", rlab, err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var seen []string
+	ready := false
+	for !ready {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				werr := cmd.Wait()
+				return time.Since(t0), 0, fmt.Errorf("rlab run exited before %q (%v; logs in %s): %s",
+					strings.TrimSpace(ReadyLine), werr, root, strings.Join(lastN(seen, 5), " | "))
+			}
+			seen = append(seen, l)
+			if strings.HasPrefix(l, ReadyLine) {
+				start, ready = time.Since(t0), true
+			}
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+			return time.Since(t0), 0, ctx.Err()
+		}
+	}
+	t1 := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		return start, 0, fmt.Errorf("interrupt rlab run: %w", err)
+	}
+	go func() { // the stop's lines are not needed, but must be read
+		for range lines {
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		err = errors.Join(errors.New("rlab run did not stop within a minute of SIGINT"), <-done)
+	}
+	stop = time.Since(t1)
+	if err != nil {
+		return start, stop, fmt.Errorf("rlab run after SIGINT: %w (logs in %s)", err, root)
+	}
+	return start, stop, os.RemoveAll(root)
+}
+
+func lastN(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
