@@ -106,11 +106,22 @@ func printTimings(w io.Writer, sb *sandbox.Sandbox, from time.Time) {
 	tl := t.Timeline()
 	at := func(d time.Duration) string { return fmt.Sprintf("%6.3f", d.Seconds()) }
 	fmt.Fprintf(w, "start-up timeline (seconds since rlab started):\n")
-	fmt.Fprintf(w, "  %s  %-24s %s\n", at(tl.Began.Sub(from)), "rlab", "the control plane starts")
-	for _, m := range tl.Marks {
-		fmt.Fprintf(w, "  %s  %-24s %s\n", at(tl.Began.Add(m.At).Sub(from)), m.Who, m.What)
+	fmt.Fprintf(w, "  %s  %-24s %s\n", at(sb.Began().Sub(from)), "rlab", "the sandbox starts")
+	type line struct {
+		at time.Time
+		m  cluster.Mark
 	}
-	fmt.Fprintf(w, "  %s  %-24s %s\n", at(sb.Began().Add(sb.ClusterReady).Sub(from)), "rlab", "cluster ready: operators started")
+	var lines []line
+	for _, m := range tl.Marks {
+		lines = append(lines, line{tl.Began.Add(m.At), m})
+	}
+	for _, m := range sb.Marks() {
+		lines = append(lines, line{sb.Began().Add(m.At), m})
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s  %-24s %s\n", at(l.at.Sub(from)), l.m.Who, l.m.What)
+	}
 	if len(tl.CPU) > 0 {
 		var parts []string
 		for _, c := range tl.CPU {

@@ -181,6 +181,25 @@ func (s *Sandbox) createEcho(ctx context.Context, c *clients, name, message stri
 	})
 }
 
+// applySample makes the sample Echo in every namespace at start-up by
+// server-side apply, a PATCH, not a create: the apiserver holds every create
+// of a custom resource for 2 s while its CRD's Established condition is
+// under 2 s old (customresource_handler.go in apiextensions-apiserver, for
+// HA apiservers that have not yet seen it), and the sandbox now gets here
+// within that, so half the starts waited 2 s for nothing. The object is the
+// same; its managedFields say Apply by rlab instead of Update.
+func (s *Sandbox) applySample(ctx context.Context) error {
+	return s.everyStyle(func(st style.Style) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
+			"metadata": map[string]any{"name": SampleName, "namespace": s.Namespace(st)},
+			"spec":     map[string]any{"message": SampleMessage, "replicas": int64(SampleReplicas)},
+		}}
+		_, err := s.echoes(s.admin, st).Apply(ctx, SampleName, u, metav1.ApplyOptions{FieldManager: "rlab", Force: true})
+		return err
+	})
+}
+
 // DeleteEcho deletes Echo name in every style's namespace; garbage
 // collection, not the operators, removes its Deployment.
 func (h Student) DeleteEcho(ctx context.Context, name string) error {

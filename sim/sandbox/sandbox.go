@@ -131,6 +131,7 @@ type Sandbox struct {
 	began, operatorsStarted time.Time
 
 	phases []cluster.Phase
+	marks  []cluster.Mark // the sandbox's own start-up moments, since began
 
 	// tmp is the children's TMPDIR, under the run dir.
 	tmp string
@@ -174,6 +175,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			_ = s.Stop()
 		}
 	}()
+	s.mark("state dir locked")
 	if s.Reaped, err = proc.Reap(opts.State.PIDs(), 10*time.Second); err != nil {
 		return nil, fmt.Errorf("clean up previous run: %w", err)
 	}
@@ -198,9 +200,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if s.backend, err = newBackend(opts, s.prefix, s.tmp); err != nil {
 		return nil, err
 	}
+	s.mark("previous run cleaned up; the backend starts")
 	if err := s.backend.Start(ctx); err != nil {
 		return nil, err
 	}
+	s.mark("backend started")
 	if s.backend.Type().Shared {
 		s.shared, s.prefix = true, s.backend.(cluster.Tenant).Prefix()
 	}
@@ -220,6 +224,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	s.ClusterReady = time.Since(began)
 	s.Ready = s.ClusterReady
+	s.mark("kubeconfig written: cluster ready")
 	return s, nil
 }
 
@@ -442,17 +447,19 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 		return fmt.Errorf("world: %w", err)
 	}
 	s.world = w
+	s.mark("namespaces and identities made, world synced")
 	// The sample goes first: every operator's first look (the shell loop's
 	// first poll, the informers' initial list) finds it, so the three start
 	// the race together and the screen can show it from the start.
 	if s.opts.Sample {
-		if err := s.createEcho(ctx, s.admin, SampleName, SampleMessage, SampleReplicas); err != nil {
+		if err := s.applySample(ctx); err != nil {
 			return err
 		}
 	}
 	if err := s.setupWebhook(ctx); err != nil {
 		return err
 	}
+	s.mark("sample created")
 	t0 := time.Now()
 	if err := s.startOperators(); err != nil {
 		return err
@@ -530,6 +537,15 @@ func styleReady(sn world.Snapshot, st style.Style, name, want string) bool {
 	ns := sn.Style(st)
 	return ns != nil && ns.Echoes[name] != nil && ns.Echoes[name].Ready == want
 }
+
+// mark records a moment of the sandbox's own start-up, for the timeline.
+func (s *Sandbox) mark(what string) {
+	s.marks = append(s.marks, cluster.Mark{At: time.Since(s.began), Who: "rlab", What: what})
+}
+
+// Marks are the sandbox's own start-up moments (the backend's are its
+// Timeline), each since Began.
+func (s *Sandbox) Marks() []cluster.Mark { return append([]cluster.Mark(nil), s.marks...) }
 
 func (s *Sandbox) phase(name string, took time.Duration) {
 	p := cluster.Phase{Name: name, Took: took}
