@@ -410,7 +410,7 @@ func (e *Envtest) adminKubeconfig() string { return filepath.Join(e.opts.RunDir,
 // kube-controller-manager starts: the garbage collector discovers resource
 // types at start and only re-syncs every 30 s.
 func (e *Envtest) installCRD(ctx context.Context) error {
-	return installEchoCRD(ctx, e.cfg, e.poll)
+	return installEchoCRDMarked(ctx, e.cfg, e.poll, func(what string) { e.mark("rlab", what) })
 }
 
 // freePort is a loopback port free now, for a component to bind a moment

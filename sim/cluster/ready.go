@@ -40,6 +40,12 @@ func pollEvery(ctx context.Context, every, timeout time.Duration, what string, a
 // installEchoCRD creates the Echo CRD and waits until the apiserver serves it
 // and reports it Established.
 func installEchoCRD(ctx context.Context, cfg *rest.Config, poll pollFunc) error {
+	return installEchoCRDMarked(ctx, cfg, poll, func(string) {})
+}
+
+// installEchoCRDMarked is installEchoCRD, telling mark when the CRD is
+// served (in discovery) and when Established.
+func installEchoCRDMarked(ctx context.Context, cfg *rest.Config, poll pollFunc, mark func(string)) error {
 	crd, err := echov1.CRD()
 	if err != nil {
 		return err
@@ -51,6 +57,7 @@ func installEchoCRD(ctx context.Context, cfg *rest.Config, poll pollFunc) error 
 	}); err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
+	mark("Echo CRD created and served (in discovery)")
 	// InstallCRDs waits until the resource is served; say "ready" only once
 	// the apiserver also reports the CRD Established.
 	cs, err := apiextensionsclient.NewForConfig(cfg)
