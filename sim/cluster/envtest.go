@@ -524,8 +524,17 @@ func (e *Envtest) poll(ctx context.Context, timeout time.Duration, what string, 
 	return pollEvery(ctx, startPoll, timeout, what, e.exited, cond)
 }
 
-// createNodes registers the fake Nodes, all at once.
+// createNodes registers the fake Nodes, all at once, after the namespace
+// of their Leases: kwok takes a Node's Lease before it marks the Node Ready
+// (the heartbeat-with-lease stage), and when kube-node-lease is not there
+// yet it tries again a second later. The apiserver's system namespaces
+// controller makes it too, a moment after serving; whichever comes second
+// finds it there.
 func (e *Envtest) createNodes(ctx context.Context, cs kubernetes.Interface) error {
+	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", corev1.NamespaceNodeLease, err)
+	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("1000"),
 		corev1.ResourceMemory: resource.MustParse("4Ti"),

@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,15 @@ func TestReady(t *testing.T) {
 	}
 	if kcm, ok := at["kube-controller-manager started"]; !ok || kcm < at["kube-apiserver healthy"] || at["kube-apiserver healthy"] == 0 {
 		t.Errorf("kube-controller-manager started at %v, the apiserver healthy at %v: want after; marks %+v", kcm, at["kube-apiserver healthy"], tl.Marks)
+	}
+	// kwok found the Nodes' Lease namespace there: had it not, it would
+	// have tried again a second later, and the Nodes waited for that.
+	kwokLog, err := os.ReadFile(filepath.Join(shared.root, "logs", "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(kwokLog), "lease namespace not found") {
+		t.Errorf("kwok waited for namespace %s:\n%s", corev1.NamespaceNodeLease, kwokLog)
 	}
 	if len(tl.CPU) != 5 {
 		t.Errorf("CPU of %d processes, want 5: %+v", len(tl.CPU), tl.CPU)

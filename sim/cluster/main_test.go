@@ -22,6 +22,7 @@ import (
 // test works in namespaces of its own.
 var shared struct {
 	backend *cluster.Envtest
+	root    string // its run dir, logs and pids
 	cs      kubernetes.Interface
 	dyn     dynamic.Interface
 	assets  string
@@ -29,7 +30,7 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	os.Exit(clustertest.Main(m, "cluster-test", func(env *clustertest.Env) {
-		shared.backend, shared.assets = env.Envtest, env.Assets
+		shared.backend, shared.assets, shared.root = env.Envtest, env.Assets, env.Root
 		shared.cs = kubernetes.NewForConfigOrDie(env.Config())
 		shared.dyn = dynamic.NewForConfigOrDie(env.Config())
 	}))
