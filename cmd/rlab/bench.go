@@ -162,7 +162,13 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "rlab bench on %s (Kubernetes %s)\n", r.Backend, r.Version)
 	styles, _ := parseStyles(f.Operators)
-	return bench.WriteTable(stdout, r, styles)
+	if err := bench.WriteTable(stdout, r, styles); err != nil {
+		return err
+	}
+	if r.SlowestLaunch != "" {
+		fmt.Fprintf(stdout, "\nthe slowest launch's %s", r.SlowestLaunch)
+	}
+	return nil
 }
 
 // measure runs every measurement on the running sandbox; one that fails is
@@ -274,9 +280,12 @@ func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, sa
 			return err
 		}
 		say("round %d/%d: rlab run --operators none, as a process", round, f.Rounds)
-		start, stop, err := bench.ProcessStartStop(ctx, self, dir)
+		start, stop, timeline, err := bench.ProcessStartStop(ctx, self, dir)
 		if err != nil {
 			return fmt.Errorf("rlab run as a process: %w", err)
+		}
+		if slices.IndexFunc(r.Launches, func(p bench.Peer) bool { return p.Start > msOf(start) }) < 0 {
+			r.SlowestLaunch = timeline // the slowest so far
 		}
 		r.Launches = append(r.Launches, bench.Peer{Start: msOf(start), Stop: msOf(stop)})
 		return os.RemoveAll(dir)

@@ -46,6 +46,9 @@ func TestBench(t *testing.T) {
 	if len(rep.Launches) != 1 || rep.Launches[0].Start <= 0 || rep.Launches[0].Stop <= 0 {
 		t.Errorf("launches = %+v, want one with a start and a stop", rep.Launches)
 	}
+	if !strings.Contains(rep.SlowestLaunch, "kube-apiserver           serving") || !strings.Contains(r.stdout.String(), "the slowest launch's start-up timeline") {
+		t.Errorf("no start-up timeline of the slowest launch in the report:\n%s\n%s", rep.SlowestLaunch, r.stdout)
+	}
 	if len(rep.Startups) != 1 {
 		t.Fatalf("%d startups, want 1", len(rep.Startups))
 	}

@@ -167,11 +167,7 @@ func (e *Envtest) Start(ctx context.Context) (err error) {
 		}
 		health = append(health, h...)
 		go func() { nodes <- e.createNodes(ctx, cs) }()
-		if err := e.installCRD(ctx); err != nil {
-			return err
-		}
-		e.mark("rlab", "Echo CRD established")
-		return nil
+		return e.installCRD(ctx)
 	}); err != nil {
 		return err
 	}

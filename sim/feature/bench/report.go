@@ -42,6 +42,9 @@ type Report struct {
 	// to its cluster ready line (Start) and from SIGINT to its exit (Stop),
 	// alternated with the peer: start-up as a user meets it.
 	Launches []Peer `json:"launch_runs,omitempty"`
+	// SlowestLaunch is the start-up timeline the slowest of them printed
+	// (rlab run --timings): where an outlier's time went.
+	SlowestLaunch string `json:"slowest_launch_timeline,omitempty"`
 
 	Edit     *EditResult                     `json:"edit,omitempty"`
 	Drift    map[style.Style]Dist            `json:"drift_repair,omitempty"`
