@@ -105,6 +105,15 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 			_ = l.Close()
 		}
 	}()
+	// A state dir that cannot work, or another rlab in it, fails here,
+	// before any rlab is launched as a process.
+	l0, err := launch.New()
+	if err != nil {
+		return err
+	}
+	if err := l0.Close(); err != nil {
+		return err
+	}
 	for round := 1; round <= f.Rounds; round++ {
 		if err := f.launches(ctx, round, &r, say); err != nil {
 			return err
@@ -273,6 +282,15 @@ func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, sa
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("rlab's own binary: %w", err)
+	}
+	if strings.HasSuffix(self, ".test") {
+		// A test binary run in process: launching it would run its tests.
+		return fmt.Errorf("rlab bench launches rlab itself, and %s is a test binary: run the rlab binary", self)
+	}
+	// The control plane is there before the launched rlab looks for it:
+	// it must time a start, not a build.
+	if _, err := launch.Assets(ctx); err != nil {
+		return err
 	}
 	proc := func() error {
 		dir, err := os.MkdirTemp("", "rlab-bench-run-")

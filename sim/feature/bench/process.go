@@ -62,9 +62,12 @@ func ProcessStartStop(ctx context.Context, rlab, dir string) (start, stop time.D
 		seen  []string
 		ready bool
 		tl    []string // the timeline, from its heading to its CPU line
+		late  <-chan time.Time
 	)
 	for done := false; !done; {
 		select {
+		case <-late:
+			done = true // a timeline cut short is still worth keeping
 		case l, ok := <-lines:
 			if !ok {
 				werr := cmd.Wait()
@@ -75,6 +78,10 @@ func ProcessStartStop(ctx context.Context, rlab, dir string) (start, stop time.D
 			switch {
 			case !ready && strings.HasPrefix(l, ReadyLine):
 				start, ready = time.Since(t0), true
+				// The timeline follows at once; never wait long for it.
+				t := time.NewTimer(10 * time.Second)
+				defer t.Stop()
+				late = t.C
 			case strings.HasPrefix(l, "start-up timeline") || len(tl) > 0:
 				tl = append(tl, l)
 				done = ready && strings.HasPrefix(l, timingsEnd)
