@@ -23,6 +23,16 @@ func TestLocalize(t *testing.T) {
 		{"my-echo-shell", "my-echo-shell"},
 		{"echo-shell", "rlab-s1-echo-shell"},
 		{"no namespace here", "no namespace here"},
+		// A namespace a shell loop makes.
+		{"for s in shell clientgo runtime; do kubectl -n echo-$s get ec; done",
+			"for s in shell clientgo runtime; do kubectl -n rlab-s1-echo-$s get ec; done"},
+		{`kubectl -n "echo-${s}" get ec`, `kubectl -n "rlab-s1-echo-${s}" get ec`},
+		{"echo-$s", "rlab-s1-echo-$s"},
+		{"echo-$s-operator", "echo-$s-operator"},
+		{"my-echo-$s", "my-echo-$s"},
+		{"echo-$", "echo-$"},
+		{"echo-${s", "echo-${s"},
+		{"echo-$1", "echo-$1"},
 		// rlab do names styles, not namespaces: it is typed as written.
 		{"rlab do slow go 300ms; kubectl -n echo-clientgo get ec", "rlab do slow go 300ms; kubectl -n rlab-s1-echo-clientgo get ec"},
 		{"rlab do partition clientgo --mode refuse", "rlab do partition clientgo --mode refuse"},

@@ -57,10 +57,16 @@ func Prefix(student string) style.Prefix { return style.UserPrefix(student) }
 // the screen watches, what the lessons change (Echoes, Deployments, the
 // operators' Role), and a token for their operators' ServiceAccount. RBAC
 // lets a student update the operators' Role only because this holds every
-// rule of it.
+// rule of it. A student may act as their operators' ServiceAccounts
+// (kubectl auth can-i --list --as=system:serviceaccount:…, lesson 10),
+// which may do no more than the student.
 func StudentRules() []rbacv1.PolicyRule {
 	rw := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	ro := []string{"get", "list", "watch"}
+	var operators []string
+	for _, st := range style.All() {
+		operators = append(operators, st.Operator())
+	}
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: append(rw, "deletecollection")},
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
@@ -74,6 +80,7 @@ func StudentRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: rw},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: ro},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: operators, Verbs: []string{"impersonate"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 	}
 }
