@@ -202,8 +202,16 @@ func newLessonListCmd() *cobra.Command {
 				if len(l.Requires) > 0 {
 					after = w.F("after %s", l.RequiresList())
 				}
+				on := "" // runs on every backend
+				if len(l.Backends) > 0 {
+					names := make([]string, len(l.Backends))
+					for i, b := range l.Backends {
+						names[i] = b.Name
+					}
+					on = w.F("%s only", strings.Join(names, ", "))
+				}
 				rows = append(rows, []string{fmt.Sprintf("%2d", l.Number), l.Title, w.F("%d steps", len(l.Steps)),
-					w.F("~%d min", l.Minutes), after, prog.Listed(l)})
+					w.F("~%d min", l.Minutes), after, on, prog.Listed(l)})
 			}
 			writeColumns(cmd.OutOrStdout(), rows)
 			fmt.Fprintln(cmd.OutOrStdout(), "\n"+w.T("rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it."))

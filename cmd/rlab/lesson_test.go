@@ -47,7 +47,10 @@ func TestLessonCommands(t *testing.T) {
 		want []string
 	}{
 		{[]string{"lesson", "list"}, 0, []string{" 1  The reconcile loop", fmt.Sprintf(" %d/%d, 1 played\n", n-1, n),
-			" step 2 of 2\n", " done\n", "Leader election", "rlab lesson start N"}},
+			" step 2 of 2\n", " done\n", "Leader election", "rlab lesson start N",
+			// time, prerequisites, backends
+			"~13 min  after 7", "after 2, 3", "envtest only", "envtest, kind only", "envtest, kubeconfig only"}},
+		{[]string{"lesson", "list", "--lang", "zh"}, 0, []string{"调和循环", "约 13 分钟", "先学 7", "仅 envtest, kind"}},
 		{[]string{"lesson", "verify"}, 1, []string{"give their numbers, or --all"}},
 		{[]string{"lesson", "verify", "99"}, 1, []string{"no lesson 99"}},
 		{[]string{"lesson", "verify", "--all", "1"}, 1, []string{"not both"}},

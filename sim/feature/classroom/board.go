@@ -176,12 +176,29 @@ func Board(reps []Report, now time.Time, width int) string {
 		line(l)
 	}
 	line("")
-	line("ERROR: the step cannot pass or its play failed · STUCK: over " + fmtMinutes(StuckAfter) + " on a step not passing · idle: no lesson open · away: their rlab stopped · -: no report yet")
+	// The legend wraps between its items rather than losing its end.
+	legend := []string{"ERROR: the step cannot pass or its play failed", "STUCK: over " + fmtMinutes(StuckAfter) + " on a step not passing",
+		"idle: no lesson open", "away: their rlab stopped", "-: no report yet"}
+	cur := ""
+	for _, item := range legend {
+		if cur != "" && ansi.StringWidth(cur+" · "+item) > width {
+			line(cur)
+			cur = ""
+		}
+		if cur != "" {
+			cur += " · "
+		}
+		cur += item
+	}
+	line(cur)
 	return b.String()
 }
 
-// reasonOf is what a student's row says of their check.
+// reasonOf is what a student's row says of their check: what it waits
+// for (its first condition) and its last reason, so that the instructor
+// sees which check is failing as well as why.
 func reasonOf(p *Position) string {
+	check := strings.SplitN(p.Waits, "\n", 2)[0]
 	switch {
 	case p.Error != "":
 		return p.Error
@@ -189,10 +206,12 @@ func reasonOf(p *Position) string {
 		return ""
 	case p.Passed:
 		return "passed: " + p.Reason
+	case p.Reason != "" && check != "" && !strings.Contains(p.Reason, check):
+		return clip(check, 30) + ": " + p.Reason // the reason must fit too
 	case p.Reason != "":
 		return p.Reason
-	case p.Waits != "":
-		return "waiting for " + strings.SplitN(p.Waits, "\n", 2)[0]
+	case check != "":
+		return "waiting for " + check
 	}
 	return ""
 }
