@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/pane"
@@ -86,8 +87,9 @@ func (p *panes) shown(cols int) []style.Style {
 	return []style.Style{p.focused()}
 }
 
-// data is what the pane of style st shows now.
-func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single bool) pane.Data {
+// data is what the pane of style st shows now, in ws's words (nil:
+// English).
+func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single bool, ws lessonview.Words) pane.Data {
 	return pane.Data{
 		Style:   st,
 		Stats:   f.stats.Styles[st],
@@ -98,13 +100,14 @@ func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single
 		Verbs:   p.showVerbs || (p.full && single),
 		Focused: st == p.focused(),
 		Summary: f.shown[st].sum,
+		Words:   ws,
 	}
 }
 
 // render draws the panes w wide, cols a row (0: the focused one alone),
 // each row as tall as its tallest body but leaving at least room of the
-// avail rows under them.
-func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room int, s *common.Theme) []string {
+// avail rows under them; ws are the panes' words (nil: English).
+func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room int, s *common.Theme, ws lessonview.Words) []string {
 	shown := p.shown(cols)
 	per := max(cols, 1)
 	rows := (len(shown) + per - 1) / per
@@ -122,7 +125,7 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 		bodies := make([][]string, len(row))
 		tallest := 0
 		for i, st := range row {
-			bodies[i] = pane.Body(p.data(f, echo, st, now, len(shown) == 1), common.BoxInner(widths[i]), s)
+			bodies[i] = pane.Body(p.data(f, echo, st, now, len(shown) == 1, ws), common.BoxInner(widths[i]), s)
 			tallest = max(tallest, len(bodies[i]))
 		}
 		// The rows share what is left: the last takes the rest.
@@ -147,8 +150,9 @@ func (p *panes) render(f *feed, echo string, now time.Time, w, cols, avail, room
 	return out
 }
 
-// strip names the panes not shown on a narrow screen, with their status.
-func (p *panes) strip(f *feed, echo string, w int, s *common.Theme) string {
+// strip names the panes not shown on a narrow screen, with their status;
+// ws are its words (nil: English).
+func (p *panes) strip(f *feed, echo string, w int, s *common.Theme, ws lessonview.Words) string {
 	l := &common.Line{}
 	for i, st := range p.order {
 		label := fmt.Sprintf(" %d %s ", i+1, st.Traits().Title)
@@ -164,6 +168,6 @@ func (p *panes) strip(f *feed, echo string, w int, s *common.Theme) string {
 		}
 		l.Plain(" ")
 	}
-	l.Add(s.Dim, fmt.Sprintf("tab/1-%d switch · f full width", len(p.order)))
+	l.Add(s.Dim, ws.F("tab/1-%d switch · f full width", len(p.order)))
 	return l.Fit(w)
 }

@@ -134,11 +134,12 @@ func (m *Model) Render() string {
 		lowMin = lessonpanel.MinHeight
 	}
 	cols := m.panes.columns(w, avail-lowMin)
+	words := m.lesson.st.Words // the panes' words, as the help box's
 	if cols == 0 {
-		lines = append(lines, m.panes.strip(m.feed, m.opts.Echo, w, s))
+		lines = append(lines, m.panes.strip(m.feed, m.opts.Echo, w, s, words))
 		avail--
 	}
-	top := m.panes.render(m.feed, m.opts.Echo, now, w, cols, avail, lowMin, s)
+	top := m.panes.render(m.feed, m.opts.Echo, now, w, cols, avail, lowMin, s, words)
 	lines = append(lines, top...)
 
 	lowH := avail - len(top)
@@ -173,6 +174,7 @@ func (m *Model) enlarge() string {
 // header: backend and version, the Echo shown with its spec, elapsed, help.
 func (m *Model) header(now time.Time, w int) string {
 	s := m.styles
+	words := m.lesson.st.Words
 	l := &common.Line{}
 	l.Plain(" ").Add(s.Accent, "rlab")
 	if m.opts.Info.Backend != "" {
@@ -182,20 +184,20 @@ func (m *Model) header(now time.Time, w int) string {
 	if ev := m.echoView(); ev != nil {
 		l.Plain(fmt.Sprintf("  message=%q  replicas=%d", ev.Message, ev.Replicas))
 		if ev.Deleting {
-			l.Add(s.Warn, "  deleting")
+			l.Add(s.Warn, "  "+words.T("deleting"))
 		}
 	} else if m.feed.seenEcho {
-		l.Add(s.Warn, "  not found ("+m.keys.CreateEcho.Help().Key+" creates it)")
+		l.Add(s.Warn, "  "+words.F("not found (%s creates it)", m.keys.CreateEcho.Help().Key))
 	} else if m.feed.hasSnap {
 		// The sandbox creates it as the operators start: the world may not
 		// show it yet.
-		l.Add(s.Dim, "  not seen yet")
+		l.Add(s.Dim, "  "+words.T("not seen yet"))
 	}
 	right := &common.Line{}
 	if m.opts.Extra != nil {
 		right.Add(s.Accent, m.opts.Extra()).Plain("  ")
 	}
-	right.Plain(common.Clock(now.Sub(m.opts.Start))).Plain("  ").Add(s.Key, "?").Add(s.Desc, " help ")
+	right.Plain(common.Clock(now.Sub(m.opts.Start))).Plain("  ").Add(s.Key, "?").Add(s.Desc, " "+words.T("help")+" ")
 	gap := w - l.Width() - right.Width()
 	if gap < 1 {
 		return common.FitStyled(l.String(), l.Width(), w-right.Width()) + right.String()

@@ -8,7 +8,7 @@ import (
 )
 
 // The screen's own words (its keys' help, the lesson panel, the lesson
-// list) in the course's languages: words/LANG.json maps each English
+// list, the panes) in the course's languages: words/LANG.json maps each English
 // format of Formats to the language's, with the same fmt verbs.
 
 //go:embed words/*.json
@@ -80,7 +80,25 @@ var Formats = []string{
 	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
 	"Bringing the sandbox back to where lesson %d starts…", "progress kept: rlab lesson start %d resumes here",
 	// rlab lesson list.
-	"after %s", "~%d min", "rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.",
+	"after %s", "~%d min", "%s only", "rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.",
 	// The lesson list.
 	"open lesson: ", "choose", "number", "%d steps", "1 step", "← now", "lessons · %d", " · %d-%d shown",
+	// The panes. (tui/pane, then the pane strip and the top bar in tui.)
+	"now", "%s ago", "1 transition", "%d transitions", "Echoes …", "Echoes ", "%d ready", "pods %d/%d ready",
+	"%d Echoes converged in %s", "queue ", " depth %d", " · adds %d · retries %d", "waiting for the first poll",
+	"next poll in ", "polling now", " · every %s", " req", "  … %d more", "a new kubectl per call: no shared limiter",
+	"client limit ", "none", " (server APF only)", "reconciles ", "running …", "%d running …", "error: ", "cause: ",
+	"leader: ", " (%d replicas, no election: all act)", " (1 replica, no election)", "%s frozen",
+	"%s ✝ holds a dead lease", "%s down", "%s waiting", "no Lease yet", "released", "%.1fs left", "expired %s ago",
+	"replica %s pid %d frozen", "replica %s pid %d · restarts %d", "replica %s down", "drift: none yet", "drift: %s",
+	" · not repaired, since %s", "drift repaired in ", "%s changed owners %d×", " (last %s → %s)", "%s not found",
+	"no Deployment yet", "no Deployment", " stale: status of gen %d, spec gen %d", "deleting", " · waits for %s",
+	"creating", " waiting for pods %d/%d", " pods ready", ", status not written yet", " converged in ", " · edit ",
+	" · created in ", "✕ %d more collected by GC", "✕ %s collected by GC", "orphan", " · %d old RS", "%d starting",
+	"%d terminating", "no trace of its own: seen from its proxy and the cluster",
+	"no trace of its own: seen from outside", "no own trace: seen from outside", "watches", "polls: no watch",
+	"no request yet", "  … %d more resources", "watch events ", "  none delivered", "unreadable", "  last ", "writes ",
+	" · denied %d", "denied %d (403)", ": not in its Role", "replica %s: not started yet",
+	"Lease: none (no election seen)", "no Lease: %d replicas, all act", "expired", "tab/1-%d switch · f full width",
+	"not found (%s creates it)", "not seen yet",
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/world"
 	"github.com/kkloud/rlab/tui/common"
@@ -26,44 +27,45 @@ const (
 // was delivered, its writes and the requests its Role denied, its processes,
 // the Lease it holds if it elects a leader, and what the cluster shows.
 func customBody(d Data, st *stats.Operator, w int, s *common.Theme) []string {
-	out := []string{note(w, s)}
+	out := []string{note(w, s, d.Words)}
 	out = append(out, requests(d, st, w, s)...)
 	out = append(out, watchEvents(d, st, w, s)...)
-	out = append(out, writes(st, w, s)...)
+	out = append(out, writes(st, w, s, d.Words)...)
 	out = append(out, replicas(d, st, w, s)...)
 	out = append(out, ownLease(d, st, w, s), summary(d, w, s))
-	out = append(out, batch(st, w, s)...)
+	out = append(out, batch(st, w, s, d.Words)...)
 	out = append(out, Tree(d, st, w, s)...)
 	return append(out, drift(d, st, w, s))
 }
 
 // note says once where this pane's knowledge comes from.
-func note(w int, s *common.Theme) string {
+func note(w int, s *common.Theme, ws lessonview.Words) string {
 	for _, n := range []string{"no trace of its own: seen from its proxy and the cluster", "no trace of its own: seen from outside"} {
-		if len(n) <= w {
+		if n = ws.T(n); common.Width(n) <= w {
 			return (&common.Line{}).Add(s.Dim, n).Fit(w)
 		}
 	}
-	return (&common.Line{}).Add(s.Dim, "no own trace: seen from outside").Fit(w)
+	return (&common.Line{}).Add(s.Dim, ws.T("no own trace: seen from outside")).Fit(w)
 }
 
 // requests are the API requests: how many and how many a minute, whether
 // the operator watches or only polls, then by verb, then by resource.
 func requests(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	l := &common.Line{}
-	l.Plain("API ").Add(s.Bold, strconv.Itoa(st.APITotal)).Plain(" req")
+	l.Plain("API ").Add(s.Bold, strconv.Itoa(st.APITotal)).Plain(ws.T(" req"))
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
 	verbs := stats.ByVerb(st.Verbs)
 	switch reads, watches := readsAndWatches(verbs); {
 	case watches > 0:
-		l.Add(s.Dim, " · ").Add(s.OK, "watches")
+		l.Add(s.Dim, " · ").Add(s.OK, ws.T("watches"))
 	case reads > 0:
-		l.Add(s.Dim, " · ").Add(s.Warn, "polls: no watch")
+		l.Add(s.Dim, " · ").Add(s.Warn, ws.T("polls: no watch"))
 	}
 	out := []string{l.Fit(w)}
 	v := &common.Line{}
 	if len(verbs) == 0 {
-		v.Add(s.Dim, "no request yet")
+		v.Add(s.Dim, ws.T("no request yet"))
 	}
 	counts(v, verbs, s)
 	out = append(out, v.Fit(w))
@@ -74,7 +76,7 @@ func requests(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	res := stats.ByResource(st.Verbs)
 	for i, r := range res {
 		if i == n {
-			out = append(out, (&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more resources", len(res)-n)).Fit(w))
+			out = append(out, (&common.Line{}).Add(s.Dim, ws.F("  … %d more resources", len(res)-n)).Fit(w))
 			break
 		}
 		rl := &common.Line{}
@@ -114,11 +116,12 @@ func counts(l *common.Line, cs []stats.Count, s *common.Theme) {
 // watchEvents are the events its watches delivered, by resource, and the
 // last one.
 func watchEvents(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	we := &st.Watch
 	l := &common.Line{}
-	l.Plain("watch events ").Add(s.Bold, strconv.Itoa(we.N))
+	l.Plain(ws.T("watch events ")).Add(s.Bold, strconv.Itoa(we.N))
 	if we.N == 0 {
-		return []string{l.Fit(w), (&common.Line{}).Add(s.Dim, "  none delivered").Fit(w)}
+		return []string{l.Fit(w), (&common.Line{}).Add(s.Dim, ws.T("  none delivered")).Fit(w)}
 	}
 	for i, r := range we.Resources() {
 		sep := " · "
@@ -140,13 +143,16 @@ func watchEvents(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	if typ == "ERROR" || typ == "unreadable" {
 		p = s.Err
 	}
-	last.Add(s.Dim, "  last ").Add(p, typ).Plain(" "+what).Add(s.Dim, " · "+common.Ago(d.Now.Sub(we.Last.At)))
+	if typ == "unreadable" {
+		typ = ws.T("unreadable")
+	}
+	last.Add(s.Dim, ws.T("  last ")).Add(p, typ).Plain(" "+what).Add(s.Dim, " · "+ago(ws, d.Now.Sub(we.Last.At)))
 	return []string{l.Fit(w), last.Fit(w)}
 }
 
 // writes are its requests that change the cluster, and those its Role
 // denied (least privilege at work), flagged.
-func writes(st *stats.Operator, w int, s *common.Theme) []string {
+func writes(st *stats.Operator, w int, s *common.Theme, ws lessonview.Words) []string {
 	l := &common.Line{}
 	n := 0
 	for k, c := range st.Verbs {
@@ -154,23 +160,24 @@ func writes(st *stats.Operator, w int, s *common.Theme) []string {
 			n += c
 		}
 	}
-	l.Plain("writes ").Add(s.Bold, strconv.Itoa(n))
+	l.Plain(ws.T("writes ")).Add(s.Bold, strconv.Itoa(n))
 	if st.Denied.N == 0 {
-		l.Add(s.Dim, " · denied 0")
+		l.Add(s.Dim, ws.F(" · denied %d", 0))
 		return []string{l.Fit(w)}
 	}
-	l.Add(s.Dim, " · ").Add(s.Err, fmt.Sprintf("denied %d (403)", st.Denied.N))
+	l.Add(s.Dim, " · ").Add(s.Err, ws.F("denied %d (403)", st.Denied.N))
 	k := st.Denied.Last
-	d := (&common.Line{}).Add(s.Err, "  ✗ "+k.Verb+" "+k.Resource).Add(s.Dim, ": not in its Role")
+	d := (&common.Line{}).Add(s.Err, "  ✗ "+k.Verb+" "+k.Resource).Add(s.Dim, ws.T(": not in its Role"))
 	return []string{l.Fit(w), d.Fit(w)}
 }
 
 // replicas are its processes, as the supervisor reports them: one line
 // each, crowned if its name is in the Lease's holder identity.
 func replicas(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	names := st.ReplicaNames()
 	if len(names) == 0 {
-		return []string{(&common.Line{}).Add(s.Dim, "replica a: not started yet").Fit(w)}
+		return []string{(&common.Line{}).Add(s.Dim, ws.F("replica %s: not started yet", "a")).Fit(w)}
 	}
 	holder := ""
 	if d.NS != nil && d.NS.Lease != nil {
@@ -179,7 +186,7 @@ func replicas(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		l := &common.Line{}
-		replicaState(l, st.Replicas[n], s)
+		replicaState(l, st.Replicas[n], s, ws)
 		if holder != "" && holds(d.Style, n, holder) {
 			l.Add(s.Crown, " ♛")
 		}
@@ -208,6 +215,7 @@ func holds(st style.Style, r, identity string) bool {
 // how long. rlab cannot know whether it means to elect a leader, so no
 // Lease is said as such, not as a fault.
 func ownLease(d Data, st *stats.Operator, w int, s *common.Theme) string {
+	ws := d.Words
 	var lease *world.LeaseView
 	if d.NS != nil {
 		lease = d.NS.Lease
@@ -220,9 +228,9 @@ func ownLease(d Data, st *stats.Operator, w int, s *common.Theme) string {
 				running++
 			}
 		}
-		l.Add(s.Dim, "Lease: none (no election seen)")
+		l.Add(s.Dim, ws.T("Lease: none (no election seen)"))
 		if running > 1 {
-			l = (&common.Line{}).Add(s.Warn, fmt.Sprintf("no Lease: %d replicas, all act", running))
+			l = (&common.Line{}).Add(s.Warn, ws.F("no Lease: %d replicas, all act", running))
 		}
 		return l.Fit(w)
 	}
@@ -230,11 +238,11 @@ func ownLease(d Data, st *stats.Operator, w int, s *common.Theme) string {
 	left := lease.Renewed.Add(time.Duration(lease.DurationSeconds) * time.Second).Sub(d.Now)
 	switch {
 	case lease.Holder == "":
-		l.Add(s.Warn, "released")
+		l.Add(s.Warn, ws.T("released"))
 	case left > 0:
-		l.Add(s.Crown, lease.Holder).Plain(fmt.Sprintf(" %.1fs left", left.Seconds()))
+		l.Add(s.Crown, lease.Holder).Plain(" " + ws.F("%.1fs left", left.Seconds()))
 	default:
-		l.Plain(lease.Holder).Add(s.Warn, " expired")
+		l.Plain(lease.Holder).Add(s.Warn, " "+ws.T("expired"))
 	}
-	return l.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition")).Fit(w)
+	return l.Add(s.Dim, " · "+transitions(ws, int(lease.Transitions))).Fit(w)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -31,6 +32,9 @@ type Data struct {
 	Focused bool
 	// Summary counts all the style's Echoes (the tree shows Echo only).
 	Summary Summary
+	// Words are the pane's own words in the screen's language (nil:
+	// English).
+	Words lessonview.Words
 }
 
 // Summary is what a pane says of all its style's Echoes: a class runs
@@ -69,28 +73,49 @@ func Body(d Data, w int, s *common.Theme) []string {
 	if !d.Style.Traits().Traces {
 		return customBody(d, st, w, s)
 	}
-	pipe, marker := Pipeline(d.Style, st, d.Now, w, s)
+	pipe, marker := Pipeline(d.Style, st, d.Now, w, s, d.Words)
 	out := []string{pipe, marker, work(d, st, w, s)}
 	out = append(out, api(d, st, w, s)...)
 	out = append(out, reconciles(d, st, w, s)...)
 	out = append(out, leader(d, st, w, s)...)
 	out = append(out, summary(d, w, s))
-	out = append(out, batch(st, w, s)...)
+	out = append(out, batch(st, w, s, d.Words)...)
 	out = append(out, Tree(d, st, w, s)...)
 	return append(out, drift(d, st, w, s))
+}
+
+// ago says how long ago in ws's language, as common.Ago: "now", "4s ago".
+func ago(ws lessonview.Words, d time.Duration) string {
+	a := common.Ago(d)
+	switch {
+	case ws == nil:
+		return a
+	case d < time.Second:
+		return ws.T("now")
+	}
+	return ws.F("%s ago", strings.TrimSuffix(a, " ago"))
+}
+
+// transitions is the Lease's transitions, as common.Plural says them.
+func transitions(ws lessonview.Words, n int) string {
+	if n == 1 {
+		return ws.T("1 transition")
+	}
+	return ws.F("%d transitions", n)
 }
 
 // summary counts all the style's Echoes and their pods: a class runs
 // hundreds, and the tree shows the focused one only.
 func summary(d Data, w int, s *common.Theme) string {
+	ws := d.Words
 	l := &common.Line{}
 	if d.NS == nil {
-		return l.Add(s.Dim, "Echoes …").Fit(w)
+		return l.Add(s.Dim, ws.T("Echoes …")).Fit(w)
 	}
 	sm := d.Summary
-	l.Plain("Echoes ").Add(s.Bold, strconv.Itoa(sm.Echoes))
-	l.Add(s.Dim, " · ").Plain(strconv.Itoa(sm.Ready) + " ready")
-	l.Add(s.Dim, " · ").Plain(fmt.Sprintf("pods %d/%d ready", sm.PodsReady, sm.Pods))
+	l.Plain(ws.T("Echoes ")).Add(s.Bold, strconv.Itoa(sm.Echoes))
+	l.Add(s.Dim, " · ").Plain(ws.F("%d ready", sm.Ready))
+	l.Add(s.Dim, " · ").Plain(ws.F("pods %d/%d ready", sm.PodsReady, sm.Pods))
 	return l.Fit(w)
 }
 
@@ -98,13 +123,13 @@ func summary(d Data, w int, s *common.Theme) string {
 // together, how many converged and how long from the first created to the
 // last converged, as the world reported them (stats.Operator.Batch). None
 // for a batch of one: the Echo's own line says how long it took.
-func batch(st *stats.Operator, w int, s *common.Theme) []string {
+func batch(st *stats.Operator, w int, s *common.Theme, ws lessonview.Words) []string {
 	b := st.Batch
 	if b == nil || b.N < 2 {
 		return nil
 	}
 	l := &common.Line{}
-	l.Plain("batch: ").Add(s.Bold, fmt.Sprintf("%d Echoes converged in %s", b.N, took(ms(b.Took()))))
+	l.Plain("batch: ").Add(s.Bold, ws.F("%d Echoes converged in %s", b.N, took(ms(b.Took()))))
 	if r := b.PerSecond(); r > 0 {
 		l.Add(s.Dim, fmt.Sprintf(" · %.1f/s", r))
 	}
@@ -143,44 +168,47 @@ func readyAll(e *world.EchoView) bool {
 
 // work is the shell loop's poll timer, or a Go style's workqueue.
 func work(d Data, st *stats.Operator, w int, s *common.Theme) string {
+	ws := d.Words
 	l := &common.Line{}
 	if !d.Style.Traits().Polls {
-		depth := fmt.Sprintf(" depth %d", st.Depth)
-		counts := fmt.Sprintf(" · adds %d · retries %d", st.Adds, st.Retries)
+		queue := ws.T("queue ")
+		depth := ws.F(" depth %d", st.Depth)
+		counts := ws.F(" · adds %d · retries %d", st.Adds, st.Retries)
 		v := st.Spark(d.Now)
 		// The sparkline takes the room the numbers leave, 8 to SparkLen.
-		n := min(max(w-len("queue ")-len(depth)-common.Width(counts), 8), len(v))
-		l.Plain("queue ").Add(s.OpPaint(d.Style), Spark(v[len(v)-n:]))
+		n := min(max(w-common.Width(queue)-common.Width(depth)-common.Width(counts), 8), len(v))
+		l.Plain(queue).Add(s.OpPaint(d.Style), Spark(v[len(v)-n:]))
 		l.Plain(depth).Add(s.Dim, counts)
 		return l.Fit(w)
 	}
 	next, ok := st.NextPoll()
 	if !ok {
-		return l.Add(s.Dim, "waiting for the first poll").Fit(w)
+		return l.Add(s.Dim, ws.T("waiting for the first poll")).Fit(w)
 	}
 	// The sleep starts once the poll's last kubectl returned.
 	if left := next.Sub(d.Now); left > 0 && st.Running == nil {
-		l.Plain("next poll in ").Add(s.Accent, fmt.Sprintf("%.1fs", left.Seconds()))
+		l.Plain(ws.T("next poll in ")).Add(s.Accent, fmt.Sprintf("%.1fs", left.Seconds()))
 	} else {
-		l.Add(s.Accent, "polling now")
+		l.Add(s.Accent, ws.T("polling now"))
 	}
-	return l.Add(s.Dim, fmt.Sprintf(" · every %s", common.Dur(st.PollInterval))).Fit(w)
+	return l.Add(s.Dim, ws.F(" · every %s", common.Dur(st.PollInterval))).Fit(w)
 }
 
 // api is the API requests: how many, how many a minute, and by verb if
 // asked.
 func api(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	l := &common.Line{}
-	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(" req")
+	l.Plain("API ").Add(s.Bold, fmt.Sprintf("%d", st.APITotal)).Plain(ws.T(" req"))
 	l.Add(s.Dim, fmt.Sprintf(" · %d/min", st.PerMinute(d.Now)))
 	// The client limit goes on the same line if it fits; a Go style's gets a
 	// line of its own otherwise.
 	var own string
-	if c := (&common.Line{}); clientLimit(c, d.Style, st, s) {
+	if c := (&common.Line{}); clientLimit(c, d.Style, st, s, ws) {
 		switch {
 		case l.Width()+3+c.Width() <= w:
 			l.Add(s.Dim, " · ")
-			clientLimit(l, d.Style, st, s)
+			clientLimit(l, d.Style, st, s, ws)
 		case !d.Style.Traits().Polls:
 			own = c.Fit(w)
 		}
@@ -194,7 +222,7 @@ func api(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	}
 	for i, v := range stats.TopVerbs(st.Verbs) {
 		if i == 4 {
-			out = append(out, (&common.Line{}).Add(s.Dim, fmt.Sprintf("  … %d more", len(st.Verbs)-4)).Fit(w))
+			out = append(out, (&common.Line{}).Add(s.Dim, ws.F("  … %d more", len(st.Verbs)-4)).Fit(w))
 			break
 		}
 		out = append(out, (&common.Line{}).Add(s.Dim, fmt.Sprintf("  %5d %s", v.Count, v.Key)).Fit(w))
@@ -206,16 +234,16 @@ func api(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 // l, as the replicas reported what their library set; false if there is
 // nothing to say. Whether a request waited for it is not seen from outside,
 // so nothing is claimed about throttling.
-func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Theme) bool {
+func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.Theme, ws lessonview.Words) bool {
 	switch lim := st.Limit; {
 	case op.Traits().Polls:
-		l.Add(s.Dim, "a new kubectl per call: no shared limiter")
+		l.Add(s.Dim, ws.T("a new kubectl per call: no shared limiter"))
 	case lim == nil:
 		return false // not reported (yet, or a recording from before)
 	case lim.None():
-		l.Plain("client limit ").Add(s.Bold, "none").Add(s.Dim, " (server APF only)")
+		l.Plain(ws.T("client limit ")).Add(s.Bold, ws.T("none")).Add(s.Dim, ws.T(" (server APF only)"))
 	default:
-		l.Plain("client limit ").Add(s.Bold, strconv.FormatFloat(lim.QPS, 'f', -1, 64)+"/s burst "+strconv.Itoa(lim.Burst))
+		l.Plain(ws.T("client limit ")).Add(s.Bold, strconv.FormatFloat(lim.QPS, 'f', -1, 64)+"/s burst "+strconv.Itoa(lim.Burst))
 	}
 	return true
 }
@@ -223,14 +251,15 @@ func clientLimit(l *common.Line, op style.Style, st *stats.Operator, s *common.T
 // reconciles is two lines: the count and the last (or running) call, then
 // its cause, or its error.
 func reconciles(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	l := &common.Line{}
-	l.Plain("reconciles ").Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
+	l.Plain(ws.T("reconciles ")).Add(s.Bold, fmt.Sprintf("%d", st.Reconciles))
 	cause := ""
 	switch {
 	case st.Running != nil:
-		running := "running …"
+		running := ws.T("running …")
 		if n := st.InFlight(); n > 1 {
-			running = strconv.Itoa(n) + " running …" // workers reconcile several Echoes at once
+			running = ws.F("%d running …", n) // workers reconcile several Echoes at once
 		}
 		l.Plain(" · ").Add(s.Accent, running)
 		cause = causeOf(st.Running)
@@ -245,17 +274,17 @@ func reconciles(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 		if r.Changed != "" && r.Changed != trace.ChangedNone {
 			l.Plain(", " + r.Changed)
 		}
-		l.Add(s.Dim, " · "+common.Ago(d.Now.Sub(r.End)))
+		l.Add(s.Dim, " · "+ago(ws, d.Now.Sub(r.End)))
 		cause = causeOf(r)
 	}
 	l2 := &common.Line{}
 	switch {
 	case st.Last != nil && st.Last.Result == trace.ResultError && st.Running == nil:
-		l2.Add(s.Err, "error: ").Plain(st.Last.Error)
+		l2.Add(s.Err, ws.T("error: ")).Plain(st.Last.Error)
 	case cause != "":
-		l2.Add(s.Dim, "cause: ").Plain(cause)
+		l2.Add(s.Dim, ws.T("cause: ")).Plain(cause)
 	default:
-		l2.Add(s.Dim, "cause: —")
+		l2.Add(s.Dim, ws.T("cause: ")+"—")
 	}
 	return []string{l.Fit(w), l2.Fit(w)}
 }
@@ -274,7 +303,8 @@ func causeOf(r *stats.Reconcile) string {
 }
 
 // Pipeline is the pipeline line and the marker line under it.
-func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Theme) (string, string) {
+// ws are the words of the screen's language (nil: English).
+func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *common.Theme, ws lessonview.Words) (string, string) {
 	names := op.Traits().Stages
 	sep := " ▸ "
 	total := func(names []string, sep string) int {
@@ -321,7 +351,7 @@ func Pipeline(op style.Style, st *stats.Operator, now time.Time, w int, s *commo
 			mark.Add(s.Dim, "△")
 		}
 		if !hot {
-			mark.Add(s.Dim, " "+common.Ago(now.Sub(st.StageAt)))
+			mark.Add(s.Dim, " "+ago(ws, now.Sub(st.StageAt)))
 		}
 	}
 	return pipe.Fit(w), mark.Fit(w)
@@ -349,8 +379,9 @@ func Spark(v []int) string {
 // leader is two lines: who holds the Lease (crowned) and the standby, then
 // the Lease's remaining time and transitions.
 func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
+	ws := d.Words
 	if !d.Style.Traits().ElectsLeader {
-		return noElection(st, w, s)
+		return noElection(st, w, s, ws)
 	}
 	var lease *world.LeaseView
 	if d.NS != nil {
@@ -364,24 +395,24 @@ func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 		}
 	}
 	l1 := &common.Line{}
-	l1.Plain("leader: ")
+	l1.Plain(ws.T("leader: "))
 	if holder == "" {
-		l1.Add(s.Warn, "none ")
+		l1.Add(s.Warn, ws.T("none")+" ")
 	}
 	for i, n := range holderFirst(st, holder) {
 		if i > 0 || holder == "" {
 			l1.Plain("  ")
 		}
-		candidate(l1, n, st.Replicas[n], n == holder, s)
+		candidate(l1, n, st.Replicas[n], n == holder, s, ws)
 		faultMark(l1, st.Faults[n], s)
 	}
-	return []string{l1.Fit(w), leaseLine(lease, d.Now, s).Fit(w)}
+	return []string{l1.Fit(w), leaseLine(lease, d.Now, s, ws).Fit(w)}
 }
 
 // noElection is the shell loop's leader lines: none, and how many act.
-func noElection(st *stats.Operator, w int, s *common.Theme) []string {
+func noElection(st *stats.Operator, w int, s *common.Theme, ws lessonview.Words) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
-	l1.Plain("leader: ").Add(s.Dim, "none")
+	l1.Plain(ws.T("leader: ")).Add(s.Dim, ws.T("none"))
 	running := 0
 	for _, r := range st.Replicas {
 		if r.Running {
@@ -389,12 +420,12 @@ func noElection(st *stats.Operator, w int, s *common.Theme) []string {
 		}
 	}
 	if running > 1 {
-		l1.Add(s.Warn, fmt.Sprintf(" (%d replicas, no election: all act)", running))
+		l1.Add(s.Warn, ws.F(" (%d replicas, no election: all act)", running))
 	} else {
-		l1.Plain(" (1 replica, no election)")
+		l1.Plain(ws.T(" (1 replica, no election)"))
 	}
 	if r := st.Replicas["a"]; r != nil {
-		replicaState(l2, r, s)
+		replicaState(l2, r, s, ws)
 		faultMark(l2, st.Faults["a"], s)
 	}
 	return []string{l1.Fit(w), l2.Fit(w)}
@@ -415,44 +446,44 @@ func holderFirst(st *stats.Operator, holder string) []string {
 }
 
 // candidate says how replica n (r, nil if never seen) stands.
-func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Theme) {
+func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Theme, ws lessonview.Words) {
 	switch {
 	case r != nil && r.Running && r.Paused:
-		l.Add(s.Warn, n+" frozen")
+		l.Add(s.Warn, ws.F("%s frozen", n))
 		if holds {
 			l.Add(s.Crown, " ♛")
 		}
 	case holds && (r == nil || r.Running):
 		l.Add(s.Crown, n+" ♛")
 	case holds:
-		l.Add(s.Err, n+" ✝ holds a dead lease")
+		l.Add(s.Err, ws.F("%s ✝ holds a dead lease", n))
 	case r != nil && !r.Running:
-		l.Add(s.Err, n+" down")
+		l.Add(s.Err, ws.F("%s down", n))
 		if r.Signal != "" {
 			l.Add(s.Dim, " ("+r.Signal+")")
 		}
 	default:
-		l.Add(s.Dim, n+" waiting")
+		l.Add(s.Dim, ws.F("%s waiting", n))
 	}
 }
 
 // leaseLine is the Lease's time left and transitions.
-func leaseLine(lease *world.LeaseView, now time.Time, s *common.Theme) *common.Line {
+func leaseLine(lease *world.LeaseView, now time.Time, s *common.Theme, ws lessonview.Words) *common.Line {
 	l := &common.Line{}
 	if lease == nil {
-		return l.Add(s.Dim, "no Lease yet")
+		return l.Add(s.Dim, ws.T("no Lease yet"))
 	}
 	left := lease.Renewed.Add(time.Duration(lease.DurationSeconds) * time.Second).Sub(now)
 	l.Plain("lease ")
 	switch {
 	case lease.Holder == "":
-		l.Add(s.Warn, "released")
+		l.Add(s.Warn, ws.T("released"))
 	case left > 0:
-		l.Plain(fmt.Sprintf("%.1fs left", left.Seconds()))
+		l.Plain(ws.F("%.1fs left", left.Seconds()))
 	default:
-		l.Add(s.Warn, "expired "+common.Dur(-left)+" ago")
+		l.Add(s.Warn, ws.F("expired %s ago", common.Dur(-left)))
 	}
-	return l.Add(s.Dim, " · "+common.Plural(int(lease.Transitions), "transition"))
+	return l.Add(s.Dim, " · "+transitions(ws, int(lease.Transitions)))
 }
 
 // faultMark names the faults on at a replica's proxy, if any.
@@ -462,16 +493,16 @@ func faultMark(l *common.Line, kinds []string, s *common.Theme) {
 	}
 }
 
-func replicaState(l *common.Line, r *stats.Replica, s *common.Theme) {
+func replicaState(l *common.Line, r *stats.Replica, s *common.Theme, ws lessonview.Words) {
 	if r.Running && r.Paused {
-		l.Add(s.Warn, fmt.Sprintf("replica %s pid %d frozen", r.Name, r.PID))
+		l.Add(s.Warn, ws.F("replica %s pid %d frozen", r.Name, r.PID))
 		return
 	}
 	if r.Running {
-		l.Add(s.Dim, fmt.Sprintf("replica %s pid %d · restarts %d", r.Name, r.PID, r.Restarts))
+		l.Add(s.Dim, ws.F("replica %s pid %d · restarts %d", r.Name, r.PID, r.Restarts))
 		return
 	}
-	l.Add(s.Err, "replica "+r.Name+" down")
+	l.Add(s.Err, ws.F("replica %s down", r.Name))
 	if r.Signal != "" {
 		l.Add(s.Dim, " ("+r.Signal+")")
 	}
@@ -479,19 +510,20 @@ func replicaState(l *common.Line, r *stats.Replica, s *common.Theme) {
 
 // drift is the last drift repair line.
 func drift(d Data, st *stats.Operator, w int, s *common.Theme) string {
+	ws := d.Words
 	l := &common.Line{}
 	switch dr := st.Drift; {
 	case dr == nil:
-		l.Add(s.Dim, "drift: none yet")
+		l.Add(s.Dim, ws.T("drift: none yet"))
 	case dr.Repaired.IsZero():
-		l.Add(s.Warn, "drift: "+dr.What).Plain(" · not repaired, since " + common.Ago(d.Now.Sub(dr.Detected)))
+		l.Add(s.Warn, ws.F("drift: %s", dr.What)).Plain(ws.F(" · not repaired, since %s", ago(ws, d.Now.Sub(dr.Detected))))
 	default:
-		l.Plain("drift repaired in ").Add(s.Bold, common.MS(dr.LatencyMS)).Add(s.Dim, " ("+dr.What+")")
+		l.Plain(ws.T("drift repaired in ")).Add(s.Bold, common.MS(dr.LatencyMS)).Add(s.Dim, " ("+dr.What+")")
 	}
 	// Two writers taking a field from each other, counted: a fight.
 	if h := st.Handover; h != nil {
-		l.Add(s.Dim, " · ").Add(s.Warn, fmt.Sprintf("%s changed owners %d×", h.Path, h.Count)).
-			Add(s.Dim, " (last "+h.From+" → "+h.To+")")
+		l.Add(s.Dim, " · ").Add(s.Warn, ws.F("%s changed owners %d×", h.Path, h.Count)).
+			Add(s.Dim, ws.F(" (last %s → %s)", h.From, h.To))
 	}
 	return l.Fit(w)
 }

@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -215,5 +217,102 @@ func TestTUIPaneClientLimit(t *testing.T) {
 				t.Fatalf("no %q in:\n%s", tt.want, body)
 			}
 		})
+	}
+}
+
+// TestTUIPaneWords: a pane in another language says none of its own
+// English words, says theirs instead, and keeps every line exactly the
+// pane's width (CJK characters take two columns).
+func TestTUIPaneWords(t *testing.T) {
+	now := fixture.At(40*time.Second + 300*time.Millisecond)
+	snap := fixture.Snapshot()
+	nsOf := func(st style.Style) *world.NamespaceView { return snap.Namespaces[st.Namespace()] }
+	// english are words of the panes that no data shows (the pipeline line,
+	// with its stage names, is left out).
+	english := []string{"next poll in", "polling now", "every ", "reconciles", "cause:", "error:", "leader:", "restarts",
+		" ready", "converged in", "collected by GC", " req", "transition", "s left", "waiting", "client limit",
+		"server APF only", "no shared limiter", "queue ", "depth", "adds", "retries", "frozen", "not repaired",
+		" ago", "now", "watch events", "writes", "denied", "not in its Role", "no election", "Echoes", "pods ", "none",
+		"trace of its own", "no own trace", "Lease yet", "released", "expired", " down", "drift", "replica ", "holds a dead"}
+	tests := []struct {
+		name  string
+		style style.Style
+		ns    *world.NamespaceView
+		edit  func(*stats.Operator)
+		data  func() Data // instead of the built-in style's pane
+		want  []string    // English words whose translation the pane shows
+	}{
+		{name: "shell", style: style.Shell, ns: nsOf(style.Shell),
+			want: []string{"next poll in ", "a new kubectl per call: no shared limiter", "reconciles ", "cause: ", "leader: ", "none",
+				" (1 replica, no election)", "Echoes ", " converged in ", "drift repaired in "}},
+		{name: "shell-two-loops", style: style.Shell, ns: nsOf(style.Shell), edit: func(o *stats.Operator) {
+			o.Replicas["b"] = &stats.Replica{Name: "b", Running: true, PID: 4242}
+			o.Replicas["a"].Paused = true
+		}, want: []string{"leader: "}},
+		{name: "clientgo", style: style.ClientGo, ns: nsOf(style.ClientGo), edit: func(o *stats.Operator) {
+			o.Batch = &world.Batch{N: 60, Created: fixture.At(10 * time.Second), Converged: fixture.At(34310 * time.Millisecond)}
+		}, want: []string{"queue ", "client limit ", "reconciles ", "leader: ", " converged in ", "drift repaired in "}},
+		{name: "dead-and-frozen", style: style.ClientGo, ns: nsOf(style.ClientGo), edit: func(o *stats.Operator) {
+			o.Replicas["a"].Running = false
+			o.Replicas["b"].Paused = true
+		}, want: []string{"leader: "}},
+		{name: "runtime-drift-open", style: style.Runtime, ns: nsOf(style.Runtime), edit: func(o *stats.Operator) {
+			o.Drift = &stats.Drift{Object: "Deployment/echo-hello", What: "replicas", Detected: fixture.At(39 * time.Second)}
+		}, want: []string{"client limit ", "none", " (server APF only)"}},
+		{name: "no-world-yet", style: style.Runtime, edit: func(o *stats.Operator) { o.Drift = nil },
+			want: []string{"Echoes …", "no Lease yet", "drift: none yet"}},
+		{name: "custom", data: func() Data { return customData("", "", nil) },
+			want: []string{"watches", "watch events ", "  last ", "writes ", ": not in its Role", "Lease: none (no election seen)",
+				"no trace of its own: seen from its proxy and the cluster"}},
+	}
+	for _, lang := range []string{"vi", "zh", "ru"} {
+		ws := lessonview.WordsFor(lang)
+		if ws == nil {
+			t.Fatalf("no words for %s", lang)
+		}
+		for _, tt := range tests {
+			for _, w := range []int{34, 53, 120} {
+				t.Run(lang+"/"+tt.name+"/"+strconv.Itoa(w), func(t *testing.T) {
+					var d Data
+					if tt.data != nil {
+						d = tt.data()
+					} else {
+						s := folded()
+						if tt.edit != nil {
+							tt.edit(s.Styles[tt.style])
+						}
+						d = Data{Style: tt.style, Stats: s.Styles[tt.style], NS: tt.ns, Echo: "hello", Now: now, Focused: true}
+						if tt.ns != nil {
+							d.Summary = Summarize(tt.ns)
+						}
+					}
+					d.Words = ws
+					out := Render(d, w, 40, common.NewTheme(true))
+					for i, l := range out {
+						if lw := ansi.StringWidth(l); lw != w {
+							t.Errorf("line %d is %d wide, want %d: %q", i, lw, w, ansi.Strip(l))
+						}
+					}
+					if w < 120 {
+						return // cut lines say less: the words are checked on the wide pane
+					}
+					body := out[1 : len(out)-1]
+					if d.Style.Traits().Traces {
+						body = body[1:] // the pipeline: stage names are code's
+					}
+					text := ansi.Strip(strings.Join(body, "\n"))
+					for _, e := range english {
+						if strings.Contains(text, e) {
+							t.Errorf("%q is still English in:\n%s", e, text)
+						}
+					}
+					for _, k := range tt.want {
+						if tr := strings.TrimSpace(ws.T(k)); !strings.Contains(text, tr) {
+							t.Errorf("no %q (%q) in:\n%s", tr, k, text)
+						}
+					}
+				})
+			}
+		}
 	}
 }
