@@ -64,6 +64,9 @@ type AppOptions struct {
 	Cancel func()
 	// Stop stops the sandbox; it runs in a Cmd once the user quits.
 	Stop func() error
+	// Screen, if set, draws the frames (only the lines that changed);
+	// Bubble Tea is then given views without content.
+	Screen *Screen
 }
 
 // App is `rlab up`: the start-up view, then the main screen, then the
@@ -268,8 +271,24 @@ func (a *App) onReady(msg ReadyMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// View is the start-up view, the main screen, or the shutdown.
+// SetScreen has s draw the frames (see Screen).
+func (a *App) SetScreen(s *Screen) { a.opts.Screen = s }
+
+// View is the start-up view, the main screen, or the shutdown; drawn by
+// the Screen if there is one.
 func (a *App) View() tea.View {
+	v := a.view()
+	if a.opts.Screen == nil {
+		return v
+	}
+	a.opts.Screen.Draw(v.Content, v.Cursor, a.w, a.h)
+	// A view of one blank cell: Bubble Tea's renderer draws it once and
+	// then finds it unchanged (with no content at all it erases the
+	// screen at every frame).
+	return tea.View{Content: " ", AltScreen: v.AltScreen, WindowTitle: v.WindowTitle}
+}
+
+func (a *App) view() tea.View {
 	if a.state == stateRunning && a.main != nil {
 		return a.main.View()
 	}

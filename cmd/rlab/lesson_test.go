@@ -51,6 +51,12 @@ func TestLessonCommands(t *testing.T) {
 			// time, prerequisites, backends
 			"~13 min  after 7", "after 2, 3", "envtest only", "envtest, kind only", "envtest, kubeconfig only"}},
 		{[]string{"lesson", "list", "--lang", "zh"}, 0, []string{"调和循环", "约 13 分钟", "先学 7", "仅 envtest, kind"}},
+		// The lesson as text: its title, time, objectives, prose and steps' commands.
+		{[]string{"lesson", "show", "8"}, 0, []string{"# 8. Leader election", "About 13 minutes · after lesson 7", "## Objectives",
+			"- You can find a Go style's leader", "`echo-operator` in its namespace", "kill -9 $(kubectl -n echo-$s get lease echo-operator"}},
+		{[]string{"lesson", "show", "8", "--lang", "ru"}, 0, []string{"# 8. Выбор лидера", "Около 13 минут · после урока 7", "## Цели",
+			"kill -9 $(kubectl -n echo-$s get lease echo-operator"}},
+		{[]string{"lesson", "show", "99"}, 1, []string{"no lesson 99"}},
 		{[]string{"lesson", "verify"}, 1, []string{"give their numbers, or --all"}},
 		{[]string{"lesson", "verify", "99"}, 1, []string{"no lesson 99"}},
 		{[]string{"lesson", "verify", "--all", "1"}, 1, []string{"not both"}},

@@ -26,7 +26,7 @@ import (
 // tmuxTerm is one tmux server of this test (its own socket) running one
 // session, so the test touches no one else's tmux.
 type tmuxTerm struct {
-	t             *testing.T
+	t             testing.TB
 	socket, name  string
 	width, height int
 }
@@ -136,7 +136,7 @@ func everyPane(screen string, texts ...string) bool {
 // tmuxRun is one rlab command running in a tmux terminal of its own, with
 // a state dir of its own.
 type tmuxRun struct {
-	t    *testing.T
+	t    testing.TB
 	term *tmuxTerm
 	env  []string
 	sd   state.Dir
@@ -146,14 +146,21 @@ type tmuxRun struct {
 
 // startTmux runs rlab with args in tmux at 160x45. The test's cleanup ends
 // the session and any process of the sandbox that outlived it, by pid.
-func startTmux(t *testing.T, name string, args ...string) *tmuxRun {
+func startTmux(t testing.TB, name string, args ...string) *tmuxRun {
 	t.Helper()
 	return startTmuxSized(t, name, 160, 45, args...)
 }
 
 // startTmuxSized is startTmux in a terminal of w×h. args are joined into
 // a shell command line: quote those with spaces.
-func startTmuxSized(t *testing.T, name string, w, h int, args ...string) *tmuxRun {
+func startTmuxSized(t testing.TB, name string, w, h int, args ...string) *tmuxRun {
+	t.Helper()
+	return startTmuxEnv(t, name, w, h, nil, args...)
+}
+
+// startTmuxEnv is startTmuxSized with env (NAME=value) added to rlab's
+// environment.
+func startTmuxEnv(t testing.TB, name string, w, h int, env []string, args ...string) *tmuxRun {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed; this real-terminal test needs it: install it with `apt-get install -y tmux` (.ci/run does)")
@@ -174,7 +181,7 @@ func startTmuxSized(t *testing.T, name string, w, h int, args ...string) *tmuxRu
 	}
 	// The shell says how rlab exited and keeps the pane (and what rlab
 	// printed last) on screen until the session is killed.
-	shell := fmt.Sprintf("env %s %s %s; echo \"rlab exit status $?\"; exec sleep 600", strings.Join(r.env, " "), rlabBin, strings.Join(args, " "))
+	shell := fmt.Sprintf("env %s %s %s; echo \"rlab exit status $?\"; exec sleep 600", strings.Join(append(r.env, env...), " "), rlabBin, strings.Join(args, " "))
 	if _, err := r.term.cmd("-f", "/dev/null", "new-session", "-d", "-s", name,
 		"-x", strconv.Itoa(r.term.width), "-y", strconv.Itoa(r.term.height), shell); err != nil {
 		t.Fatal(err)
@@ -226,6 +233,11 @@ func (r *tmuxRun) quit() {
 	}
 	if !strings.Contains(final, "sandbox stopped in") || !strings.Contains(final, "rlab exit status 0") {
 		r.t.Fatalf("final screen:\n%s", final)
+	}
+	// The screen drew only on the alternate screen: the shell's has none
+	// of its frames.
+	if strings.Contains(final, "shell loop") || strings.Contains(final, "timeline") {
+		r.t.Fatalf("a frame of the screen was left on the shell's screen:\n%s", final)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -106,7 +107,15 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 	defer cancel()
 
 	app := f.newApp(l, opts, cancel)
-	p := tea.NewProgram(app, tea.WithFilter(tui.Filter), tea.WithFPS(30))
+	popts := []tea.ProgramOption{tea.WithFilter(tui.Filter), tea.WithFPS(30)}
+	if os.Getenv("RLAB_SCREEN") != "bubbletea" { // Bubble Tea's renderer draws every frame whole: kept to compare
+		screen := tui.NewScreen(os.Stdout)
+		app.SetScreen(screen)
+		// Bubble Tea's renderer has nothing to draw but the terminal's
+		// modes: it need not wake 30 times a second.
+		popts = append(popts, tea.WithOutput(screen.Output()), tea.WithFPS(5))
+	}
+	p := tea.NewProgram(app, popts...)
 	started := make(chan struct{})
 	go func() {
 		defer close(started)
