@@ -75,6 +75,8 @@ func shellVar(text, prefix string) string {
 		return ""
 	case braced && (n == len(rest) || rest[n] != '}'):
 		return ""
+	case braced && n+1 < len(rest) && wordByte(rest[n+1]):
+		return "" // echo-${s}-operator: not a namespace
 	case braced:
 		return text[:len(prefix)+3+n]
 	case n < len(rest) && wordByte(rest[n]):

@@ -29,6 +29,8 @@ func TestLocalize(t *testing.T) {
 		{`kubectl -n "echo-${s}" get ec`, `kubectl -n "rlab-s1-echo-${s}" get ec`},
 		{"echo-$s", "rlab-s1-echo-$s"},
 		{"echo-$s-operator", "echo-$s-operator"},
+		{"echo-${s}-operator", "echo-${s}-operator"},
+		{"echo-${s}.", "rlab-s1-echo-${s}."},
 		{"my-echo-$s", "my-echo-$s"},
 		{"echo-$", "echo-$"},
 		{"echo-${s", "echo-${s"},

@@ -188,6 +188,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		a.dark = msg.IsDark()
 		a.styles = common.NewTheme(a.dark)
+	case tea.ColorProfileMsg:
+		if a.opts.Screen != nil {
+			a.opts.Screen.SetProfile(msg.Profile)
+		}
 	case appTick:
 		if a.state == stateStarting || a.state == stateStopping {
 			return a, a.tick()

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -34,6 +35,7 @@ type Screen struct {
 	content string   // the last frame
 	cursor  *tea.Cursor
 	w, h    int
+	profile colorprofile.Profile // the terminal's colours: the frame's are fitted to them
 	buf     bytes.Buffer
 
 	// Lines counts the lines written, Frames the frames that wrote any
@@ -46,8 +48,26 @@ var (
 	exitAlt  = []byte(ansi.ResetModeAltScreenSaveCursor)
 )
 
-// NewScreen draws on out, the terminal Bubble Tea writes to as well.
-func NewScreen(out io.Writer) *Screen { return &Screen{out: out} }
+// NewScreen draws on out, the terminal Bubble Tea writes to as well, its
+// colours fitted to what the environment says the terminal shows (as
+// Bubble Tea's renderer does; SetProfile when Bubble Tea knows better).
+func NewScreen(out io.Writer) *Screen {
+	return &Screen{out: out, profile: colorprofile.Detect(out, os.Environ())}
+}
+
+// SetProfile fits the frame's colours to p (tea.ColorProfileMsg) from
+// now on, drawing it again whole.
+func (s *Screen) SetProfile(p colorprofile.Profile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p == s.profile {
+		return
+	}
+	s.profile, s.lines = p, nil
+	if s.on {
+		s.flush(nil)
+	}
+}
 
 // Output is the writer to give Bubble Tea (tea.WithOutput): it writes
 // through to the terminal, which it still is to Bubble Tea (its size, its
@@ -78,10 +98,6 @@ func (o ttyOutput) Fd() uintptr                 { return o.f.Fd() }
 func (s *Screen) passThrough(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.out.Write(p)
-	if err != nil {
-		return n, err //nolint:wrapcheck // Bubble Tea's own write, as it would have seen it
-	}
 	switch {
 	case bytes.Contains(p, exitAlt):
 		s.on = false
@@ -89,10 +105,13 @@ func (s *Screen) passThrough(p []byte) (int, error) {
 		s.on = true
 		fallthrough
 	case s.on:
-		s.lines = nil // whatever it wrote, the frame goes over it
-		s.flush()
+		// Whatever it wrote, the frame goes over it, in the same write (no
+		// blank screen between its erase and the frame).
+		s.lines = nil
+		s.flush(p)
+		return len(p), nil
 	}
-	return n, nil
+	return s.out.Write(p) //nolint:wrapcheck // Bubble Tea's own write, as it would have seen it
 }
 
 // Draw makes the terminal show content, a frame of h lines w wide, with
@@ -113,13 +132,14 @@ func (s *Screen) Draw(content string, cur *tea.Cursor, w, h int) {
 		s.cursor = &c
 	}
 	if s.on {
-		s.flush()
+		s.flush(nil)
 	}
 }
 
-// flush writes the lines of the frame that differ from the terminal's,
-// then places the cursor. s.mu is held.
-func (s *Screen) flush() {
+// flush writes before (Bubble Tea's own bytes), then the lines of the
+// frame that differ from the terminal's, then places the cursor: one
+// write. s.mu is held.
+func (s *Screen) flush(before []byte) {
 	lines := strings.Split(s.content, "\n")
 	if len(lines) > s.h {
 		lines = lines[:s.h]
@@ -131,6 +151,11 @@ func (s *Screen) flush() {
 	for y, l := range lines {
 		if y < len(s.lines) && s.lines[y] == l {
 			continue
+		}
+		if ansi.StringWidth(l) > s.w {
+			// Past the edge the terminal would wrap it onto the next line
+			// (and scroll, on the last).
+			l = ansi.Truncate(l, s.w, "")
 		}
 		moveTo(b, 0, y)
 		b.WriteString(ansi.ResetStyle)
@@ -151,12 +176,19 @@ func (s *Screen) flush() {
 		b.WriteString(ansi.ShowCursor)
 	}
 	s.lines = lines
-	if wrote == 0 && s.cursor == nil {
+	if wrote == 0 && s.cursor == nil && before == nil {
 		return
 	}
 	s.Lines += wrote
 	s.Frames++
-	_, _ = s.out.Write(b.Bytes()) // a terminal gone: Bubble Tea ends on its own write
+	var out io.Writer = s.out
+	if p := s.profile; p < colorprofile.TrueColor {
+		out = &colorprofile.Writer{Forward: s.out, Profile: max(p, colorprofile.ASCII)} // ASCII: styles kept, colours dropped
+	}
+	// An error is a terminal gone: the keys' end stops the program.
+	frame := make([]byte, 0, len(before)+b.Len()) // before is Bubble Tea's buffer: not appended to
+	frame = append(append(frame, before...), b.Bytes()...)
+	_, _ = out.Write(frame)
 }
 
 func moveTo(b *bytes.Buffer, x, y int) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -66,8 +67,11 @@ func (t *term) write(p string) {
 		}
 		g, w := ansi.FirstGraphemeCluster(p, ansi.GraphemeWidth)
 		p = p[len(g):]
-		if t.x+w > t.w {
-			continue // no wrapping: Screen never writes past the edge
+		if t.x+w > t.w { // autowrap, as a terminal does: onto the next line, scrolling at the bottom
+			t.x, t.y = 0, t.y+1
+			if t.y == t.h {
+				t.cells, t.y = append(t.cells[1:], blank(t.w)), t.h-1
+			}
 		}
 		t.cells[t.y][t.x] = g
 		for i := 1; i < w; i++ {
@@ -100,6 +104,7 @@ func TestScreen(t *testing.T) {
 	}
 	var out bytes.Buffer
 	s := NewScreen(&out)
+	s.SetProfile(colorprofile.TrueColor)
 	tm := newTerm(w, h)
 	apply := func() {
 		tm.write(out.String())
@@ -158,6 +163,11 @@ func TestScreen(t *testing.T) {
 	}
 	want("after Bubble Tea's erase", pad("rlab 00:05"), pad("a"), pad("b"), pad("c"))
 
+	// A line wider than the terminal is cut at its edge, not wrapped over
+	// the next (which did not change, so is not written again).
+	s.Draw(frame("rlab 00:05")+"\n"+strings.Repeat("x", w+5)+"\n"+frame("b", "c"), nil, w, h)
+	want("a line too wide", pad("rlab 00:05"), strings.Repeat("x", w), pad("b"), pad("c"))
+
 	// The cursor, when a view asks for it.
 	s.Draw(frame("rlab 00:05", "a", "b", "c"), tea.NewCursor(3, 2), w, h)
 	apply()
@@ -178,5 +188,42 @@ func TestScreen(t *testing.T) {
 	s.Draw(frame("rlab 00:07", "a", "b", "c"), nil, w, h)
 	if out.Len() != 0 {
 		t.Errorf("drawn after Bubble Tea left the alternate screen: %q", out.String())
+	}
+}
+
+// TestScreenColours: the frame's colours are fitted to the terminal's
+// profile, as Bubble Tea's renderer fitted them (NO_COLOR, 256 colours).
+func TestScreenColours(t *testing.T) {
+	red := "\x1b[1;38;2;255;0;0mred\x1b[m"
+	tests := []struct {
+		profile   colorprofile.Profile
+		want, not []string
+	}{
+		{colorprofile.TrueColor, []string{"38;2;255;0;0"}, nil},
+		{colorprofile.ANSI256, []string{"38;5;196"}, []string{"38;2;"}},
+		{colorprofile.ASCII, []string{"red"}, []string{"38;2;", "38;5;"}},
+		{colorprofile.NoTTY, []string{"red", "\x1b[1;1H"}, []string{"38;2;", "38;5;"}}, // moves kept: it is still drawn
+	}
+	for _, tt := range tests {
+		t.Run(tt.profile.String(), func(t *testing.T) {
+			var out bytes.Buffer
+			s := NewScreen(&out)
+			s.SetProfile(tt.profile)
+			if _, err := s.Output().Write([]byte(ansi.SetModeAltScreenSaveCursor)); err != nil {
+				t.Fatal(err)
+			}
+			s.Draw(red, nil, 10, 1)
+			got := out.String()
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("%q has %q", got, n)
+				}
+			}
+		})
 	}
 }

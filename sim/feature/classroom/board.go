@@ -149,7 +149,7 @@ func Board(reps []Report, now time.Time, width int) string {
 	line("")
 	var tb strings.Builder
 	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STUDENT\tSTATE\tLESSON · STEP\tON IT\tCHECK: LAST REASON")
+	fmt.Fprintln(tw, "STUDENT\tSTATE\tLESSON · STEP\tON IT\tLAST REASON · CHECK")
 	for _, r := range rows {
 		n := needOf(r, now)
 		where, on, why := "", "", ""
@@ -194,9 +194,9 @@ func Board(reps []Report, now time.Time, width int) string {
 	return b.String()
 }
 
-// reasonOf is what a student's row says of their check: what it waits
-// for (its first condition) and its last reason, so that the instructor
-// sees which check is failing as well as why.
+// reasonOf is what a student's row says of their check: its last reason,
+// then what it waits for (its first condition), so that the instructor
+// sees why first and which check as well; a narrow board cuts the check.
 func reasonOf(p *Position) string {
 	check := strings.SplitN(p.Waits, "\n", 2)[0]
 	switch {
@@ -207,7 +207,7 @@ func reasonOf(p *Position) string {
 	case p.Passed:
 		return "passed: " + p.Reason
 	case p.Reason != "" && check != "" && !strings.Contains(p.Reason, check):
-		return clip(check, 30) + ": " + p.Reason // the reason must fit too
+		return p.Reason + " · " + check
 	case p.Reason != "":
 		return p.Reason
 	case check != "":
