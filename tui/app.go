@@ -65,7 +65,7 @@ type AppOptions struct {
 	// Stop stops the sandbox; it runs in a Cmd once the user quits.
 	Stop func() error
 	// Screen, if set, draws the frames (only the lines that changed);
-	// Bubble Tea is then given views without content.
+	// Bubble Tea is then given views of one blank cell.
 	Screen *Screen
 }
 

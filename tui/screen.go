@@ -19,8 +19,8 @@ import (
 // changes; at rest the clocks change a handful of lines once a second, and
 // that whole-screen work was most of what `rlab up` spent (#26).
 //
-// Bubble Tea still owns the terminal's modes: it is given a view with no
-// content, so it enters and leaves the alternate screen, hides and shows
+// Bubble Tea still owns the terminal's modes: it is given a view of one
+// blank cell, so it enters and leaves the alternate screen, hides and shows
 // the cursor, sets the window title and reads the keys, and its renderer
 // finds nothing to draw. Everything it writes goes through Output, and
 // the frame is drawn again whole after it (it may have erased the screen,
@@ -31,15 +31,15 @@ type Screen struct {
 	mu      sync.Mutex
 	out     io.Writer
 	on      bool     // in the alternate screen: frames are drawn
-	lines   []string // on the terminal now ("" unknown: drawn again)
+	lines   []string // on the terminal now (nil: unknown, drawn again whole)
 	content string   // the last frame
 	cursor  *tea.Cursor
 	w, h    int
 	profile colorprofile.Profile // the terminal's colours: the frame's are fitted to them
 	buf     bytes.Buffer
 
-	// Lines counts the lines written, Frames the frames that wrote any
-	// (tests and the benchmark read them).
+	// Lines counts the lines written, Frames the writes (tests read
+	// Lines).
 	Lines, Frames int
 }
 
