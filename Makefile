@@ -7,7 +7,8 @@ LDFLAGS := -X main.version=$(VERSION)
 # Go test output lists every test that ran (CI reads it). scripts/test-all.sh
 # runs `go test ./...`, where cmd/rlab (every backend, a classroom) and
 # lessons/e2e (the course by autoplay and by hand) are the long ones, then the
-# kind passes, two streams side by side; the cold asset build takes minutes more.
+# kind passes, two streams side by side; a cold asset build from source takes
+# minutes more (where the release binaries cannot be fetched).
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help
@@ -23,8 +24,21 @@ help: ## Show this help
 ##@ Run
 
 .PHONY: run
-run: build assets ## Start the sandbox and the screen (builds the control plane first if needed)
+run: build assets ## Start the sandbox and the screen (gets the control plane first if needed)
 	$(BIN) up
+
+# Where `make install` puts rlab: every lesson types `rlab …`, so it must be on PATH.
+PREFIX ?= $(HOME)/.local
+
+.PHONY: install
+install: build ## Put rlab on PATH: a link to bin/rlab in $(PREFIX)/bin (default ~/.local/bin)
+	@mkdir -p "$(PREFIX)/bin"
+	@ln -sfn "$(abspath $(BIN))" "$(PREFIX)/bin/rlab"
+	@case ":$$PATH:" in \
+		*":$(PREFIX)/bin:"*) echo "rlab: $(PREFIX)/bin/rlab -> $(abspath $(BIN))" ;; \
+		*) echo "rlab: $(PREFIX)/bin/rlab -> $(abspath $(BIN)); $(PREFIX)/bin is not on your PATH: add this line to your shell's profile (~/.bashrc, ~/.zshrc), then open a new terminal:"; \
+		   echo '  export PATH="$(PREFIX)/bin:$$PATH"' ;; \
+	esac
 
 ##@ Build
 
@@ -33,8 +47,8 @@ build: ## Build bin/rlab
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rlab
 
 .PHONY: assets
-assets: ## Build the control plane from source into the per-user cache (minutes the first time, instant after)
-	bash scripts/build-controlplane.sh
+assets: build ## Get the control plane into the per-user cache: the release binaries (seconds), else a build from source (minutes); instant once there
+	$(BIN) assets get
 
 .PHONY: kind-image
 kind-image: ## Build the offline kind node image for --backend kind (root and Docker needed; minutes the first time)

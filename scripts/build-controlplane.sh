@@ -24,20 +24,32 @@
 #
 # RECIPE hashes what the binary is made of: go.mod, go.sum and the build recipe
 # below (versions, packages, flags); not this whole script, so editing its
-# messages rebuilds nothing. ORIGIN is "build" (built here) or "pack" (installed
+# messages rebuilds nothing. ORIGIN is "build" (built here), "pack" (installed
 # by `rlab assets unpack` from an instructor's archive, whose checksums it
-# verified). A binary is up to date when RECIPE and PLATFORM match and either
-# GOVERSION is this Go (a local build is redone when Go changes) or ORIGIN is
-# pack: a packed binary was built by another machine's Go, and rebuilding it
-# for that reason alone would need the network the archive exists to avoid. A
-# stamp in any other form is stale (but for the previous script's, see below).
+# verified) or "mirror" (fetched from a classroom mirror, checked likewise). A
+# binary is up to date when RECIPE and PLATFORM match and either GOVERSION is
+# this Go (a local build is redone when Go changes) or ORIGIN is pack or
+# mirror: such a binary was built by another machine's Go, and rebuilding it
+# for that reason alone would need the network the archive exists to avoid.
+# ORIGIN "release" is an official release binary fetched by `rlab assets get`
+# and checked against its published sha256; its RECIPE is "release-VERSION",
+# and it is up to date while PLATFORM matches and VERSION is the one pinned
+# here (KUBE_VERSION, ETCD_VERSION or KWOK_VERSION). A stamp in any other form
+# is stale (but for the previous script's, see below).
 #
-# Atomic: each binary is built under a temporary name and renamed, so an
-# interrupted build never leaves a binary that looks complete.
+# One `go build` builds every binary that is not up to date, so that their
+# shared packages are compiled once and one link overlaps the next package's
+# compiles; each binary's own -ldflags are given by package pattern, so the
+# binaries are the same as built one at a time.
+#
+# Atomic: the binaries are built into a staging directory and each renamed
+# into place, so an interrupted build never leaves a binary that looks
+# complete.
 set -euo pipefail
 
 readonly KUBE_VERSION=v1.36.3
 readonly KWOK_VERSION=v0.8.0
+readonly ETCD_VERSION=v3.6.8 # go.mod's go.etcd.io/etcd/server/v3
 readonly GO_MIN_MINOR=26 # go 1.26, what k8s.io/kubernetes v1.36 declares
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -97,6 +109,7 @@ kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} \
 readonly go_build=(go build -trimpath)
 
 # name|package|ldflags, in the order the sandbox needs them. Built by default.
+# (A package's last element is its binary's name: go build -o DIR/ names it so.)
 all_targets=(
 	"kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|$kube_ldflags"
 	"etcd|./etcd|-s -w"
@@ -150,8 +163,22 @@ current() {
 		return 0
 	fi
 	read -r s_recipe s_platform s_go s_origin _ <"$1.stamp" || true
-	[[ "$s_recipe" == "$recipe" && "$s_platform" == "$platform" ]] || return 1
-	[[ "$s_go" == "$gov" || "$s_origin" == pack ]]
+	[[ "$s_platform" == "$platform" ]] || return 1
+	if [[ "$s_origin" == release ]]; then
+		[[ "$s_recipe" == "release-$(upstream_version "$(basename "$1")")" ]]
+		return
+	fi
+	[[ "$s_recipe" == "$recipe" ]] || return 1
+	[[ "$s_go" == "$gov" || "$s_origin" == pack || "$s_origin" == mirror ]]
+}
+
+# upstream_version BIN: the release version BIN is pinned at.
+upstream_version() {
+	case "$1" in
+	etcd) echo "$ETCD_VERSION" ;;
+	kwok) echo "$KWOK_VERSION" ;;
+	*) echo "$KUBE_VERSION" ;;
+	esac
 }
 
 targets=()
@@ -178,11 +205,11 @@ mkdir -p "$out"
 
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-tmp=""
+stage=""
 heartbeat=""
 cleanup() {
 	[[ -n "$heartbeat" ]] && kill "$heartbeat" 2>/dev/null || true
-	[[ -n "$tmp" ]] && rm -f "$tmp"
+	[[ -n "$stage" ]] && rm -rf "$stage"
 	return 0
 }
 trap cleanup EXIT
@@ -191,37 +218,50 @@ trap 'exit 130' INT TERM
 what="control plane $KUBE_VERSION"
 [[ "$platform" == "$host" ]] || what+=" for $platform"
 total_start=$SECONDS
-built=0
 n=${#targets[@]}
 i=0
+todo=()
 for t in "${targets[@]}"; do
 	i=$((i + 1))
-	IFS='|' read -r name pkg ldflags <<<"$t"
-	bin="$out/$name"
-	if current "$bin"; then
+	IFS='|' read -r name _ _ <<<"$t"
+	if current "$out/$name"; then
 		echo "[$i/$n] $name: up to date"
-		continue
+	else
+		todo+=("$t")
 	fi
-	echo "[$i/$n] $name: building $pkg for $platform ..."
-	start=$SECONDS
+done
+built=${#todo[@]}
+if ((built > 0)); then
+	pkgs=()
+	flags=()
+	names=()
+	for t in "${todo[@]}"; do
+		IFS='|' read -r name pkg ldflags <<<"$t"
+		names+=("$name")
+		pkgs+=("$pkg")
+		flags+=("-ldflags=$pkg=$ldflags")
+	done
+	echo "building ${names[*]} for $platform in one go build ..."
 	# A quiet go build can last minutes on a cold cache; say it is still alive.
 	# (sleep writes nowhere: left behind by kill, it must not hold a pipe open.)
 	(
-		while sleep 30 >/dev/null 2>&1; do echo "[$i/$n] $name: still building ($(fmt_secs $((SECONDS - start))))"; done
+		start=$SECONDS
+		while sleep 30 >/dev/null 2>&1; do echo "still building ($(fmt_secs $((SECONDS - start))))"; done
 	) &
 	heartbeat=$!
-	tmp=$(mktemp "$out/.$name.XXXXXX")
-	(cd "$module" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "${go_build[@]}" -ldflags "$ldflags" -o "$tmp" "$pkg") ||
-		die "go build of $name for $platform failed (package $pkg)"
+	stage=$(mktemp -d "$out/.build.XXXXXX")
+	(cd "$module" && CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "${go_build[@]}" "${flags[@]}" -o "$stage/" "${pkgs[@]}") ||
+		die "go build of ${names[*]} for $platform failed"
 	kill "$heartbeat" 2>/dev/null || true
 	wait "$heartbeat" 2>/dev/null || true
 	heartbeat=""
-	chmod 0755 "$tmp"
-	mv -f "$tmp" "$bin"
-	tmp=""
-	echo "$stamp" >"$bin.stamp.tmp" && mv -f "$bin.stamp.tmp" "$bin.stamp"
-	built=$((built + 1))
-	echo "[$i/$n] $name: built in $(fmt_secs $((SECONDS - start)))"
-done
+	for name in "${names[@]}"; do
+		[[ -f "$stage/$name" ]] || die "go build wrote no $name"
+		chmod 0755 "$stage/$name"
+		mv -f "$stage/$name" "$out/$name"
+		echo "$stamp" >"$out/$name.stamp.tmp" && mv -f "$out/$name.stamp.tmp" "$out/$name.stamp"
+		echo "built $name"
+	done
+fi
 echo "$what: $built built, $((n - built)) up to date, $(fmt_secs $((SECONDS - total_start))) total"
 echo "$out"

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,7 @@ import (
 func newAssetsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "assets",
-		Short: "Build, locate, pack or unpack the control-plane binaries",
+		Short: "Get, fetch, build, locate, serve, pack or unpack the control-plane binaries",
 	}
 	var kind bool
 	build := &cobra.Command{
@@ -60,7 +61,130 @@ and a running Docker (as root: scripts/setup-docker.sh).`,
 			return nil
 		},
 	})
-	cmd.AddCommand(newAssetsPackCmd(), newAssetsUnpackCmd())
+	cmd.AddCommand(newAssetsGetCmd(), newAssetsFetchCmd(), newAssetsServeCmd(), newAssetsPackCmd(), newAssetsUnpackCmd())
+	return cmd
+}
+
+func newAssetsGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get",
+		Short: "Install what is missing of the control plane: the release binaries, else a build from source",
+		Long: `Install the control plane's missing binaries into the per-user cache
+($XDG_CACHE_HOME/rlab/controlplane/<version>, or $RLAB_ASSETS), from where
+` + assets.SourceEnv + ` says (` + "`make assets`" + ` runs this):
+
+  unset    the official release binaries (kube-apiserver, kube-controller-manager,
+           kube-scheduler and kubectl from the Kubernetes release downloads; etcd
+           and kwok from their GitHub releases), each checked against its
+           published sha256; whatever they cannot give (no network, a checksum
+           that does not match) is built from source instead
+  release  the release binaries only
+  source   the build from source only (several minutes the first time)
+  URL      a classroom mirror only (` + "`rlab assets serve`" + ` on the instructor's machine)
+
+Binaries already installed are kept.`,
+		Example: `  rlab assets get
+  RLAB_ASSETS_SOURCE=http://192.168.1.10:8080 rlab assets get`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			if _, err := assets.ParseSource(os.Getenv(assets.SourceEnv)); err != nil {
+				return err
+			}
+			dir := assets.OwnDir(os.Getenv)
+			if err := assets.Get(ctx, os.Getenv, dir, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), dir)
+			return nil
+		},
+	}
+}
+
+func newAssetsFetchCmd() *cobra.Command {
+	var from, platform string
+	cmd := &cobra.Command{
+		Use:   "fetch [--from URL]",
+		Short: "Download the control plane's release binaries (or a classroom mirror's), checksums verified",
+		Long: `Download the control plane's missing binaries into the per-user cache,
+each checked against its sha256 before it is renamed into place (a corrupt or
+cut-short download is refused, naming the file and both checksums).
+
+With no --from: the official release binaries, and nothing else (no build from
+source; ` + "`rlab assets get`" + ` falls back to one). With --from: a classroom mirror,
+` + "`rlab assets serve`" + ` on the instructor's machine, checked against its index.
+A fetch that stops half-way leaves only whole binaries; the next one fetches
+the rest. Progress (bytes, rate) goes to stderr, the directory to stdout.`,
+		Example: `  rlab assets fetch
+  rlab assets fetch --from http://192.168.1.10:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := assets.Host()
+			if platform != "" {
+				ps, err := assets.ParsePlatforms(platform)
+				if err != nil || len(ps) != 1 {
+					return fmt.Errorf("--platform %s: want one of %s", platform, strings.Join(platformStrings(assets.Supported), ", "))
+				}
+				p = ps[0]
+			}
+			if from != "" {
+				if _, err := assets.ParseSource(from); err != nil {
+					return fmt.Errorf("--from %s: want a mirror's URL, e.g. http://192.168.1.10:8080", from)
+				}
+			}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			dir := assets.PlatformDir(os.Getenv, p)
+			res, err := assets.Fetch(ctx, assets.FetchOptions{Dir: dir, Platform: p, From: from, Progress: cmd.ErrOrStderr()})
+			if res != nil && len(res.Installed) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "fetched %d binaries (%s) in %.1fs\n", len(res.Installed), assets.MB(res.Bytes()), res.Elapsed.Seconds())
+			}
+			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return fmt.Errorf("interrupted; the binaries fetched whole are kept: %w", err)
+				}
+				return err
+			}
+			if len(res.Installed) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "nothing to fetch: all %d binaries are installed\n", len(res.Present))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "a classroom mirror's URL (rlab assets serve), e.g. http://192.168.1.10:8080")
+	cmd.Flags().StringVar(&platform, "platform", "", "GOOS/GOARCH to fetch for (default this machine's), into its own directory beside the host's")
+	return cmd
+}
+
+func newAssetsServeCmd() *cobra.Command {
+	var addr, archive string
+	cmd := &cobra.Command{
+		Use:   "serve --addr HOST:PORT [--archive FILE]",
+		Short: "Serve the control plane to students' machines on the LAN (a classroom mirror)",
+		Long: `Serve this machine's control plane over HTTP, for students' rlabs to fetch
+with ` + "`rlab assets fetch --from http://HOST:PORT`" + ` (or ` + assets.SourceEnv + `=http://HOST:PORT
+make run). It serves the per-user cache (the host's control plane and any
+other platform's cross-built beside it by ` + "`rlab assets pack`" + `), or, with
+--archive, an ` + "`rlab assets pack`" + ` archive for every platform in it, checked and
+unpacked into a temporary directory first. Each file is listed in an index
+with its sha256, which the student's rlab checks. Runs until interrupted.`,
+		Example: `  rlab assets serve --addr 0.0.0.0:8080
+  rlab assets serve --addr 0.0.0.0:8080 --archive rlab-offline.tar.gz`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return fmt.Errorf("--addr %s: want HOST:PORT, e.g. 0.0.0.0:8080 (%w)", addr, err)
+			}
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			return assets.Serve(ctx, assets.ServeOptions{Env: os.Getenv, Addr: addr, Archive: archive, Log: cmd.ErrOrStderr(),
+				Ready: func(a string) { fmt.Fprintln(cmd.OutOrStdout(), "http://"+a) }})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "0.0.0.0:8080", "HOST:PORT to listen on")
+	cmd.Flags().StringVar(&archive, "archive", "", "serve this `rlab assets pack` archive instead of the cache")
 	return cmd
 }
 

@@ -478,6 +478,7 @@ A lesson about your own operator (12) runs the one you name with
 			if why := l.NotOn(on); why != "" {
 				return errors.New(why)
 			}
+			up.Hint = warnPath(cmd.ErrOrStderr())
 			if f.Text {
 				setup := func(o *launch.Options) error {
 					if err := up.operatorFlags.apply(o); err != nil {

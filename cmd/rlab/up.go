@@ -54,6 +54,7 @@ type upFlags struct {
 	Record string
 	Follow *launch.Follow // the lesson on the screen (rlab lesson start)
 	Title  string         // of the start-up view, if not the default
+	Hint   string         // on the screen's status line when it has nothing else to say
 	sandboxFlags
 }
 
@@ -135,7 +136,7 @@ func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tu
 	}
 	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
 		Info:   tui.Info{Backend: o.Backend.Title()}, // until ReadyMsg brings launch.Info
-		Styles: o.AllStyles(), Echo: sandbox.SampleName, Start: l.Began, Dark: true,
+		Styles: o.AllStyles(), Echo: sandbox.SampleName, Start: l.Began, Dark: true, Hint: f.Hint,
 	}})
 }
 

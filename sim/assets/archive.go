@@ -317,58 +317,6 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 	if o.BinDir == "" {
 		o.BinDir = BinDir(o.Env)
 	}
-	f, err := os.Open(o.Archive)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	bad := func(file, reason string, err error) error {
-		return &CorruptError{Archive: o.Archive, File: file, Reason: reason, Err: err}
-	}
-	gz, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return nil, bad("", "not a .tar.gz (not an archive made by rlab assets pack?)", err)
-	}
-	tr := tar.NewReader(gz)
-
-	// 1. The manifest, first.
-	h, err := tr.Next()
-	if err != nil {
-		return nil, bad("", "cannot read the first entry", err)
-	}
-	if h.Name != ManifestName {
-		return nil, bad(h.Name, "the first entry is not "+ManifestName+" (not an archive made by rlab assets pack?)", nil)
-	}
-	var m Manifest
-	if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&m); err != nil {
-		return nil, bad(ManifestName, "unreadable", err)
-	}
-	if err := m.check(); err != nil {
-		return nil, bad(ManifestName, err.Error(), nil)
-	}
-	if m.Kubernetes != KubeVersion {
-		// Its control plane belongs in another version's directory, which
-		// this rlab would never look in.
-		return nil, fmt.Errorf("%s holds Kubernetes %s, and this rlab runs %s: unpack it with the rlab inside it (tar -xzf %s %s && ./%s assets unpack %s)",
-			o.Archive, m.Kubernetes, KubeVersion, filepath.Base(o.Archive), rlabPath(o.Platform), rlabPath(o.Platform), filepath.Base(o.Archive))
-	}
-	mine := m.For(o.Platform)
-	if mine == nil {
-		return nil, &PlatformError{Archive: o.Archive, Want: o.Platform, Have: m.PlatformList()}
-	}
-	want := map[string]File{}
-	for _, pf := range m.Platforms {
-		for _, f := range pf.Files {
-			want[f.Path] = f
-		}
-	}
-	keep := map[string]File{}
-	for _, f := range mine.Files {
-		keep[f.Path] = f
-	}
-
-	// 2. Every entry, checked; the platform's kept in a staging directory on
-	// the control plane's file system (so that the install is a rename).
 	parent := filepath.Dir(o.ControlPlaneDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
@@ -382,72 +330,28 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 	if err := os.Mkdir(stagedCP, 0o755); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	var mine *PlatformFile
+	m, seen, err := readArchive(ctx, o.Archive, func(m *Manifest) error {
+		if m.Kubernetes != KubeVersion {
+			// Its control plane belongs in another version's directory, which
+			// this rlab would never look in.
+			return fmt.Errorf("%s holds Kubernetes %s, and this rlab runs %s: unpack it with the rlab inside it (tar -xzf %s %s && ./%s assets unpack %s)",
+				o.Archive, m.Kubernetes, KubeVersion, filepath.Base(o.Archive), rlabPath(o.Platform), rlabPath(o.Platform), filepath.Base(o.Archive))
 		}
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
+		if mine = m.For(o.Platform); mine == nil {
+			return &PlatformError{Archive: o.Archive, Want: o.Platform, Have: m.PlatformList()}
 		}
-		if err != nil {
-			return nil, bad("", "cannot read past the last good entry", err)
+		return nil
+	}, func(f File) string {
+		// The platform's entries are kept in a staging directory on the
+		// control plane's file system (so that the install is a rename).
+		if strings.HasPrefix(f.Path, o.Platform.Slug()+"/") {
+			return filepath.Join(staging, stagedName(o.Platform, f.Path))
 		}
-		name := h.Name
-		wf, ok := want[name]
-		switch {
-		case !ok:
-			return nil, bad(name, "not listed in the manifest", nil)
-		case seen[name]:
-			return nil, bad(name, "in the archive twice", nil)
-		case h.Typeflag != tar.TypeReg:
-			return nil, bad(name, "not a regular file", nil)
-		case h.Size != wf.Size:
-			return nil, bad(name, fmt.Sprintf("size %d, the manifest says %d", h.Size, wf.Size), nil)
-		}
-		seen[name] = true
-		var dst io.Writer = io.Discard
-		var out *os.File
-		if _, ok := keep[name]; ok {
-			out, err = os.OpenFile(filepath.Join(staging, stagedName(o.Platform, name)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-			if err != nil {
-				return nil, err
-			}
-			if err := out.Chmod(0o755); err != nil { // whatever the umask
-				out.Close()
-				return nil, err
-			}
-			dst = out
-		}
-		sum := sha256.New()
-		n, err := io.Copy(io.MultiWriter(dst, sum), tr)
-		if out != nil {
-			if cerr := out.Close(); err == nil && cerr != nil {
-				return nil, cerr
-			}
-		}
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				return nil, err // writing the staged copy failed: not the archive's fault
-			}
-			return nil, bad(name, "unreadable", err)
-		}
-		if got := hex.EncodeToString(sum.Sum(nil)); n != wf.Size || got != wf.SHA256 {
-			return nil, bad(name, fmt.Sprintf("sha256 %s, the manifest says %s", got, wf.SHA256), nil)
-		}
-	}
-	// The gzip trailer's checksum is read only at its end.
-	if _, err := io.Copy(io.Discard, gz); err != nil {
-		return nil, bad("", "the end of the archive is unreadable", err)
-	}
-	for _, pf := range m.Platforms {
-		for _, f := range pf.Files {
-			if !seen[f.Path] {
-				return nil, bad(f.Path, "listed in the manifest but not in the archive (truncated?)", nil)
-			}
-		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	// 3. Install: stamps, files the old directory has that the archive does
@@ -456,8 +360,10 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 		if f.Stamp == "" {
 			continue
 		}
-		s, _ := ParseStamp(f.Stamp) // checked by m.check
-		s.Origin = OriginPack
+		s, _ := ParseStamp(f.Stamp)    // checked by m.check
+		if s.Origin != OriginRelease { // a release binary stays one: its recipe is its version
+			s.Origin = OriginPack
+		}
 		if err := writeStamp(filepath.Join(staging, stagedName(o.Platform, f.Path)), s); err != nil {
 			return nil, err
 		}
@@ -472,7 +378,122 @@ func Unpack(ctx context.Context, o UnpackOptions) (*Installed, error) {
 	if err := installFile(filepath.Join(staging, "rlab"), rlab); err != nil {
 		return nil, fmt.Errorf("installing rlab into %s (the control plane is installed): %w", o.BinDir, err)
 	}
-	return &Installed{Manifest: &m, Platform: o.Platform, ControlPlane: o.ControlPlaneDir, Rlab: rlab, Verified: len(seen)}, nil
+	return &Installed{Manifest: m, Platform: o.Platform, ControlPlane: o.ControlPlaneDir, Rlab: rlab, Verified: seen}, nil
+}
+
+// readArchive reads an archive made by Pack once, checking every entry of
+// every platform against its manifest (a *CorruptError if one does not
+// match). check sees the manifest before any entry is read; keep names the
+// file an entry is written to ("" for none).
+func readArchive(ctx context.Context, archive string, check func(*Manifest) error, keep func(File) string) (*Manifest, int, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	bad := func(file, reason string, err error) error {
+		return &CorruptError{Archive: archive, File: file, Reason: reason, Err: err}
+	}
+	gz, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, 0, bad("", "not a .tar.gz (not an archive made by rlab assets pack?)", err)
+	}
+	tr := tar.NewReader(gz)
+
+	// 1. The manifest, first.
+	h, err := tr.Next()
+	if err != nil {
+		return nil, 0, bad("", "cannot read the first entry", err)
+	}
+	if h.Name != ManifestName {
+		return nil, 0, bad(h.Name, "the first entry is not "+ManifestName+" (not an archive made by rlab assets pack?)", nil)
+	}
+	var m Manifest
+	if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&m); err != nil {
+		return nil, 0, bad(ManifestName, "unreadable", err)
+	}
+	if err := m.check(); err != nil {
+		return nil, 0, bad(ManifestName, err.Error(), nil)
+	}
+	if err := check(&m); err != nil {
+		return nil, 0, err
+	}
+	want := map[string]File{}
+	for _, pf := range m.Platforms {
+		for _, f := range pf.Files {
+			want[f.Path] = f
+		}
+	}
+
+	// 2. Every entry, checked.
+	seen := map[string]bool{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, bad("", "cannot read past the last good entry", err)
+		}
+		name := h.Name
+		wf, ok := want[name]
+		switch {
+		case !ok:
+			return nil, 0, bad(name, "not listed in the manifest", nil)
+		case seen[name]:
+			return nil, 0, bad(name, "in the archive twice", nil)
+		case h.Typeflag != tar.TypeReg:
+			return nil, 0, bad(name, "not a regular file", nil)
+		case h.Size != wf.Size:
+			return nil, 0, bad(name, fmt.Sprintf("size %d, the manifest says %d", h.Size, wf.Size), nil)
+		}
+		seen[name] = true
+		var dst io.Writer = io.Discard
+		var out *os.File
+		if path := keep(wf); path != "" {
+			out, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := out.Chmod(0o755); err != nil { // whatever the umask
+				out.Close()
+				return nil, 0, err
+			}
+			dst = out
+		}
+		sum := sha256.New()
+		n, err := io.Copy(io.MultiWriter(dst, sum), tr)
+		if out != nil {
+			if cerr := out.Close(); err == nil && cerr != nil {
+				return nil, 0, cerr
+			}
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, 0, err // writing the kept copy failed: not the archive's fault
+			}
+			return nil, 0, bad(name, "unreadable", err)
+		}
+		if got := hex.EncodeToString(sum.Sum(nil)); n != wf.Size || got != wf.SHA256 {
+			return nil, 0, bad(name, fmt.Sprintf("sha256 %s, the manifest says %s", got, wf.SHA256), nil)
+		}
+	}
+	// The gzip trailer's checksum is read only at its end.
+	if _, err := io.Copy(io.Discard, gz); err != nil {
+		return nil, 0, bad("", "the end of the archive is unreadable", err)
+	}
+	for _, pf := range m.Platforms {
+		for _, f := range pf.Files {
+			if !seen[f.Path] {
+				return nil, 0, bad(f.Path, "listed in the manifest but not in the archive (truncated?)", nil)
+			}
+		}
+	}
+	return &m, len(seen), nil
 }
 
 // stagedName is where an entry of platform p goes in the staging directory:

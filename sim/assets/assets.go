@@ -1,6 +1,8 @@
 // Package assets locates the control-plane binaries (kube-apiserver, etcd,
-// kube-controller-manager, kube-scheduler, kubectl, kwok) and builds them from
-// source with scripts/build-controlplane.sh when they are missing.
+// kube-controller-manager, kube-scheduler, kubectl, kwok) and, when they are
+// missing, gets them: the official release binaries checked against their
+// published sha256 (fetch.go), a classroom mirror's (mirror.go), or a build
+// from source by scripts/build-controlplane.sh.
 package assets
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,10 +71,10 @@ func (e *MissingError) Error() string {
 	what := strings.Join(names, ", ")
 	switch e.Source {
 	case "KUBEBUILDER_ASSETS":
-		return fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s: unset KUBEBUILDER_ASSETS to use rlab's own build, or build into that directory with `RLAB_ASSETS=%s rlab assets build`",
+		return fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s: unset KUBEBUILDER_ASSETS to use rlab's own build, or install into that directory with `RLAB_ASSETS=%s rlab assets get`",
 			e.Dir, what, e.Dir)
 	default:
-		return fmt.Sprintf("control plane %s not built: %s missing in %s; build it with `rlab assets build` (or `make assets`), which takes a few minutes the first time",
+		return fmt.Sprintf("control plane %s not installed: %s missing in %s; get it with `rlab assets get` (or `make assets`): the release binaries in seconds where the network reaches them, else a build from source of several minutes",
 			KubeVersion, what, e.Dir)
 	}
 }
@@ -188,9 +191,9 @@ func groupCmd(cmd *exec.Cmd) {
 	cmd.WaitDelay = 10 * time.Second
 }
 
-// Ensure returns the asset directory, building the binaries first if they are
-// missing from rlab's own directory. A KUBEBUILDER_ASSETS directory is never
-// built into: it belongs to someone else.
+// Ensure returns the asset directory, getting the binaries first (Get) if they
+// are missing from rlab's own directory. A KUBEBUILDER_ASSETS directory is
+// never installed into: it belongs to someone else.
 func Ensure(ctx context.Context, env Env, out io.Writer) (string, error) {
 	return EnsureOnly(ctx, env, out, Binaries...)
 }
@@ -202,10 +205,98 @@ func EnsureOnly(ctx context.Context, env Env, out io.Writer, names ...string) (s
 	if !errors.As(err, &miss) || miss.Source == "KUBEBUILDER_ASSETS" {
 		return dir, err
 	}
-	fmt.Fprintf(out, "control plane %s not built yet (%s missing); building it now into %s\n",
+	fmt.Fprintf(out, "control plane %s not installed yet (%s missing); getting it now into %s\n",
 		KubeVersion, strings.Join(miss.Missing, ", "), dir)
-	if err := Build(ctx, env, dir, out, miss.Missing...); err != nil {
+	if err := Get(ctx, env, dir, out, miss.Missing...); err != nil {
 		return dir, err
 	}
 	return FindOnly(env, names...)
+}
+
+// SourceEnv is the variable that says where Get gets the binaries from.
+const SourceEnv = "RLAB_ASSETS_SOURCE"
+
+// A Source is where Get takes the binaries from.
+type Source struct {
+	// Kind is "auto" (unset: the official releases, and the source build
+	// if they cannot be had), "release", "source", or "mirror" (URL).
+	Kind string
+	URL  string
+}
+
+func (s Source) String() string {
+	if s.Kind == "mirror" {
+		return s.URL
+	}
+	return s.Kind
+}
+
+// ParseSource reads $RLAB_ASSETS_SOURCE.
+func ParseSource(v string) (Source, error) {
+	switch v = strings.TrimSpace(v); {
+	case v == "" || v == "auto":
+		return Source{Kind: "auto"}, nil
+	case v == "release" || v == "source":
+		return Source{Kind: v}, nil
+	case strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://"):
+		return Source{Kind: "mirror", URL: v}, nil
+	}
+	return Source{}, fmt.Errorf("%s=%s: want release, source, or a classroom mirror's URL such as http://192.168.1.10:8080 (unset: release, then source)", SourceEnv, v)
+}
+
+// GetOptions tunes Get for tests; production passes none.
+type GetOptions struct {
+	Upstream Upstream
+	Timeouts Timeouts
+	// Build replaces the source build (tests: a fake that records names).
+	Build func(ctx context.Context, names []string) error
+}
+
+// Get installs the binaries names (default all) into dir from the source
+// $RLAB_ASSETS_SOURCE names: by default the official releases, each checked
+// against its published sha256, and, for whatever they could not give (no
+// network, a checksum that does not match), the source build.
+func Get(ctx context.Context, env Env, dir string, out io.Writer, names ...string) error {
+	return GetWith(ctx, env, dir, out, GetOptions{}, names...)
+}
+
+// GetWith is Get with options.
+func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptions, names ...string) error {
+	src, err := ParseSource(env(SourceEnv))
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		names = Binaries
+	}
+	build := o.Build
+	if build == nil {
+		build = func(ctx context.Context, names []string) error { return Build(ctx, env, dir, out, names...) }
+	}
+	if src.Kind == "source" {
+		return build(ctx, names)
+	}
+	fo := FetchOptions{Dir: dir, Names: names, From: src.URL, Upstream: o.Upstream, Timeouts: o.Timeouts, Progress: out}
+	res, err := Fetch(ctx, fo)
+	if err == nil {
+		fmt.Fprintf(out, "fetched %d binaries (%s) in %.1fs; %d already installed\n",
+			len(res.Installed), MB(res.Bytes()), res.Elapsed.Seconds(), len(res.Present))
+		return nil
+	}
+	if src.Kind != "auto" || ctx.Err() != nil {
+		return fmt.Errorf("%s=%s: %w", SourceEnv, src, err)
+	}
+	var rest []string
+	for _, n := range names {
+		if !slices.Contains(res.Present, n) && !slices.ContainsFunc(res.Installed, func(f FetchedFile) bool { return f.Name == n }) {
+			rest = append(rest, n)
+		}
+	}
+	var un *UnreachableError
+	if errors.As(err, &un) {
+		fmt.Fprintf(out, "no release download: %v; building from source instead (%s=source skips this look)\n", un.Err, SourceEnv)
+	} else {
+		fmt.Fprintf(out, "release download failed: %v\nbuilding %s from source instead\n", err, strings.Join(rest, ", "))
+	}
+	return build(ctx, rest)
 }

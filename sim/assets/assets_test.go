@@ -59,11 +59,11 @@ func TestFind(t *testing.T) {
 	}{
 		{"complete", map[string]string{"RLAB_ASSETS": full}, nil, nil},
 		{"partial rlab dir", map[string]string{"RLAB_ASSETS": partial},
-			[]string{"kube-controller-manager", "kwok"}, []string{"rlab assets build", "make assets", "kube-controller-manager, kwok", partial}},
+			[]string{"kube-controller-manager", "kwok"}, []string{"rlab assets get", "make assets", "kube-controller-manager, kwok", partial}},
 		{"envtest-only kubebuilder dir", map[string]string{"KUBEBUILDER_ASSETS": partial},
-			[]string{"kube-controller-manager", "kwok"}, []string{"KUBEBUILDER_ASSETS=" + partial, "unset KUBEBUILDER_ASSETS", "rlab assets build"}},
+			[]string{"kube-controller-manager", "kwok"}, []string{"KUBEBUILDER_ASSETS=" + partial, "unset KUBEBUILDER_ASSETS", "rlab assets get"}},
 		{"empty cache", map[string]string{"XDG_CACHE_HOME": t.TempDir()},
-			Binaries, []string{"rlab assets build"}},
+			Binaries, []string{"rlab assets get"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

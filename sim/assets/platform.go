@@ -108,6 +108,8 @@ func BinDir(env Env) string {
 // `rlab assets unpack`: that binary was built by the instructor's Go and its
 // sha256 was checked against the archive's manifest, so a different local Go
 // (or none at all) is no reason to rebuild it; a changed recipe still is.
+// ORIGIN "mirror" is kept as "pack" is; ORIGIN "release" (see OriginRelease)
+// is up to date while its recipe names the version the script pins.
 //
 // Find and Ensure need no Go and no recipe: they take a binary that is present
 // and executable, and refuse only one whose stamp names another platform.
@@ -122,6 +124,13 @@ type Stamp struct {
 const (
 	OriginBuild = "build"
 	OriginPack  = "pack"
+	// OriginRelease: fetched from the official release, checked against its
+	// published sha256; the stamp's recipe is "release-VERSION" and its Go
+	// "-", and it is up to date while VERSION is the one rlab pins.
+	OriginRelease = "release"
+	// OriginMirror: fetched from a classroom mirror (`rlab assets serve`),
+	// checked against the mirror's index; kept like a packed one.
+	OriginMirror = "mirror"
 )
 
 func (s Stamp) String() string {

@@ -21,10 +21,22 @@ const fakeGo = `#!/bin/sh
 case "$1" in
 env) echo "$FAKE_GOVERSION"; echo "$FAKE_HOSTOS"; echo "$FAKE_HOSTARCH" ;;
 build)
+	shift
 	out=""
-	while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
-	echo "$GOOS/$GOARCH CGO_ENABLED=$CGO_ENABLED" >"$out"
-	echo "$GOOS/$GOARCH" >>"$FAKE_GO_LOG" ;;
+	pkgs=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-o) out=$2; shift ;;
+		-ldflags=*) echo "$1" >>"$FAKE_GO_LOG.flags" ;;
+		-*) ;;
+		*) pkgs="$pkgs $1" ;;
+		esac
+		shift
+	done
+	for p in $pkgs; do
+		echo "$GOOS/$GOARCH CGO_ENABLED=$CGO_ENABLED" >"$out/${p##*/}"
+		echo "$GOOS/$GOARCH" >>"$FAKE_GO_LOG"
+	done ;;
 *) echo "fake go: $*" >&2; exit 2 ;;
 esac
 `
@@ -77,14 +89,14 @@ func (s scriptEnv) hostDir() string {
 }
 
 // setStamps rewrites every binary's stamp with edit applied.
-func (s scriptEnv) setStamps(t *testing.T, dir string, edit func(*Stamp)) {
+func (s scriptEnv) setStamps(t *testing.T, dir string, edit func(string, *Stamp)) {
 	t.Helper()
 	for _, b := range Binaries {
 		st, err := ReadStamp(filepath.Join(dir, b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		edit(&st)
+		edit(b, &st)
 		if err := writeStamp(filepath.Join(dir, b), st); err != nil {
 			t.Fatal(err)
 		}
@@ -116,17 +128,23 @@ func legacyStamp(t *testing.T, goVersion string) string {
 func TestScriptStampRule(t *testing.T) {
 	tests := []struct {
 		name      string
-		edit      func(*Stamp)
+		edit      func(bin string, s *Stamp)
 		raw       string // a stamp file's whole content instead of edit
 		goVersion string // of the check
 		rebuilds  bool
 	}{
-		{"up to date", func(*Stamp) {}, "", "go1.26.1", false},
-		{"a newer Go rebuilds a local build", func(*Stamp) {}, "", "go1.26.2", true},
-		{"a newer Go keeps a packed one", func(s *Stamp) { s.Origin = OriginPack }, "", "go1.26.2", false},
-		{"no Go version in common, packed", func(s *Stamp) { s.Origin, s.Go = OriginPack, "go1.27.0" }, "", "go1.26.1", false},
-		{"another recipe rebuilds even a packed one", func(s *Stamp) { s.Origin, s.Recipe = OriginPack, "0000000000000000" }, "", "go1.26.1", true},
-		{"another platform rebuilds", func(s *Stamp) { s.Platform = other() }, "", "go1.26.1", true},
+		{"up to date", func(string, *Stamp) {}, "", "go1.26.1", false},
+		{"a newer Go rebuilds a local build", func(string, *Stamp) {}, "", "go1.26.2", true},
+		{"a newer Go keeps a packed one", func(_ string, s *Stamp) { s.Origin = OriginPack }, "", "go1.26.2", false},
+		{"a newer Go keeps a mirror's", func(_ string, s *Stamp) { s.Origin = OriginMirror }, "", "go1.26.2", false},
+		{"no Go version in common, packed", func(_ string, s *Stamp) { s.Origin, s.Go = OriginPack, "go1.27.0" }, "", "go1.26.1", false},
+		{"another recipe rebuilds even a packed one", func(_ string, s *Stamp) { s.Origin, s.Recipe = OriginPack, "0000000000000000" }, "", "go1.26.1", true},
+		{"another platform rebuilds", func(_ string, s *Stamp) { s.Platform = other() }, "", "go1.26.1", true},
+		// Release binaries as Fetch stamps them: kept while their versions
+		// are the pinned ones, whatever Go and recipe this tree has.
+		{"the pinned releases are kept", func(b string, s *Stamp) { *s = releaseStamp(Host(), releaseVersion(b)) }, "", "go1.26.2", false},
+		{"another release rebuilds", func(b string, s *Stamp) { *s = releaseStamp(Host(), "v1.0.0") }, "", "go1.26.1", true},
+		{"a release for another platform rebuilds", func(b string, s *Stamp) { *s = releaseStamp(other(), releaseVersion(b)) }, "", "go1.26.1", true},
 		{"an older script's stamp rebuilds", nil, "0123456789abcdef\n", "go1.26.1", true},
 		// The stamp the script wrote before it named recipe and platform:
 		// taken (and rewritten) while it holds, if git can show that script.
@@ -210,5 +228,70 @@ func TestUnpackedNeedsNoRebuild(t *testing.T) {
 	}
 	if out, built := s.run(t, "go1.26.9"); len(built) != 0 {
 		t.Fatalf("the build script rebuilt %v after unpack:\n%s", built, out)
+	}
+}
+
+// releaseVersion is the release version Fetch installs binary b at.
+func releaseVersion(b string) string {
+	arts, err := Official.releaseArtifacts(Host(), []string{b})
+	if err != nil {
+		panic(err)
+	}
+	return arts[0].Version
+}
+
+// TestScriptOneBuild: what is missing is built by one go build, each binary
+// with its own -ldflags by package pattern (so the binaries are the ones a
+// go build per binary made); what is up to date is left alone.
+func TestScriptOneBuild(t *testing.T) {
+	s := newScriptEnv(t)
+	out, built := s.run(t, "go1.26.1")
+	if len(built) != len(Binaries) || !strings.Contains(out, "in one go build") {
+		t.Fatalf("built %v\n%s", built, out)
+	}
+	flags, err := os.ReadFile(s.log + ".flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"-ldflags=k8s.io/kubernetes/cmd/kube-apiserver=-s -w  -X k8s.io/component-base/version.gitVersion=" + KubeVersion,
+		"-ldflags=./etcd=-s -w\n",
+		"-ldflags=sigs.k8s.io/kwok/cmd/kwok=-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=" + strings.TrimPrefix(KwokVersion, "v"),
+	} {
+		if !strings.Contains(string(flags), want) {
+			t.Errorf("the go build had no %q:\n%s", want, flags)
+		}
+	}
+	if err := os.Remove(filepath.Join(s.hostDir(), "kwok")); err != nil {
+		t.Fatal(err)
+	}
+	if out, built := s.run(t, "go1.26.1"); len(built) != 1 || !strings.Contains(out, "building kwok for") {
+		t.Fatalf("after removing kwok, built %v\n%s", built, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.hostDir(), ".build.*")); len(left) != 0 {
+		t.Errorf("staging left behind: %v", left)
+	}
+}
+
+// The versions the release fetch pins are the ones the source build pins.
+func TestPinnedVersions(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", BuildScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "scripts", "controlplane", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{string(script), "readonly KUBE_VERSION=" + KubeVersion + "\n"},
+		{string(script), "readonly KWOK_VERSION=" + KwokVersion + "\n"},
+		{string(script), "readonly ETCD_VERSION=" + EtcdVersion + " "},
+		{string(gomod), "require go.etcd.io/etcd/server/v3 " + EtcdVersion + "\n"},
+		{string(gomod), "sigs.k8s.io/kwok " + KwokVersion},
+	} {
+		if !strings.Contains(tc.in, tc.want) {
+			t.Errorf("want %q pinned", tc.want)
+		}
 	}
 }
