@@ -106,7 +106,11 @@ kube_ldflags="-s -w \
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} \
  -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
 # Every binary is built the same way, for any platform, with CGO_ENABLED=0.
-readonly go_build=(go build -trimpath)
+# -dwarf=false: the compiler makes no debug info, which the linker's -w would
+# throw away anyway; a quarter of the compile time on a cold cache (448 s →
+# 336 s on 2 cores). The build info records the flag, so the bytes differ
+# from a build without it; the sources and optimizations are the same.
+readonly go_build=(go build -trimpath -gcflags=all=-dwarf=false)
 
 # name|package|ldflags, in the order the sandbox needs them. Built by default.
 # (A package's last element is its binary's name: go build -o DIR/ names it so.)

@@ -19,7 +19,7 @@ import (
 // TestPackUnpackOffline is an instructor's archive on a student's machine:
 // rlab assets pack for this platform (the control plane reused from the
 // cache, rlab built), then, with no Go on PATH, GOPROXY=off, an empty home
-// and a working directory outside the source tree, the README's two
+// and a working directory outside the source tree, docs/instructor.md's two
 // commands: tar takes rlab out, rlab unpacks the rest. The unpacked rlab
 // then starts the sandbox, with nothing built.
 func TestPackUnpackOffline(t *testing.T) {
@@ -77,7 +77,7 @@ func TestPackUnpackOffline(t *testing.T) {
 
 	r := startRunOf(t, rlab, e, "--operators", "none", "--for", "10m")
 	r.waitStderr(t, readyLine, 3*time.Minute)
-	for _, s := range []string{"not built", "building", "control plane built"} {
+	for _, s := range []string{"not built", "not installed", "building", "fetching", "control plane built"} {
 		if strings.Contains(r.stderr.String(), s) {
 			t.Errorf("the unpacked rlab built something (%q):\n%s", s, r.stderr)
 		}

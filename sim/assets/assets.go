@@ -279,8 +279,16 @@ func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptio
 	fo := FetchOptions{Dir: dir, Names: names, From: src.URL, Upstream: o.Upstream, Timeouts: o.Timeouts, Progress: out}
 	res, err := Fetch(ctx, fo)
 	if err == nil {
-		fmt.Fprintf(out, "fetched %d binaries (%s) in %.1fs; %d already installed\n",
-			len(res.Installed), MB(res.Bytes()), res.Elapsed.Seconds(), len(res.Present))
+		if len(res.Installed) > 0 {
+			fmt.Fprintf(out, "fetched %d binaries (%s) in %.1fs; %d already installed\n",
+				len(res.Installed), MB(res.Bytes()), res.Elapsed.Seconds(), len(res.Present))
+		}
+		// Binaries built here are the build script's to judge: it rebuilds
+		// them when their recipe or this Go changed, as `make assets` always
+		// did. (Fetch keeps whatever it did not fetch.)
+		if here := builtHere(dir, res.Present); src.Kind == "auto" && len(here) > 0 {
+			return build(ctx, here)
+		}
 		return nil
 	}
 	if src.Kind != "auto" || ctx.Err() != nil {
@@ -299,4 +307,16 @@ func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptio
 		fmt.Fprintf(out, "release download failed: %v\nbuilding %s from source instead\n", err, strings.Join(rest, ", "))
 	}
 	return build(ctx, rest)
+}
+
+// builtHere are those of names in dir whose stamp says they were built on
+// this machine.
+func builtHere(dir string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if s, err := ReadStamp(filepath.Join(dir, n)); err == nil && s.Origin == OriginBuild {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -446,7 +446,7 @@ func (f *fetcher) install(ctx context.Context, a artifact, want string) (*Fetche
 		return nil, err
 	}
 	el := time.Since(start)
-	fmt.Fprintf(f.out, "  %-24s %9s in %5.1fs (%s), sha256 %s… as published\n", a.Name, MB(n), el.Seconds(), rate(n, el), want[:12])
+	fmt.Fprintf(f.out, "  %-24s %9s in %5.1fs (%s), sha256 %s… checked\n", a.Name, MB(n), el.Seconds(), rate(n, el), want[:12])
 	return &FetchedFile{Name: a.Name, Bytes: n, SHA256: want, Elapsed: el}, nil
 }
 

@@ -325,3 +325,43 @@ func TestParseSource(t *testing.T) {
 		}
 	}
 }
+
+// What was built here stays the build script's to judge (it rebuilds what a
+// new recipe or Go makes stale); what was fetched is not handed to it.
+func TestGetBuiltHere(t *testing.T) {
+	for _, tc := range []struct {
+		origin    string
+		wantBuilt []string
+	}{
+		{OriginBuild, Binaries},
+		{OriginRelease, nil},
+		{OriginMirror, nil},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			u := newUpstream(t)
+			dir := t.TempDir()
+			for _, b := range Binaries {
+				if err := os.WriteFile(filepath.Join(dir, b), binaryBody(b, Host()), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				s := Stamp{Recipe: "0123456789abcdef", Platform: Host(), Go: "go1.26.1", Origin: tc.origin}
+				if tc.origin == OriginRelease {
+					s = releaseStamp(Host(), releaseVersion(b))
+				}
+				if err := writeStamp(filepath.Join(dir, b), s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var built []string
+			var out bytes.Buffer
+			err := GetWith(t.Context(), envOf(nil), dir, &out, GetOptions{Upstream: u.layout(), Timeouts: testTimeouts,
+				Build: func(_ context.Context, names []string) error { built = names; return nil }})
+			if err != nil || !slices.Equal(built, tc.wantBuilt) {
+				t.Errorf("Get: %v; built %v, want %v\n%s", err, built, tc.wantBuilt, out.String())
+			}
+			if d := u.downloads(); len(d) != 0 {
+				t.Errorf("downloaded %v", d)
+			}
+		})
+	}
+}
