@@ -86,7 +86,7 @@ bench: assets ## Measure start-up, GC, per style (convergence, drift repair, API
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./tui/ ./lessons/ ./sim/world/
 
 .PHONY: bench-rlab
-bench-rlab: build assets ## rlab bench: every figure of the README's speed table, start-up alternated with kwokctl (built first)
+bench-rlab: build assets ## rlab bench: every figure of docs/reference.md's speed table, start-up alternated with kwokctl (built first)
 	$(BIN) bench --rounds 5 --kwokctl "$$(bash scripts/build-kwokctl.sh)"
 
 .PHONY: bench-backends

@@ -15,7 +15,7 @@ import (
 
 // TestBench runs `rlab bench` small (one start, two edits and drifts, five
 // Echoes per style at the defaults and tuned, 15 s at rest: three of the shell loop's 5 s polls) and checks that every figure was measured and makes
-// sense: the report is what the README's numbers come from.
+// sense: the report is what docs/reference.md's numbers come from.
 func TestBench(t *testing.T) {
 	e := newSandboxEnv(t)
 	file := filepath.Join(t.TempDir(), "bench.json")

@@ -433,7 +433,7 @@ func TestPackedArchiveUnpacks(t *testing.T) {
 	if _, err := Unpack(context.Background(), UnpackOptions{Env: u.env, Archive: archive}); err != nil {
 		t.Fatal(err)
 	}
-	// Any tar reads it too: the bootstrap step of README's instructions.
+	// Any tar reads it too: the bootstrap step of docs/instructor.md's instructions.
 	if tarBin, err := exec.LookPath("tar"); err == nil {
 		out, err := exec.Command(tarBin, "-tzf", archive).CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), ManifestName+"\n") || !strings.Contains(string(out), rlabPath(Host())+"\n") {
