@@ -136,7 +136,8 @@ the rest. Progress (bytes, rate) goes to stderr, the directory to stdout.`,
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
 			dir := assets.PlatformDir(os.Getenv, p)
-			res, err := assets.Fetch(ctx, assets.FetchOptions{Dir: dir, Platform: p, From: from, Progress: cmd.ErrOrStderr()})
+			res, err := assets.Fetch(ctx, assets.FetchOptions{Dir: dir, Platform: p, From: from, Progress: cmd.ErrOrStderr(),
+				GitHubToken: os.Getenv("GITHUB_TOKEN")})
 			if res != nil && len(res.Installed) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "fetched %d binaries (%s) in %.1fs\n", len(res.Installed), assets.MB(res.Bytes()), res.Elapsed.Seconds())
 			}
@@ -184,7 +185,7 @@ with its sha256, which the student's rlab checks. Runs until interrupted.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "0.0.0.0:8080", "HOST:PORT to listen on")
-	cmd.Flags().StringVar(&archive, "archive", "", "serve this `rlab assets pack` archive instead of the cache")
+	cmd.Flags().StringVar(&archive, "archive", "", "serve this `FILE`, an archive made by rlab assets pack, instead of the cache")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // pathWarning says what is wrong, and the line that fixes it, when typing
@@ -20,6 +21,9 @@ func pathWarning(path, self string) string {
 	}
 	dir := filepath.Dir(self)
 	fix := fmt.Sprintf(`export PATH="%s:$PATH"`, dir)
+	if strings.HasPrefix(filepath.Base(filepath.Dir(dir)), "go-build") { // go run: a directory that will be gone
+		fix = "`make install` in rlab's checkout"
+	}
 	found := lookIn(path, "rlab")
 	if found == "" {
 		return fmt.Sprintf("rlab is not on your PATH, and the lessons type `rlab …`: in the terminal where you type them, run  %s  (or `make install` once, in rlab's checkout)", fix)

@@ -77,7 +77,7 @@ func TestPackUnpackOffline(t *testing.T) {
 
 	r := startRunOf(t, rlab, e, "--operators", "none", "--for", "10m")
 	r.waitStderr(t, readyLine, 3*time.Minute)
-	for _, s := range []string{"not built", "not installed", "building", "fetching", "control plane built"} {
+	for _, s := range []string{"not built", "not installed", "building", "fetching", "control plane built", "control plane installed"} {
 		if strings.Contains(r.stderr.String(), s) {
 			t.Errorf("the unpacked rlab built something (%q):\n%s", s, r.stderr)
 		}

@@ -101,6 +101,11 @@ func (m *Manifest) check() error {
 	}
 	seen := map[string]bool{}
 	for _, pf := range m.Platforms {
+		// A platform names directories: only the known ones, so that no
+		// entry's path leaves where it is unpacked.
+		if !slices.Contains(Supported, pf.Platform) {
+			return fmt.Errorf("the manifest lists platform %q, which rlab is not built for (%s)", pf.Platform, joinPlatforms(Supported))
+		}
 		want := []string{rlabPath(pf.Platform)}
 		for _, b := range Binaries {
 			want = append(want, controlPlanePath(pf.Platform, b))

@@ -347,6 +347,19 @@ func TestUnpackRefuses(t *testing.T) {
 			},
 			want: []string{"manifest.json", "files for " + string(Host()) + " lack " + hostKwok}, wantType: &CorruptError{},
 		},
+		{
+			// Its directories would leave where the archive is unpacked
+			// (rlab assets serve --archive unpacks every platform).
+			name: "a manifest with a platform that climbs out",
+			make: func() (*Manifest, []entry) {
+				ps, order := base()
+				evil := Platform("linux/../../../tmp/x")
+				ps[evil] = fakeEntries(evil, "0123456789abcdef")
+				order = append(order, evil)
+				return manifestOf(ps, order...), all(ps, order)
+			},
+			want: []string{"manifest.json", `platform "linux/../../../tmp/x", which rlab is not built for`}, wantType: &CorruptError{},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,6 +123,11 @@ func SourceRoot(env Env) (string, error) {
 		starts = append(starts, wd)
 	}
 	if exe, err := os.Executable(); err == nil {
+		// make install's link in ~/.local/bin is not the checkout's bin/
+		// (on macOS, os.Executable does not resolve it).
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
 		starts = append(starts, filepath.Dir(exe))
 	}
 	for _, s := range starts {
@@ -250,12 +255,16 @@ type GetOptions struct {
 	Timeouts Timeouts
 	// Build replaces the source build (tests: a fake that records names).
 	Build func(ctx context.Context, names []string) error
+	// Stamp replaces asking the build script for the stamp it would write.
+	Stamp func(ctx context.Context) (Stamp, error)
 }
 
 // Get installs the binaries names (default all) into dir from the source
-// $RLAB_ASSETS_SOURCE names: by default the official releases, each checked
+// $RLAB_ASSETS_SOURCE names: by default the release downloads, each checked
 // against its published sha256, and, for whatever they could not give (no
-// network, a checksum that does not match), the source build.
+// network, no release for the platform, a checksum that does not match), the
+// source build. Binaries built here (or unpacked) that the build script would
+// rebuild, since its recipe or this Go changed, are fetched anew too.
 func Get(ctx context.Context, env Env, dir string, out io.Writer, names ...string) error {
 	return GetWith(ctx, env, dir, out, GetOptions{}, names...)
 }
@@ -276,19 +285,22 @@ func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptio
 	if src.Kind == "source" {
 		return build(ctx, names)
 	}
-	fo := FetchOptions{Dir: dir, Names: names, From: src.URL, Upstream: o.Upstream, Timeouts: o.Timeouts, Progress: out}
+	stampOf := o.Stamp
+	if stampOf == nil {
+		stampOf = func(ctx context.Context) (Stamp, error) { return scriptStamp(ctx, env, dir) }
+	}
+	stale := staleBuilt(ctx, dir, names, stampOf)
+	if len(stale) > 0 {
+		fmt.Fprintf(out, "%s: built or unpacked for another recipe or Go; getting them anew\n", strings.Join(stale, ", "))
+	}
+	fo := FetchOptions{Dir: dir, Names: names, From: src.URL, Upstream: o.Upstream, Timeouts: o.Timeouts, Progress: out,
+		GitHubToken: env("GITHUB_TOKEN"), Replace: stale}
 	res, err := Fetch(ctx, fo)
+	if len(res.Installed) > 0 {
+		fmt.Fprintf(out, "fetched %d binaries (%s) in %.1fs; %d already installed\n",
+			len(res.Installed), MB(res.Bytes()), res.Elapsed.Seconds(), len(res.Present))
+	}
 	if err == nil {
-		if len(res.Installed) > 0 {
-			fmt.Fprintf(out, "fetched %d binaries (%s) in %.1fs; %d already installed\n",
-				len(res.Installed), MB(res.Bytes()), res.Elapsed.Seconds(), len(res.Present))
-		}
-		// Binaries built here are the build script's to judge: it rebuilds
-		// them when their recipe or this Go changed, as `make assets` always
-		// did. (Fetch keeps whatever it did not fetch.)
-		if here := builtHere(dir, res.Present); src.Kind == "auto" && len(here) > 0 {
-			return build(ctx, here)
-		}
 		return nil
 	}
 	if src.Kind != "auto" || ctx.Err() != nil {
@@ -300,6 +312,9 @@ func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptio
 			rest = append(rest, n)
 		}
 	}
+	if len(rest) == 0 { // the script would take "none" for "every one"
+		return err
+	}
 	var un *UnreachableError
 	if errors.As(err, &un) {
 		fmt.Fprintf(out, "no release download: %v; building from source instead (%s=source skips this look)\n", un.Err, SourceEnv)
@@ -309,14 +324,43 @@ func GetWith(ctx context.Context, env Env, dir string, out io.Writer, o GetOptio
 	return build(ctx, rest)
 }
 
-// builtHere are those of names in dir whose stamp says they were built on
-// this machine.
-func builtHere(dir string, names []string) []string {
-	var out []string
+// staleBuilt are those of names in dir, built here or unpacked, that the
+// build script would rebuild: their recipe is not the current one, or (built
+// here) this Go is not the one that built them (the script's rule, in
+// scripts/build-controlplane.sh). None when the script cannot say (no Go, no
+// source tree): then nothing could rebuild them either.
+func staleBuilt(ctx context.Context, dir string, names []string, current func(context.Context) (Stamp, error)) []string {
+	var mine []string
+	stamps := map[string]Stamp{}
 	for _, n := range names {
-		if s, err := ReadStamp(filepath.Join(dir, n)); err == nil && s.Origin == OriginBuild {
+		if s, err := ReadStamp(filepath.Join(dir, n)); err == nil && s.Origin != OriginRelease {
+			mine = append(mine, n)
+			stamps[n] = s
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	cur, err := current(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range mine {
+		s := stamps[n]
+		if s.Platform != cur.Platform || s.Recipe != cur.Recipe || (s.Origin == OriginBuild && s.Go != cur.Go) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// scriptStamp is the stamp the build script would write for this platform
+// (its --print-stamp).
+func scriptStamp(ctx context.Context, env Env, dir string) (Stamp, error) {
+	var b strings.Builder
+	if err := runScript(ctx, env, BuildScript, dir, &b, "--print-stamp"); err != nil {
+		return Stamp{}, err
+	}
+	return ParseStamp(strings.TrimSpace(b.String()))
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,12 @@ type FetchOptions struct {
 	Progress io.Writer
 	// Parallel downloads at once; default 3.
 	Parallel int
+	// Replace are binaries to fetch even though they are there (stale
+	// builds: see Get).
+	Replace []string
+	// GitHubToken, if set, is sent to GitHub's API (for its rate limit:
+	// 60 requests an hour to an address without one).
+	GitHubToken string
 }
 
 // Fetched says what a fetch did.
@@ -130,13 +137,23 @@ type StatusError struct {
 	URL    string
 	Status string
 	Code   int
+	Hint   string // what to do, when known
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
+func (e *StatusError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("GET %s: %s: %s", e.URL, e.Status, e.Hint)
+	}
+	return fmt.Sprintf("GET %s: %s", e.URL, e.Status)
+}
 
 // Fetch installs the binaries of o.Names that are not already up to date in
-// o.Dir. On error, what was installed stays installed (each file whole) and
-// Fetched lists it; the caller may build the rest.
+// o.Dir. Each binary is got on its own: one that cannot be had (no release
+// for the platform, no checksum published, a download refused) is an error
+// of its own, joined with the others', and the rest are installed. When the
+// source cannot be reached at all, the error is one *UnreachableError. What
+// was installed stays installed (each file whole) and Fetched lists it; the
+// caller may build the rest.
 func Fetch(ctx context.Context, o FetchOptions) (*Fetched, error) {
 	start := time.Now()
 	if o.Platform == "" {
@@ -158,19 +175,12 @@ func Fetch(ctx context.Context, o FetchOptions) (*Fetched, error) {
 		o.Progress = io.Discard
 	}
 	f := &fetcher{o: o, client: newClient(o.Timeouts), out: &lockedWriter{w: o.Progress}}
+	defer f.client.CloseIdleConnections()
 	res := &Fetched{Dir: o.Dir}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return res, err
-	}
-	unlock, err := lockDir(ctx, o.Dir, f.out)
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
-	removeTemps(o.Dir)
 
-	what := "the official release downloads"
+	what := "the release downloads"
 	var arts []artifact
+	var err error
 	if o.From != "" {
 		what = "the mirror " + o.From
 		arts, err = f.mirrorArtifacts(ctx)
@@ -180,49 +190,69 @@ func Fetch(ctx context.Context, o FetchOptions) (*Fetched, error) {
 	if err != nil {
 		return res, f.classify(what, err)
 	}
-	var todo []artifact
-	for _, a := range arts {
-		if f.upToDate(a) {
-			res.Present = append(res.Present, a.Name)
-		} else {
-			todo = append(todo, a)
-		}
-	}
+	todo := f.missing(arts, nil)
 	if len(todo) == 0 {
+		res.Present = o.Names
 		res.Elapsed = time.Since(start)
 		return res, nil
 	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return res, err
+	}
+	unlock, err := lockDir(ctx, o.Dir, f.out)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	removeTemps(o.Dir)
+	todo = f.missing(arts, &res.Present) // another rlab may have fetched them meanwhile
 
-	// The published sums first: small requests, and the first answer (or
-	// none) says whether the source is there at all.
+	// The published sums first: small requests, and their answers (or
+	// none) say whether the source is there at all.
 	sums := map[string]string{}
+	var ready []artifact
+	var errs []error
+	unreachable := 0
 	for _, a := range todo {
 		s, err := f.sum(ctx, a.Sum)
 		if err != nil {
+			err = f.classify(what, err)
 			var un *UnreachableError
-			if err := f.classify(what, err); errors.As(err, &un) {
-				return res, err
+			if errors.As(err, &un) {
+				unreachable++
+				if unreachable == len(todo) {
+					return res, err // nothing answered: one line says so
+				}
 			}
-			return res, fmt.Errorf("%s for %s: its published sha256 (%s): %w", a.Name, o.Platform, a.Sum, err)
+			errs = append(errs, fmt.Errorf("%s for %s: its published sha256 (%s): %w", a.Name, o.Platform, a.Sum, err))
+			continue
 		}
 		sums[a.Name] = s
+		ready = append(ready, a)
 	}
-	fmt.Fprintf(f.out, "fetching %d of %d binaries for %s from %s into %s\n", len(todo), len(arts), o.Platform, f.from(), o.Dir)
+	if len(ready) > 0 {
+		fmt.Fprintf(f.out, "fetching %d of %d binaries for %s from %s into %s\n", len(ready), len(arts), o.Platform, f.from(), o.Dir)
+	}
+	for _, a := range ready {
+		if a.Unofficial {
+			fmt.Fprintf(f.out, "  %s: Kubernetes releases no %s for %s; taking kwokctl's, from kwok-ci/k8s (not the Kubernetes project's)\n", a.Name, a.Name, o.Platform)
+		}
+	}
 
-	done := make([]*FetchedFile, len(todo))
-	errs := make([]error, len(todo))
+	done := make([]*FetchedFile, len(ready))
+	derrs := make([]error, len(ready))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
-	for i, a := range todo {
+	for i, a := range ready {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			case <-ctx.Done():
-				errs[i] = ctx.Err()
+				derrs[i] = ctx.Err()
 				return
 			}
-			done[i], errs[i] = f.install(ctx, a, sums[a.Name])
+			done[i], derrs[i] = f.install(ctx, a, sums[a.Name])
 		})
 	}
 	wg.Wait()
@@ -232,7 +262,23 @@ func Fetch(ctx context.Context, o FetchOptions) (*Fetched, error) {
 		}
 	}
 	res.Elapsed = time.Since(start)
-	return res, errors.Join(errs...)
+	return res, errors.Join(append(errs, derrs...)...)
+}
+
+// missing are the artifacts not up to date in the directory; the others'
+// names are added to present, if given.
+func (f *fetcher) missing(arts []artifact, present *[]string) []artifact {
+	var out []artifact
+	for _, a := range arts {
+		if f.upToDate(a) {
+			if present != nil {
+				*present = append(*present, a.Name)
+			}
+		} else {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 type fetcher struct {
@@ -243,6 +289,7 @@ type fetcher struct {
 	mu     sync.Mutex
 	bodies map[string][]byte // sum lists and API answers, fetched once
 	stamps map[string]Stamp  // a mirror's stamps, by binary
+	down   map[string]error  // hosts that did not answer: not asked again
 }
 
 func (f *fetcher) from() string {
@@ -255,6 +302,10 @@ func (f *fetcher) from() string {
 // classify turns the first failed request into an UnreachableError when the
 // source did not answer at all.
 func (f *fetcher) classify(what string, err error) error {
+	var un *UnreachableError
+	if errors.As(err, &un) {
+		return err
+	}
 	var se *StatusError
 	if errors.As(err, &se) || errors.Is(err, context.Canceled) {
 		return err
@@ -272,6 +323,9 @@ func (f *fetcher) classify(what string, err error) error {
 // release, from this one. Binaries built here or unpacked are the build
 // script's to judge, and are kept.
 func (f *fetcher) upToDate(a artifact) bool {
+	if slices.Contains(f.o.Replace, a.Name) {
+		return false
+	}
 	path := filepath.Join(f.o.Dir, a.Name)
 	st, err := os.Stat(path)
 	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
@@ -294,14 +348,39 @@ func (f *fetcher) get(ctx context.Context, url string) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	down := f.down[req.URL.Host]
+	f.mu.Unlock()
+	if down != nil {
+		return nil, down
+	}
 	req.Header.Set("User-Agent", "rlab-assets")
+	api := f.o.From == "" && strings.HasPrefix(url, strings.TrimSuffix(f.o.Upstream.GitHubAPI, "/")+"/")
+	if api {
+		req.Header.Set("Accept", "application/vnd.github+json")
+		if f.o.GitHubToken != "" {
+			req.Header.Set("Authorization", "Bearer "+f.o.GitHubToken)
+		}
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
+		if ctx.Err() == nil && f.classify("", err) != err {
+			f.mu.Lock()
+			if f.down == nil {
+				f.down = map[string]error{}
+			}
+			f.down[req.URL.Host] = err
+			f.mu.Unlock()
+		}
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, &StatusError{URL: url, Status: resp.Status, Code: resp.StatusCode}
+		se := &StatusError{URL: url, Status: resp.Status, Code: resp.StatusCode}
+		if api && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) && resp.Header.Get("X-RateLimit-Remaining") == "0" {
+			se.Hint = "GitHub's API answers 60 requests an hour to an address without a token (a classroom shares one): set GITHUB_TOKEN, or fetch from a classroom mirror"
+		}
+		return nil, se
 	}
 	return resp, nil
 }
@@ -439,6 +518,11 @@ func (f *fetcher) install(ctx context.Context, a artifact, want string) (*Fetche
 		return nil, err
 	}
 	dst := filepath.Join(f.o.Dir, a.Name)
+	// The old stamp goes first: a binary with no stamp is one the build
+	// script judges stale, never one that looks like what it replaced.
+	if err := os.Remove(dst + ".stamp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	if err := os.Rename(bin, dst); err != nil {
 		return nil, err
 	}
@@ -602,7 +686,8 @@ func writeStampAtomic(path string, s Stamp) error {
 // removeTemps deletes what a killed fetch left (its lock is held).
 func removeTemps(dir string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, ".*.fetch-*"))
-	for _, t := range tmps {
+	stamps, _ := filepath.Glob(filepath.Join(dir, "*.stamp.tmp"))
+	for _, t := range append(tmps, stamps...) {
 		_ = os.Remove(t)
 	}
 }

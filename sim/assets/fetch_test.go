@@ -71,6 +71,14 @@ func TestFetchRelease(t *testing.T) {
 					t.Errorf("progress lacks %q:\n%s", want, out)
 				}
 			}
+			// Kubernetes releases no server binaries for macOS: kwokctl's
+			// come from kwok-ci/k8s, and the progress says so.
+			if mac := strings.Contains(out, "from kwok-ci/k8s (not the Kubernetes project's)"); mac != (p.OS() == "darwin") {
+				t.Errorf("kwok-ci/k8s named: %v, on %s:\n%s", mac, p, out)
+			}
+			if p.OS() == "darwin" && u.count("/gh/kwok-ci/k8s/releases/download/"+KubeVersion+"-kwok.0-darwin-arm64/kube-apiserver") != 1 {
+				t.Errorf("kube-apiserver for darwin/arm64 not from kwok-ci/k8s: %v", u.requests)
+			}
 			// Again: nothing to do, nothing downloaded.
 			before := u.downloads()
 			res, _, err = fetchInto(t, u, dir, p)
@@ -81,6 +89,17 @@ func TestFetchRelease(t *testing.T) {
 				t.Errorf("second Fetch downloaded: %v → %v", before, after)
 			}
 		})
+	}
+}
+
+// A GitHub token, when given, goes to GitHub's API (for its rate limit).
+func TestFetchGitHubToken(t *testing.T) {
+	u := newUpstream(t)
+	if _, err := Fetch(t.Context(), FetchOptions{Dir: t.TempDir(), Upstream: u.layout(), Timeouts: testTimeouts, GitHubToken: "t0ken"}); err != nil {
+		t.Fatal(err)
+	}
+	if u.auth != "Bearer t0ken" {
+		t.Errorf("GitHub's API saw Authorization %q", u.auth)
 	}
 }
 
@@ -179,7 +198,7 @@ func TestFetchUnreachable(t *testing.T) {
 				t.Fatalf("error = %v, want an UnreachableError", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") ||
-				!strings.HasPrefix(msg, "the official release downloads cannot be reached: ") {
+				!strings.HasPrefix(msg, "the release downloads cannot be reached: ") {
 				t.Errorf("error = %q, want one line with %q", msg, tc.want)
 			}
 			if took > 5*time.Second {
@@ -272,8 +291,14 @@ func TestGetFallsBack(t *testing.T) {
 			[]string{"no release download: ", "timeout awaiting response headers", "building from source instead (RLAB_ASSETS_SOURCE=source skips this look)"}},
 		{"one refused: built alone", "", func(u *upstream) { u.wrongSum["kubectl"] = true }, []string{"kubectl"}, "",
 			[]string{"release download failed: kubectl refused", "building kubectl from source instead"}},
-		{"release only: no build", "release", func(u *upstream) { u.hang = true }, nil, "RLAB_ASSETS_SOURCE=release: the official release downloads cannot be reached", nil},
+		{"release only: no build", "release", func(u *upstream) { u.hang = true }, nil, "RLAB_ASSETS_SOURCE=release: the release downloads cannot be reached", nil},
 		{"source only: no request", "source", func(*upstream) {}, Binaries, "", nil},
+		// One binary that cannot be had does not send the others to the
+		// source build.
+		{"no digest for kwok: built alone", "", func(u *upstream) { u.dropDigests(t) }, []string{"kwok"}, "",
+			[]string{"kwok for " + string(Host()) + ": its published sha256", "publishes no sha256 digest for kwok-", "building kwok from source instead", "fetched 5 binaries"}},
+		{"GitHub's rate limit: kwok built alone", "", func(u *upstream) { u.limited = true }, []string{"kwok"}, "",
+			[]string{"403 Forbidden: GitHub's API answers 60 requests an hour", "set GITHUB_TOKEN", "building kwok from source instead"}},
 		{"a bad source", "ftp://x", func(*upstream) {}, nil, "RLAB_ASSETS_SOURCE=ftp://x: want release, source, or a classroom mirror's URL", nil},
 	}
 	for _, tc := range tests {
@@ -326,41 +351,52 @@ func TestParseSource(t *testing.T) {
 	}
 }
 
-// What was built here stays the build script's to judge (it rebuilds what a
-// new recipe or Go makes stale); what was fetched is not handed to it.
-func TestGetBuiltHere(t *testing.T) {
+// Binaries built here or unpacked that the build script would rebuild (a
+// new recipe, or for those built here a new Go) are fetched anew; current
+// ones and release binaries are kept.
+func TestGetStale(t *testing.T) {
+	cur := Stamp{Recipe: "0123456789abcdef", Platform: Host(), Go: "go1.26.1", Origin: OriginBuild}
 	for _, tc := range []struct {
-		origin    string
-		wantBuilt []string
+		name  string
+		stamp func(b string) Stamp
+		stale bool
 	}{
-		{OriginBuild, Binaries},
-		{OriginRelease, nil},
-		{OriginMirror, nil},
+		{"built here, current", func(string) Stamp { return cur }, false},
+		{"built here, another Go", func(string) Stamp { s := cur; s.Go = "go1.25.0"; return s }, true},
+		{"built here, another recipe", func(string) Stamp { s := cur; s.Recipe = "fedcba9876543210"; return s }, true},
+		{"unpacked, another Go", func(string) Stamp { s := cur; s.Origin, s.Go = OriginPack, "go1.25.0"; return s }, false},
+		{"from a mirror, another recipe", func(string) Stamp { s := cur; s.Origin, s.Recipe = OriginMirror, "fedcba9876543210"; return s }, true},
+		{"a release", func(b string) Stamp { return releaseStamp(Host(), releaseVersion(b)) }, false},
 	} {
-		t.Run(tc.origin, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			u := newUpstream(t)
 			dir := t.TempDir()
 			for _, b := range Binaries {
-				if err := os.WriteFile(filepath.Join(dir, b), binaryBody(b, Host()), 0o755); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, b), []byte("old"), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				s := Stamp{Recipe: "0123456789abcdef", Platform: Host(), Go: "go1.26.1", Origin: tc.origin}
-				if tc.origin == OriginRelease {
-					s = releaseStamp(Host(), releaseVersion(b))
-				}
-				if err := writeStamp(filepath.Join(dir, b), s); err != nil {
+				if err := writeStamp(filepath.Join(dir, b), tc.stamp(b)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var built []string
 			var out bytes.Buffer
 			err := GetWith(t.Context(), envOf(nil), dir, &out, GetOptions{Upstream: u.layout(), Timeouts: testTimeouts,
-				Build: func(_ context.Context, names []string) error { built = names; return nil }})
-			if err != nil || !slices.Equal(built, tc.wantBuilt) {
-				t.Errorf("Get: %v; built %v, want %v\n%s", err, built, tc.wantBuilt, out.String())
+				Build: func(_ context.Context, names []string) error { built = names; return nil },
+				Stamp: func(context.Context) (Stamp, error) { return cur, nil }})
+			if err != nil || len(built) != 0 {
+				t.Fatalf("Get: %v; built %v\n%s", err, built, out.String())
 			}
-			if d := u.downloads(); len(d) != 0 {
-				t.Errorf("downloaded %v", d)
+			n := 0
+			for _, c := range u.downloads() {
+				n += c
+			}
+			if tc.stale {
+				if got := installedNames(t, dir, Host()); len(got) != len(Binaries) || n != len(Binaries) {
+					t.Errorf("fetched anew %v (%d downloads), want all\n%s", got, n, out.String())
+				}
+			} else if n != 0 {
+				t.Errorf("downloaded %d binaries, want none\n%s", n, out.String())
 			}
 		})
 	}

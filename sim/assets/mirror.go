@@ -2,6 +2,8 @@ package assets
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +60,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		o.Log = io.Discard
 	}
 	var idx *MirrorIndex
-	var root string // files are at root/SLUG/controlplane/BIN
+	var files map[string]*os.File // by index path; open, so what is served is what was hashed
 	var err error
 	if o.Archive != "" {
 		tmp, terr := os.MkdirTemp("", "rlab-mirror-")
@@ -67,14 +69,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		defer os.RemoveAll(tmp)
 		fmt.Fprintf(o.Log, "checking %s and unpacking it into %s ...\n", o.Archive, tmp)
-		idx, err = archiveIndex(ctx, o.Archive, tmp)
-		root = tmp
+		idx, files, err = archiveIndex(ctx, o.Archive, tmp)
 	} else {
-		idx, root, err = cacheIndex(o.Env)
-		if err == nil {
-			defer os.RemoveAll(root) // its symlinks, not what they point at
-		}
+		idx, files, err = cacheIndex(o.Env)
 	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	if err != nil {
 		return err
 	}
@@ -82,10 +85,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	files := map[string]File{}
+	sizes := map[string]int64{}
 	for _, pf := range idx.Platforms {
 		for _, f := range pf.Files {
-			files[f.Path] = f
+			sizes[f.Path] = f.Size
 		}
 	}
 
@@ -107,10 +110,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return
 		}
 		start := time.Now()
-		http.ServeFile(w, r, filepath.Join(root, filepath.FromSlash(rel)))
+		// From the file opened when it was hashed: a build that replaces
+		// it meanwhile (a rename) does not change what students get.
+		http.ServeContent(w, r, path.Base(rel), time.Time{}, io.NewSectionReader(f, 0, sizes[rel]))
 		if r.Header.Get("Range") == "" {
 			served.Add(1)
-			fmt.Fprintf(o.Log, "served %s (%s) to %s in %.1fs\n", rel, MB(f.Size), r.RemoteAddr, time.Since(start).Seconds())
+			fmt.Fprintf(o.Log, "served %s (%s) to %s in %.1fs\n", rel, MB(sizes[rel]), r.RemoteAddr, time.Since(start).Seconds())
 		}
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -125,11 +130,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		fmt.Fprintf(o.Log, "serving the control plane %s for %s (%d files, %s)\n", idx.Kubernetes, pf.Platform, len(pf.Files), MB(size))
 	}
-	for _, u := range studentURLs(ln.Addr().(*net.TCPAddr)) {
+	urls := studentURLs(ln.Addr().(*net.TCPAddr))
+	for _, u := range urls {
 		fmt.Fprintf(o.Log, "students: rlab assets fetch --from %s\n", u)
 	}
+	if len(urls) == 0 {
+		fmt.Fprintf(o.Log, "no address of this machine but loopback: students cannot reach %s\n", addr)
+		urls = []string{"http://" + addr}
+	}
 	if o.Ready != nil {
-		o.Ready(addr)
+		o.Ready(strings.TrimPrefix(urls[0], "http://"))
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -140,68 +150,76 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close() // transfers still going after 5 s are cut
+	}
 	fmt.Fprintf(o.Log, "stopped after serving %d files\n", served.Load())
 	return nil
 }
 
 // studentURLs are the URLs students can use: the address listened on, or,
-// for an unspecified one (0.0.0.0, ::), each of this machine's addresses.
+// for an unspecified one (0.0.0.0, ::), each address of this machine's
+// interfaces but loopback, link-local ones and containers' bridges.
 func studentURLs(a *net.TCPAddr) []string {
 	if !a.IP.IsUnspecified() {
 		return []string{"http://" + a.String()}
 	}
 	var out []string
-	addrs, _ := net.InterfaceAddrs()
-	for _, ad := range addrs {
-		ipn, ok := ad.(*net.IPNet)
-		if !ok || ipn.IP.IsLinkLocalUnicast() || ipn.IP.To4() == nil && a.IP.To4() != nil {
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 || isBridge(ifc.Name) {
 			continue
 		}
-		out = append(out, "http://"+net.JoinHostPort(ipn.IP.String(), fmt.Sprint(a.Port)))
+		addrs, _ := ifc.Addrs()
+		for _, ad := range addrs {
+			ipn, ok := ad.(*net.IPNet)
+			if !ok || ipn.IP.IsLinkLocalUnicast() || (ipn.IP.To4() == nil && a.IP.To4() != nil) {
+				continue
+			}
+			out = append(out, "http://"+net.JoinHostPort(ipn.IP.String(), fmt.Sprint(a.Port)))
+		}
 	}
 	return out
 }
 
-// cacheIndex indexes the cache: the host's control plane and every other
-// platform's that was cross-built beside it, each only if complete.
-func cacheIndex(env Env) (*MirrorIndex, string, error) {
-	idx := &MirrorIndex{Format: MirrorFormat, Kubernetes: KubeVersion}
-	root, err := os.MkdirTemp("", "rlab-mirror-links-")
-	if err != nil {
-		return nil, "", err
+// isBridge: an interface of containers or VMs on this machine, not of the LAN.
+func isBridge(name string) bool {
+	for _, p := range []string{"docker", "br-", "veth", "virbr", "cni", "flannel", "kind"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
 	}
-	// The index names files SLUG/controlplane/BIN; the cache keeps them in
-	// per-platform directories, so root holds a symlink per platform.
+	return false
+}
+
+// cacheIndex indexes the cache: the host's control plane and every other
+// platform's that was fetched or cross-built beside it, each only if
+// complete; it returns the files open.
+func cacheIndex(env Env) (*MirrorIndex, map[string]*os.File, error) {
+	idx := &MirrorIndex{Format: MirrorFormat, Kubernetes: KubeVersion}
+	files := map[string]*os.File{}
 	var skipped []string
 	for _, p := range Supported {
 		dir := PlatformDir(env, p)
-		pf, err := platformFiles(dir, p)
+		pf, err := platformFiles(dir, p, files)
 		if err != nil {
 			if p == Host() || !errors.Is(err, os.ErrNotExist) {
 				skipped = append(skipped, fmt.Sprintf("%s (%v)", p, err))
 			}
 			continue
 		}
-		if err := os.Mkdir(filepath.Join(root, p.Slug()), 0o755); err != nil {
-			return nil, "", err
-		}
-		if err := os.Symlink(dir, filepath.Join(root, p.Slug(), "controlplane")); err != nil {
-			return nil, "", err
-		}
 		idx.Platforms = append(idx.Platforms, *pf)
 	}
 	if len(idx.Platforms) == 0 {
-		os.RemoveAll(root)
-		return nil, "", fmt.Errorf("nothing to serve: no complete control plane in the cache (%s); get it first with `rlab assets get`, or serve an archive with --archive",
+		return nil, files, fmt.Errorf("nothing to serve: no complete control plane in the cache (%s); get it first with `rlab assets get`, or serve an archive with --archive",
 			strings.Join(skipped, "; "))
 	}
-	return idx, root, nil
+	return idx, files, nil
 }
 
-// platformFiles hashes the Binaries in dir, which must all be there with a
-// stamp naming p.
-func platformFiles(dir string, p Platform) (*PlatformFile, error) {
+// platformFiles opens and hashes the Binaries in dir, which must all be
+// there with a stamp naming p, and adds them to files.
+func platformFiles(dir string, p Platform, files map[string]*os.File) (*PlatformFile, error) {
 	pf := &PlatformFile{Platform: p}
 	for _, b := range Binaries {
 		path := filepath.Join(dir, b)
@@ -212,17 +230,35 @@ func platformFiles(dir string, p Platform) (*PlatformFile, error) {
 		if s.Platform != p {
 			return nil, fmt.Errorf("%s is stamped for %s", path, s.Platform)
 		}
-		n, sum, err := hashFile(path)
+		file, err := indexFile(path, controlPlanePath(p, b), s.String(), files)
 		if err != nil {
 			return nil, err
 		}
-		pf.Files = append(pf.Files, File{Path: controlPlanePath(p, b), Size: n, SHA256: sum, Stamp: s.String()})
+		pf.Files = append(pf.Files, file)
 	}
 	return pf, nil
 }
 
-// archiveIndex checks an archive and unpacks its control planes under dir.
-func archiveIndex(ctx context.Context, archive, dir string) (*MirrorIndex, error) {
+// indexFile opens path, hashes it from the open file and keeps it in files
+// under entry.
+func indexFile(path, entry, stamp string, files map[string]*os.File) (File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return File{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		f.Close()
+		return File{}, err
+	}
+	files[entry] = f
+	return File{Path: entry, Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), Stamp: stamp}, nil
+}
+
+// archiveIndex checks an archive and unpacks its control planes under dir;
+// it returns the files open.
+func archiveIndex(ctx context.Context, archive, dir string) (*MirrorIndex, map[string]*os.File, error) {
 	m, _, err := readArchive(ctx, archive, func(m *Manifest) error {
 		if m.Kubernetes != KubeVersion {
 			return fmt.Errorf("%s holds Kubernetes %s, and this rlab serves %s: serve it with the rlab inside it", archive, m.Kubernetes, KubeVersion)
@@ -239,20 +275,26 @@ func archiveIndex(ctx context.Context, archive, dir string) (*MirrorIndex, error
 		}
 		return filepath.Join(dir, filepath.FromSlash(f.Path))
 	})
+	files := map[string]*os.File{}
 	if err != nil {
-		return nil, err
+		return nil, files, err
 	}
 	idx := &MirrorIndex{Format: MirrorFormat, Kubernetes: m.Kubernetes}
 	for _, pf := range m.Platforms {
 		out := PlatformFile{Platform: pf.Platform}
 		for _, f := range pf.Files {
-			if f.Stamp != "" {
-				out.Files = append(out.Files, f)
+			if f.Stamp == "" {
+				continue
 			}
+			file, err := indexFile(filepath.Join(dir, filepath.FromSlash(f.Path)), f.Path, f.Stamp, files)
+			if err != nil {
+				return nil, files, err
+			}
+			out.Files = append(out.Files, file)
 		}
 		idx.Platforms = append(idx.Platforms, out)
 	}
-	return idx, nil
+	return idx, files, nil
 }
 
 // mirrorArtifacts reads the mirror's index and lists this platform's binaries.

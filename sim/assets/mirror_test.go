@@ -112,13 +112,31 @@ func TestMirrorRefuses(t *testing.T) {
 		t.Errorf("no platform: %v", err)
 	}
 
-	// A file changed after the mirror indexed it: refused by its sum.
+	// A file replaced by rename after the mirror indexed it (as a build or
+	// a fetch does): the mirror still serves what it indexed.
 	env = cacheWith(t, Host())
 	url, _ = serveMirror(t, ServeOptions{Env: env})
-	if err := os.WriteFile(filepath.Join(OwnDir(env), "kwok"), []byte("changed"), 0o755); err != nil {
+	tmp := filepath.Join(OwnDir(env), ".kubectl.new")
+	if err := os.WriteFile(tmp, []byte("rebuilt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(OwnDir(env), "kubectl")); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	if _, err := Fetch(t.Context(), FetchOptions{Dir: dir, From: url, Timeouts: testTimeouts, Names: []string{"kubectl"}}); err != nil {
+		t.Errorf("after a rename in the cache: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "kubectl")); !bytes.Equal(got, binaryBody("kubectl", Host())) {
+		t.Errorf("kubectl fetched is not what the mirror indexed: %.20q", got)
+	}
+
+	// A file overwritten in place after the mirror indexed it: refused by
+	// its sum.
+	if err := os.WriteFile(filepath.Join(OwnDir(env), "kwok"), []byte("changed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
 	_, err = Fetch(t.Context(), FetchOptions{Dir: dir, From: url, Timeouts: testTimeouts})
 	var ce *ChecksumError
 	if !errors.As(err, &ce) || ce.Name != "kwok" || !strings.Contains(err.Error(), "the mirror's index publishes "+sumOf(binaryBody("kwok", Host()))) {

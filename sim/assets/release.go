@@ -9,17 +9,22 @@ import (
 // go.etcd.io/etcd/server/v3), and so the etcd release rlab fetches.
 const EtcdVersion = "v3.6.8"
 
-// Upstream says where the official releases are published: the same places
-// kwokctl's binary runtime downloads from (sigs.k8s.io/kwok's pkg/consts),
-// each a base URL so that a test can stand a local server in for all three.
+// Upstream says where the releases are published: the same places kwokctl's
+// binary runtime downloads from (sigs.k8s.io/kwok's pkg/config/vars.go and
+// pkg/consts), each a base URL so that a test can stand a local server in.
 type Upstream struct {
 	// Kube serves the Kubernetes release binaries and their .sha256 files:
 	// {Kube}/release/v1.36.3/bin/linux/amd64/kube-apiserver(.sha256).
+	// Kubernetes releases its server binaries for Linux only; for macOS,
+	// kubectl alone.
 	Kube string
 	// GitHub serves release assets: {GitHub}/OWNER/REPO/releases/download/TAG/NAME.
+	// etcd and kwok release there; so does kwok-ci/k8s, the unofficial
+	// macOS builds of kube-apiserver, kube-controller-manager and
+	// kube-scheduler that kwokctl downloads on a Mac (tag v1.36.3-kwok.0-darwin-arm64).
 	GitHub string
 	// GitHubAPI answers /repos/OWNER/REPO/releases/tags/TAG with each asset's
-	// sha256 "digest": kwok publishes no checksum file of its own.
+	// sha256 "digest": kwok and kwok-ci/k8s publish no checksum file.
 	GitHubAPI string
 }
 
@@ -33,6 +38,9 @@ type artifact struct {
 	Member  string // the binary's path inside the download when that is an archive ("" when it is the binary)
 	Sum     sumSource
 	Version string // upstream's version of it, for the stamp
+	// Unofficial: not the project's own release (kwok-ci/k8s's macOS
+	// builds), said so when fetched.
+	Unofficial bool
 }
 
 // A sumSource says where an artifact's published sha256 is.
@@ -69,14 +77,23 @@ func (u Upstream) releaseArtifacts(p Platform, names []string) ([]artifact, erro
 	kwokAsset := fmt.Sprintf("kwok-%s-%s", p.OS(), p.Arch())
 	var out []artifact
 	for _, n := range names {
-		switch n {
-		case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet", "kubeadm":
+		server := n == "kube-apiserver" || n == "kube-controller-manager" || n == "kube-scheduler"
+		switch {
+		case server && p.OS() != "linux":
+			// What kwokctl takes on a Mac: kwok-ci/k8s's builds, one
+			// release per version and platform.
+			tag := fmt.Sprintf("%s-kwok.0-%s-%s", KubeVersion, p.OS(), p.Arch())
+			out = append(out, artifact{Name: n,
+				URL: fmt.Sprintf("%s/kwok-ci/k8s/releases/download/%s/%s", strings.TrimSuffix(u.GitHub, "/"), tag, n),
+				Sum: sumSource{GitHub: fmt.Sprintf("%s/repos/kwok-ci/k8s/releases/tags/%s", strings.TrimSuffix(u.GitHubAPI, "/"), tag),
+					Entry: n}, Version: KubeVersion, Unofficial: true})
+		case server || n == "kubectl" || n == "kubelet" || n == "kubeadm":
 			url := fmt.Sprintf("%s/release/%s/bin/%s/%s/%s", strings.TrimSuffix(u.Kube, "/"), KubeVersion, p.OS(), p.Arch(), n)
 			out = append(out, artifact{Name: n, URL: url, Sum: sumSource{File: url + ".sha256"}, Version: KubeVersion})
-		case "etcd":
+		case n == "etcd":
 			out = append(out, artifact{Name: n, URL: etcdBase + "/" + etcdFile, Member: etcdDir + "/etcd",
 				Sum: sumSource{List: etcdBase + "/SHA256SUMS", Entry: etcdFile}, Version: EtcdVersion})
-		case "kwok":
+		case n == "kwok":
 			out = append(out, artifact{Name: n,
 				URL: fmt.Sprintf("%s/kubernetes-sigs/kwok/releases/download/%s/%s", strings.TrimSuffix(u.GitHub, "/"), KwokVersion, kwokAsset),
 				Sum: sumSource{GitHub: fmt.Sprintf("%s/repos/kubernetes-sigs/kwok/releases/tags/%s", strings.TrimSuffix(u.GitHubAPI, "/"), KwokVersion),

@@ -34,7 +34,28 @@ type upstream struct {
 	failOnce map[string]bool // the first download breaks off half-way
 	stall    map[string]bool // half arrives, then nothing
 	hang     bool            // no request is ever answered
+	limited  bool            // GitHub's API answers 403, its rate limit spent
+	auth     string          // the Authorization header GitHub's API last saw
 	release  chan struct{}   // closed at cleanup: ends hanging handlers
+}
+
+// dropDigests has GitHub's API list assets without digests, as it does for
+// assets uploaded before it computed them.
+func (u *upstream) dropDigests(t *testing.T) {
+	t.Helper()
+	for path, b := range u.files {
+		if !strings.HasPrefix(path, "/api/") {
+			continue
+		}
+		var rel map[string][]map[string]any
+		if err := json.Unmarshal(b, &rel); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range rel["assets"] {
+			a["digest"] = nil
+		}
+		u.files[path], _ = json.Marshal(rel)
+	}
 }
 
 // binaryBody is the stand-in binary name for p.
@@ -65,7 +86,7 @@ func newUpstreamOf(t testing.TB, body func(string, Platform) []byte, platforms .
 		Name   string `json:"name"`
 		Digest string `json:"digest"`
 	}
-	var kwokAssets []asset
+	apiAssets := map[string][]asset{} // a GitHub API release URL → its assets
 	for _, p := range platforms {
 		arts, err := up.releaseArtifacts(p, Binaries)
 		if err != nil {
@@ -84,22 +105,17 @@ func newUpstreamOf(t testing.TB, body func(string, Platform) []byte, platforms .
 				u.files[strings.TrimPrefix(a.Sum.File, u.srv.URL)] = []byte(sumOf(body) + "\n")
 			case a.Sum.List != "":
 				fmt.Fprintf(&etcdSums, "%s  %s\n", sumOf(body), a.Sum.Entry)
+				u.files[strings.TrimPrefix(a.Sum.List, u.srv.URL)] = []byte(etcdSums.String())
 			case a.Sum.GitHub != "":
-				kwokAssets = append(kwokAssets, asset{Name: a.Sum.Entry, Digest: "sha256:" + sumOf(body)})
+				apiAssets[a.Sum.GitHub] = append(apiAssets[a.Sum.GitHub], asset{Name: a.Sum.Entry, Digest: "sha256:" + sumOf(body)})
 			}
 		}
 	}
-	arts, _ := up.releaseArtifacts(Host(), Binaries)
-	for _, a := range arts {
-		switch {
-		case a.Sum.List != "":
-			u.files[strings.TrimPrefix(a.Sum.List, u.srv.URL)] = []byte(etcdSums.String())
-		case a.Sum.GitHub != "":
-			// Other assets of the release, as GitHub lists them too.
-			all := append([]asset{{Name: "kwokctl-linux-amd64", Digest: "sha256:" + strings.Repeat("0", 64)}}, kwokAssets...)
-			b, _ := json.Marshal(map[string]any{"tag_name": KwokVersion, "assets": all})
-			u.files[strings.TrimPrefix(a.Sum.GitHub, u.srv.URL)] = b
-		}
+	for url, as := range apiAssets {
+		// Other assets of the release, as GitHub lists them too.
+		all := append([]asset{{Name: "kwokctl-linux-amd64", Digest: "sha256:" + strings.Repeat("0", 64)}}, as...)
+		b, _ := json.Marshal(map[string]any{"assets": all})
+		u.files[strings.TrimPrefix(url, u.srv.URL)] = b
 	}
 	return u
 }
@@ -168,6 +184,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		u.mu.Lock()
+		u.auth = r.Header.Get("Authorization")
+		limited := u.limited
+		u.mu.Unlock()
+		if limited {
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			http.Error(w, `{"message":"API rate limit exceeded"}`, http.StatusForbidden)
+			return
+		}
 	}
 	body, ok := u.files[r.URL.Path]
 	name := nameOf(r.URL.Path)

@@ -201,8 +201,8 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	return sb, nil
 }
 
-// ensureAssets finds the control plane, building it if it is missing, and
-// reports the build as a phase. On kind and an existing cluster only kubectl
+// ensureAssets finds the control plane, getting it (assets.Get) if it is missing, and
+// reports that as a phase. On kind and an existing cluster only kubectl
 // is needed (the shell operator's): the cluster is not rlab's to run.
 func ensureAssets(ctx context.Context, b backend.Backend, r Report) (string, error) {
 	t0 := time.Now()
@@ -215,8 +215,8 @@ func ensureAssets(ctx context.Context, b backend.Backend, r Report) (string, err
 	if f, ok := r.Build.(interface{ Flush() error }); ok {
 		_ = f.Flush()
 	}
-	if err == nil && w.n > 0 && r.Phase != nil { // Ensure had to build: it said so
-		r.Phase(cluster.Phase{Name: "control plane built", Took: time.Since(t0)})
+	if err == nil && w.n > 0 && r.Phase != nil { // Ensure had to fetch or build: it said so
+		r.Phase(cluster.Phase{Name: "control plane installed", Took: time.Since(t0)})
 	}
 	return dir, err
 }

@@ -23,8 +23,8 @@ type Report struct {
 	Build io.Writer
 	// Starting is told the state dir and backend just before the sandbox starts.
 	Starting func(d state.Dir, b backend.Backend)
-	// Phase is told each start-up phase as it ends, "control plane built"
-	// first if the binaries had to be built.
+	// Phase is told each start-up phase as it ends, "control plane installed"
+	// first if the binaries had to be fetched or built.
 	Phase func(cluster.Phase)
 	// Note is told what is worth saying: processes a previous run left.
 	Note func(string)
