@@ -76,6 +76,47 @@ func TestDocsCommands(t *testing.T) {
 	}
 }
 
+// docRunnable are the documented commands that need no sandbox and leave
+// nothing behind but files in the working directory: TestDocsCommandsRun
+// runs every one the docs show, as shown.
+var docRunnable = [][]string{{"lesson", "list"}, {"lesson", "show"}, {"lesson", "starter"}, {"assets", "path"}, {"do", "--help"}, {"version"}}
+
+// TestDocsCommandsRun runs the documented commands that need no sandbox
+// (docRunnable), in a scratch directory, and wants each to succeed.
+func TestDocsCommandsRun(t *testing.T) {
+	type shown struct {
+		file string
+		docCommand
+	}
+	var cmds []shown
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join(repoRoot, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range docCommands(string(b)) {
+			if slices.ContainsFunc(docRunnable, func(p []string) bool { return len(c.args) >= len(p) && slices.Equal(c.args[:len(p)], p) }) {
+				cmds = append(cmds, shown{file, c})
+			}
+		}
+	}
+	if len(cmds) < 5 {
+		t.Fatalf("only %d runnable commands found in the docs", len(cmds))
+	}
+	t.Chdir(t.TempDir()) // lesson starter -o writes here
+	for _, c := range cmds {
+		out, stderr, err := runRlab(c.args...)
+		if err != nil {
+			t.Errorf("%s:%d: rlab %s: %v\n%s", c.file, c.line, strings.Join(c.args, " "), err, stderr)
+			continue
+		}
+		if out == "" && stderr == "" {
+			t.Errorf("%s:%d: rlab %s printed nothing", c.file, c.line, strings.Join(c.args, " "))
+		}
+	}
+	t.Logf("ran %d documented commands", len(cmds))
+}
+
 func TestReadmeLength(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
