@@ -82,7 +82,9 @@ func newAssetsGetCmd() *cobra.Command {
   source   the build from source only (several minutes the first time)
   URL      a classroom mirror only (` + "`rlab assets serve`" + ` on the instructor's machine)
 
-Binaries already installed are kept.`,
+Binaries already installed are kept, but for those built here or unpacked
+that the build script would rebuild (a new recipe, or a new Go for one built
+here): those are got anew. GITHUB_TOKEN, when set, goes to GitHub's API.`,
 		Example: `  rlab assets get
   RLAB_ASSETS_SOURCE=http://192.168.1.10:8080 rlab assets get`,
 		Args: cobra.NoArgs,
@@ -129,7 +131,7 @@ the rest. Progress (bytes, rate) goes to stderr, the directory to stdout.`,
 				p = ps[0]
 			}
 			if from != "" {
-				if _, err := assets.ParseSource(from); err != nil {
+				if src, err := assets.ParseSource(from); err != nil || src.Kind != "mirror" {
 					return fmt.Errorf("--from %s: want a mirror's URL, e.g. http://192.168.1.10:8080", from)
 				}
 			}
@@ -167,7 +169,8 @@ func newAssetsServeCmd() *cobra.Command {
 		Long: `Serve this machine's control plane over HTTP, for students' rlabs to fetch
 with ` + "`rlab assets fetch --from http://HOST:PORT`" + ` (or ` + assets.SourceEnv + `=http://HOST:PORT
 make run). It serves the per-user cache (the host's control plane and any
-other platform's cross-built beside it by ` + "`rlab assets pack`" + `), or, with
+other platform's beside it, cross-built by ` + "`rlab assets pack`" + ` or fetched
+with ` + "`rlab assets fetch --platform`" + `), or, with
 --archive, an ` + "`rlab assets pack`" + ` archive for every platform in it, checked and
 unpacked into a temporary directory first. Each file is listed in an index
 with its sha256, which the student's rlab checks. Runs until interrupted.`,
