@@ -526,7 +526,7 @@ func (f *fetcher) install(ctx context.Context, a artifact, want string) (*Fetche
 	if err := os.Rename(bin, dst); err != nil {
 		return nil, err
 	}
-	if err := writeStampAtomic(dst, f.stampFor(a)); err != nil {
+	if err := writeStamp(dst, f.stampFor(a)); err != nil {
 		return nil, err
 	}
 	el := time.Since(start)
@@ -672,15 +672,6 @@ func (f *fetcher) stampFor(a artifact) Stamp {
 		return s
 	}
 	return releaseStamp(f.o.Platform, a.Version)
-}
-
-// writeStampAtomic writes the stamp under a temporary name and renames it.
-func writeStampAtomic(path string, s Stamp) error {
-	tmp := path + ".stamp.tmp"
-	if err := os.WriteFile(tmp, []byte(s.String()+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path+".stamp")
 }
 
 // removeTemps deletes what a killed fetch left (its lock is held).

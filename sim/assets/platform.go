@@ -163,7 +163,12 @@ func ReadStamp(path string) (Stamp, error) {
 	return s, nil
 }
 
-// writeStamp writes the stamp of the binary at path.
+// writeStamp writes the stamp of the binary at path, under a temporary name
+// renamed into place: a reader finds the old stamp or the new, never half.
 func writeStamp(path string, s Stamp) error {
-	return os.WriteFile(path+".stamp", []byte(s.String()+"\n"), 0o644)
+	tmp := path + ".stamp.tmp"
+	if err := os.WriteFile(tmp, []byte(s.String()+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path+".stamp")
 }
