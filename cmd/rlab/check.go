@@ -270,16 +270,22 @@ func checkIDs() []string {
 }
 
 // printResult is one check's line: PASS or FAIL (or INFO for a failing
-// check that does not count), the time, the title and the reason.
+// check that does not count, WARN for a pass with a warning), the time, the
+// title and the reason.
 func printResult(w io.Writer, r check.Result) {
 	mark := "PASS"
-	if !r.Pass {
+	switch {
+	case !r.Pass && r.Required:
 		mark = "FAIL"
-		if !r.Required {
-			mark = "INFO"
-		}
+	case !r.Pass:
+		mark = "INFO"
+	case r.Warning != "":
+		mark = "WARN"
 	}
 	fmt.Fprintf(w, "%s %6.1fs  %s\n               %s\n", mark, r.Seconds, r.Title, r.Reason)
+	if r.Warning != "" && !strings.Contains(r.Reason, r.Warning) {
+		fmt.Fprintf(w, "               warning: %s\n", r.Warning)
+	}
 }
 
 // printWaiting is a line of progress while check id waits for the operator.

@@ -227,7 +227,8 @@ func TestCheckChaosFixtures(t *testing.T) {
 		{bug: "memory", chaos: "crash", reasons: []string{"Deployment echo-chaos-crash has replicas 2, Echo chaos-crash asks for 3",
 			"after its restart it wrote no Deployment: it did not compare what the Echo asks with what it found"}},
 		{bug: "drop-conflict", chaos: "conflict", reasons: []string{"under conflict,n=1 it did not converge after the fault ended",
-			"it wrote no Deployment after the fault ended, so the", "writes refused under it were dropped, not retried"}},
+			"it wrote no Deployment after the fault ended, so the", "writes refused under it were dropped, not retried",
+			"none was tried again before an event came", "was never tried again"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.bug, func(t *testing.T) {
@@ -250,6 +251,61 @@ func TestCheckChaosFixtures(t *testing.T) {
 					t.Errorf("check %s reason %q, want it to say %q", id, res.Reason, want)
 				}
 			}
+		})
+	}
+}
+
+// TestCheckChaosBook grades testdata/operators/book, written as the
+// kubebuilder book teaches (Reconcile returns every error; CreateOrUpdate
+// sets the whole Deployment spec; the status written on every pass), and
+// its twin that drops the errors: the first passes every chaos scenario,
+// its rewrites on every pass named once as their own finding; the twin
+// fails conflict and error, naming the drop. Beside the others.
+func TestCheckChaosBook(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "book")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../testdata/operators/book").CombinedOutput(); err != nil {
+		t.Fatalf("build the book operator: %v\n%s", err, out)
+	}
+	rewrites := checkWant{reason: "changed nothing: update Deployment/echo-chaos-clean"}
+	tests := []struct {
+		name  string
+		args  []string
+		chaos string
+		want  map[string]checkWant
+	}{
+		{name: "returns its errors", args: []string{bin}, chaos: "all", want: map[string]checkWant{
+			check.Rewrites: rewrites,
+		}},
+		{name: "drops its errors", args: []string{bin, "--drop-errors"}, chaos: "conflict,error", want: map[string]checkWant{
+			check.Rewrites: rewrites,
+			"chaos-conflict": {reason: "writes refused under it were dropped, not retried: of the"},
+			"chaos-error":    {reason: "writes refused under it were dropped, not retried: of the"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCheck(t, append([]string{"--only", "deployment", "--chaos=" + tt.chaos, "--"}, tt.args...)...)
+			r.wantEarly(t, 0, "")
+			r.want(t, tt.want)
+			faults, err := check.ParseChaos(tt.chaos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range faults {
+				id := check.ChaosID(f.Kind)
+				if _, listed := tt.want[id]; listed {
+					continue
+				}
+				if res, ok := r.got[id]; !ok || !res.Pass {
+					t.Errorf("check %s: ran %v, passed %v (%s); want it passed", id, ok, res.Pass, res.Reason)
+				}
+			}
+			if d := r.got[check.Rewrites].Reason; !strings.Contains(d, "spec.progressDeadlineSeconds") {
+				t.Errorf("rewrites %q: want it to name a field the apiserver defaults, spec.progressDeadlineSeconds", d)
+			}
+			r.wantPassed(t, len(tt.want) == 1) // rewrites is informative: it alone does not fail the run
 		})
 	}
 }

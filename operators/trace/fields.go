@@ -35,6 +35,8 @@ const (
 	FieldCode        = "code"        // api.request HTTP code; kubectl and process exit code
 	FieldLatencyMS   = "latency_ms"  // api.request; drift.repaired; echo.converged
 	FieldUserAgent   = "user_agent"  // api.request
+	FieldUnchanged   = "unchanged"   // api.request: an update or patch the apiserver answered without changing the object (true)
+	FieldDiffered    = "differed"    // api.request, unchanged update: the fields sent and answered differently, comma-separated
 	FieldIntervalS   = "interval_s"  // poll.tick
 	FieldIdentity    = "identity"    // leader.*: the holder's identity, "clientgo-a-4121"
 	FieldPrevious    = "previous"    // leader.observed: the holder before
@@ -91,7 +93,7 @@ var Schema = map[Kind][]string{
 	QueueRequeue:   {FieldKey, FieldDepth, FieldReason, FieldAfterMS, FieldRetries},
 	ReconcileStart: {FieldID, FieldCause, FieldCauseEvent, FieldCauses},
 	ReconcileEnd:   {FieldID, FieldResult, FieldDurationMS, FieldChanged, FieldStatus, FieldError},
-	APIRequest:     {FieldVerb, FieldResource, FieldCode, FieldLatencyMS, FieldUserAgent},
+	APIRequest:     {FieldVerb, FieldResource, FieldCode, FieldLatencyMS, FieldUserAgent, FieldUnchanged, FieldDiffered},
 	APIWatchEvent:  {FieldResource, FieldType},
 	PollTick:       {FieldIntervalS},
 	Kubectl:        {FieldVerb, FieldCode, FieldDurationMS},

@@ -1,6 +1,9 @@
 package trace
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Request is the payload of an api.request event: one request to the
 // apiserver, as the proxy in front of the replica (or of the student) saw
@@ -13,12 +16,18 @@ type Request struct {
 	Code      int     // the HTTP code; 0 if the client left before an answer
 	LatencyMS float64 // until the answer (a watch: until it ended)
 	UserAgent string
+	// Unchanged: an update or patch answered 2xx that changed nothing (the
+	// object kept its resourceVersion). Differed: for such an update, the
+	// fields in which what was sent and what came back differ ("2 more"
+	// last when there were more).
+	Unchanged bool
+	Differed  []string
 }
 
 // Event is r as the api.request event source published about object in
 // namespace ns at t.
 func (r Request) Event(t time.Time, source, ns, object string) Event {
-	return Event{Time: t, Source: source, Kind: APIRequest, Namespace: ns, Object: object,
+	e := Event{Time: t, Source: source, Kind: APIRequest, Namespace: ns, Object: object,
 		Fields: map[string]any{
 			FieldVerb:      r.Verb,
 			FieldResource:  r.Resource,
@@ -26,6 +35,13 @@ func (r Request) Event(t time.Time, source, ns, object string) Event {
 			FieldLatencyMS: r.LatencyMS,
 			FieldUserAgent: r.UserAgent,
 		}}
+	if r.Unchanged {
+		e.Fields[FieldUnchanged] = true
+	}
+	if len(r.Differed) > 0 {
+		e.Fields[FieldDiffered] = strings.Join(r.Differed, ",")
+	}
+	return e
 }
 
 // Request decodes e's payload; ok is false if e is not an api.request. It
@@ -36,6 +52,10 @@ func (e Event) Request() (r Request, ok bool) {
 		return Request{}, false
 	}
 	latency, _ := e.Num(FieldLatencyMS)
-	return Request{Verb: e.Verb(), Resource: e.Resource(), Code: e.Code(), LatencyMS: latency,
-		UserAgent: e.Str(FieldUserAgent)}, true
+	r = Request{Verb: e.Verb(), Resource: e.Resource(), Code: e.Code(), LatencyMS: latency,
+		UserAgent: e.Str(FieldUserAgent), Unchanged: e.Bool(FieldUnchanged)}
+	if d := e.Str(FieldDiffered); d != "" {
+		r.Differed = strings.Split(d, ",")
+	}
+	return r, true
 }

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -18,6 +19,8 @@ func TestRequestRoundTrip(t *testing.T) {
 		{"a write", Request{Verb: "update", Resource: "echoes/status", Code: 409, LatencyMS: 3.25, UserAgent: "echo-clientgo/a"}},
 		{"a client that left", Request{Verb: "watch", Resource: "deployments", Code: 0, LatencyMS: 60000}},
 		{"discovery", Request{Verb: "get", Resource: "discovery", Code: 200, LatencyMS: 0.5, UserAgent: "kubectl/v1.36.3"}},
+		{"a write that changed nothing", Request{Verb: "update", Resource: "deployments", Code: 200, LatencyMS: 2, Unchanged: true,
+			Differed: []string{"spec.strategy", "spec.template.spec.containers[0].terminationMessagePath", "3 more"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -25,7 +28,7 @@ func TestRequestRoundTrip(t *testing.T) {
 			if err := CheckSchema(e); err != nil {
 				t.Fatalf("off the schema: %v", err)
 			}
-			if got, ok := e.Request(); !ok || got != tt.req {
+			if got, ok := e.Request(); !ok || !reflect.DeepEqual(got, tt.req) {
 				t.Fatalf("in process: Request() = %+v, %v; want %+v", got, ok, tt.req)
 			}
 			var buf bytes.Buffer
@@ -39,7 +42,7 @@ func TestRequestRoundTrip(t *testing.T) {
 			if len(back) != 1 {
 				t.Fatalf("decoded %d events", len(back))
 			}
-			if got, ok := back[0].Request(); !ok || got != tt.req {
+			if got, ok := back[0].Request(); !ok || !reflect.DeepEqual(got, tt.req) {
 				t.Fatalf("through JSON: Request() = %+v, %v; want %+v", got, ok, tt.req)
 			}
 		})

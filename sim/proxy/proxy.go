@@ -155,6 +155,7 @@ type Proxy struct {
 	pumped  chan struct{}
 
 	watchEvents atomic.Int64 // see WatchEvents
+	versions    versions     // the objects' last resourceVersions (unchanged.go)
 
 	// faults are the faults on (fault.go), read once per request;
 	// watches the open watches' cancels, for the faults that close them.
@@ -400,6 +401,11 @@ type exchange struct {
 	// at is the fault set when the watch started (stale, unobserved,
 	// disconnect), read once.
 	at faults
+	// body is an update's request body, kept to compare with the answer;
+	// unchanged and differed are what the answer showed (unchanged.go).
+	body      []byte
+	unchanged bool
+	differed  []string
 }
 
 // maxBody is the largest request body forwarded; the apiserver's own limit
@@ -449,6 +455,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if !readBody(sw, r, &x.code) {
 		return
+	}
+	if (c.verb == "update" || (c.verb == "create" && c.object == "")) && r.GetBody != nil {
+		if b, err := r.GetBody(); err == nil {
+			x.body, _ = io.ReadAll(b)
+		}
+	}
+	if c.verb == "create" && c.object == "" {
+		// A create names its object in the body, not the path: named here,
+		// its attempts join the updates of the same object.
+		x.call.object = createdName(c, x.body)
+		x.body = nil
 	}
 	if !p.beforeForward(r.Context(), sw, x) {
 		if x.code < 0 {
@@ -579,6 +596,9 @@ func (p *Proxy) onResponse(res *http.Response) error {
 	if ok && x.watch && res.StatusCode == http.StatusOK {
 		p.countWatch(x, res)
 	}
+	if ok && !x.watch && res.StatusCode/100 == 2 && tracksVersion(x.call) {
+		x.unchanged, x.differed = p.unchangedWrite(x, res)
+	}
 	if ok && isWrite(x.call.verb) {
 		p.afterWrite(x, res.StatusCode)
 	}
@@ -619,7 +639,8 @@ func (p *Proxy) publish(x *exchange, code int) {
 	latency := float64(time.Since(x.start).Microseconds()) / 1000
 	p.log.Debug("api request", "verb", x.call.verb, "resource", x.call.resource,
 		"ns", x.call.namespace, "object", x.call.object, "code", code, "latency_ms", latency)
-	req := trace.Request{Verb: x.call.verb, Resource: x.call.resource, Code: code, LatencyMS: latency, UserAgent: x.userAgent}
+	req := trace.Request{Verb: x.call.verb, Resource: x.call.resource, Code: code, LatencyMS: latency, UserAgent: x.userAgent,
+		Unchanged: x.unchanged, Differed: x.differed}
 	p.enqueue(req.Event(time.Now(), p.source, x.call.namespace, x.call.object))
 }
 

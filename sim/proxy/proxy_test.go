@@ -544,7 +544,7 @@ func TestCountsAndEvents(t *testing.T) {
 		{"create", func() error {
 			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
 			return err
-		}, "create", "configmaps", testNS, "", 201, 1},
+		}, "create", "configmaps", testNS, "ConfigMap/new", 201, 1}, // named from its body
 		{"delete", func() error { return cms.Delete(ctx, "x", metav1.DeleteOptions{}) },
 			"delete", "configmaps", testNS, "ConfigMap/x", 200, 1},
 		{"update lease", func() error {

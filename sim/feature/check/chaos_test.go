@@ -57,41 +57,83 @@ func TestParseChaos(t *testing.T) {
 func TestJudge(t *testing.T) {
 	clean := chaosRun{converged: true, creates: 1, writes: 10, owned: []string{"echo-chaos-clean"}}
 	ok := chaosRun{converged: true, took: time.Second, creates: 1, writes: 20, owned: []string{"echo-chaos-stale"}}
-	stuck := func(why string, deploysAfter, statusAfter int) chaosRun {
-		return chaosRun{why: "within 30.0s, " + why, creates: 1, writes: 5, refused: 4, deploysAfter: deploysAfter, statusAfter: statusAfter}
+	// The fault ends at t0+5s; the window closes 75 s later.
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ended, deadline := at(5*time.Second), at(80*time.Second)
+	stuck := func(why string, deploysAfter, statusAfter int, deploys trail) chaosRun {
+		return chaosRun{why: "within 75.0s, " + why, creates: 1, writes: 5, refused: 4, deploysAfter: deploysAfter, statusAfter: statusAfter,
+			deployTrail: deploys, ended: ended, deadline: deadline}
 	}
+	deploy := func(tries ...try) trail { return trail{object: "Deployment/echo-chaos-x", tries: tries} }
+	refused := func(d time.Duration, woken bool) try { return try{at: at(d), verb: "update", code: 409, woken: woken} }
+	// A retry that doubles its wait from 5 ms, 10 times, the last at
+	// 2.555 s, 1.28 s after the one before; then six failures events
+	// brought, the last at 4.99 s: the next due 2.56 s × 2⁶ ≈ 164 s later.
+	var backoff []try
+	var wait, total time.Duration = 5 * time.Millisecond, 0
+	for i := 0; i < 9; i++ {
+		backoff = append(backoff, refused(total, false))
+		total += wait
+		wait *= 2
+	}
+	backoff = append(backoff, refused(total, false)) // 2.555 s
+	withEvents := append(slices.Clone(backoff), refused(3*time.Second, true), refused(3500*time.Millisecond, true),
+		refused(4*time.Second, true), refused(4900*time.Millisecond, true), refused(4950*time.Millisecond, true), refused(4990*time.Millisecond, true))
 	const scaled = "Deployment echo-chaos-x has replicas 2, Echo chaos-x asks for 3"
 	tests := []struct {
-		name  string
-		fault string
-		got   chaosRun
-		pass  bool
-		want  string
+		name    string
+		fault   string
+		got     chaosRun
+		pass    bool
+		want    string
+		warning string // in the warning
 	}{
-		{"converged", "stale:2s", ok, true, "converged 1.0s after the fault; 1 create, 20 writes (a clean run: 1, 10)"},
-		{"two children", "stale:2s", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-x7k2p"}}, false,
-			"under stale:2s Echo has 2 Deployments, echo-chaos-stale, echo-chaos-stale-x7k2p (a clean run: 1): it created one it had already made, seeing none"},
-		{"five children", "stale:2s", chaosRun{converged: true, creates: 5, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-a", "echo-chaos-stale-b", "echo-chaos-stale-c", "echo-chaos-stale-d"}}, false,
-			"under stale:2s Echo has 5 Deployments, echo-chaos-stale, echo-chaos-stale-a, echo-chaos-stale-b, and 2 more (a clean run: 1): it created one it had already made, seeing none"},
-		{"created again", "stale:2s", chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
-			"under stale:2s it created Deployments 2 times, a clean run 1"},
-		{"deleted", "stale:2s", chaosRun{converged: true, creates: 1, deletes: 1, writes: 12, owned: []string{"echo-chaos-stale"}}, false,
-			"under stale:2s it deleted Deployments 1 times, a clean run 0"},
-		{"too many writes", "stale:2s", chaosRun{converged: true, creates: 1, writes: 51, owned: []string{"echo-chaos-stale"}}, false,
-			"under stale:2s it wrote 51 times, more than 50 (4 × a clean run's 10, plus 10)"},
+		{name: "converged", fault: "stale:2s", got: ok, pass: true, want: "converged 1.0s after the fault; 1 create, 20 writes (a clean run: 1, 10)"},
+		{name: "converged after retries", fault: "conflict,n=1", pass: true,
+			got:  chaosRun{converged: true, took: time.Second, creates: 1, writes: 20, refused: 6, retried: 6, unchanged: 3, owned: []string{"echo-chaos-conflict"}},
+			want: "converged 1.0s after the fault; 1 create, 20 writes (a clean run: 1, 10), 3 of them changing nothing (a clean run: 0); 6 refused, 6 of them tried again"},
+		{name: "two children", fault: "stale:2s", got: chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-x7k2p"}},
+			want: "under stale:2s Echo has 2 Deployments, echo-chaos-stale, echo-chaos-stale-x7k2p (a clean run: 1): it created one it had already made, seeing none"},
+		{name: "five children", fault: "stale:2s", got: chaosRun{converged: true, creates: 5, writes: 12, owned: []string{"echo-chaos-stale", "echo-chaos-stale-a", "echo-chaos-stale-b", "echo-chaos-stale-c", "echo-chaos-stale-d"}},
+			want: "under stale:2s Echo has 5 Deployments, echo-chaos-stale, echo-chaos-stale-a, echo-chaos-stale-b, and 2 more (a clean run: 1): it created one it had already made, seeing none"},
+		{name: "created again", fault: "stale:2s", got: chaosRun{converged: true, creates: 2, writes: 12, owned: []string{"echo-chaos-stale"}},
+			want: "under stale:2s it created Deployments 2 times, a clean run 1"},
+		{name: "deleted", fault: "stale:2s", got: chaosRun{converged: true, creates: 1, deletes: 1, writes: 12, owned: []string{"echo-chaos-stale"}},
+			want: "under stale:2s it deleted Deployments 1 times, a clean run 0"},
+		{name: "too many writes", fault: "stale:2s", got: chaosRun{converged: true, creates: 1, writes: 51, owned: []string{"echo-chaos-stale"}},
+			want: "under stale:2s it wrote 51 times that could change something, more than 50 (4 × a clean run's 10, plus 10)"},
+		// Writes that changed nothing are the rewrites finding's, not
+		// counted against the bound again.
+		{name: "many writes that changed nothing", fault: "stale:2s", pass: true,
+			got:  chaosRun{converged: true, took: time.Second, creates: 1, writes: 80, unchanged: 40, owned: []string{"echo-chaos-stale"}},
+			want: "converged 1.0s after the fault; 1 create, 80 writes (a clean run: 1, 10), 40 of them changing nothing (a clean run: 0)"},
 		// Stuck: the cause is named when the object behind the wait was
-		// not written again after the fault ended.
-		{"conflicts dropped", "conflict,n=1", stuck(scaled, 0, 3), false,
-			"under conflict,n=1 it did not converge after the fault ended: within 30.0s, " + scaled +
+		// not written again after the fault ended, from what the requests
+		// show of the refused writes.
+		{name: "conflicts dropped", fault: "conflict,n=1",
+			got: stuck(scaled, 0, 3, deploy(refused(2*time.Second, false), refused(3*time.Second, true), refused(4100*time.Millisecond, true))),
+			want: "under conflict,n=1 it did not converge after the fault ended: within 75.0s, " + scaled +
 				"; it wrote no Deployment after the fault ended, so the 4 writes refused under it were dropped, not retried: " +
-				"requeue on an error, since no event comes for a refusal that changed nothing"},
-		{"memory after a crash", "crash,n=1", stuck(scaled, 0, 1), false,
-			"under crash,n=1 it did not converge after the fault ended: within 30.0s, " + scaled +
+				"of the 3 refused attempts at update Deployment/echo-chaos-x none was tried again before an event came; " +
+				"the last, at 12:00:04.100, 0.9s before the fault ended (answered 409), was never tried again. " +
+				"Return the error (requeue it), since no event comes for a refusal that changed nothing"},
+		{name: "retry backing off past the window", fault: "error,n=1,code=500", pass: true,
+			got:  stuck(scaled, 0, 0, deploy(withEvents...)),
+			want: "under error,n=1,code=500 it had not converged within 75.0s, " + scaled + "; it was retrying, not dropping: update Deployment/echo-chaos-x was refused 16 times and tried again 9 times",
+			warning: "the waits growing from 5ms to 1.28s (backoff); the last try, at 12:00:04.990, 0.0s before the fault ended, was refused too, " +
+				"and the next, at that pace, was due about 12:02:48.830, 88.8s after the judging window closed"},
+		{name: "retry backing off, due inside the window", fault: "error,n=1,code=500", pass: true,
+			got:     stuck(scaled, 0, 0, deploy(backoff...)),
+			want:    "it was retrying, not dropping: update Deployment/echo-chaos-x was refused 10 times and tried again 9 times",
+			warning: "the next, at that pace, was due about 12:00:05.115 but had not come when the window closed"},
+		{name: "memory after a crash", fault: "crash,n=1", got: stuck(scaled, 0, 1, trail{}),
+			want: "under crash,n=1 it did not converge after the fault ended: within 75.0s, " + scaled +
 				"; after its restart it wrote no Deployment: it did not compare what the Echo asks with what it found, so the edits made while it was down were never applied"},
-		{"status not written again", "stale:2s", stuck(`status.ready is "2/2"`, 2, 0), false,
-			`under stale:2s it did not converge after the fault ended: within 30.0s, status.ready is "2/2"; it wrote no status after the fault ended: nothing brought it back to this Echo`},
-		{"stuck though writing", "conflict,n=1", stuck(scaled, 2, 0), false,
-			"under conflict,n=1 it did not converge after the fault ended: within 30.0s, " + scaled},
+		{name: "status not written again", fault: "stale:2s", got: stuck(`status.ready is "2/2"`, 2, 0, trail{}),
+			want: `under stale:2s it did not converge after the fault ended: within 75.0s, status.ready is "2/2"; it wrote no status after the fault ended: nothing brought it back to this Echo`},
+		{name: "stuck though writing", fault: "conflict,n=1", got: stuck(scaled, 2, 0, trail{}),
+			want: "under conflict,n=1 it did not converge after the fault ended: within 75.0s, " + scaled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,9 +141,40 @@ func TestJudge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pass, why := judge(f, clean, tc.got)
-			if pass != tc.pass || why != tc.want {
+			pass, why, warning := judge(f, clean, tc.got)
+			if pass != tc.pass || !strings.Contains(why, tc.want) {
 				t.Errorf("judge = %v, %q; want %v, %q", pass, why, tc.pass, tc.want)
+			}
+			if !strings.Contains(warning, tc.warning) || (tc.warning == "") != (warning == "") {
+				t.Errorf("warning %q, want %q", warning, tc.warning)
+			}
+		})
+	}
+}
+
+// TestRetriedCount: a refusal counts as tried again when any later attempt
+// at the same object and subresource follows it.
+func TestRetriedCount(t *testing.T) {
+	q := func(verb, resource, object string, code int) Request {
+		return Request{Verb: verb, Resource: resource, Object: object, Code: code}
+	}
+	tests := []struct {
+		name string
+		reqs []Request
+		want int
+	}{
+		{"none refused", []Request{q("update", "deployments", "Deployment/a", 200)}, 0},
+		{"retried", []Request{q("update", "deployments", "Deployment/a", 409), q("update", "deployments", "Deployment/a", 200)}, 1},
+		{"twice then through", []Request{q("update", "deployments", "Deployment/a", 500), q("update", "deployments", "Deployment/a", 500),
+			q("update", "deployments", "Deployment/a", 200)}, 2},
+		{"another object is not a retry", []Request{q("update", "echoes/status", "Echo/a", 409), q("update", "deployments", "Deployment/echo-a", 200)}, 0},
+		{"reads and Leases do not count", []Request{q("update", "deployments", "Deployment/a", 409), q("get", "deployments", "Deployment/a", 200),
+			q("update", "leases", "Lease/x", 409), q("update", "leases", "Lease/x", 200)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retriedCount(tt.reqs); got != tt.want {
+				t.Errorf("retriedCount = %d, want %d", got, tt.want)
 			}
 		})
 	}
@@ -169,7 +242,7 @@ func TestChaosBuiltins(t *testing.T) {
 				t.Errorf("%s %s: %s", st, r.ID, r.Reason)
 			}
 		}
-		want := []string{Deployment}
+		want := []string{Deployment, Rewrites}
 		for _, f := range faults {
 			want = append(want, ChaosID(f.Kind))
 		}

@@ -49,10 +49,13 @@ const (
 	GC           = "gc"
 	Restart      = "restart"
 	Rest         = "rest"
+	Rewrites     = "rewrites"
 	Privilege    = "privilege"
 	Leader       = "leader"
 	Failover     = "failover"
 )
+
+const rewritesTitle = "every write changes something: no rewrite on every pass"
 
 // Info describes one check.
 type Info struct {
@@ -80,6 +83,7 @@ func All() []Info {
 		{ID: GC, Title: "Echo deleted → children removed by the garbage collector", Required: true},
 		{ID: Restart, Title: "kill and restart → no extra writes, converges again", Required: true},
 		{ID: Rest, Title: "API cost at rest", Required: false},
+		{ID: Rewrites, Title: rewritesTitle, Required: false},
 		{ID: Privilege, Title: "least privilege: nothing denied, nothing beyond the course's Role", Required: true},
 		{ID: Leader, Title: "only one replica writes at a time", Required: true, Replicated: true},
 		{ID: Failover, Title: "a killed leader is replaced", Required: true, Replicated: true},
@@ -96,6 +100,9 @@ type Result struct {
 	// Reason is one line: on a failure what to fix, on a pass what was
 	// measured.
 	Reason string `json:"reason"`
+	// Warning, on a pass, is what rlab could not settle and why it did not
+	// fail the check (a retry backing off past the judging window).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Options configure a run.
@@ -365,6 +372,8 @@ func (r *run) do(ctx context.Context, id string) (bool, string, error) {
 		return r.restart(ctx)
 	case Rest:
 		return r.rest(ctx)
+	case Rewrites:
+		return r.rewrites(ctx, r.began)
 	case Privilege:
 		return r.privilege(ctx)
 	case Leader:

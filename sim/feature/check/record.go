@@ -60,9 +60,33 @@ func (r *RequestLog) Requests(since time.Time) []Request {
 		out = append(out, Request{
 			Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"),
 			Verb: q.Verb, Resource: q.Resource, Namespace: e.Namespace, Object: e.Object, Code: q.Code,
+			Unchanged: q.Unchanged, Differed: q.Differed,
 		})
 	}
 	return out
+}
+
+// Deliveries are the watch events the operator's replicas were sent since
+// t (zero: all), oldest first.
+func (r *RequestLog) Deliveries(since time.Time) []Delivery {
+	r.flush()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Delivery
+	for _, e := range r.events {
+		if e.Kind != trace.APIWatchEvent || e.Time.Before(since) {
+			continue
+		}
+		out = append(out, Delivery{Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"), Object: e.Object})
+	}
+	return out
+}
+
+// Delivery is one watch event a replica's proxy delivered to it.
+type Delivery struct {
+	Time    time.Time
+	Replica string
+	Object  string // "Deployment/echo-hello"
 }
 
 // Lost is how many bus events were dropped before the recorder read them.
@@ -84,6 +108,11 @@ type Request struct {
 	Namespace string
 	Object    string // "Deployment/echo-hello", or ""
 	Code      int
+	// Unchanged: a write answered 2xx that changed nothing; Differed, for
+	// such an update, the fields sent otherwise than the apiserver keeps
+	// them (trace.Request).
+	Unchanged bool
+	Differed  []string
 }
 
 // Key is "verb resource".
@@ -91,6 +120,11 @@ func (q Request) Key() string { return q.Verb + " " + q.Resource }
 
 // Write says whether the request asks to change something.
 func (q Request) Write() bool { return trace.IsWriteVerb(q.Verb) }
+
+// Refused says whether the apiserver (or a fault) turned the request down
+// in a way a client should try again: a conflict, too many requests, a
+// server error.
+func (q Request) Refused() bool { return q.Code == 409 || q.Code == 429 || q.Code/100 == 5 }
 
 // Housekeeping says whether the request is leader election or an Event:
 // writes that change no Echo's children.
