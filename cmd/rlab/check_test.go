@@ -278,7 +278,7 @@ func TestCheckChaosBook(t *testing.T) {
 			check.Rewrites: rewrites,
 		}},
 		{name: "drops its errors", args: []string{bin, "--drop-errors"}, chaos: "conflict,error", want: map[string]checkWant{
-			check.Rewrites: rewrites,
+			check.Rewrites:   rewrites,
 			"chaos-conflict": {reason: "writes refused under it were dropped, not retried: of the"},
 			"chaos-error":    {reason: "writes refused under it were dropped, not retried: of the"},
 		}},

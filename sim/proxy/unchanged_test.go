@@ -81,7 +81,7 @@ func TestRealUnchangedWrites(t *testing.T) {
 			}{
 				{name: "update with the whole spec again", verb: "update", unchanged: true,
 					differed: []string{"spec.progressDeadlineSeconds", "spec.revisionHistoryLimit", "spec.strategy"},
-					write: func() error { return update(1) }},
+					write:    func() error { return update(1) }},
 				{name: "update that scales", verb: "update", write: func() error { return update(2) }},
 				// A patch is judged against the version the proxy last saw:
 				// kubectl apply's get, here. A ConfigMap, which no controller
