@@ -263,7 +263,7 @@ func stuckCause(f proxy.Fault, got chaosRun) (cause, slow string) {
 	}
 	switch f.Kind {
 	case proxy.FaultConflict, proxy.FaultError, proxy.FaultPartition:
-		ft := judgeTrail(tr, got.ended, got.deadline)
+		ft := judgeTrail(tr, got.refused, got.ended, got.deadline)
 		switch {
 		case ft.backingOff:
 			return "", ft.line

@@ -11,6 +11,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -108,56 +109,83 @@ func (tr trail) lastRefused() (try, bool) {
 // fate is what became of a run's refused writes at the object it is stuck
 // on, judged when the run did not converge.
 type fate struct {
-	// backingOff: the last attempt was refused, and the retries before it
-	// waited longer each time: it is retrying, slowly (a warning).
+	// backingOff: the last attempt was refused, the operator was seen to
+	// retry (an attempt after a refusal with no event in between), and its
+	// next try, at the pace of a doubling limiter, was due after the
+	// judging window: it is retrying, slowly (a warning).
 	backingOff bool
 	// dropped: the last attempt was refused and nothing shows a retry to
-	// come.
+	// come: none was ever seen, or the next was due inside the window and
+	// never came.
 	dropped bool
 	line    string // what the requests show, for the verdict
 }
 
-// judgeTrail reads the trail of the object a run is stuck on: ended is when
-// the fault ended, deadline when the judging window closed.
-func judgeTrail(tr trail, ended, deadline time.Time) fate {
+// The default limiter of controller-runtime's and client-go's workqueues:
+// an object's wait starts at limiterBase and doubles on each failure, up to
+// limiterCap (workqueue.DefaultTypedControllerRateLimiter).
+const (
+	limiterBase = 5 * time.Millisecond
+	limiterCap  = 1000 * time.Second
+)
+
+// limiterWait is that limiter's wait after n failures of an object: the
+// first waits limiterBase.
+func limiterWait(n int) time.Duration {
+	if n > 30 {
+		return limiterCap
+	}
+	return min(limiterBase<<max(n-1, 0), limiterCap)
+}
+
+// judgeTrail reads the trail of the object a run is stuck on: failures is
+// how many of the run's writes were refused (each fails one reconcile of
+// the Echo), ended when the fault ended, deadline when the judging window
+// closed.
+func judgeTrail(tr trail, failures int, ended, deadline time.Time) fate {
 	last, refused := tr.lastRefused()
 	if !refused {
 		return fate{}
 	}
-	waits, next := tr.retries()
+	waits, paced := tr.retries()
 	write := fmt.Sprintf("%s %s", last.verb, tr.object)
 	when := fmt.Sprintf("%s, %s before the fault ended", clock(last.at), secs(ended.Sub(last.at)))
 	if last.at.After(ended) {
 		when = fmt.Sprintf("%s, %s after the fault ended", clock(last.at), secs(last.at.Sub(ended)))
 	}
-	if n := len(waits); n >= 2 && waits[n-1] > waits[0] {
-		due := fmt.Sprintf("was due about %s, %s after the judging window closed", clock(next), secs(next.Sub(deadline)))
-		if !next.After(deadline) {
-			due = fmt.Sprintf("was due about %s but had not come when the window closed (a failure an event brings doubles the wait too)", clock(next))
-		}
-		return fate{backingOff: true, line: fmt.Sprintf(
-			"it was retrying, not dropping: %s was refused %d times and tried again %d times with no event in between, "+
-				"the waits growing from %s to %s (backoff); the last try, at %s, was refused too, and the next, at that pace, %s. "+
-				"controller-runtime's and client-go's default limiter doubles an object's wait from 5ms on each failure, up to 1000s",
-			write, tr.refusedCount(), n, ms(waits[0]), ms(waits[n-1]), when, due)}
+	if len(waits) == 0 {
+		return fate{dropped: true, line: fmt.Sprintf("of the %d refused attempts at %s none was tried again before an event came; "+
+			"the last, at %s (answered %d), was never tried again", tr.refusedCount(), write, when, last.code)}
 	}
-	retried := "none was tried again before an event came"
-	if len(waits) == 1 {
-		retried = "one was tried again, once"
+	// The later of two guesses: a doubling limiter after every failure,
+	// and the pace of the retries seen.
+	failures = max(failures, tr.refusedCount())
+	next := last.at.Add(limiterWait(failures))
+	if paced.After(next) {
+		next = paced
 	}
-	return fate{dropped: true, line: fmt.Sprintf("of the %d refused attempts at %s %s; the last, at %s (answered %d), was never tried again",
-		tr.refusedCount(), write, retried, when, last.code)}
+	seen := fmt.Sprintf("%s was refused %d times and tried again %d times with no event in between (waits of %s to %s)",
+		write, tr.refusedCount(), len(waits), ms(slices.Min(waits)), ms(slices.Max(waits)))
+	if !next.After(deadline) {
+		return fate{dropped: true, line: fmt.Sprintf("it retried, then stopped: %s; the last try, at %s, was refused, "+
+			"and its next, due about %s (%d failures: a limiter doubling from 5ms waits %s), never came",
+			seen, when, clock(next), failures, ms(limiterWait(failures)))}
+	}
+	return fate{backingOff: true, line: fmt.Sprintf("it was retrying, not dropping: %s; the last try, at %s, was refused too. "+
+		"After %d failures a limiter that doubles the wait from 5ms on each, as controller-runtime's and client-go's do, "+
+		"waits %s (at most 1000s): its next try was due about %s, %s after the judging window closed",
+		seen, when, failures, ms(limiterWait(failures)), clock(next), secs(next.Sub(deadline)))}
 }
 
 // clock is t as the operator's log stamps it, to the millisecond.
 func clock(t time.Time) string { return t.Format("15:04:05.000") }
 
-// ms is d rounded for reading: "5ms", "1.28s".
+// ms is d rounded for reading: "5ms", "1.28s", "163.84s".
 func ms(d time.Duration) string {
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}
-	return d.Round(10 * time.Millisecond).String()
+	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 // retriedCount is how many of the refused writes in reqs another attempt at
