@@ -230,7 +230,7 @@ func judge(f proxy.Fault, clean, got chaosRun) (pass bool, reason, warning strin
 	case !got.converged:
 		cause, slow := stuckCause(f, got)
 		if slow != "" {
-			return true, fmt.Sprintf("%s it had not converged %s; %s", under, got.why, slow), slow
+			return true, fmt.Sprintf("%s it had not converged %s, but it was retrying (warning)", under, got.why), slow
 		}
 		return false, fmt.Sprintf("%s it did not converge after the fault ended: %s%s", under, got.why, cause), ""
 	case got.changing() > bound:

@@ -120,8 +120,8 @@ func TestJudge(t *testing.T) {
 				"Return the error (requeue it), since no event comes for a refusal that changed nothing"},
 		{name: "retry backing off past the window", fault: "error,n=1,code=500", pass: true,
 			got:  stuck(scaled, 0, 0, deploy(withEvents...)),
-			want: "under error,n=1,code=500 it had not converged within 75.0s, " + scaled + "; it was retrying, not dropping: update Deployment/echo-chaos-x was refused 16 times and tried again 9 times",
-			warning: "(waits of 5ms to 1.28s); the last try, at 12:00:04.990, 0.0s before the fault ended, was refused too. " +
+			want: "under error,n=1,code=500 it had not converged within 75.0s, " + scaled + ", but it was retrying (warning)",
+			warning: "it was retrying, not dropping: update Deployment/echo-chaos-x was refused 16 times and tried again 9 times with no event in between (waits of 5ms to 1.28s); the last try, at 12:00:04.990, 0.0s before the fault ended, was refused too. " +
 				"After 16 failures a limiter that doubles the wait from 5ms on each, as controller-runtime's and client-go's do, waits 163.84s " +
 				"(at most 1000s): its next try was due about 12:02:48.830, 88.8s after the judging window closed"},
 		// Retries whose next was due inside the window and never came:
