@@ -45,15 +45,18 @@ POD_NAMESPACE, POD_NAME and ECHO_IMAGE set, rlab's kubectl on PATH), create
 Echo "hello", and check from outside what it does:
 the Deployment and its ownerReference, replicas, message, status, scaling,
 observedGeneration and the Ready condition (informative), drift
-repair, garbage collection, an invalid spec, a restart, the API cost at rest and
-least privilege; with --replicas 2 also leader election and failover. With
+repair, garbage collection, an invalid spec, a restart, the API cost at rest,
+writes that changed nothing (informative) and least privilege; with --replicas 2
+also leader election and failover. With
 --chaos, a workload (create an Echo, scale it, change its message) then runs
 once clean and once under each fault at the operator's own proxies (a stale
 cache, events never seen, conflicts, server errors, latency, a crash after a
 write, a Lease held, a partition, watches cut), each judged against the clean
 run: the same end state, no extra Deployments created or deleted, writes
 within 4 × the clean run's plus 10, converged within --within of the fault's
-end.
+end (at least 75s after conflict, error and partition: kopf retries after
+60s). A refused write never tried again fails as dropped; a retry whose next
+try was due after the window passes with a warning.
 
 COMMAND is a shell command line (one argument, quoted, or several), or the name
 of a built-in operator: shell, clientgo or runtime. The exit status is 1 when a

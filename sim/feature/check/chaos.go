@@ -30,8 +30,8 @@ import (
 // is set: on for the whole workload (5 s), then off. conflict and error
 // refuse every matching write for those 5 s, a bounded window, rather than
 // every Nth: an operator that makes N writes per reconcile would see every
-// attempt fail against every Nth, however correct (README.md, "rlab check
-// --chaos", says how the windows are sized).
+// attempt fail against every Nth, however correct (docs/operators.md, "Why
+// these windows", says how the windows are sized).
 var ChaosScenarios = []string{
 	"stale:2s",           // every watch event 2 s late
 	"unobserved:2s",      // of 2 s of events, each object's latest alone
@@ -49,7 +49,7 @@ var ChaosScenarios = []string{
 // 60 s (DEFAULT_RETRY_DELAY), and a correct kopf operator must converge
 // inside it. controller-runtime's and client-go's limiters, 5 ms doubling
 // on each failure of an object, are due again well within it after 5 s of
-// refusals (README.md).
+// refusals (docs/operators.md, "Why these windows").
 const retryWindow = 75 * time.Second
 
 // refuses says whether fault kind k turns writes down, so that an operator
