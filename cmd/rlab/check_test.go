@@ -309,3 +309,31 @@ func TestCheckChaosBook(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintResult: the text report marks a required failure FAIL, an
+// informative one INFO, a pass with a warning WARN with the warning on its
+// own line, and a plain pass PASS.
+func TestPrintResult(t *testing.T) {
+	tests := []struct {
+		name string
+		r    check.Result
+		want []string
+	}{
+		{"pass", check.Result{ID: "a", Title: "t", Required: true, Pass: true, Reason: "fine"}, []string{"PASS ", "fine\n"}},
+		{"fail", check.Result{ID: "a", Title: "t", Required: true, Reason: "broken"}, []string{"FAIL ", "broken\n"}},
+		{"informative", check.Result{ID: "a", Title: "t", Reason: "rewrites"}, []string{"INFO ", "rewrites\n"}},
+		{"warning", check.Result{ID: "a", Title: "t", Required: true, Pass: true, Reason: "slow (warning)", Warning: "next try due later"},
+			[]string{"WARN ", "slow (warning)\n", "               warning: next try due later\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			printResult(&b, tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("printResult wrote %q, want it to contain %q", b.String(), w)
+				}
+			}
+		})
+	}
+}

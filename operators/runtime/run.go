@@ -117,12 +117,12 @@ func Run(ctx context.Context, o echo.Options) error {
 		return fmt.Errorf("manager: %w", err)
 	}
 	if o.WebhookPort > 0 {
-		// Served at /validate-kkloud-io-v1-echo (WebhookPath).
+		// Served at /validate-kkloud-io-v1-echo (echov1.WebhookPath).
 		v := &UniqueMessage{Reader: mgr.GetClient(), Namespace: o.Namespace}
 		if err := ctrl.NewWebhookManagedBy(mgr, &echov1.Echo{}).WithValidator(v).Complete(); err != nil {
 			return fmt.Errorf("webhook: %w", err)
 		}
-		log.Info("serving the validating webhook", "host", o.WebhookHost, "port", o.WebhookPort, "path", WebhookPath)
+		log.Info("serving the validating webhook", "host", o.WebhookHost, "port", o.WebhookPort, "path", echov1.WebhookPath)
 	}
 	r := &EchoReconciler{
 		Client:              mgr.GetClient(),

@@ -21,10 +21,6 @@ type UniqueMessage struct {
 	Namespace string
 }
 
-// WebhookPath is where controller-runtime's builder serves the Echo's
-// validating webhook: /validate-<group with dashes>-<version>-<kind>.
-const WebhookPath = "/validate-kkloud-io-v1-echo"
-
 var _ admission.Validator[*echov1.Echo] = (*UniqueMessage)(nil)
 
 // ValidateCreate refuses an Echo whose message another Echo already says.

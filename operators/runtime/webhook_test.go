@@ -93,12 +93,12 @@ func TestUniqueMessage(t *testing.T) {
 	}
 }
 
-// TestWebhookPath: WebhookPath, which the sandbox puts in the configuration's
+// TestWebhookPath: echov1.WebhookPath, which the sandbox puts in the configuration's
 // URL, is where controller-runtime's builder serves a validator of the Echo
 // (pkg/builder: /validate-<group, dots as dashes>-<version>-<kind, lower case>).
 func TestWebhookPath(t *testing.T) {
 	want := "/validate-" + strings.ReplaceAll(echov1.Group, ".", "-") + "-" + echov1.Version + "-" + strings.ToLower(echov1.Kind)
-	if WebhookPath != want {
-		t.Fatalf("WebhookPath %s, want %s", WebhookPath, want)
+	if echov1.WebhookPath != want {
+		t.Fatalf("WebhookPath %s, want %s", echov1.WebhookPath, want)
 	}
 }

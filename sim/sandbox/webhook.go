@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
-	crstyle "github.com/kkloud/rlab/operators/runtime"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/poll"
@@ -57,7 +56,7 @@ type webhookServer struct {
 
 // URL is what the apiserver calls.
 func (w *webhookServer) URL() string {
-	return "https://" + net.JoinHostPort(w.host, strconv.Itoa(w.port)) + crstyle.WebhookPath
+	return "https://" + net.JoinHostPort(w.host, strconv.Itoa(w.port)) + echov1.WebhookPath
 }
 
 // WebhookHoster is a backend whose apiserver reaches this machine at an

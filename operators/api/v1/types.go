@@ -16,6 +16,14 @@ const (
 	Short    = "ec"
 )
 
+// WebhookPath is where controller-runtime's builder serves the Echo's
+// validating webhook, /validate-<group with dashes>-<version>-<kind>: the
+// runtime operator serves it (lesson 19) and the sandbox points the
+// ValidatingWebhookConfiguration at it. It lives here, with the group,
+// version and kind it is made of, so that the engine need not link the
+// operator (and controller-runtime) for one string.
+const WebhookPath = "/validate-kkloud-io-v1-echo"
+
 var (
 	// GroupVersion is the API group and version of Echo.
 	GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
