@@ -36,7 +36,7 @@ var Rules = []Rule{
 		Why: "the engine (cluster, proxies, supervisor, world, sandbox) is not built on the features that use it"},
 	{From: "sim", Not: []string{"operators"},
 		Allow: []string{"operators/api/v1", "operators/echo", "operators/shell", "operators/style", "operators/trace"},
-		Why: "the engine runs the operators as programs: it links their API, their shared domain, the bash loop's script, the styles and the trace schema, never a Go operator (nor controller-runtime through one)"},
+		Why:   "the engine runs the operators as programs: it links their API, their shared domain, the bash loop's script, the styles and the trace schema, never a Go operator (nor controller-runtime through one)"},
 	{From: "tui", Not: []string{"lessons", "sim/sandbox", "sim/cluster", "sim/proxy", "sim/supervisor", "sim/feature"},
 		Allow: []string{"lessons/lessonview"},
 		Why:   "the screen draws small view types (trace events, world snapshots, lesson views); it never calls the apiserver"},
