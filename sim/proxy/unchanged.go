@@ -115,49 +115,34 @@ func createdName(c call, body []byte) string {
 	return ""
 }
 
-// objectName is metadata.name of one object in JSON or Kubernetes protobuf.
-func objectName(b []byte) string {
-	if bytes.HasPrefix(b, protoMagic) {
-		meta, ok := protoField(unwrapUnknown(b), 1)
-		if !ok {
-			return ""
-		}
-		n, _ := protoField(meta, 1)
-		return string(n)
-	}
-	var o struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(b, &o) != nil {
-		return ""
-	}
-	return o.Metadata.Name
-}
+// objectName is metadata.name of one object in JSON or Kubernetes
+// protobuf; "" if it cannot be read.
+func objectName(b []byte) string { return metaString(b, 1, "name") }
 
 // resourceVersion is metadata.resourceVersion of one object in JSON or in
 // Kubernetes protobuf; "" if it cannot be read.
-func resourceVersion(b []byte) string {
+func resourceVersion(b []byte) string { return metaString(b, 6, "resourceVersion") }
+
+// metaString is a string field of one object's metadata: field num of the
+// ObjectMeta in protobuf (every built-in object has its ObjectMeta as field
+// 1: name is 1, resourceVersion 6), key in JSON.
+func metaString(b []byte, num uint64, key string) string {
 	if bytes.HasPrefix(b, protoMagic) {
-		// Every built-in object has its ObjectMeta as field 1, and
-		// ObjectMeta has resourceVersion as field 6.
 		meta, ok := protoField(unwrapUnknown(b), 1)
 		if !ok {
 			return ""
 		}
-		rv, _ := protoField(meta, 6)
-		return string(rv)
+		v, _ := protoField(meta, num)
+		return string(v)
 	}
 	var o struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
+		Metadata map[string]json.RawMessage `json:"metadata"` // raw: only key is decoded
 	}
-	if json.Unmarshal(b, &o) != nil {
+	var v string
+	if json.Unmarshal(b, &o) != nil || json.Unmarshal(o.Metadata[key], &v) != nil {
 		return ""
 	}
-	return o.Metadata.ResourceVersion
+	return v
 }
 
 // decodeObject is one object as JSON decodes it, from JSON or Kubernetes
