@@ -4,11 +4,14 @@ GO      ?= go
 BIN     := bin/rlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
-# Go test output lists every test that ran (CI reads it). scripts/test-all.sh
-# runs `go test ./...`, where cmd/rlab (every backend, a classroom) and
-# lessons/e2e (the course by autoplay and by hand) are the long ones, then the
-# kind passes, two streams side by side; a cold asset build from source takes
-# minutes more (where the release binaries cannot be fetched).
+# Go test output lists every test that ran (CI reads it). Two tiers: the fast
+# one (go test -short -race ./...: every test that needs no control plane;
+# one that does calls simtest.NeedsControlPlane), then the long one,
+# scripts/test-all.sh: `go test` of the packages holding such a test, where
+# cmd/rlab (every backend, a classroom) and lessons/e2e (the course by
+# autoplay and by hand) are the long ones, then the kind passes, two streams
+# side by side; a cold asset build from source takes minutes more (where the
+# release binaries cannot be fetched).
 TESTFLAGS ?= -count=1 -v -timeout 60m
 
 .DEFAULT_GOAL := help
@@ -57,7 +60,16 @@ kind-image: ## Build the offline kind node image for --backend kind (root and Do
 ##@ Test
 
 .PHONY: test
-test: assets ## Run every test, end to end against the real control plane (and kind, where Docker runs; and both as an existing, shared cluster)
+test: test-unit test-long ## Every test: the fast tier, then the long one (what CI runs)
+
+.PHONY: test-unit
+# GORACE: the race detector's runtime sleeps a second before each process
+# exits (atexit_sleep_ms, for late reports), and this tier starts dozens.
+test-unit: ## The fast tier: every test that needs no control plane, under the race detector; no assets, no Docker
+	GORACE=atexit_sleep_ms=0 $(GO) test -short -race $(TESTFLAGS) ./...
+
+.PHONY: test-long
+test-long: assets ## The long tier: the packages with tests against the real control plane (and kind, where Docker runs; and both as an existing, shared cluster)
 	bash scripts/build-kind-node.sh --if-able
 	GO=$(GO) bash scripts/test-all.sh $(TESTFLAGS)
 

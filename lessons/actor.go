@@ -22,6 +22,17 @@ func NewActor(sb *sandbox.Sandbox) *Actor {
 	return &Actor{p: &Player{sb: sb, Poll: 100 * time.Millisecond, via: trace.ViaCommand}}
 }
 
+// Prepare reads the words typed after rlab do (ParseVerb) and returns what
+// performs them: the control socket hands over words, so that it needs no
+// type of the course.
+func (a *Actor) Prepare(words []string) (func(context.Context) ([]string, error), error) {
+	op, err := ParseVerb(words)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) ([]string, error) { return a.Do(ctx, op) }, nil
+}
+
 // Do performs op and says what it did, one line per thing done
 // ("partitioned clientgo/a (refuse)").
 func (a *Actor) Do(ctx context.Context, op Op) ([]string, error) {

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Every test, as `make test` runs them: `go test ./...`, then the kind
+# The long tier, as `make test` runs it after the fast one (`make
+# test-unit`): `go test` of every package holding a test that needs the
+# control plane (simtest.NeedsControlPlane; the rest of their tests run
+# again, those of other packages ran in the fast tier alone), then the kind
 # passes, without the envtest suites beside them, in two streams side by
 # side: the kind tests of cmd/rlab (signals, the screen's q, every lesson on
 # kind), and the sandbox suite on kind, on an existing cluster, and on an
@@ -30,7 +33,14 @@ step() { # step NAME ENV... -- go test args...; records a failure in $logs
   echo "test-all: $name took $((SECONDS - t))s"
 }
 
-step "go test ./..." -- ./...
+# ./testdata holds operators rlab checks, not rlab's tests.
+mapfile -t long < <(grep -rlE --include='*_test.go' --exclude-dir=testdata 'simtest\.NeedsControlPlane\(' . | xargs -n1 dirname | sort -u)
+if [[ ${#long[@]} -lt 8 ]]; then
+  echo "test-all: only ${#long[@]} packages hold a test that needs the control plane (${long[*]}): the search for simtest.NeedsControlPlane broke" >&2
+  exit 1
+fi
+echo "test-all: the long tier's packages: ${long[*]}"
+step "go test (the long tier)" -- "${long[@]}"
 
 # The second stream writes to a file, printed whole when both are done:
 # two go test -v streams interleaved line by line could not be read.

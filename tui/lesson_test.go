@@ -56,7 +56,9 @@ func (g *fakeSession) Key() bool {
 
 // Predict keeps the answer on the state, a new version, as the engine does.
 func (g *fakeSession) Predict(n int) error {
-	g.record(fmt.Sprintf("Predict(%d)", n))
+	// Recorded after the answer is kept: a test that waits for the call
+	// and then changes the state must not have its change overwritten.
+	defer g.record(fmt.Sprintf("Predict(%d)", n))
 	if g.predictErr != nil {
 		if err := g.predictErr(n); err != nil {
 			return err

@@ -11,12 +11,14 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/bench"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestBench runs `rlab bench` small (one start, two edits and drifts, five
 // Echoes per style at the defaults and tuned, 15 s at rest: three of the shell loop's 5 s polls) and checks that every figure was measured and makes
 // sense: the report is what docs/reference.md's numbers come from.
 func TestBench(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	e := newSandboxEnv(t)
 	file := filepath.Join(t.TempDir(), "bench.json")
 	r := startRlab(t, rlabBin, e, "bench", "--rounds", "1", "--reps", "2", "--echoes", "5", "--idle", "15s", "--json", file,

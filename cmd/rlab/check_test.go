@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/sim/feature/check"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // fixture is the watching bash operator of testdata, in one of its variants.
@@ -26,6 +27,7 @@ func fixture(t *testing.T, variant string) string {
 // required check, and on deliberately broken operators, each of which fails
 // the check that catches its mistake, with the reason a student would read.
 func TestCheck(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	tests := []struct {
 		name   string
 		args   []string
@@ -214,6 +216,7 @@ const requiredNormal = "deployment,owner,replicas,message,status,scale,drift-sca
 // fails the chaos scenario that shows it, saying why. Each case runs in a
 // sandbox of its own, beside the others.
 func TestCheckChaosFixtures(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "fragile")
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../testdata/operators/fragile").CombinedOutput(); err != nil {
@@ -262,6 +265,7 @@ func TestCheckChaosFixtures(t *testing.T) {
 // its rewrites on every pass named once as their own finding; the twin
 // fails conflict and error, naming the drop. Beside the others.
 func TestCheckChaosBook(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "book")
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../testdata/operators/book").CombinedOutput(); err != nil {

@@ -35,9 +35,16 @@ func TestMain(m *testing.M) {
 	}
 	rlabBin = filepath.Join(tmp, "rlab")
 	// Built as `rlab assets pack` builds it (static, -trimpath), so that the
-	// pack test finds every package compiled and only links.
+	// pack test finds every package compiled and only links. Under -race
+	// (the fast tier) with the race detector too, which needs cgo, and
+	// without -trimpath: the packages the test binary was compiled from are
+	// the same compiles, so the build only links.
 	build := exec.Command("go", "build", "-trimpath", "-o", rlabBin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if raceOn {
+		build = exec.Command("go", "build", "-race", "-o", rlabBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build rlab: %v\n%s", err, out)
@@ -278,6 +285,7 @@ func checkTimings(t *testing.T, stderr string) {
 }
 
 func TestRunEnvKubectl(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	kubectl := kubectlPath(t)
 	e := newSandboxEnv(t)
 
@@ -389,6 +397,7 @@ func reflectFields(line string, want ...string) bool {
 // own (parent-death signal), and the next run cleans the stale state and
 // starts normally.
 func TestSIGKILLLeavesNothing(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	e := newSandboxEnv(t)
 	r := startRun(t, e, "--shell-interval", "1s", "--for", "10m")
 	r.waitStderr(t, readyLine, 4*time.Minute)
@@ -441,6 +450,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 // timeline shows (rlab.act), and says so when no sandbox runs; its socket
 // goes with the sandbox.
 func TestRunOperatorsJSON(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	e := newSandboxEnv(t)
 	_, stderr, code := cli(t, e.env, rlabBin, "do", "partition", "clientgo")
 	if want := "rlab do: no sandbox runs in " + e.rlabState() + ": start one with rlab up\n"; code != 1 || stderr != want {

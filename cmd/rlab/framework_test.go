@@ -15,6 +15,7 @@ import (
 
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/rbac"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // kubebuilderDir is the controller-runtime operator laid out as a
@@ -74,6 +75,7 @@ func perReplicaProbe(t *testing.T, bin string, args ...string) string {
 // operator. Each case runs in a sandbox of its own, and the test beside
 // TestClassroom.
 func TestCheckKubebuilder(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	builds := &kubebuilderBuilds{dir: t.TempDir(), built: map[string]string{}}
 	tests := []struct {
@@ -202,6 +204,7 @@ func permissions(r rbacv1.PolicyRule) []string {
 // lesson starter wrote, rlab check -- go run ./cmd, offline (the modules
 // from the cache that building rlab filled). Beside TestClassroom.
 func TestCheckLessonProject(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "echo-go")
 	if out, err := exec.Command(rlabBin, "lesson", "starter", "20", "--step", "7", "-o", dir).CombinedOutput(); err != nil {

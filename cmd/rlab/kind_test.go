@@ -34,6 +34,7 @@ const kindPassEnv = "RLAB_TEST_KIND_PASS"
 // the kind lock as every kind test does.
 func kindPass(t *testing.T) {
 	t.Helper()
+	simtest.NeedsControlPlane(t)
 	if os.Getenv(kindPassEnv) == "" {
 		t.Skipf("runs in make test's kind passes (scripts/test-all.sh), after go test ./...: set %s=1 to run it here", kindPassEnv)
 	}

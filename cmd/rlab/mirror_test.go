@@ -18,6 +18,7 @@ import (
 // on PATH and GOPROXY=off, fetches from it (rlab assets fetch --from), then
 // starts a sandbox from what it fetched, with nothing built.
 func TestAssetsMirror(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	if _, err := assets.Find(os.Getenv); err != nil {
 		t.Fatalf("the mirror serves the control plane built here: %v", err)
 	}

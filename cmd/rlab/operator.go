@@ -35,16 +35,17 @@ func newOperatorCmd() *cobra.Command {
 			if err := checkOperatorFlags(o); err != nil {
 				return err
 			}
-			if o.Warmup && style.Style(args[0]) != style.Runtime {
+			takes := style.Style(args[0]).Traits().Takes
+			if o.Warmup && !takes(style.Warmup) {
 				return fmt.Errorf("--warmup is controller-runtime's EnableWarmup: client-go has no such option, and the %s operator starts its informers once it leads", args[0])
 			}
-			if o.GenerationPredicate != echo.GenerationOff && style.Style(args[0]) != style.Runtime {
+			if o.GenerationPredicate != echo.GenerationOff && !takes(style.GenerationPredicate) {
 				return fmt.Errorf("--generation-predicate is controller-runtime's GenerationChangedPredicate: the %s operator queues every event its handlers get", args[0])
 			}
-			if o.DefaultsCache != echo.DefaultsCacheAll && style.Style(args[0]) != style.Runtime {
+			if o.DefaultsCache != echo.DefaultsCacheAll && !takes(style.DefaultsCache) {
 				return fmt.Errorf("--defaults-cache narrows controller-runtime's cache: the %s operator's informer always lists and watches %s alone", args[0], echo.DefaultsName)
 			}
-			if o.WebhookPort != 0 && style.Style(args[0]) != style.Runtime {
+			if o.WebhookPort != 0 && !takes(style.Webhook) {
 				return fmt.Errorf("--webhook-port serves controller-runtime's webhook server: the %s operator has none", args[0])
 			}
 			if o.WebhookPort < 0 || o.WebhookPort > 65535 || (o.WebhookPort > 0 && o.WebhookCertDir == "") {

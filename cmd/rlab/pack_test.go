@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestPackUnpackOffline is an instructor's archive on a student's machine:
@@ -23,6 +24,7 @@ import (
 // commands: tar takes rlab out, rlab unpacks the rest. The unpacked rlab
 // then starts the sandbox, with nothing built.
 func TestPackUnpackOffline(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	if _, err := assets.Find(os.Getenv); err != nil {
 		t.Fatalf("packing reuses the control plane built here: %v", err)
 	}

@@ -127,6 +127,7 @@ func onlyOwn(t *testing.T, who string, p style.Prefix, timeline string) {
 // after SIGKILL of one, its restart removes its leftover namespaces and
 // leaves the other's untouched; a clean exit removes its namespaces.
 func TestSharedCluster(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	host := startHost(t)
 	admin := kubeFor(t, host)
 	args := func(p style.Prefix) []string {
@@ -214,6 +215,7 @@ func TestSharedCluster(t *testing.T) {
 // once; teardown leaves nothing. It runs beside TestCheckKubebuilder, each
 // on clusters of its own: most of both is waiting.
 func TestClassroom(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	host := startHost(t)
 	admin := kubeFor(t, host)

@@ -245,6 +245,7 @@ func (r *tmuxRun) quit() {
 // real sandbox: the three panes reach 2/2, `+` makes them 3/3 (and kubectl
 // agrees), `q` stops everything and no process is left.
 func TestTmuxUp(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	r := startTmux(t, "rlab-up", "up")
 	r.ready()
 	r.term.send("+")
@@ -279,6 +280,7 @@ func TestTmuxUp(t *testing.T) {
 // step and its live check, `a` plays it and the check passes, `n` moves on,
 // the last step ends the lesson, the progress is saved, `q` leaves nothing.
 func TestTmuxLesson(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	r := startTmux(t, "rlab-lesson", "lesson", "start", "2", "--shell-interval", "1s")
 	r.ready()
 	// "waiting for:" shows while the sandbox starts too, when a answers
@@ -331,6 +333,7 @@ func TestTmuxLesson(t *testing.T) {
 // typed in another terminal after reading it for longer than its 4 s
 // bound, passes, timed from the leader's release.
 func TestTmuxLeaderByHand(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	r := startTmux(t, "rlab-leader", "lesson", "start", "8", "--shell-interval", "1s")
 	r.ready()
 	r.term.waitScreen("no step 1 after the sandbox's baseline", time.Minute, func(s string) bool {
@@ -408,6 +411,7 @@ func requestsOf(pane string) int {
 // it reconciles 3/3; o opens its log on screen with a line its process
 // wrote; q stops everything and no process is left.
 func TestTmuxOwnOperator(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "operators", "watch-operator.sh"))
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 // lesson that runs in it (12 and 20 start a sandbox with their own
 // operator), in turn.
 func TestResetFromAnotherLesson(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	sb := startSandbox(t)
 	p := lessons.NewPlayer(sb)

@@ -30,6 +30,7 @@ func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.
 // and left keeps its pass), and moving between steps and lessons shows the
 // right step.
 func TestSession(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	all, l, err := lessons.LoadOne(2)
 	if err != nil {
 		t.Fatal(err)

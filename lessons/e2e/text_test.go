@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -24,6 +25,7 @@ import (
 // quits the lesson until q. Step 3's bound (the standby takes over within
 // 4s after SIGTERM) counts from the act, not from the reading.
 func TestTextByHand(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	_, l, err := lessons.LoadOne(8)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if code, fast := simtest.FastMain(m); fast {
+		return code
+	}
 	dir, err := assets.Find(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lesson tests need the control plane:", err)
@@ -97,6 +101,7 @@ func (l *lineLogger) close() string {
 // of its own: most of a lesson is waiting for a control loop, and go test
 // runs no more than -parallel (GOMAXPROCS by default) of them at once.
 func TestVerifyAll(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	chosen, whole := chosenLessons(t)
 	verifyLessons(t, chosen, whole)
@@ -129,6 +134,7 @@ var byHandLangs = []string{"vi", "zh"}
 // 5, … and 2, 4, 6, …), each a subtest on a sandbox of its own, beside the
 // other verifications.
 func TestVerifyByHand(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	chosen, _ := chosenLessons(t)
 	for i, shard := range shards(chosen, byHandShards) {

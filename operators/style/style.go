@@ -98,7 +98,33 @@ type Traits struct {
 	Stages []string
 	// Colour is the style's colour on the screen.
 	Colour Colour
+	// Options are the flags of rlab's own operators that this style takes
+	// beyond those every style takes (the finalizer, the replicas).
+	Options []Option
 }
+
+// Option is a flag of rlab's own operators that not every style has.
+type Option string
+
+// The options of rlab's own Go operators.
+const (
+	// Tuning: --workers, --qps and --burst, a Go client's workers and its
+	// client-side limit (the shell loop has neither).
+	Tuning Option = "tuning"
+	// Warmup: --warmup, controller-runtime's EnableWarmup.
+	Warmup Option = "warmup"
+	// GenerationPredicate: --generation-predicate, controller-runtime's
+	// GenerationChangedPredicate.
+	GenerationPredicate Option = "generation-predicate"
+	// DefaultsCache: --defaults-cache, narrowing controller-runtime's cache
+	// of ConfigMaps (client-go's informer is narrowed already).
+	DefaultsCache Option = "defaults-cache"
+	// Webhook: --webhook-port, controller-runtime's webhook server.
+	Webhook Option = "webhook"
+)
+
+// Takes says whether the style takes option o.
+func (t Traits) Takes(o Option) bool { return slices.Contains(t.Options, o) }
 
 // Colour is a screen colour as hex, for a light and a dark background.
 type Colour struct{ Light, Dark string }
@@ -112,14 +138,15 @@ var (
 	shellStages = []string{"poll", "get", "apply", "patch"}
 )
 
-// Traits of the built-in styles. Callers must not modify Stages.
+// Traits of the built-in styles. Callers must not modify Stages or Options.
 var (
 	shellTraits = Traits{Title: "shell loop", Builtin: true, Polls: true, Traces: true,
 		Stages: shellStages, Colour: Colour{"#9A5B00", "#F2B84B"}}
 	clientGoTraits = Traits{Title: "client-go", Builtin: true, Traces: true, ElectsLeader: true,
-		Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}}
+		Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}, Options: []Option{Tuning}}
 	runtimeTraits = Traits{Title: "controller-runtime", Builtin: true, Traces: true, ElectsLeader: true,
-		Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"}}
+		Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"},
+		Options: []Option{Tuning, Warmup, GenerationPredicate, DefaultsCache, Webhook}}
 )
 
 // Traits are what s does. A student's own operator gets the conservative

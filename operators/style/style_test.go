@@ -51,9 +51,10 @@ func TestTraits(t *testing.T) {
 		{Shell, Traits{Title: "shell loop", Builtin: true, Polls: true, Traces: true,
 			Stages: []string{"poll", "get", "apply", "patch"}, Colour: Colour{"#9A5B00", "#F2B84B"}}},
 		{ClientGo, Traits{Title: "client-go", Builtin: true, Traces: true, ElectsLeader: true,
-			Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}}},
+			Stages: goStages, Colour: Colour{"#005F87", "#5FD7FF"}, Options: []Option{Tuning}}},
 		{Runtime, Traits{Title: "controller-runtime", Builtin: true, Traces: true, ElectsLeader: true,
-			Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"}}},
+			Stages: goStages, Colour: Colour{"#8700AF", "#D787FF"},
+			Options: []Option{Tuning, Warmup, GenerationPredicate, DefaultsCache, Webhook}}},
 		// A student's own: nothing assumed, its name as title, OwnColour.
 		{"mine", Traits{Title: "mine", Colour: OwnColour}},
 	}
@@ -63,6 +64,16 @@ func TestTraits(t *testing.T) {
 				t.Errorf("Traits =\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})
+	}
+	// Takes reads Options: a student's own operator takes none of rlab's.
+	for _, tt := range []struct {
+		s    Style
+		o    Option
+		want bool
+	}{{Runtime, Webhook, true}, {ClientGo, Tuning, true}, {ClientGo, Warmup, false}, {Shell, Tuning, false}, {"mine", Tuning, false}} {
+		if got := tt.s.Traits().Takes(tt.o); got != tt.want {
+			t.Errorf("%s takes %s = %v, want %v", tt.s, tt.o, got, tt.want)
+		}
 	}
 	// Every built-in is in the table, and only they are built in.
 	for _, s := range All() {

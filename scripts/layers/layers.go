@@ -42,8 +42,109 @@ var Rules = []Rule{
 		Why:   "the screen draws small view types (trace events, world snapshots, lesson views); it never calls the apiserver"},
 	{From: "lessons", Not: []string{"tui"},
 		Why: "lessons run without a screen (rlab lesson verify, by hand in a terminal)"},
+	{From: "cmd/rlab/internal/control", Not: []string{"lessons", "sim", "tui", "operators"},
+		Why: "rlab do's socket carries words: the running rlab's Doer reads them, so the protocol needs no course"},
 	{From: "", Except: []string{"cmd"}, Not: []string{"cmd"},
 		Why: "commands are the top: nothing imports them"},
+}
+
+// Layer is an allow-list: a package under From may depend, directly or
+// through others, on rlab's packages under From and in May alone, so that
+// a new arrow between layers is a change of this table, made on purpose.
+// An entry of May names one package, or with "/..." a package and those
+// below it.
+// The Layer with the longest From holding a package is its layer.
+type Layer struct {
+	From string
+	May  []string
+	Why  string
+}
+
+// the operators' API, domain, bash script, styles and trace schema: what
+// the engine and the features may link of the operators.
+var operatorsBelow = []string{"operators/api/v1", "operators/echo", "operators/shell", "operators/style", "operators/trace"}
+
+// Layers are ARCHITECTURE.md's arrows as allow-lists. cmd has none: it
+// wires everything.
+var Layers = []Layer{
+	{From: "operators", Why: "the operators are what a student could have written: only each other"},
+	{From: "operators/api/v1", Why: "the Echo type and its CRD stand alone"},
+	{From: "operators/style", Why: "the vocabulary stands alone"},
+	{From: "operators/shell", Why: "the bash loop is a script"},
+	{From: "operators/trace", May: []string{"operators/style"}, Why: "the trace schema names styles, nothing more"},
+	{From: "operators/echo", May: []string{"operators/api/v1", "operators/style", "operators/trace"},
+		Why: "the domain the three operators share is built on the API and the trace schema"},
+	{From: "sim", May: operatorsBelow, Why: "the engine links the operators' API, domain, script, styles and trace"},
+	{From: "sim/proc", Why: "processes know no cluster"},
+	{From: "sim/poll", Why: "waiting knows nothing else"},
+	{From: "sim/state", Why: "the state directory knows nothing else"},
+	{From: "sim/rbac", Why: "an operator's declared RBAC is read from files"},
+	{From: "sim/assets", May: []string{"sim/proc"}, Why: "the control plane's binaries are found, fetched or built"},
+	{From: "sim/backend", May: []string{"sim/assets", "sim/proc"}, Why: "a backend's name and what it has"},
+	{From: "sim/bus", May: []string{"operators/trace", "operators/style"}, Why: "the bus carries trace events"},
+	{From: "sim/proxy", May: []string{"operators/trace", "operators/style"}, Why: "a proxy publishes trace events of what it forwards"},
+	{From: "sim/world", May: []string{"operators/api/v1", "operators/echo", "operators/style", "operators/trace"},
+		Why: "the observer reads the cluster in the operators' domain"},
+	{From: "tui", May: []string{"lessons/lessonview", "operators/api/v1", "operators/echo", "operators/style", "operators/trace", "sim/bus", "sim/world"},
+		Why: "the screen draws view types: trace events, world snapshots, lesson views"},
+	{From: "lessons", May: append([]string{"sim/..."}, operatorsBelow...), Why: "lessons drive the engine and its features"},
+	{From: "lessons/lessonview", Why: "the screen's lesson views need only the standard library"},
+	{From: "scripts", Why: "the scripts' packages stand alone"},
+}
+
+// CheckLayers returns one line for each package that depends on one of
+// rlab's packages its layer does not allow, naming it and the layer's reason.
+func CheckLayers(pkgs []Package, layers []Layer) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := relative(p.ImportPath)
+		if !ok {
+			continue
+		}
+		l, ok := layerOf(rel, layers)
+		if !ok {
+			continue
+		}
+		var bad []string
+		for _, d := range p.Deps {
+			dr, ok := relative(d)
+			if !ok || under(dr, l.From) || slices.ContainsFunc(l.May, func(m string) bool { return names(m, dr) }) {
+				continue
+			}
+			bad = append(bad, dr)
+		}
+		if len(bad) > 0 {
+			out = append(out, fmt.Sprintf("%s (layer %s) depends on %s, which the layer does not allow: %s; allowed: %s itself and %s",
+				rel, l.From, strings.Join(bad, ", "), l.Why, l.From, allowed(l.May)))
+		}
+	}
+	return out
+}
+
+// names says whether May's entry m names package p.
+func names(m, p string) bool {
+	if tree, ok := strings.CutSuffix(m, "/..."); ok {
+		return under(p, tree)
+	}
+	return p == m
+}
+
+// layerOf is the layer with the longest From holding package rel.
+func layerOf(rel string, layers []Layer) (Layer, bool) {
+	best, found := Layer{}, false
+	for _, l := range layers {
+		if under(rel, l.From) && (!found || len(l.From) > len(best.From)) {
+			best, found = l, true
+		}
+	}
+	return best, found
+}
+
+func allowed(may []string) string {
+	if len(may) == 0 {
+		return "nothing else of rlab"
+	}
+	return strings.Join(may, ", ")
 }
 
 // Package is one package of the graph: its path and everything it depends

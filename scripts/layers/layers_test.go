@@ -42,12 +42,51 @@ func TestCheck(t *testing.T) {
 		{"lessons on the screen", pkg("lessons", "tui/common"), 1},
 		{"a command on everything", pkg("cmd/rlab", "cmd/rlab/internal/launch", "tui", "lessons", "sim/sandbox"), 0},
 		{"lessons on a command", pkg("lessons", "cmd/rlab/internal/control"), 1},
+		{"the socket protocol on the course", pkg("cmd/rlab/internal/control", "lessons"), 1},
+		{"the socket protocol alone", pkg("cmd/rlab/internal/control"), 0},
 		{"a dependency outside the module", Package{ImportPath: "k8s.io/client-go/kubernetes", Deps: []string{Module + "/sim/sandbox"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Check([]Package{tt.pkg}, Rules); len(got) != tt.want {
 				t.Fatalf("Check(%s → %v) = %q, want %d broken rules", tt.pkg.ImportPath, tt.pkg.Deps, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckLayers(t *testing.T) {
+	pkg := func(p string, deps ...string) Package {
+		for i, d := range deps {
+			deps[i] = Module + "/" + d
+		}
+		return Package{ImportPath: Module + "/" + p, Deps: deps}
+	}
+	tests := []struct {
+		name string
+		pkg  Package
+		want bool // broken
+	}{
+		{"processes on nothing", pkg("sim/proc"), false},
+		{"processes on the trace", pkg("sim/proc", "operators/trace"), true},
+		{"the proxy on the trace", pkg("sim/proxy", "operators/trace", "operators/style"), false},
+		{"the proxy on the world", pkg("sim/proxy", "sim/world"), true},
+		{"the sandbox on the engine and the operators' API", pkg("sim/sandbox", "sim/world", "sim/proxy", "operators/api/v1", "operators/shell"), false},
+		{"the sandbox on the instrumentation", pkg("sim/sandbox", "operators/echo/instrument"), true},
+		{"a feature on the engine", pkg("sim/feature/check", "sim/sandbox", "operators/echo"), false},
+		{"the screen on the world and the lesson views", pkg("tui/pane", "sim/world", "lessons/lessonview", "tui/common"), false},
+		{"the screen on the proxy", pkg("tui/pane", "sim/proxy"), true},
+		{"the lesson views on the trace", pkg("lessons/lessonview", "operators/trace"), true},
+		{"the lessons on the engine", pkg("lessons", "sim/sandbox", "sim/feature/check", "lessons/lessonview"), false},
+		{"the domain on its API", pkg("operators/echo", "operators/api/v1", "operators/trace", "operators/style"), false},
+		{"the API on the domain", pkg("operators/api/v1", "operators/echo"), true},
+		{"a command on everything", pkg("cmd/rlab", "tui", "lessons", "sim/sandbox", "operators/runtime"), false},
+		{"a script on the engine", pkg("scripts/layers", "sim/proc"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckLayers([]Package{tt.pkg}, Layers); (len(got) > 0) != tt.want {
+				t.Fatalf("CheckLayers(%s → %v) = %q, want broken %v", tt.pkg.ImportPath, tt.pkg.Deps, got, tt.want)
 			}
 		})
 	}
@@ -77,6 +116,9 @@ func TestLayers(t *testing.T) {
 		t.Fatalf("go list found %d packages, not the module's", len(pkgs))
 	}
 	for _, line := range Check(pkgs, Rules) {
+		t.Error(line)
+	}
+	for _, line := range CheckLayers(pkgs, Layers) {
 		t.Error(line)
 	}
 }

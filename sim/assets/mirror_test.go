@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // cacheWith makes a per-user cache holding the control plane of each platform
@@ -33,13 +37,13 @@ func cacheWith(t *testing.T, ps ...Platform) Env {
 }
 
 // serveMirror runs Serve until the test ends and returns its URL.
-func serveMirror(t *testing.T, o ServeOptions) (url string, log *bytes.Buffer) {
+func serveMirror(t *testing.T, o ServeOptions) (url string, log *simtest.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	log = &bytes.Buffer{}
-	o.Addr, o.Log, o.Ready = "127.0.0.1:0", &lockedWriter{w: log}, func(a string) { ready <- a }
+	log = &simtest.Buffer{} // written by the server's handlers, read here
+	o.Addr, o.Log, o.Ready = "127.0.0.1:0", log, func(a string) { ready <- a }
 	go func() { done <- Serve(ctx, o) }()
 	select {
 	case a := <-ready:
@@ -97,9 +101,14 @@ func TestMirror(t *testing.T) {
 					}
 				}
 			}
-			if !strings.Contains(log.String(), "served "+Host().Slug()+"/controlplane/kube-apiserver") {
-				t.Errorf("the mirror's log lacks what it served:\n%s", log.String())
-			}
+			// The handler logs after the body is sent: the client may be
+			// done first.
+			simtest.Eventually(t, 5*time.Second, "the mirror's log says what it served", func(context.Context) (bool, error) {
+				if !strings.Contains(log.String(), "served "+Host().Slug()+"/controlplane/kube-apiserver") {
+					return false, fmt.Errorf("log so far:\n%s", log.String())
+				}
+				return true, nil
+			})
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestExistingOldCRD: on a cluster whose Echo CRD predates the status fields
@@ -28,6 +29,7 @@ import (
 // One that lacks only the spec's CEL rule is updated for an administrator,
 // and only warned about for a user who may not update it.
 func TestExistingOldCRD(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	ext := apiextensionsclient.NewForConfigOrDie(shared.backend.Config())
 	reader := crdReader(t)
 	const keep = "rlab.test/kept"

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/kkloud/rlab/sim/assets"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestStartRetriesTakenPort: a port picked free but taken before the
 // apiserver binds it costs a restart on new ports, not a failed start.
 func TestStartRetriesTakenPort(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	dir, err := assets.Find(os.Getenv)
 	if err != nil {
 		t.Fatal(err)

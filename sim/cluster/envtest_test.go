@@ -24,6 +24,7 @@ import (
 // TestReady checks what Start promised: Ready, untainted nodes and the
 // pinned version.
 func TestReady(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	for _, name := range cluster.NodeNames() {
 		n, err := shared.cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -72,6 +73,7 @@ func TestReady(t *testing.T) {
 // deleting the owner removes the Deployment, its ReplicaSet and its Pods:
 // the garbage collector and kwok at work, which plain envtest lacks.
 func TestOwnerReferenceGC(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	ctx := t.Context()
 	ns := clustertest.Namespace(t, shared.cs, "gc")
 	owner, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -107,6 +109,7 @@ func TestOwnerReferenceGC(t *testing.T) {
 // ConfigMap and an Echo is deleted completely instead of sticking in
 // Terminating.
 func TestNamespaceDeletion(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	ctx := t.Context()
 	ns := clustertest.Namespace(t, shared.cs, "nsdel")
 	if _, err := shared.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -147,6 +150,7 @@ func echo(name string, spec map[string]any) *unstructured.Unstructured {
 // message naming the field, stores nothing for a rejected spec, and defaults
 // replicas to 1.
 func TestEchoValidation(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	ctx := t.Context()
 	ns := clustertest.Namespace(t, shared.cs, "crd")
 	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
@@ -198,6 +202,7 @@ func TestEchoValidation(t *testing.T) {
 // Deployment of many replicas, more than one node of the old size held,
 // becomes Ready: scheduler, controllers and kwok keep up.
 func TestCapacity(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	const need = 3*500*2 + 100
 	nodes, err := shared.cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 	if err != nil {

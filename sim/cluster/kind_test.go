@@ -30,6 +30,7 @@ import (
 // garbage collector collecting what an Echo owns, and a stop that leaves no
 // container, volume or network behind.
 func TestKind(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	kindtest.Require(t)
 	kindtest.Lock(t)
 	root, err := os.MkdirTemp("", "rlab-kind-test-")

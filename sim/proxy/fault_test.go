@@ -181,6 +181,7 @@ type faultFixture struct {
 
 func newFaultFixture(t *testing.T, contentType string) *faultFixture {
 	t.Helper()
+	simtest.NeedsControlPlane(t)
 	<-real.ready
 	if real.err != nil {
 		t.Fatal(real.err)

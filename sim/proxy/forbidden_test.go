@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestForbiddenBodyComesBack: the apiserver refuses a create before reading
@@ -21,6 +22,7 @@ import (
 // bodies) left the client waiting for a response body forever; the proxy now
 // reads bodies whole before forwarding. Each request must come back Forbidden.
 func TestForbiddenBodyComesBack(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	<-real.ready
 	if real.err != nil {
 		t.Fatal(real.err)

@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if code, fast := simtest.FastMain(m); fast {
+		return code
+	}
 	real.ready = make(chan struct{})
 	go func() {
 		defer close(real.ready)
@@ -62,6 +65,7 @@ func run(m *testing.M) int {
 // TestRealControlPlane runs a client-go informer and kubectl through the
 // proxy against the real kube-apiserver.
 func TestRealControlPlane(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	<-real.ready
 	if real.err != nil {
 		t.Fatal(real.err)
@@ -245,6 +249,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // type the real apiserver streams, sees ADDED, MODIFIED and DELETED of a
 // ConfigMap, and the proxy publishes each as an api.watch_event.
 func TestRealWatchEvents(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	<-real.ready
 	if real.err != nil {
 		t.Fatal(real.err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // TestRealUnchangedWrites: through the proxy, against the real apiserver,
@@ -23,6 +24,7 @@ import (
 // there is unchanged too; an update or a patch that changes something is
 // not.
 func TestRealUnchangedWrites(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	<-real.ready
 	if real.err != nil {
 		t.Fatal(real.err)

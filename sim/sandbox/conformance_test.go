@@ -64,6 +64,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if code, fast := simtest.FastMain(m); fast {
+		return code
+	}
 	under, err := backend.Parse(os.Getenv("RLAB_TEST_BACKEND"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "RLAB_TEST_BACKEND:", err)
@@ -236,6 +239,7 @@ func getEcho(t *testing.T, st style.Style, name string) *echov1.Echo {
 // once: each step acts in every namespace at the same instant, then checks
 // each style.
 func TestConformance(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	const name = "conform"
 	ctx := t.Context()
 	steps := []struct {
@@ -343,6 +347,7 @@ func TestConformance(t *testing.T) {
 // TestSameDeploymentSpec: the three styles build the very same Deployment
 // for the same Echo, but for the label naming the style.
 func TestSameDeploymentSpec(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	specs := map[style.Style]appsv1.DeploymentSpec{}
 	for _, st := range style.All() {
 		spec := *deployment(t, st, sandbox.SampleName).Spec.DeepCopy()
@@ -413,6 +418,7 @@ func holder(t *testing.T, st style.Style, not string) string {
 // TestFailover: kill -9 the Lease holder of each Go style; the other
 // replica takes the Lease and keeps reconciling.
 func TestFailover(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
@@ -434,6 +440,7 @@ func TestFailover(t *testing.T) {
 // TestWatchOwnedOff reproduces the classic bug: without a Deployment watch a
 // hand scale is not repaired until something else triggers the Echo.
 func TestWatchOwnedOff(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	for _, st := range []style.Style{style.ClientGo, style.Runtime} {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
@@ -498,6 +505,7 @@ func TestWatchOwnedOff(t *testing.T) {
 
 // TestRBAC: each style's identity may act in its own namespace only.
 func TestRBAC(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	for _, st := range style.All() {
 		for _, other := range style.All() {
 			t.Run(st.String()+" in "+other.String(), func(t *testing.T) {
@@ -519,6 +527,7 @@ func TestRBAC(t *testing.T) {
 // TestTraceFromEveryStyle: the trace has reconciles from every style's
 // process, API requests from every proxy, and the world's derived events.
 func TestTraceFromEveryStyle(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	seen := map[string]bool{}
 	for _, e := range events.All() {
 		seen[e.Source+" "+string(e.Kind)] = true
@@ -542,6 +551,7 @@ func TestTraceFromEveryStyle(t *testing.T) {
 // cache in the sandbox's run dir, removed with it, not in $HOME/.kube/cache
 // (a directory per proxy port, left behind by every sandbox).
 func TestKubectlCacheInRunDir(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	dirs, err := filepath.Glob(filepath.Join(sb.KubectlCacheDir(), "discovery", "127.0.0.1_*"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no discovery cache of the shell loop's proxy in %s: %v, %v", sb.KubectlCacheDir(), dirs, err)
@@ -597,6 +607,7 @@ func fromUnstructured(u map[string]any, e *echov1.Echo) error {
 // library gave it: client-go's default 5 req/s (burst 10), controller-runtime's
 // none (GetConfig's QPS -1).
 func TestClientLimits(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	want := map[style.Style]struct{ qps, burst float64 }{style.ClientGo: {5, 10}, style.Runtime: {-1, 10}}
 	for st, w := range want {
 		for _, r := range sandbox.Replicas(st) {
@@ -627,6 +638,7 @@ func TestClientLimits(t *testing.T) {
 // started. The zero Tuning gives back the libraries' defaults, which the
 // sandbox is left at.
 func TestTuning(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	// How each library logs the workers it starts (client-go's is ours).
 	workersLine := map[style.Style]*regexp.Regexp{
 		style.ClientGo: regexp.MustCompile(`msg="starting workers".* workers=(\d+)`),

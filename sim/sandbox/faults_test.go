@@ -9,6 +9,7 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -17,6 +18,7 @@ import (
 // and read again); killed right after a write, the write stays and the
 // operator, restarted or failed over, finishes the work from what it finds.
 func TestFaults(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	fault := func(t *testing.T, st style.Style, spec string) time.Time {
 		t.Helper()
 		f, err := proxy.ParseFault(spec)

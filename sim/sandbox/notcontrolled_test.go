@@ -22,6 +22,7 @@ import (
 // taken over: it keeps its spec and has no owner, the reconcile fails (and
 // is retried), and a Warning Event on the Echo says why.
 func TestNotControlledByUs(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	const name = "squatter"
 	ctx := t.Context()
 	// A Deployment made by hand in every style's namespace, owned by nobody.

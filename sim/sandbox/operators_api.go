@@ -144,7 +144,7 @@ func (o Operators) SetFinalizer(st style.Style, on bool) error {
 // SetWarmup restarts the controller-runtime operator's replicas with or
 // without --warmup (EnableWarmup), the only style that has the option.
 func (o Operators) SetWarmup(st style.Style, on bool) error {
-	if st != style.Runtime {
+	if !st.Traits().Takes(style.Warmup) {
 		return fmt.Errorf("%s has no warm-up option: only controller-runtime's EnableWarmup starts a controller's watches before it leads", st)
 	}
 	return o.setFlag(st, "--warmup", "--warmup", on)
@@ -154,7 +154,7 @@ func (o Operators) SetWarmup(st style.Style, on bool) error {
 // with GenerationChangedPredicate where says (echo.GenerationOff,
 // GenerationOnEcho, GenerationEverywhere), the only style that has it.
 func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
-	if st != style.Runtime {
+	if !st.Traits().Takes(style.GenerationPredicate) {
 		return fmt.Errorf("%s has no predicates: GenerationChangedPredicate is controller-runtime's, and the other styles queue every event they get", st)
 	}
 	if !slices.Contains(echo.GenerationPredicates, where) {
@@ -168,7 +168,7 @@ func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
 // DefaultsCacheNamed: its cache lists and watches the ConfigMap
 // echo-defaults alone), the only style whose cache is not narrowed already.
 func (o Operators) SetDefaultsCache(st style.Style, cache string) error {
-	if st != style.Runtime {
+	if !st.Traits().Takes(style.DefaultsCache) {
 		return fmt.Errorf("%s has no such option: only controller-runtime's cache holds every ConfigMap of the namespace for the watch of %s", st, echo.DefaultsName)
 	}
 	if !slices.Contains(echo.DefaultsCaches, cache) {
@@ -233,7 +233,7 @@ func isTuningArg(a string) bool {
 // SetTuning restarts a Go style's replicas, once each, with t's flags in
 // place of those they had: the zero Tuning is the libraries' defaults.
 func (o Operators) SetTuning(st style.Style, t Tuning) error {
-	if st != style.ClientGo && st != style.Runtime {
+	if !st.Traits().Takes(style.Tuning) {
 		return fmt.Errorf("%s has no workers or client-side limit to tune: only the Go operators take --workers, --qps and --burst", st)
 	}
 	if err := t.Validate(); err != nil {

@@ -19,6 +19,7 @@ import (
 // HTTP with the Echo's message, and after a message edit the pods of the new
 // template answer with the new one.
 func TestPodsAnswer(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	if !realPods {
 		t.Skip("envtest's pods are kwok's and nothing listens in them; this runs in make test's kind passes")
 	}

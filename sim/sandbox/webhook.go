@@ -126,7 +126,7 @@ func (s *Sandbox) runs(st style.Style) bool {
 // webhookArgs are the flags of replica r of style st: the webhook's, for
 // controller-runtime's replica a.
 func (s *Sandbox) webhookArgs(st style.Style, r string) []string {
-	if st != style.Runtime || r != webhookReplica || s.webhook == nil {
+	if !st.Traits().Takes(style.Webhook) || r != webhookReplica || s.webhook == nil {
 		return nil
 	}
 	// One word each: a restart with other flags (setArgs) drops by prefix.

@@ -6,6 +6,7 @@ package simtest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"sync"
 	"testing"
@@ -15,6 +16,33 @@ import (
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/poll"
 )
+
+// The fast tier, `make test-unit`, is `go test -short -race ./...`: every
+// test that needs no control plane. A test that starts or uses one says so
+// with NeedsControlPlane, and `make test` runs it.
+
+// NeedsControlPlane skips t in the fast tier: it needs a real control plane
+// (or a cluster, or rlab built to start one), which `make test` gives it.
+func NeedsControlPlane(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the control plane: make test runs it, make test-unit does not")
+	}
+}
+
+// FastMain is for a TestMain whose setup starts a control plane or builds
+// rlab for one: in the fast tier it runs the tests without that setup
+// (each test that needs it skips itself) and returns true with the exit
+// code; otherwise it returns false and the TestMain goes on.
+func FastMain(m *testing.M) (int, bool) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if !testing.Short() {
+		return 0, false
+	}
+	return m.Run(), true
+}
 
 // Interval is how often Eventually asks its condition.
 const Interval = 20 * time.Millisecond

@@ -182,6 +182,11 @@ func (s *Supervisor) start(r *replica) error {
 // watch restarts r each time it exits, until Close.
 func (s *Supervisor) watch(r *replica) {
 	defer s.wg.Done()
+	// The name never changes; r.spec's Args do (SetArgs, under s.mu), and
+	// Name's value receiver copies the whole Spec.
+	s.mu.Lock()
+	name := r.spec.Name()
+	s.mu.Unlock()
 	backoff := s.opts.Backoff
 	for {
 		s.mu.Lock()
@@ -210,12 +215,12 @@ func (s *Supervisor) watch(r *replica) {
 		}
 		removed := r.removed
 		if removed {
-			delete(s.replicas, r.spec.Name())
+			delete(s.replicas, name)
 			fields[trace.FieldRemoved] = true
 		}
 		s.mu.Unlock()
-		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(), Fields: fields})
-		s.opts.Log.Info("replica exited", "replica", r.spec.Name(), "fields", fields)
+		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: name, Fields: fields})
+		s.opts.Log.Info("replica exited", "replica", name, "fields", fields)
 		if removed {
 			close(r.gone)
 			return
@@ -233,10 +238,10 @@ func (s *Supervisor) watch(r *replica) {
 			return
 		}
 		if r.removed { // removed while waiting to restart
-			delete(s.replicas, r.spec.Name())
+			delete(s.replicas, name)
 			s.mu.Unlock()
 			// Its exit said it would restart: say it will not.
-			s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: r.spec.Name(),
+			s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: name,
 				Fields: map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldRemoved: true}})
 			close(r.gone)
 			return
@@ -245,8 +250,8 @@ func (s *Supervisor) watch(r *replica) {
 		err := s.start(r)
 		s.mu.Unlock()
 		if err != nil {
-			s.opts.Log.Error("restart failed", "replica", r.spec.Name(), "error", err)
-			s.opts.Publish(trace.Event{Source: Source, Kind: trace.Log, Object: r.spec.Name(),
+			s.opts.Log.Error("restart failed", "replica", name, "error", err)
+			s.opts.Publish(trace.Event{Source: Source, Kind: trace.Log, Object: name,
 				Fields: map[string]any{trace.FieldMsg: "restart failed: " + err.Error()}})
 			return
 		}

@@ -317,6 +317,7 @@ func (f *fixture) helloReady(t *testing.T) world.Snapshot {
 }
 
 func TestTree(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	ns, other := clustertest.Namespace(t, shared.cs, "world"), clustertest.Namespace(t, shared.cs, "world")
 	rec := &simtest.EventLog{}
@@ -395,6 +396,7 @@ func TestTree(t *testing.T) {
 }
 
 func TestWaitFor(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	f := newFixture(t)
 	always := func(world.Snapshot) bool { return true }
@@ -441,6 +443,7 @@ func TestWaitFor(t *testing.T) {
 }
 
 func TestDrift(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		what    string
@@ -530,6 +533,7 @@ func TestDrift(t *testing.T) {
 }
 
 func TestConverge(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -575,6 +579,7 @@ func TestConverge(t *testing.T) {
 }
 
 func TestGarbageCollection(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	f := newFixture(t)
 	before := f.helloReady(t).Namespaces[f.ns].Echoes["hello"].Deployment
@@ -608,6 +613,7 @@ func TestGarbageCollection(t *testing.T) {
 }
 
 func TestOrphan(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	f := newFixture(t)
 	f.helloReady(t)
@@ -630,6 +636,7 @@ func TestOrphan(t *testing.T) {
 }
 
 func TestLeader(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	f := newFixture(t)
 	leases := shared.cs.CoordinationV1().Leases(f.ns)
@@ -727,6 +734,7 @@ func TestLeader(t *testing.T) {
 // (echo.deleting naming the finalizer), then gone with how long it waited;
 // the registry ConfigMap shows in the snapshot as the shared helpers write it.
 func TestFinalizerHoldsDeletion(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	f := newFixture(t)
 	ctx := t.Context()
 	createEcho(t, f.ns, "held", "bye", 1)
@@ -794,6 +802,7 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 // an apply is refused for its conflict or only joins the owner by applying
 // the same value.
 func TestHandover(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	f := newFixture(t)
 	f.helloReady(t)

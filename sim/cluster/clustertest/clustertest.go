@@ -72,8 +72,13 @@ func (e *Env) Stop() error {
 //
 // It starts the backend, gives it to use, runs the tests and stops the
 // backend. Without the control plane the tests fail: they are the proof that
-// the sandbox works, never skipped.
+// the sandbox works, never skipped. In the fast tier (go test -short) no
+// backend starts and use is not called: each test that needs it says so
+// (simtest.NeedsControlPlane).
 func Main(m *testing.M, prefix string, use func(*Env)) int {
+	if code, fast := simtest.FastMain(m); fast {
+		return code
+	}
 	env, err := Start(context.Background(), prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/kkloud/rlab/sim/bus"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -188,6 +189,7 @@ func TestRetriedCount(t *testing.T) {
 // operators at once, in one sandbox on the real control plane: each
 // survives every fault, judged against its own clean run.
 func TestChaosBuiltins(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	dir, err := assets.Find(os.Getenv)
 	if err != nil {
 		t.Fatalf("the chaos test needs the control plane: %v", err)
@@ -264,6 +266,7 @@ func TestChaosBuiltins(t *testing.T) {
 // window. The verdict is a pass with a warning that names the backoff, from
 // the retries the proxy saw, not a failure that calls it dropped.
 func TestChaosBackoffWarning(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	dir, err := assets.Find(os.Getenv)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 // 403, and privilege says why for each; the ClusterRoles and bindings the
 // sandbox made are deleted when it stops.
 func TestOwnRBAC(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	// envtest's CRD installer logs through controller-runtime, which warns
 	// with a stack trace if no logger was ever set.
 	ctrllog.SetLogger(logr.Discard())

@@ -20,6 +20,7 @@ import (
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/feature/classroom"
+	"github.com/kkloud/rlab/sim/simtest"
 )
 
 // shared is the control plane the tests use, with the current Echo CRD
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 // the operators' status sticks, and leaves its labels alone: teardown keeps
 // a CRD that was there before the classroom and removes one prepare made.
 func TestPrepareOldCRD(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	tests := []struct {
 		name  string
 		label string // classroom label on the old CRD: "crd" if prepare made it

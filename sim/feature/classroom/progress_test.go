@@ -30,6 +30,7 @@ var at = time.Date(2026, 11, 27, 10, 30, 0, 0, time.UTC)
 // progress; a reset request reaches only its student, and their report
 // says it was done; a stopped rlab says so.
 func TestProgress(t *testing.T) {
+	simtest.NeedsControlPlane(t)
 	dir := t.TempDir()
 	var out bytes.Buffer
 	if _, err := classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 2, Dir: dir, Log: &out}); err != nil {

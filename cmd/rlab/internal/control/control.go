@@ -22,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/kkloud/rlab/lessons"
 )
 
 // Request is what rlab do sends: the words typed after it.
@@ -38,10 +36,17 @@ type Answer struct {
 	Error string   `json:"error,omitempty"`
 }
 
-// Doer performs a lesson action and says what it did (lessons.Actor).
+// Doer reads and performs what a student typed after rlab do
+// (lessons.Actor). The protocol carries words: it knows no course.
 type Doer interface {
-	Do(ctx context.Context, op lessons.Op) ([]string, error)
+	// Prepare reads words as a verb; its error says what is wrong and how
+	// the verb is typed. The Act it returns performs it.
+	Prepare(words []string) (Act, error)
 }
+
+// Act performs one verb and says what it did, one line per thing done. An
+// alias, so that a Doer returns a plain func and imports nothing of this.
+type Act = func(ctx context.Context) ([]string, error)
 
 // Timeout bounds an action (a partition waits up to a minute for a leader
 // to cut off), and the wait for the one before it to end.
@@ -175,7 +180,7 @@ func (s *Server) serve(c net.Conn) {
 
 // do performs the request's action, in its turn.
 func (s *Server) do(words []string) ([]string, error) {
-	op, err := lessons.ParseVerb(words)
+	act, err := s.doer.Prepare(words)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +196,7 @@ func (s *Server) do(words []string) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 	defer cancel()
-	done, err := s.doer.Do(ctx, op)
+	done, err := act(ctx)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return done, fmt.Errorf("not done within %s: %w", s.timeout, err)

@@ -58,7 +58,16 @@ func (f *fakeDoer) waitRunning(t *testing.T) {
 	simtest.Eventually(t, 5*time.Second, "an op running", simtest.True(func() bool { return f.running.Load() > 0 }))
 }
 
-func (f *fakeDoer) Do(ctx context.Context, op lessons.Op) ([]string, error) {
+// Prepare reads words as rlab does (lessons.ParseVerb).
+func (f *fakeDoer) Prepare(words []string) (Act, error) {
+	op, err := lessons.ParseVerb(words)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) ([]string, error) { return f.do(ctx, op) }, nil
+}
+
+func (f *fakeDoer) do(ctx context.Context, op lessons.Op) ([]string, error) {
 	n := f.running.Add(1)
 	defer f.running.Add(-1)
 	for {
