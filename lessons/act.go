@@ -141,7 +141,7 @@ func (s *Step) Gated() bool {
 	}
 	if s.Check != nil {
 		for _, c := range s.Check.Conds {
-			if c.Kind == condOperatorCheck {
+			if c.Kind == CondOperatorCheck {
 				return false
 			}
 		}

@@ -44,8 +44,8 @@ type actionKind struct {
 // actRunOperator swaps in another version of the student's operator (a
 // script); actRunProject, of their Go project.
 const (
-	actRunOperator = "run_operator"
-	actRunProject  = "run_project"
+	ActRunOperator = "run_operator"
+	ActRunProject  = "run_project"
 )
 
 // actions is the closed set of actions autoplay performs.
@@ -53,7 +53,7 @@ var actions = map[string]actionKind{
 	// Restart the student's operator running another script of the
 	// lesson's folder: the version with this step's fix, which the student
 	// would otherwise write.
-	actRunOperator: {
+	ActRunOperator: {
 		args: spec{required: argTypes{"operator": tOperator, "file": tFile}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("file"))
@@ -66,7 +66,7 @@ var actions = map[string]actionKind{
 	// Restart the student's Go project with the files of a folder of the
 	// lesson's laid over it: this step's fix, which the student would
 	// otherwise make.
-	actRunProject: {
+	ActRunProject: {
 		args: spec{required: argTypes{"operator": tOperator, "project": tProject}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("project"))

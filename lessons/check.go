@@ -240,12 +240,12 @@ func replicasOf(v View, st style.Style, is func(supervisor.Status) bool) (n, yes
 // worldLag is how much later than an operator the world may see a change.
 const worldLag = 200 * time.Millisecond
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+func Secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // msField is a field in milliseconds, in seconds for a sentence.
 func msField(e trace.Event, k string) string {
 	if n, ok := e.Num(k); ok {
-		return secs(time.Duration(n * float64(time.Millisecond)))
+		return Secs(time.Duration(n * float64(time.Millisecond)))
 	}
 	return "?"
 }

@@ -1,7 +1,6 @@
 package lessons
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
-	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -343,45 +341,6 @@ func TestCheckNeedsEveryCondition(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
-
-func TestProgress(t *testing.T) {
-	d := state.Dir{Root: t.TempDir()}
-	p, err := LoadProgress(d)
-	if err != nil || len(p.Lessons) != 0 {
-		t.Fatalf("fresh progress = %+v, %v", p, err)
-	}
-	l := &Lesson{Dir: "03-x", Steps: make([]Step, 4)}
-	p.Set(l, 2, t0)
-	if err := p.Save(d); err != nil {
-		t.Fatal(err)
-	}
-	p, err = LoadProgress(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := p.Of(l); got.Step != 2 || got.Done || !got.Updated.Equal(t0) {
-		t.Fatalf("progress = %+v", got)
-	}
-	if got, where := p.Resume(l), p.Where(l); got != 2 || where != "step 3 of 4" {
-		t.Fatalf("resume at %d (%q), want 2 (step 3 of 4)", got, where)
-	}
-	p.Set(l, 9, t0) // past the end: done
-	p.Set(l, 3, t0) // going back keeps it done
-	if got := p.Of(l); got.Step != 3 || !got.Done {
-		t.Fatalf("progress = %+v", got)
-	}
-	if got, where := p.Resume(l), p.Where(l); got != 0 || where != "done" {
-		t.Fatalf("a lesson done resumes at %d (%q), want 0 (done)", got, where)
-	}
-	if err := writeFile(ProgressFile(d), "{not json"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadProgress(d); err == nil || !strings.Contains(err.Error(), "lessons.json") {
-		t.Fatalf("corrupt progress: %v", err)
-	}
-}
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 // A check's words name what is checked, for the panel.
 func TestDescribe(t *testing.T) {

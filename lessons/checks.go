@@ -30,7 +30,7 @@ type checkKind struct {
 }
 
 // condOperatorCheck grades the student's operator with rlab check's checks.
-const condOperatorCheck = "operator_check"
+const CondOperatorCheck = "operator_check"
 
 // checks is the closed set of checks, over the world model and the trace
 // events since the step began.
@@ -39,7 +39,7 @@ var checks = map[string]checkKind{
 	// in one run. The runs go on in the background while the step waits
 	// (Player.grade); until one passes, the detail is the failing checks'
 	// reasons, which the lesson panel shows.
-	condOperatorCheck: {
+	CondOperatorCheck: {
 		args: spec{required: argTypes{"operator": tOperator, "checks": tChecks}},
 		eval: func(a Args, v View, st style.Style) styleResult {
 			g, ok := v.Grades[gradeKey(a)]
@@ -219,7 +219,7 @@ var checks = map[string]checkKind{
 			if b.N < n {
 				return styleResult{detail: fmt.Sprintf("%d of %d converged", b.N, n)}
 			}
-			r := styleResult{ok: true, detail: fmt.Sprintf("%d converged in %s (%.1f/s)", n, secs(b.Took()), b.PerSecond())}
+			r := styleResult{ok: true, detail: fmt.Sprintf("%d converged in %s (%.1f/s)", n, Secs(b.Took()), b.PerSecond())}
 			if mn := a.Dur("min"); mn > 0 && b.Took() < mn {
 				r.ok, r.final = false, true
 				r.detail += fmt.Sprintf(", sooner than %s", mn)
@@ -237,9 +237,9 @@ var checks = map[string]checkKind{
 					r.detail += fmt.Sprintf("; %s not timed in this session", other)
 				case b.Took() >= ob.Took():
 					r.ok, r.final = false, true
-					r.detail += fmt.Sprintf(", not faster than %s (%s)", other, secs(ob.Took()))
+					r.detail += fmt.Sprintf(", not faster than %s (%s)", other, Secs(ob.Took()))
 				default:
-					r.detail += fmt.Sprintf(", %s took %s", other, secs(ob.Took()))
+					r.detail += fmt.Sprintf(", %s took %s", other, Secs(ob.Took()))
 				}
 			}
 			return r
@@ -404,7 +404,7 @@ var checks = map[string]checkKind{
 					if ev := e.Str(trace.FieldCauseEvent); ev != "" {
 						why += ": " + ev
 					}
-					return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", secs(e.Time.Sub(from)), why)}
+					return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", Secs(e.Time.Sub(from)), why)}
 				}
 			}
 			return styleResult{detail: "not yet"}
@@ -449,7 +449,7 @@ var checks = map[string]checkKind{
 			}); len(del) > 0 {
 				from = del[0].Time
 			}
-			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, secs(evs[0].Time.Sub(from)), pods)}
+			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, Secs(evs[0].Time.Sub(from)), pods)}
 		},
 		words: func(s say, a Args) string {
 			return s.f("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
@@ -488,7 +488,7 @@ var checks = map[string]checkKind{
 				return styleResult{detail: "still " + prev}
 			}
 			d := took.Time.Sub(from)
-			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", took.Str(trace.FieldIdentity), prev, secs(d))}
+			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", took.Str(trace.FieldIdentity), prev, Secs(d))}
 			if mn := a.Dur("min"); mn > 0 {
 				// A standby takes a Lease nobody renews only once it has
 				// seen no renewal for the lease duration: counted from the
@@ -502,7 +502,7 @@ var checks = map[string]checkKind{
 						since = took.Time.Sub(t)
 					}
 				}
-				r.detail += fmt.Sprintf(" (%s after its last renewal)", secs(since))
+				r.detail += fmt.Sprintf(" (%s after its last renewal)", Secs(since))
 				if since < mn {
 					r.ok, r.final = false, true
 					r.detail += fmt.Sprintf(", sooner than %s", mn)
@@ -535,7 +535,7 @@ var checks = map[string]checkKind{
 			if len(evs) == 0 {
 				return styleResult{detail: "nobody lost the Lease"}
 			}
-			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, secs(evs[0].Time.Sub(v.Acts.at(st))))}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, Secs(evs[0].Time.Sub(v.Acts.at(st))))}
 		},
 		words: func(s say, _ Args) string { return s.f("the leader loses the Lease") },
 	},
@@ -774,7 +774,7 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
-				return styleResult{detail: "measuring for " + secs(over)}
+				return styleResult{detail: "measuring for " + Secs(over)}
 			}
 			watches := map[string]int{}
 			for _, e := range v.kind(trace.APIRequest) {
@@ -814,7 +814,7 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
-				return styleResult{detail: "measuring for " + secs(over)}
+				return styleResult{detail: "measuring for " + Secs(over)}
 			}
 			code, hasCode := a.Int("code")
 			n := 0
@@ -842,7 +842,7 @@ var checks = map[string]checkKind{
 			}
 			in := ""
 			if over > 0 {
-				in = " in " + secs(over)
+				in = " in " + Secs(over)
 			}
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d %s%s%s", n, what, in, want)}
 		},

@@ -70,7 +70,7 @@ func (g Grade) result(ids []string) styleResult {
 	}
 	if g.passed(ids) {
 		if len(g.Last) > 3 {
-			return styleResult{ok: true, detail: fmt.Sprintf("all %d checks passed in %s", len(g.Last), secs(g.Took))}
+			return styleResult{ok: true, detail: fmt.Sprintf("all %d checks passed in %s", len(g.Last), Secs(g.Took))}
 		}
 		var parts []string
 		for _, r := range g.Last {
@@ -125,7 +125,7 @@ type grader struct {
 func (p *Player) grade(ctx context.Context, c *Check) *grader {
 	g := &grader{grades: map[string]*Grade{}}
 	for _, cond := range c.Conds {
-		if cond.Kind != condOperatorCheck {
+		if cond.Kind != CondOperatorCheck {
 			continue
 		}
 		key := gradeKey(cond.Args)

@@ -114,9 +114,9 @@ func (l *Lesson) Version(i int) (File, error) {
 		}
 		for _, op := range s.Action.Play {
 			switch op.Name {
-			case actRunOperator:
+			case ActRunOperator:
 				f = op.Args.File("file")
-			case actRunProject:
+			case ActRunProject:
 				f = op.Args.File("project")
 			}
 		}
@@ -331,7 +331,7 @@ func readFiles(fsys fs.FS, file string, l *Lesson) error {
 			for k, v := range op.Args {
 				if f, ok := v.(File); ok {
 					read(&f, op.Line)
-					if op.Name == actRunProject && l.Operator != nil {
+					if op.Name == ActRunProject && l.Operator != nil {
 						// A step's folder holds the files its fix changes: the
 						// version it runs is the one before with them laid over.
 						f = overlay(last, f)

@@ -26,8 +26,6 @@ type Player struct {
 	col *bus.Collector
 	// Poll is how often a check is evaluated while it waits.
 	Poll time.Duration
-	// Report, if set, is told where the student is as it changes.
-	Report Report
 
 	mu     sync.Mutex
 	events []trace.Event                // since the current step began
@@ -367,7 +365,7 @@ func (p *Player) PlayStep(ctx context.Context, s *Step) (StepResult, error) {
 
 // tail is the step's last n events, but for the Lease renewals that fill
 // any quiet moment.
-func (p *Player) tail(n int) []trace.Event {
+func (p *Player) Tail(n int) []trace.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []trace.Event

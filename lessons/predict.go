@@ -28,7 +28,7 @@ const (
 
 // localized is q in the namespaces of a sandbox with prefix p (see
 // Localize); nil for nil.
-func localized(q *Predict, p style.Prefix) *Predict {
+func Localized(q *Predict, p style.Prefix) *Predict {
 	if q == nil || p == "" {
 		return q
 	}
@@ -82,7 +82,7 @@ func kindOrCount(n *yaml.Node) string {
 }
 
 // printAsk prints the question on plain text, after the step's text.
-func printAsk(out io.Writer, q *Predict, w lessonview.Words) {
+func PrintAsk(out io.Writer, q *Predict, w lessonview.Words) {
 	fmt.Fprintf(out, "\n  %s\n", w.F("Predict before you act: %s", q.Question))
 	for i, c := range q.Choices {
 		fmt.Fprintf(out, "    %d %s\n", i+1, c)
@@ -91,14 +91,14 @@ func printAsk(out io.Writer, q *Predict, w lessonview.Words) {
 }
 
 // isNumber says whether a command line is a number: an answer.
-func isNumber(cmd string) bool {
+func IsNumber(cmd string) bool {
 	_, err := strconv.Atoi(cmd)
 	return err == nil
 }
 
 // answer keeps the number the student typed in pr, before the check
 // passed; it returns what to reply.
-func answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Words) string {
+func Answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Words) string {
 	if passed {
 		return w.T("passed already: a prediction comes before the act")
 	}
@@ -114,7 +114,7 @@ func answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Wo
 // predictReport is what a passed check says on plain text: its detail, or the
 // student's answer beside it (pr measured) and, if the question has an
 // answer, whether it was right.
-func predictReport(q *Predict, pr Prediction, detail string, w lessonview.Words) string {
+func PredictReport(q *Predict, pr Prediction, detail string, w lessonview.Words) string {
 	said := q.SaidIn(w, pr)
 	if said == "" {
 		return detail

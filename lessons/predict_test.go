@@ -160,18 +160,18 @@ func ptr[T any](v T) *T { return &v }
 
 func TestPredictLocalized(t *testing.T) {
 	q := &Predict{Question: "What does echo-shell keep?", Choices: []string{"echo-clientgo", "nothing"}, Answer: 2}
-	l := localized(q, "ada-")
+	l := Localized(q, "ada-")
 	if l.Question != "What does ada-echo-shell keep?" || l.Choices[0] != "ada-echo-clientgo" || l.Choices[1] != "nothing" || l.Answer != 2 {
 		t.Errorf("localized = %+v", l)
 	}
 	if q.Question != "What does echo-shell keep?" || q.Choices[0] != "echo-clientgo" {
 		t.Errorf("the lesson's own question changed: %+v", q)
 	}
-	if localized(q, "") != q {
+	if Localized(q, "") != q {
 		t.Error("no prefix: a copy")
 	}
 	var none *Predict
-	if localized(none, "ada-") != nil {
+	if Localized(none, "ada-") != nil {
 		t.Error("nil localized is not nil")
 	}
 }
@@ -182,7 +182,7 @@ func TestPredictLocalized(t *testing.T) {
 func TestGuidePredict(t *testing.T) {
 	q := &Predict{Question: "How many GETs?", Choices: []string{"none", "one per Pod"}, Answer: 1}
 	var out bytes.Buffer
-	printAsk(&out, q, nil)
+	PrintAsk(&out, q, nil)
 	if want := "\n  Predict before you act: How many GETs?\n    1 none\n    2 one per Pod\n  (type the number of your answer, then Enter)\n"; out.String() != want {
 		t.Errorf("asked:\n%q\nwant\n%q", out.String(), want)
 	}
@@ -201,99 +201,29 @@ func TestGuidePredict(t *testing.T) {
 	for _, tt := range tests {
 		var pr Prediction
 		for i, c := range tt.cmds {
-			if !isNumber(c) {
+			if !IsNumber(c) {
 				t.Fatalf("%q is not a number", c)
 			}
-			if got := answer(q, c, &pr, false, nil); got != tt.replies[i] {
+			if got := Answer(q, c, &pr, false, nil); got != tt.replies[i] {
 				t.Errorf("%v: reply to %s = %q, want %q", tt.cmds, c, got, tt.replies[i])
 			}
 		}
-		if got := predictReport(q, q.Measure(pr, "0 GETs"), "0 GETs", nil); got != tt.report {
+		if got := PredictReport(q, q.Measure(pr, "0 GETs"), "0 GETs", nil); got != tt.report {
 			t.Errorf("%v: report = %q, want %q", tt.cmds, got, tt.report)
 		}
 	}
 	pr := Prediction{Choice: 1}
-	if got := answer(q, "2", &pr, true, nil); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
+	if got := Answer(q, "2", &pr, true, nil); got != "passed already: a prediction comes before the act" || pr.Choice != 1 {
 		t.Errorf("after the pass: %q, %+v", got, pr)
 	}
 	for _, c := range []string{"n", "", "a", "1x"} {
-		if isNumber(c) {
+		if IsNumber(c) {
 			t.Errorf("%q read as an answer", c)
 		}
 	}
 	var none *Predict
-	if got := predictReport(none, Prediction{}, "0 GETs", nil); got != "0 GETs" {
+	if got := PredictReport(none, Prediction{}, "0 GETs", nil); got != "0 GETs" {
 		t.Errorf("no question: report = %q", got)
-	}
-}
-
-// TestSessionPredict: the screen's answer is kept on the state (a new
-// version) until the step plays or passes; then it is refused.
-func TestSessionPredict(t *testing.T) {
-	l, err := Parse("l.yaml", []byte(lesson(predictStep("[none, one, two]", "")+strings.Replace(okStep, "title: a", "title: plain", 1))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		st     SessionState
-		choice int
-		err    string
-	}{
-		{name: "answered", choice: 2},
-		{name: "out of range", choice: 4, err: "answer with a number from 1 to 3"},
-		{name: "playing", st: SessionState{Playing: true}, choice: 1, err: "the step is playing: a prediction comes before the act"},
-		{name: "passed", st: SessionState{Passed: true}, choice: 1, err: "the step passed already: a prediction comes before the act"},
-		{name: "no question", st: SessionState{Step: 1}, choice: 1, err: "this step asks no question"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &Session{l: l, st: tt.st}
-			err := s.Predict(tt.choice)
-			st := s.State()
-			if tt.err != "" {
-				if err == nil || err.Error() != tt.err {
-					t.Fatalf("Predict(%d) = %v, want %q", tt.choice, err, tt.err)
-				}
-				if st.Version != 0 || st.Predicted != (Prediction{}) {
-					t.Errorf("refused, yet the state changed: %+v", st)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Version != 1 || st.Predicted != (Prediction{Choice: tt.choice}) {
-				t.Errorf("state = %+v", st)
-			}
-		})
-	}
-}
-
-// TestSessionOpened: a step is open once the sandbox started and the
-// student is on it, passed or not; the last step stays open when its check
-// passed as it opened and so ended the lesson (the by-hand run waited for
-// it until it gave up).
-func TestSessionOpened(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		ready bool
-		st    SessionState
-		i     int
-		want  bool
-	}{
-		{"still starting", false, SessionState{Step: 0}, 0, false},
-		{"on it", true, SessionState{Step: 2}, 2, true},
-		{"another step", true, SessionState{Step: 1}, 2, false},
-		{"passed", true, SessionState{Step: 2, Passed: true}, 2, true},
-		{"last step passed at once, the lesson done", true, SessionState{Step: 4, Passed: true, Done: true}, 4, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &Session{ready: tc.ready, st: tc.st}
-			if got := s.opened(tc.i); got != tc.want {
-				t.Errorf("opened(%d) = %v, want %v", tc.i, got, tc.want)
-			}
-		})
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/lessons/lessonview"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -188,7 +189,7 @@ func newLessonListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prog, err := lessons.LoadProgress(d)
+			prog, err := runner.LoadProgress(d)
 			if err != nil {
 				return err
 			}
@@ -322,7 +323,7 @@ func chooseLessons(args []string, every bool, lang langFlag) (all, chosen []*les
 // student's operator), runs fn with a lesson player on it until fn returns
 // or a signal comes, and stops it.
 func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, setup func(*launch.Options) error,
-	fn func(ctx context.Context, l *launch.Launcher, p *lessons.Player) error) error {
+	fn func(ctx context.Context, l *launch.Launcher, p *runner.Player) error) error {
 	opts := launch.Options{Options: sandbox.Options{Styles: style.All(), ShellInterval: f.ShellInterval, Sample: true}, Report: launch.Print(stderr)}
 	if err := f.apply(&opts); err != nil {
 		return err
@@ -346,7 +347,7 @@ func (f lessonFlags) withLessonSandbox(ctx context.Context, stderr io.Writer, se
 		return startErr(ctx, err)
 	}
 	fmt.Fprintf(stderr, "sandbox ready in %.2fs\n", sb.Ready.Seconds())
-	p := lessons.NewPlayer(sb)
+	p := runner.NewPlayer(sb)
 	defer p.Close()
 	return fn(ctx, l, p)
 }
@@ -377,13 +378,13 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	// that runs it: the other lessons act on every style's namespace, and
 	// must not act on (or wait for) that operator too.
 	t0 := time.Now()
-	var results []lessons.LessonResult
+	var results []runner.LessonResult
 	for _, group := range sandboxGroups(runs) {
 		interrupted := false
 		err := f.withLessonSandbox(ctx, stderr, func(o *launch.Options) error { return lessonOperator(group[0], o) },
-			func(ctx context.Context, l *launch.Launcher, p *lessons.Player) error {
+			func(ctx context.Context, l *launch.Launcher, p *runner.Player) error {
 				d := l.Dir
-				var hand *lessons.Hand
+				var hand *runner.Hand
 				if f.ByHand {
 					self, err := os.Executable()
 					if err != nil {
@@ -393,7 +394,7 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 					if err != nil {
 						return err
 					}
-					hand = &lessons.Hand{Read: f.Read, Env: env}
+					hand = &runner.Hand{Read: f.Read, Env: env}
 				}
 				results = append(results, p.Verify(ctx, group, hand, stdout)...)
 				interrupted = ctx.Err() != nil
@@ -510,13 +511,13 @@ A lesson about your own operator (12) runs the one you name with
 // instructor's) restores the sandbox and guides the lesson asked for from
 // step 1.
 func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *lessons.Lesson, setup func(*launch.Options) error, stdin io.Reader, stdout, stderr io.Writer) error {
-	return f.withLessonSandbox(ctx, stderr, setup, func(ctx context.Context, la *launch.Launcher, p *lessons.Player) error {
+	return f.withLessonSandbox(ctx, stderr, setup, func(ctx context.Context, la *launch.Launcher, p *runner.Player) error {
 		d := la.Dir
 		prog, from, err := launch.Resume(d, l, f.FromStart || f.Reset)
 		if err != nil {
 			return err
 		}
-		save := func(pr *lessons.Progress) error { return pr.Save(d) }
+		save := func(pr *runner.Progress) error { return pr.Save(d) }
 		la.Tell(p, all)
 		// The instructor's reset comes in as the student's r N would.
 		lines := readLines(ctx, stdin)
@@ -532,7 +533,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 		}
 		la.OnReset(ctx, func(ctx context.Context, n int) error {
 			select {
-			case resets <- fmt.Sprintf("%s %d", lessons.CmdResetAsked, n):
+			case resets <- fmt.Sprintf("%s %d", runner.CmdResetAsked, n):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -583,7 +584,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 				answer(nil)
 			}
 			err = p.Guide(ctx, l, from, in, stdout, prog, save)
-			var re *lessons.ResetError
+			var re *runner.ResetError
 			if !errors.As(err, &re) {
 				break
 			}
@@ -605,7 +606,7 @@ func (f lessonFlags) startText(ctx context.Context, all []*lessons.Lesson, l *le
 			l, reset = next, true
 		}
 		switch {
-		case errors.Is(err, lessons.ErrQuit):
+		case errors.Is(err, runner.ErrQuit):
 			fmt.Fprintln(stdout, lessonview.WordsFor(l.Lang).F("progress kept: rlab lesson start %d resumes here", l.Number))
 			return nil
 		case ctx.Err() != nil:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -24,17 +25,17 @@ func TestLessonCommands(t *testing.T) {
 	}
 	// Lesson 1 done, its last step autoplayed; lesson 2 at its second step,
 	// the first skipped.
-	prog := &lessons.Progress{Lessons: map[string]*lessons.LessonProgress{}}
+	prog := &runner.Progress{Lessons: map[string]*runner.LessonProgress{}}
 	n := len(all[0].Steps)
 	for i := range n {
-		how := lessons.ByHand
+		how := runner.ByHand
 		if i == n-1 {
-			how = lessons.Played
+			how = runner.Played
 		}
 		prog.Record(all[0], i, how, time.Now())
 	}
 	prog.Set(all[0], n, time.Now())
-	prog.Record(all[1], 0, lessons.Skipped, time.Now())
+	prog.Record(all[1], 0, runner.Skipped, time.Now())
 	prog.Set(all[1], 1, time.Now())
 	// Lesson 3 done before outcomes were kept.
 	prog.Set(all[2], len(all[2].Steps), time.Now())
@@ -153,7 +154,7 @@ func TestLessonCommands(t *testing.T) {
 	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
 		t.Fatalf("a sandbox (pid %d) runs after the lesson commands", pid)
 	}
-	if _, err := os.Stat(lessons.ProgressFile(state.Dir{Root: e.rlabState()})); err != nil {
+	if _, err := os.Stat(runner.ProgressFile(state.Dir{Root: e.rlabState()})); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/backend"
@@ -497,7 +498,7 @@ func followedByInstructor(t *testing.T, host, kubeconfig string) {
 		step int
 		how  string
 	}{{2, "hand"}, {3, "skipped"}} {
-		if _, err := io.WriteString(stdin, lessons.CmdNext+"\n"); err != nil {
+		if _, err := io.WriteString(stdin, runner.CmdNext+"\n"); err != nil {
 			t.Error(err)
 			return
 		}
@@ -528,7 +529,7 @@ func followedByInstructor(t *testing.T, host, kubeconfig string) {
 		}) {
 		return
 	}
-	if _, err := io.WriteString(stdin, lessons.CmdQuit+"\n"); err != nil {
+	if _, err := io.WriteString(stdin, runner.CmdQuit+"\n"); err != nil {
 		t.Error(err)
 		return
 	}

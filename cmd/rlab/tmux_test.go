@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/proc"
@@ -303,7 +304,7 @@ func TestTmuxLesson(t *testing.T) {
 		return strings.Contains(s, "lesson done") && everyPane(s, "Echo/hello 2/2")
 	})
 	r.quit()
-	b, err := os.ReadFile(lessons.ProgressFile(r.sd))
+	b, err := os.ReadFile(runner.ProgressFile(r.sd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestTmuxLesson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := lessons.LoadProgress(r.sd)
+	prog, err := runner.LoadProgress(r.sd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
@@ -43,13 +44,13 @@ func TestWriteYourOwn(t *testing.T) {
 	}
 	sb := startOperator(t, sandbox.Custom{Name: l.Operator.Name, Script: l.Operator.Starter.Data})
 	d := state.Dir{Root: t.TempDir()}
-	prog, err := lessons.LoadProgress(d)
+	prog, err := runner.LoadProgress(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := lessons.NewPlayer(sb)
+	p := runner.NewPlayer(sb)
 	defer p.Close()
-	s := lessons.NewSession(t.Context(), p, all, l, 0, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
+	s := runner.NewSession(t.Context(), p, all, l, 0, prog, func(pr *runner.Progress) error { return pr.Save(d) })
 	defer s.Close()
 	styles := common.NewTheme(true)
 
@@ -68,7 +69,7 @@ func TestWriteYourOwn(t *testing.T) {
 			if len(fails) == 0 {
 				t.Fatalf("step %d fixes something, and no check of it fails before", i+1)
 			}
-			st := waitState(t, s, "step "+step.Title+" failing", func(st lessons.SessionState) bool {
+			st := waitState(t, s, "step "+step.Title+" failing", func(st runner.SessionState) bool {
 				for _, id := range fails {
 					if !strings.Contains(st.Detail, "✗ "+id+": ") {
 						return false
@@ -96,7 +97,7 @@ func TestWriteYourOwn(t *testing.T) {
 			t.Logf("step %d failing after %.1fs: %s", i+1, time.Since(t0).Seconds(), strings.ReplaceAll(st.Detail, "\n", " | "))
 			s.Play()
 		}
-		st := waitState(t, s, "step "+step.Title+" passed", func(st lessons.SessionState) bool { return st.Passed })
+		st := waitState(t, s, "step "+step.Title+" passed", func(st runner.SessionState) bool { return st.Passed })
 		if st.PlayErr != "" || st.Step != i {
 			t.Errorf("step %d: %+v", i+1, st)
 		}

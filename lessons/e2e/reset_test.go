@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -34,7 +35,7 @@ func TestResetFromAnotherLesson(t *testing.T) {
 	simtest.NeedsControlPlane(t)
 	t.Parallel()
 	sb := startSandbox(t)
-	p := lessons.NewPlayer(sb)
+	p := runner.NewPlayer(sb)
 	t.Cleanup(p.Close)
 	all, err := lessons.Load()
 	if err != nil {

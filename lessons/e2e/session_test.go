@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
 
 // waitState polls the session until cond holds, or fails after a generous
 // deadline.
-func waitState(t *testing.T, s *lessons.Session, what string, cond func(lessons.SessionState) bool) lessons.SessionState {
+func waitState(t *testing.T, s *runner.Session, what string, cond func(runner.SessionState) bool) runner.SessionState {
 	t.Helper()
-	var st lessons.SessionState
+	var st runner.SessionState
 	simtest.Eventually(t, 2*time.Minute, what, func(context.Context) (bool, error) {
 		st = s.State()
 		return cond(st), fmt.Errorf("state %+v", st)
@@ -36,18 +37,18 @@ func TestSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := state.Dir{Root: t.TempDir()}
-	prog, err := lessons.LoadProgress(d)
+	prog, err := runner.LoadProgress(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := startSandbox(t)
-	p := lessons.NewPlayer(sb)
+	p := runner.NewPlayer(sb)
 	defer p.Close()
-	s := lessons.NewSession(t.Context(), p, all, l, 0, prog, func(pr *lessons.Progress) error { return pr.Save(d) })
+	s := runner.NewSession(t.Context(), p, all, l, 0, prog, func(pr *runner.Progress) error { return pr.Save(d) })
 	defer s.Close()
-	saved := func() lessons.LessonProgress {
+	saved := func() runner.LessonProgress {
 		t.Helper()
-		pr, err := lessons.LoadProgress(d)
+		pr, err := runner.LoadProgress(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestSession(t *testing.T) {
 
 	// The first step opens once the sandbox is at its baseline (the Go
 	// styles led), not before: the operators' start-up is no step's.
-	st := waitState(t, s, "the first step opens", func(st lessons.SessionState) bool {
+	st := waitState(t, s, "the first step opens", func(st runner.SessionState) bool {
 		return !strings.HasPrefix(st.Waiting, "the sandbox to start")
 	})
 	if st.Lesson != 2 || st.Count != len(all) || st.Step != 0 || st.Steps != len(l.Steps) || st.Waiting == "" || st.Passed ||
@@ -76,11 +77,11 @@ func TestSession(t *testing.T) {
 	if !s.Key() {
 		t.Fatalf("step 1's key %q did nothing", st.Key)
 	}
-	st = waitState(t, s, "step 1 done with its key and passed", func(st lessons.SessionState) bool { return st.Passed })
+	st = waitState(t, s, "step 1 done with its key and passed", func(st runner.SessionState) bool { return st.Passed })
 	if st.Step != 0 || st.Playing || st.PlayErr != "" || !strings.Contains(st.Detail, "replicas 4") {
 		t.Errorf("after the key: %+v", st)
 	}
-	if got := saved(); got.Step != 1 || got.Done || len(got.How) != 2 || got.How[0] != lessons.ByHand {
+	if got := saved(); got.Step != 1 || got.Done || len(got.How) != 2 || got.How[0] != runner.ByHand {
 		t.Errorf("progress after step 1 = %+v, want next step 1, not done, step 1 by hand", got)
 	}
 
@@ -95,14 +96,14 @@ func TestSession(t *testing.T) {
 		t.Fatalf("next: %+v", st)
 	}
 	s.Play()
-	st = waitState(t, s, "last step played and passed", func(st lessons.SessionState) bool { return st.Passed })
+	st = waitState(t, s, "last step played and passed", func(st runner.SessionState) bool { return st.Passed })
 	if !st.Done || st.Step != 1 {
 		t.Errorf("after the last step: %+v, want done", st)
 	}
-	if got := saved(); !got.Done || len(got.How) != 2 || got.How[0] != lessons.ByHand || got.How[1] != lessons.Played {
+	if got := saved(); !got.Done || len(got.How) != 2 || got.How[0] != runner.ByHand || got.How[1] != runner.Played {
 		t.Errorf("progress after the last step = %+v, want done, by hand then played", got)
 	}
-	var entry lessons.SessionEntry
+	var entry runner.SessionEntry
 	for _, e := range s.Lessons() {
 		if e.Number == 2 {
 			entry = e
@@ -123,18 +124,18 @@ func TestSession(t *testing.T) {
 	}
 	// Lesson 1's first step only asks to look: it passes by itself, by
 	// hand. n on the second, before anyone acted, is a skip.
-	waitState(t, s, "lesson 1, step 1 passed", func(st lessons.SessionState) bool { return st.Passed })
+	waitState(t, s, "lesson 1, step 1 passed", func(st runner.SessionState) bool { return st.Passed })
 	s.Next()
 	s.Next()
 	l1, err := lessons.Find(all, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := lessons.LoadProgress(d)
+	pr, err := runner.LoadProgress(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pr.Of(l1); got.Step != 2 || len(got.How) < 2 || got.How[0] != lessons.ByHand || got.How[1] != lessons.Skipped {
+	if got := pr.Of(l1); got.Step != 2 || len(got.How) < 2 || got.How[0] != runner.ByHand || got.How[1] != runner.Skipped {
 		t.Errorf("lesson 1 after n = %+v, want step 1 by hand, step 2 skipped", got)
 	}
 	if got := pr.Where(l1); got != "step 3 of "+fmt.Sprint(len(l1.Steps)) {

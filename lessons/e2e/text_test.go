@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -133,12 +134,12 @@ func TestTextByHand(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("rlab lesson start 8 --text: %v", err)
 	}
-	prog, err := lessons.LoadProgress(sd)
+	prog, err := runner.LoadProgress(sd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := prog.Of(l)
-	if got.Step != 3 || len(got.How) < 3 || got.How[0] != lessons.ByHand || got.How[1] != lessons.ByHand || got.How[2] != lessons.ByHand {
+	if got.Step != 3 || len(got.How) < 3 || got.How[0] != runner.ByHand || got.How[1] != runner.ByHand || got.How[2] != runner.ByHand {
 		t.Errorf("progress = %+v, want steps 1-3 by hand, next step 4", got)
 	}
 	// Each question answered (1) is kept with what was measured.

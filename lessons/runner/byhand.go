@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/poll"
 	"io"
 	"os"
@@ -61,9 +62,9 @@ var errNoHand = errors.New("no command to type and no key to press: only autopla
 // command it shows typed into bash, or the key it names pressed. Its check
 // is awaited from the act, and the progress must say every step was done
 // by hand. It writes a line per step to out.
-func (p *Player) handLesson(ctx context.Context, l *Lesson, h Hand, out io.Writer) error {
+func (p *Player) handLesson(ctx context.Context, l *lessons.Lesson, h Hand, out io.Writer) error {
 	prog := &Progress{Lessons: map[string]*LessonProgress{}}
-	s := NewSession(ctx, p, []*Lesson{l}, l, 0, prog, func(*Progress) error { return nil })
+	s := NewSession(ctx, p, []*lessons.Lesson{l}, l, 0, prog, func(*Progress) error { return nil })
 	defer s.Close()
 	for i := range l.Steps {
 		step := &l.Steps[i]
@@ -71,7 +72,7 @@ func (p *Player) handLesson(ctx context.Context, l *Lesson, h Hand, out io.Write
 		if err != nil {
 			return fmt.Errorf("step %d %q: %w", i+1, step.Title, err)
 		}
-		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), step.Title, secs(r.Took), r.Detail)
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), step.Title, lessons.Secs(r.Took), r.Detail)
 		s.Next()
 	}
 	if !s.State().Done {
@@ -84,13 +85,13 @@ func (p *Player) handLesson(ctx context.Context, l *Lesson, h Hand, out io.Write
 }
 
 // handStep does step i of s's lesson by hand, once the session shows it.
-func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (StepResult, error) {
+func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (lessons.StepResult, error) {
 	step := &s.l.Steps[i]
 	if err := waitFor(ctx, 2*time.Minute, func() (bool, error) { return s.opened(i), nil }); err != nil {
-		return StepResult{}, fmt.Errorf("not shown: %w", err)
+		return lessons.StepResult{}, fmt.Errorf("not shown: %w", err)
 	}
 	shown := time.Now()
-	if step.Check != nil && h.Read > 0 && step.needsAct() {
+	if step.Check != nil && h.Read > 0 && needsAct(step) {
 		// The student who does nothing: nothing may pass, or fail for good.
 		err := waitFor(ctx, h.Read, func() (bool, error) {
 			passed, failed, detail := s.outcome()
@@ -103,21 +104,21 @@ func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (StepR
 			return false, nil
 		})
 		if !errors.Is(err, context.DeadlineExceeded) {
-			return StepResult{Took: time.Since(shown)}, err
+			return lessons.StepResult{Took: time.Since(shown)}, err
 		}
 	}
 	if step.Predict != nil {
 		if err := s.Predict(1); err != nil { // before the act, as asked
-			return StepResult{}, fmt.Errorf("predict: %w", err)
+			return lessons.StepResult{}, fmt.Errorf("predict: %w", err)
 		}
 	}
 	acted := time.Now()
 	how, err := p.actByHand(ctx, step, h, s.Key)
 	if err != nil {
-		return StepResult{Took: time.Since(shown)}, err
+		return lessons.StepResult{Took: time.Since(shown)}, err
 	}
 	if step.Check == nil {
-		return StepResult{Took: time.Since(acted), Detail: how}, nil
+		return lessons.StepResult{Took: time.Since(acted), Detail: how}, nil
 	}
 	var detail string
 	err = waitFor(ctx, step.Check.Within, func() (bool, error) {
@@ -125,7 +126,7 @@ func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (StepR
 		detail = d
 		return passed, failed
 	})
-	res := StepResult{Took: time.Since(acted), Detail: detail}
+	res := lessons.StepResult{Took: time.Since(acted), Detail: detail}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("check not passed within %s of the act (%s): %s", step.Check.Within, how, detail)
 	}
@@ -143,13 +144,13 @@ func waitFor(ctx context.Context, d time.Duration, done func() (bool, error)) er
 
 // actByHand does what the step asks, as a student would: types its
 // command, or presses its key (key, the screen's); it says how.
-func (p *Player) actByHand(ctx context.Context, s *Step, h Hand, key func() bool) (string, error) {
+func (p *Player) actByHand(ctx context.Context, s *lessons.Step, h Hand, key func() bool) (string, error) {
 	a := s.Action
 	switch {
 	case a == nil:
 		return "nothing to do", nil
 	case a.Kubectl != "":
-		cmd := exec.CommandContext(ctx, "bash", "-c", Localize(a.Kubectl, p.sb.Prefix()))
+		cmd := exec.CommandContext(ctx, "bash", "-c", lessons.Localize(a.Kubectl, p.sb.Prefix()))
 		cmd.Env = h.Env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -186,7 +187,7 @@ func (p *Player) actByHand(ctx context.Context, s *Step, h Hand, key func() bool
 
 // meantToBeRefused: the step's command ends in a request the apiserver
 // must refuse (an invalid spec, a stale write), so it exits non-zero.
-func meantToBeRefused(a *Action) bool {
+func meantToBeRefused(a *lessons.Action) bool {
 	for _, op := range a.Play {
 		if op.Args.Str("expect_error") != "" || op.Name == "stale_update" {
 			return true
@@ -195,17 +196,17 @@ func meantToBeRefused(a *Action) bool {
 	return false
 }
 
-// needsAct: the step asks the student to do something in the sandbox,
+// needsAct: step s asks the student to do something in the sandbox,
 // and its check is about that act. Not a step that only shows something,
 // nor one graded by rlab check's checks, which judge the student's
 // operator whenever it changed (lesson 12's starter already passes some).
-func (s *Step) needsAct() bool {
+func needsAct(s *lessons.Step) bool {
 	a := s.Action
 	if a == nil || a.Kubectl == "" && a.Key == "" && len(a.Play) == 0 {
 		return false
 	}
 	for _, c := range s.Check.Conds {
-		if c.Kind == condOperatorCheck {
+		if c.Kind == lessons.CondOperatorCheck {
 			return false
 		}
 	}
@@ -214,9 +215,9 @@ func (s *Step) needsAct() bool {
 
 // editsOperator: the step asks the student to edit their operator's file
 // (or their Go project's).
-func editsOperator(a *Action) bool {
+func editsOperator(a *lessons.Action) bool {
 	for _, op := range a.Play {
-		if op.Name != actRunOperator && op.Name != actRunProject {
+		if op.Name != lessons.ActRunOperator && op.Name != lessons.ActRunProject {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/lessons/lessonview"
 )
 
@@ -39,7 +40,7 @@ var ErrQuit = errors.New("quit")
 // skipped), and save is called whenever it changed. Once the last step
 // is done it waits for the student to leave (q, or the end of input): the
 // sandbox stays up meanwhile. It returns nil then.
-func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan string, out io.Writer, prog *Progress, save func(*Progress) error) error {
+func (p *Player) Guide(ctx context.Context, l *lessons.Lesson, from int, in <-chan string, out io.Writer, prog *Progress, save func(*Progress) error) error {
 	w := lessonview.WordsFor(l.Lang)
 	fmt.Fprintf(out, "%s\n%s\n\n", w.F("Lesson %d: %s", l.Number, l.Title), l.Summary)
 	fmt.Fprintln(out, w.F("Commands: %s next · %s back (on the first step: again) · %s play it for me · %s start again from a clean sandbox · %s quit (then Enter)", CmdNext, CmdBack, CmdPlay, CmdReset, CmdQuit))
@@ -57,14 +58,14 @@ func (p *Player) Guide(ctx context.Context, l *Lesson, from int, in <-chan strin
 		prog.Set(l, i, time.Now())
 		saved()
 		step := i
-		did := func(how How, pr Prediction) {
+		did := func(how How, pr lessons.Prediction) {
 			prog.Record(l, step, how, time.Now())
 			prog.Predicted(l, step, pr, time.Now())
 			saved()
 		}
 		tell := func(since time.Time, st SessionState, failed error) {
 			if p.Report != nil {
-				pos := position(l, step, since, st, func(t string) string { return Localize(t, p.sb.Prefix()) })
+				pos := position(l, step, since, st, func(t string) string { return lessons.Localize(t, p.sb.Prefix()) })
 				if failed != nil {
 					pos.Error = failed.Error()
 				}
@@ -128,15 +129,15 @@ func indent(s string) string {
 // guideStep shows step i and waits; it returns +1 to go on, -1 to go back,
 // 0 to try it again. did is told how the step went once that is known,
 // with the student's prediction.
-func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan string, out io.Writer, did func(How, Prediction),
+func (p *Player) guideStep(ctx context.Context, l *lessons.Lesson, i int, in <-chan string, out io.Writer, did func(How, lessons.Prediction),
 	tell func(since time.Time, st SessionState, failed error)) (int, error) {
 	s := &l.Steps[i]
 	w := lessonview.WordsFor(l.Lang)
-	local := func(text string) string { return Localize(text, p.sb.Prefix()) }
-	q, said := localized(s.Predict, p.sb.Prefix()), Prediction{}
+	local := func(text string) string { return lessons.Localize(text, p.sb.Prefix()) }
+	q, said := lessons.Localized(s.Predict, p.sb.Prefix()), lessons.Prediction{}
 	fmt.Fprintf(out, "\n%s\n\n%s\n", w.F("── step %d of %d: %s", i+1, len(l.Steps), s.Title), indent(local(s.Text)))
 	if q != nil {
-		printAsk(out, q, w)
+		lessons.PrintAsk(out, q, w)
 	}
 	if a := s.Action; a != nil {
 		if a.Kubectl != "" {
@@ -168,7 +169,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		}
 	}()
 	type result struct {
-		o   Outcome
+		o   lessons.Outcome
 		err error
 	}
 	results := make(chan result, 1)
@@ -182,7 +183,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 		cctx, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
 		go func() {
-			o, err := p.Await(cctx, s.Check, began, acted, holders, func(o Outcome) {
+			o, err := p.Await(cctx, s.Check, began, acted, holders, func(o lessons.Outcome) {
 				select { // the latest detail wins
 				case <-details:
 				default:
@@ -222,7 +223,7 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			did(passedHow(autoplayed), said)
 			seen.Passed, seen.Detail = true, r.o.Detail
 			tell(since, seen, nil)
-			fmt.Fprintf(out, "  ✓ %s\n  %s\n", predictReport(q, said, r.o.Detail, w), w.T("(Enter for the next step)"))
+			fmt.Fprintf(out, "  ✓ %s\n  %s\n", lessons.PredictReport(q, said, r.o.Detail, w), w.T("(Enter for the next step)"))
 		case <-hint.C:
 			if s.Hint != "" && !passed {
 				fmt.Fprintf(out, "  %s\n%s\n", w.T("hint:"), indent(indent(local(s.Hint))))
@@ -246,8 +247,8 @@ func (p *Player) guideStep(ctx context.Context, l *Lesson, i int, in <-chan stri
 			case isReset(cmd):
 				n, asked, _ := resetTo(cmd, l.Number)
 				return 0, &ResetError{Lesson: n, Asked: asked}
-			case q != nil && isNumber(cmd):
-				fmt.Fprintln(out, "  "+answer(q, cmd, &said, passed, w))
+			case q != nil && lessons.IsNumber(cmd):
+				fmt.Fprintln(out, "  "+lessons.Answer(q, cmd, &said, passed, w))
 			case cmd == CmdPlay && passed:
 				fmt.Fprintln(out, "  "+w.T("passed already: Enter for the next step"))
 			case cmd == CmdPlay:

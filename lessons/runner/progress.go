@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -31,7 +32,7 @@ type LessonProgress struct {
 	How []How `json:"how,omitempty"`
 	// Predictions are the student's answers to the steps' questions, by
 	// step index, with how each went once the step passed.
-	Predictions map[int]Prediction `json:"predictions,omitempty"`
+	Predictions map[int]lessons.Prediction `json:"predictions,omitempty"`
 }
 
 // How is how the student got past a step, so that the listing tells one
@@ -58,7 +59,7 @@ func passedHow(autoplayed bool) How {
 
 // leftHow is how step s went when the student moves on from it; ok is
 // false when its pass was recorded already.
-func leftHow(s *Step, passed, autoplayed bool) (how How, ok bool) {
+func leftHow(s *lessons.Step, passed, autoplayed bool) (how How, ok bool) {
 	switch {
 	case s.Check == nil:
 		return passedHow(autoplayed), true
@@ -91,7 +92,7 @@ func LoadProgress(d state.Dir) (*Progress, error) {
 }
 
 // Of is lesson l's progress (zero if not started).
-func (p *Progress) Of(l *Lesson) LessonProgress {
+func (p *Progress) Of(l *lessons.Lesson) LessonProgress {
 	if lp := p.Lessons[l.Dir]; lp != nil {
 		return *lp
 	}
@@ -100,7 +101,7 @@ func (p *Progress) Of(l *Lesson) LessonProgress {
 
 // Resume is the step to start lesson l at: where the student left it, or
 // the first step of a lesson already done.
-func (p *Progress) Resume(l *Lesson) int {
+func (p *Progress) Resume(l *lessons.Lesson) int {
 	if lp := p.Of(l); !lp.Done {
 		return lp.Step
 	}
@@ -110,7 +111,7 @@ func (p *Progress) Resume(l *Lesson) int {
 // Where says how far the student got in l, and for a lesson done how:
 // "" (not started), "step 3 of 8", "8/8 by hand", "5/8, 3 played",
 // "6/8, 1 played, 1 skipped"; "done" when the file does not say how.
-func (p *Progress) Where(l *Lesson) string {
+func (p *Progress) Where(l *lessons.Lesson) string {
 	lp := p.Of(l)
 	n := len(l.Steps)
 	count := map[How]int{}
@@ -143,7 +144,7 @@ func (p *Progress) Where(l *Lesson) string {
 }
 
 // Set records that the next step of l is step (len(l.Steps): done).
-func (p *Progress) Set(l *Lesson, step int, now time.Time) {
+func (p *Progress) Set(l *lessons.Lesson, step int, now time.Time) {
 	lp := p.lesson(l)
 	lp.Step = min(max(step, 0), len(l.Steps))
 	lp.Done = lp.Done || step >= len(l.Steps)
@@ -153,7 +154,7 @@ func (p *Progress) Set(l *Lesson, step int, now time.Time) {
 // Record records how step i of l went. Doing a step again replaces its
 // outcome, but skipping it does not undo a pass: a student who goes back
 // to reread a step they did and moves on did not skip it.
-func (p *Progress) Record(l *Lesson, i int, how How, now time.Time) {
+func (p *Progress) Record(l *lessons.Lesson, i int, how How, now time.Time) {
 	if i < 0 || i >= len(l.Steps) {
 		return
 	}
@@ -173,20 +174,20 @@ func (p *Progress) Record(l *Lesson, i int, how How, now time.Time) {
 
 // Predicted records the student's answer to step i's question and, once
 // the step passed, how it went; an unanswered question records nothing.
-func (p *Progress) Predicted(l *Lesson, i int, pr Prediction, now time.Time) {
+func (p *Progress) Predicted(l *lessons.Lesson, i int, pr lessons.Prediction, now time.Time) {
 	if i < 0 || i >= len(l.Steps) || l.Steps[i].Predict == nil || pr.Choice < 1 {
 		return
 	}
 	lp := p.lesson(l)
 	if lp.Predictions == nil {
-		lp.Predictions = map[int]Prediction{}
+		lp.Predictions = map[int]lessons.Prediction{}
 	}
 	lp.Predictions[i] = pr
 	lp.Updated = now
 }
 
 // Listed is Where and, if any, Foresight: what a lesson list shows.
-func (p *Progress) Listed(l *Lesson) string {
+func (p *Progress) Listed(l *lessons.Lesson) string {
 	w, f := p.Where(l), p.Foresight(l)
 	switch {
 	case f == "":
@@ -199,7 +200,7 @@ func (p *Progress) Listed(l *Lesson) string {
 
 // Foresight says how the student's predictions in l went: "2 of 3
 // predicted right", "" when none had a right answer yet.
-func (p *Progress) Foresight(l *Lesson) string {
+func (p *Progress) Foresight(l *lessons.Lesson) string {
 	right, judged := 0, 0
 	for _, pr := range p.Of(l).Predictions {
 		if pr.Right != nil {
@@ -216,7 +217,7 @@ func (p *Progress) Foresight(l *Lesson) string {
 }
 
 // lesson is l's progress, made if there is none yet.
-func (p *Progress) lesson(l *Lesson) *LessonProgress {
+func (p *Progress) lesson(l *lessons.Lesson) *LessonProgress {
 	lp := p.Lessons[l.Dir]
 	if lp == nil {
 		lp = &LessonProgress{}

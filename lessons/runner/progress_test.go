@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/state"
 )
 
@@ -23,7 +24,7 @@ func did(i int, h How) progressOp { return progressOp{set: -1, step: i, how: h} 
 
 // How each step went, and what the list says of it, as a student moves.
 func TestProgressRecord(t *testing.T) {
-	l := &Lesson{Dir: "04-x", Steps: make([]Step, 4)}
+	l := &lessons.Lesson{Dir: "04-x", Steps: make([]lessons.Step, 4)}
 	allHand := []progressOp{did(0, ByHand), did(1, ByHand), did(2, ByHand), did(3, ByHand), next(4)}
 	tests := []struct {
 		name  string
@@ -85,7 +86,7 @@ func TestProgressRecord(t *testing.T) {
 
 // Where reads what is saved, whatever the course became since.
 func TestProgressWhere(t *testing.T) {
-	l := &Lesson{Dir: "08-x", Steps: make([]Step, 8)}
+	l := &lessons.Lesson{Dir: "08-x", Steps: make([]lessons.Step, 8)}
 	hand := func(n int) []How { return slices.Repeat([]How{ByHand}, n) }
 	tests := []struct {
 		name string
@@ -130,16 +131,16 @@ func TestProgressOldFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2 := &Lesson{Dir: "02-x", Steps: make([]Step, 2)}
-	l3 := &Lesson{Dir: "03-y", Steps: make([]Step, 3)}
+	l2 := &lessons.Lesson{Dir: "02-x", Steps: make([]lessons.Step, 2)}
+	l3 := &lessons.Lesson{Dir: "03-y", Steps: make([]lessons.Step, 3)}
 	tests := []struct {
-		l      *Lesson
+		l      *lessons.Lesson
 		where  string
 		resume int
 	}{
 		{l2, "step 2 of 2", 1},
 		{l3, "done", 0},
-		{&Lesson{Dir: "04-z", Steps: make([]Step, 3)}, "", 0},
+		{&lessons.Lesson{Dir: "04-z", Steps: make([]lessons.Step, 3)}, "", 0},
 	}
 	for _, tt := range tests {
 		if got, resume := p.Where(tt.l), p.Resume(tt.l); got != tt.where || resume != tt.resume {
@@ -175,10 +176,10 @@ func TestProgressOldFile(t *testing.T) {
 // How a step went, told by what the student did on it: the rule both the
 // screen (Session) and the text mode (Guide) follow.
 func TestStepHow(t *testing.T) {
-	checked, unchecked := &Step{Check: &Check{}}, &Step{}
+	checked, unchecked := &lessons.Step{Check: &lessons.Check{}}, &lessons.Step{}
 	tests := []struct {
 		name       string
-		step       *Step
+		step       *lessons.Step
 		passed     bool
 		autoplayed bool
 		how        How // on moving on; "" when nothing is recorded then
@@ -207,23 +208,23 @@ func TestStepHow(t *testing.T) {
 // The student's predictions are kept with how each went, survive a save
 // and a load, and the list says how many were right.
 func TestProgressPredictions(t *testing.T) {
-	q := &Predict{Question: "who repairs first?", Choices: []string{"shell", "client-go"}, Answer: 2}
-	open := &Predict{Question: "how long?", Choices: []string{"<1s", ">1s"}} // the measurement decides
-	l := &Lesson{Dir: "05-x", Steps: []Step{{Predict: q}, {Predict: open}, {}, {Predict: q}}}
-	right, wrong := q.Measure(Prediction{Choice: 2}, "client-go 22ms"), q.Measure(Prediction{Choice: 1}, "client-go 20ms")
+	q := &lessons.Predict{Question: "who repairs first?", Choices: []string{"shell", "client-go"}, Answer: 2}
+	open := &lessons.Predict{Question: "how long?", Choices: []string{"<1s", ">1s"}} // the measurement decides
+	l := &lessons.Lesson{Dir: "05-x", Steps: []lessons.Step{{Predict: q}, {Predict: open}, {}, {Predict: q}}}
+	right, wrong := q.Measure(lessons.Prediction{Choice: 2}, "client-go 22ms"), q.Measure(lessons.Prediction{Choice: 1}, "client-go 20ms")
 	tests := []struct {
 		name string
 		do   func(p *Progress)
 		want string
 		kept int
 	}{
-		{"none answered", func(p *Progress) { p.Predicted(l, 0, Prediction{}, t0) }, "", 0},
-		{"a step with no question", func(p *Progress) { p.Predicted(l, 2, Prediction{Choice: 1}, t0) }, "", 0},
-		{"answered, not measured yet", func(p *Progress) { p.Predicted(l, 0, Prediction{Choice: 2}, t0) }, "", 1},
+		{"none answered", func(p *Progress) { p.Predicted(l, 0, lessons.Prediction{}, t0) }, "", 0},
+		{"a step with no question", func(p *Progress) { p.Predicted(l, 2, lessons.Prediction{Choice: 1}, t0) }, "", 0},
+		{"answered, not measured yet", func(p *Progress) { p.Predicted(l, 0, lessons.Prediction{Choice: 2}, t0) }, "", 1},
 		{"one right", func(p *Progress) { p.Predicted(l, 0, right, t0) }, "1 of 1 predicted right", 1},
 		{"one right, one wrong, one open", func(p *Progress) {
 			p.Predicted(l, 0, right, t0)
-			p.Predicted(l, 1, open.Measure(Prediction{Choice: 1}, "0.4s"), t0)
+			p.Predicted(l, 1, open.Measure(lessons.Prediction{Choice: 1}, "0.4s"), t0)
 			p.Predicted(l, 3, wrong, t0)
 		}, "1 of 2 predicted right", 3},
 		{"answered again replaces", func(p *Progress) {
@@ -261,3 +262,42 @@ func TestProgressPredictions(t *testing.T) {
 		t.Errorf("measured kept = %q", got)
 	}
 }
+
+func TestProgress(t *testing.T) {
+	d := state.Dir{Root: t.TempDir()}
+	p, err := LoadProgress(d)
+	if err != nil || len(p.Lessons) != 0 {
+		t.Fatalf("fresh progress = %+v, %v", p, err)
+	}
+	l := &lessons.Lesson{Dir: "03-x", Steps: make([]lessons.Step, 4)}
+	p.Set(l, 2, t0)
+	if err := p.Save(d); err != nil {
+		t.Fatal(err)
+	}
+	p, err = LoadProgress(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Of(l); got.Step != 2 || got.Done || !got.Updated.Equal(t0) {
+		t.Fatalf("progress = %+v", got)
+	}
+	if got, where := p.Resume(l), p.Where(l); got != 2 || where != "step 3 of 4" {
+		t.Fatalf("resume at %d (%q), want 2 (step 3 of 4)", got, where)
+	}
+	p.Set(l, 9, t0) // past the end: done
+	p.Set(l, 3, t0) // going back keeps it done
+	if got := p.Of(l); got.Step != 3 || !got.Done {
+		t.Fatalf("progress = %+v", got)
+	}
+	if got, where := p.Resume(l), p.Where(l); got != 0 || where != "done" {
+		t.Fatalf("a lesson done resumes at %d (%q), want 0 (done)", got, where)
+	}
+	if err := writeFile(ProgressFile(d), "{not json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadProgress(d); err == nil || !strings.Contains(err.Error(), "lessons.json") {
+		t.Fatalf("corrupt progress: %v", err)
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }

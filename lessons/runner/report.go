@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/feature/classroom"
 )
 
@@ -19,13 +20,13 @@ type Report func(now *classroom.Position, prog *Progress)
 // ReportTo is a Report to r of the lessons of course.
 func ReportTo(r interface {
 	Set(*classroom.Position, []classroom.LessonRecord)
-}, course []*Lesson) Report {
+}, course []*lessons.Lesson) Report {
 	return func(now *classroom.Position, prog *Progress) { r.Set(now, prog.Records(course)) }
 }
 
 // Records are how the student's lessons went, in course order, for the
 // instructor: every lesson of all the student started.
-func (p *Progress) Records(all []*Lesson) []classroom.LessonRecord {
+func (p *Progress) Records(all []*lessons.Lesson) []classroom.LessonRecord {
 	var out []classroom.LessonRecord
 	for _, l := range all {
 		lp := p.Lessons[l.Dir]
@@ -48,7 +49,7 @@ func (p *Progress) Records(all []*Lesson) []classroom.LessonRecord {
 }
 
 // position is where a student on step i of l stands, for the instructor.
-func position(l *Lesson, i int, since time.Time, st SessionState, local func(string) string) *classroom.Position {
+func position(l *lessons.Lesson, i int, since time.Time, st SessionState, local func(string) string) *classroom.Position {
 	pos := &classroom.Position{
 		Lesson: l.Number, Title: l.Title, Step: i + 1, Steps: len(l.Steps), Since: since,
 		Passed: st.Passed, Done: st.Done, Reason: st.Detail, Error: st.PlayErr,
@@ -65,24 +66,24 @@ func position(l *Lesson, i int, since time.Time, st SessionState, local func(str
 
 // Forget drops how lesson l went: started again from step 1 after a reset,
 // it is a new attempt.
-func (p *Progress) Forget(l *Lesson, now time.Time) {
+func (p *Progress) Forget(l *lessons.Lesson, now time.Time) {
 	p.Lessons[l.Dir] = &LessonProgress{Updated: now}
 }
 
 // SameSandbox says whether lesson o runs in the sandbox started for l: a
 // lesson about the student's own operator needs a sandbox with it.
-func (l *Lesson) SameSandbox(o *Lesson) bool {
+func SameSandbox(l, o *lessons.Lesson) bool {
 	return l.Operator == nil && o.Operator == nil || l == o
 }
 
 // CanReset says why lesson n cannot start again in the sandbox lesson l
 // was started for ("" if it can): it needs an operator of its own, or runs
 // on other backends.
-func (p *Player) CanReset(l, n *Lesson) string {
+func (p *Player) CanReset(l, n *lessons.Lesson) string {
 	if why := n.NotOn(p.sb.Backend().Type()); why != "" {
 		return why
 	}
-	if !l.SameSandbox(n) {
+	if !SameSandbox(l, n) {
 		return fmt.Sprintf("lesson %d runs with an operator of its own: quit, then rlab lesson start %d --reset", n.Number, n.Number)
 	}
 	return ""
@@ -103,7 +104,7 @@ func (e *ResetError) Error() string { return fmt.Sprintf("reset to lesson %d", e
 // step 1, how it went before forgotten: a lost student starts it again, or
 // their instructor sends them there. The lesson must run in this sandbox.
 func (s *Session) Reset(ctx context.Context, n int) error {
-	l, err := Find(s.all, n)
+	l, err := lessons.Find(s.all, n)
 	if err != nil {
 		return err
 	}

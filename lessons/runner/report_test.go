@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/feature/classroom"
 )
 
@@ -13,16 +14,16 @@ import (
 // starts a lesson over.
 func TestRecords(t *testing.T) {
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	q := &Predict{Question: "?", Choices: []string{"a", "b"}, Answer: 2}
-	l1 := &Lesson{Number: 1, Dir: "01-a", Steps: make([]Step, 2)}
-	l2 := &Lesson{Number: 2, Dir: "02-b", Steps: []Step{{}, {Predict: q}, {}}}
-	l3 := &Lesson{Number: 3, Dir: "03-c", Steps: make([]Step, 1)}
+	q := &lessons.Predict{Question: "?", Choices: []string{"a", "b"}, Answer: 2}
+	l1 := &lessons.Lesson{Number: 1, Dir: "01-a", Steps: make([]lessons.Step, 2)}
+	l2 := &lessons.Lesson{Number: 2, Dir: "02-b", Steps: []lessons.Step{{}, {Predict: q}, {}}}
+	l3 := &lessons.Lesson{Number: 3, Dir: "03-c", Steps: make([]lessons.Step, 1)}
 	p := &Progress{Lessons: map[string]*LessonProgress{}}
 	p.Record(l1, 0, ByHand, now)
 	p.Record(l1, 1, Played, now)
 	p.Set(l1, 2, now)
 	p.Record(l2, 0, Skipped, now)
-	p.Predicted(l2, 1, q.Measure(Prediction{Choice: 2}, "5 ready"), now)
+	p.Predicted(l2, 1, q.Measure(lessons.Prediction{Choice: 2}, "5 ready"), now)
 	p.Set(l2, 1, now)
 	right := true
 	want := []classroom.LessonRecord{
@@ -30,11 +31,11 @@ func TestRecords(t *testing.T) {
 		{Number: 2, Steps: 3, Next: 1, How: []string{"skipped", "", ""},
 			Predictions: map[int]classroom.Prediction{2: {Choice: 2, Right: &right, Measured: "5 ready"}}},
 	}
-	if got := p.Records([]*Lesson{l1, l2, l3}); !reflect.DeepEqual(got, want) {
+	if got := p.Records([]*lessons.Lesson{l1, l2, l3}); !reflect.DeepEqual(got, want) {
 		t.Errorf("Records:\n got %+v\nwant %+v", got, want)
 	}
 	p.Forget(l1, now)
-	if got := p.Records([]*Lesson{l1}); !reflect.DeepEqual(got, []classroom.LessonRecord{{Number: 1, Steps: 2}}) {
+	if got := p.Records([]*lessons.Lesson{l1}); !reflect.DeepEqual(got, []classroom.LessonRecord{{Number: 1, Steps: 2}}) {
 		t.Errorf("after Forget: %+v", got)
 	}
 	if p.Resume(l1) != 0 || p.Where(l1) != "" {
@@ -45,20 +46,20 @@ func TestRecords(t *testing.T) {
 // TestSameSandbox: a lesson with an operator of its own needs a sandbox
 // of its own.
 func TestSameSandbox(t *testing.T) {
-	plain, other := &Lesson{Number: 1}, &Lesson{Number: 2}
-	own := &Lesson{Number: 12, Operator: &Operator{Name: "mine"}}
+	plain, other := &lessons.Lesson{Number: 1}, &lessons.Lesson{Number: 2}
+	own := &lessons.Lesson{Number: 12, Operator: &lessons.Operator{Name: "mine"}}
 	tests := []struct {
-		a, b *Lesson
+		a, b *lessons.Lesson
 		want bool
 	}{
 		{plain, other, true},
 		{plain, own, false},
 		{own, plain, false},
 		{own, own, true},
-		{own, &Lesson{Number: 20, Operator: &Operator{Name: "mine"}}, false},
+		{own, &lessons.Lesson{Number: 20, Operator: &lessons.Operator{Name: "mine"}}, false},
 	}
 	for _, tt := range tests {
-		if got := tt.a.SameSandbox(tt.b); got != tt.want {
+		if got := SameSandbox(tt.a, tt.b); got != tt.want {
 			t.Errorf("lesson %d then %d in one sandbox: %v, want %v", tt.a.Number, tt.b.Number, got, tt.want)
 		}
 	}
@@ -66,7 +67,7 @@ func TestSameSandbox(t *testing.T) {
 
 // TestPosition: where a student on a step stands, for the instructor.
 func TestPosition(t *testing.T) {
-	l, err := Parse("l.yaml", []byte(lesson(okStep)))
+	l, err := lessons.Parse("l.yaml", []byte(lesson(okStep)))
 	if err != nil {
 		t.Fatal(err)
 	}

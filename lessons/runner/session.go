@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -19,7 +20,7 @@ import (
 // State, whose Version changes with every change. Close it when done.
 type Session struct {
 	p    *Player
-	all  []*Lesson
+	all  []*lessons.Lesson
 	prog *Progress
 	// save writes the progress; called with the session's lock held, so it
 	// must not call back into the Session.
@@ -27,7 +28,7 @@ type Session struct {
 	ctx  context.Context
 
 	mu     sync.Mutex
-	l      *Lesson
+	l      *lessons.Lesson
 	st     SessionState
 	cancel context.CancelFunc // the current step's watcher
 	gen    int                // bumped on every step change: stale watchers keep quiet
@@ -42,7 +43,7 @@ type Session struct {
 	failed error
 	// first is the lesson the sandbox was started for: what a reset may
 	// switch to depends on it, not on the lesson open now.
-	first *Lesson
+	first *lessons.Lesson
 	// resetting: a reset is bringing the sandbox back; the keys wait.
 	resetting bool
 	closed    bool
@@ -57,7 +58,7 @@ type SessionEntry = lessonview.Entry
 
 // NewSession starts lesson l at step from (clamped) on p. save is called
 // whenever prog changed; its error is shown on the panel.
-func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from int, prog *Progress, save func(*Progress) error) *Session {
+func NewSession(ctx context.Context, p *Player, all []*lessons.Lesson, l *lessons.Lesson, from int, prog *Progress, save func(*Progress) error) *Session {
 	// A student reads the check's detail; four evaluations a second are
 	// plenty, and each takes a snapshot of the world.
 	p.Poll = max(p.Poll, 250*time.Millisecond)
@@ -72,7 +73,7 @@ func NewSession(ctx context.Context, p *Player, all []*Lesson, l *Lesson, from i
 // once the sandbox is at its baseline: the operators' start-up (their first
 // lists, the first election) is not the student's act, and a step's window
 // must not hold it. Called with the lock held.
-func (s *Session) starting(l *Lesson, from int) {
+func (s *Session) starting(l *lessons.Lesson, from int) {
 	s.l = l
 	i := min(max(from, 0), len(l.Steps)-1)
 	s.since = time.Now()
@@ -265,7 +266,7 @@ func (s *Session) play(via string) {
 // Open switches to lesson n, at the step the student got to before (the
 // first step of a lesson already done).
 func (s *Session) Open(n int) error {
-	l, err := Find(s.all, n)
+	l, err := lessons.Find(s.all, n)
 	if err != nil {
 		return err
 	}
@@ -290,7 +291,7 @@ func (s *Session) Lessons() []SessionEntry {
 }
 
 // open shows lesson l from step from. Called with the lock held.
-func (s *Session) open(l *Lesson, from int) {
+func (s *Session) open(l *lessons.Lesson, from int) {
 	s.l = l
 	s.show(min(max(from, 0), len(l.Steps)-1))
 }
@@ -371,12 +372,12 @@ func (s *Session) stateOf(i int) SessionState {
 	if step.Check != nil {
 		st.Waiting = s.l.Waits(i)
 	}
-	st.Predict = localized(step.Predict, s.p.sb.Prefix())
+	st.Predict = lessons.Localized(step.Predict, s.p.sb.Prefix())
 	return st
 }
 
 // local is lesson text in this sandbox's namespaces.
-func (s *Session) local(text string) string { return Localize(text, s.p.sb.Prefix()) }
+func (s *Session) local(text string) string { return lessons.Localize(text, s.p.sb.Prefix()) }
 
 // watch evaluates the current step's check until it passes (measured from
 // acted), and shows the hint once it is due. Called with the lock held.
@@ -410,7 +411,7 @@ func (s *Session) watch(acted time.Time) {
 		context.AfterFunc(ctx, func() { t.Stop() })
 	}
 	go func() {
-		o, err := s.p.Await(ctx, step.Check, began, acted, holders, func(o Outcome) {
+		o, err := s.p.Await(ctx, step.Check, began, acted, holders, func(o lessons.Outcome) {
 			update(func() {
 				if s.st.Detail != o.Detail {
 					s.st.Detail = o.Detail

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -83,7 +84,9 @@ func Baseline(sn world.Snapshot, running []string, styles []style.Style, replica
 }
 
 // AwaitBaseline waits until Baseline holds.
-func (p *Player) AwaitBaseline(ctx context.Context) (string, error) { return p.awaitBaseline(ctx, nil) }
+func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
+	return p.awaitBaseline(ctx, nil)
+}
 
 // awaitBaseline waits until Baseline holds; tick, if not nil, gets what is
 // missing each time it looks.
@@ -220,7 +223,7 @@ func (p *Player) Restore(ctx context.Context) error {
 
 // LessonResult is how one autoplayed lesson went.
 type LessonResult struct {
-	Lesson *Lesson
+	Lesson *lessons.Lesson
 	Took   time.Duration
 	Err    error
 }
@@ -228,7 +231,7 @@ type LessonResult struct {
 // Verify autoplays each lesson in turn, or with hand follows it by hand
 // on the screen's Session (handLesson); every step's check must pass, and each lesson must leave the
 // sandbox at its baseline. It writes a line per step and per lesson to out.
-func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Writer) []LessonResult {
+func (p *Player) Verify(ctx context.Context, ls []*lessons.Lesson, hand *Hand, out io.Writer) []LessonResult {
 	var results []LessonResult
 	for _, l := range ls {
 		t0 := time.Now()
@@ -236,9 +239,9 @@ func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Wr
 		err := p.verifyOne(ctx, l, hand, out)
 		r := LessonResult{Lesson: l, Took: time.Since(t0), Err: err}
 		if err != nil {
-			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, secs(r.Took), err)
+			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, lessons.Secs(r.Took), err)
 			// What the operators did last, to see why.
-			for _, e := range p.tail(30) {
+			for _, e := range p.Tail(30) {
 				fmt.Fprintf(out, "  | %s\n", e.Line())
 			}
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -250,7 +253,7 @@ func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Wr
 			}
 			cancel()
 		} else {
-			fmt.Fprintf(out, "ok   lesson %d %s in %s\n", l.Number, l.Slug, secs(r.Took))
+			fmt.Fprintf(out, "ok   lesson %d %s in %s\n", l.Number, l.Slug, lessons.Secs(r.Took))
 		}
 		results = append(results, r)
 		if ctx.Err() != nil {
@@ -262,19 +265,19 @@ func (p *Player) Verify(ctx context.Context, ls []*Lesson, hand *Hand, out io.Wr
 
 // playLesson autoplays each step of l in turn and awaits its check; it
 // writes a line per step to out.
-func (p *Player) playLesson(ctx context.Context, l *Lesson, out io.Writer) error {
+func (p *Player) playLesson(ctx context.Context, l *lessons.Lesson, out io.Writer) error {
 	for i := range l.Steps {
 		s := &l.Steps[i]
 		r, err := p.PlayStep(ctx, s)
 		if err != nil {
 			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
 		}
-		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, secs(r.Took), r.Detail)
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, lessons.Secs(r.Took), r.Detail)
 	}
 	return nil
 }
 
-func (p *Player) verifyOne(ctx context.Context, l *Lesson, hand *Hand, out io.Writer) error {
+func (p *Player) verifyOne(ctx context.Context, l *lessons.Lesson, hand *Hand, out io.Writer) error {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if why, err := p.AwaitBaseline(bctx); err != nil {
@@ -282,7 +285,9 @@ func (p *Player) verifyOne(ctx context.Context, l *Lesson, hand *Hand, out io.Wr
 	}
 	follow := p.playLesson
 	if hand != nil {
-		follow = func(ctx context.Context, l *Lesson, out io.Writer) error { return p.handLesson(ctx, l, *hand, out) }
+		follow = func(ctx context.Context, l *lessons.Lesson, out io.Writer) error {
+			return p.handLesson(ctx, l, *hand, out)
+		}
 	}
 	if err := follow(ctx, l, out); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -34,11 +35,11 @@ func (l *Launcher) startReporter(ctx context.Context, sb *sandbox.Sandbox, r Rep
 
 // Tell has p report the student's progress, over the lessons of course, to
 // the instructor, if on a classroom.
-func (l *Launcher) Tell(p *lessons.Player, course []*lessons.Lesson) {
+func (l *Launcher) Tell(p *runner.Player, course []*lessons.Lesson) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reporter != nil {
-		p.Report = lessons.ReportTo(l.reporter, course)
+		p.Report = runner.ReportTo(l.reporter, course)
 	}
 }
 

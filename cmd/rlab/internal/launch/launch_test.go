@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
@@ -167,7 +168,7 @@ func TestResume(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := state.Dir{Root: t.TempDir()}
 			if tt.reached >= 0 {
-				p := &lessons.Progress{Lessons: map[string]*lessons.LessonProgress{}}
+				p := &runner.Progress{Lessons: map[string]*runner.LessonProgress{}}
 				p.Set(l, tt.reached, time.Now())
 				if err := p.Save(d); err != nil {
 					t.Fatal(err)

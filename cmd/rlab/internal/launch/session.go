@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/runner"
 	"github.com/kkloud/rlab/sim/state"
 	"github.com/kkloud/rlab/tui"
 )
@@ -26,7 +27,7 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	if err != nil {
 		return err
 	}
-	p := lessons.NewPlayer(l.sb)
+	p := runner.NewPlayer(l.sb)
 	if f.Reset {
 		if err := p.Restore(ctx); err != nil {
 			p.Close()
@@ -35,9 +36,9 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 		prog.Forget(f.Lesson, time.Now())
 	}
 	if l.reporter != nil {
-		p.Report = lessons.ReportTo(l.reporter, f.Course)
+		p.Report = runner.ReportTo(l.reporter, f.Course)
 	}
-	s := lessons.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *lessons.Progress) error { return pr.Save(l.Dir) })
+	s := runner.NewSession(ctx, p, f.Course, f.Lesson, from, prog, func(pr *runner.Progress) error { return pr.Save(l.Dir) })
 	l.session, l.sessionStop = s, func() { s.Close(); p.Close() }
 	if l.reporter != nil {
 		l.onReset(ctx, l.reporter, s.Reset)
@@ -47,8 +48,8 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 
 // Resume loads the student's progress and the step lesson l resumes at:
 // where they got to, or the first with fromStart.
-func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, int, error) {
-	prog, err := lessons.LoadProgress(d)
+func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*runner.Progress, int, error) {
+	prog, err := runner.LoadProgress(d)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -59,4 +60,4 @@ func Resume(d state.Dir, l *lessons.Lesson, fromStart bool) (*lessons.Progress, 
 }
 
 // A lesson session is what the screen follows.
-var _ tui.Session = (*lessons.Session)(nil)
+var _ tui.Session = (*runner.Session)(nil)

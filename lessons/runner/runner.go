@@ -1,0 +1,23 @@
+// Package runner runs the course's lessons on a sandbox: the guide in a
+// terminal, the session the screen shows, rlab lesson verify (autoplay and
+// by hand), and the student's progress and reports.
+package runner
+
+import (
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/sandbox"
+)
+
+// Player is a lessons.Player with what the runners add: the sandbox they
+// name, and whom to tell where the student is.
+type Player struct {
+	*lessons.Player
+	sb *sandbox.Sandbox
+	// Report, if set, is told where the student is as it changes.
+	Report Report
+}
+
+// NewPlayer subscribes to the sandbox's trace. Close it when done.
+func NewPlayer(sb *sandbox.Sandbox) *Player {
+	return &Player{Player: lessons.NewPlayer(sb), sb: sb}
+}
