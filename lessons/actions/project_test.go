@@ -1,4 +1,4 @@
-package lessons
+package actions
 
 import (
 	"bytes"
