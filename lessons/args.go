@@ -147,8 +147,8 @@ func goStyles() []style.Style {
 	return slices.DeleteFunc(style.All(), func(s style.Style) bool { return !s.Traits().ElectsLeader })
 }
 
-// names lists styles for an error message: "clientgo, runtime".
-func names(ss []style.Style) string {
+// StyleNames lists styles for an error message: "clientgo, runtime".
+func StyleNames(ss []style.Style) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = string(s)
@@ -274,12 +274,12 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		return v == "true", true
 	case tStyle:
 		if v != StyleAll && v != StyleGo && !slices.Contains(style.All(), style.Style(v)) {
-			return bad("a style: " + names(style.All()) + ", go or all")
+			return bad("a style: " + StyleNames(style.All()) + ", go or all")
 		}
 		return v, true
 	case tGoStyle:
 		if v != StyleGo && !slices.Contains(goStyles(), style.Style(v)) {
-			return bad("a Go style, with a Lease and watches: " + names(goStyles()) + " or go")
+			return bad("a Go style, with a Lease and watches: " + StyleNames(goStyles()) + " or go")
 		}
 		return v, true
 	case tErrKind:

@@ -16,14 +16,13 @@ import (
 )
 
 // checkFormats are the English formats the checks' words are printed
-// with: every string literal passed to a say's f in checks.go and
-// check.go. A call with any other format is an error: its words could not
+// with: every string literal passed to a say's f in checkspecs.go. A call with any other format is an error: its words could not
 // be translated.
 func checkFormats(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	fset := token.NewFileSet()
-	for _, file := range []string{"checks.go", "check.go"} {
+	for _, file := range []string{"checkspecs.go"} {
 		f, err := goparser.ParseFile(fset, file, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +58,7 @@ func checkFormats(t *testing.T) []string {
 		})
 	}
 	if len(out) < 40 {
-		t.Fatalf("%d formats found in checks.go and check.go: is the printer still s.f?", len(out))
+		t.Fatalf("%d formats found in checkspecs.go: is the printer still s.f?", len(out))
 	}
 	return out
 }

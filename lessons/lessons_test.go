@@ -313,7 +313,6 @@ func FuzzParse(f *testing.F) {
 					if _, ok := checks[c.Kind]; !ok {
 						t.Fatalf("accepted unknown check %q", c.Kind)
 					}
-					c.Eval(View{}) // whatever it was given, it evaluates on an empty world
 				}
 				if s.Check.Describe() == "" {
 					t.Fatalf("check %+v has no words", s.Check)

@@ -26,7 +26,7 @@ const (
 	maxChoices = 5
 )
 
-// localized is q in the namespaces of a sandbox with prefix p (see
+// Localized is q in the namespaces of a sandbox with prefix p (see
 // Localize); nil for nil.
 func Localized(q *Predict, p style.Prefix) *Predict {
 	if q == nil || p == "" {
@@ -81,7 +81,7 @@ func kindOrCount(n *yaml.Node) string {
 	return kindName(n)
 }
 
-// printAsk prints the question on plain text, after the step's text.
+// PrintAsk prints the question on plain text, after the step's text.
 func PrintAsk(out io.Writer, q *Predict, w lessonview.Words) {
 	fmt.Fprintf(out, "\n  %s\n", w.F("Predict before you act: %s", q.Question))
 	for i, c := range q.Choices {
@@ -90,13 +90,13 @@ func PrintAsk(out io.Writer, q *Predict, w lessonview.Words) {
 	fmt.Fprintln(out, "  "+w.T("(type the number of your answer, then Enter)"))
 }
 
-// isNumber says whether a command line is a number: an answer.
+// IsNumber says whether a command line is a number: an answer.
 func IsNumber(cmd string) bool {
 	_, err := strconv.Atoi(cmd)
 	return err == nil
 }
 
-// answer keeps the number the student typed in pr, before the check
+// Answer keeps the number the student typed in pr, before the check
 // passed; it returns what to reply.
 func Answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Words) string {
 	if passed {
@@ -111,7 +111,7 @@ func Answer(q *Predict, cmd string, pr *Prediction, passed bool, w lessonview.Wo
 	return w.F("you said: %s (another number changes it until the check passes)", q.Choices[n-1])
 }
 
-// predictReport is what a passed check says on plain text: its detail, or the
+// PredictReport is what a passed check says on plain text: its detail, or the
 // student's answer beside it (pr measured) and, if the question has an
 // answer, whether it was right.
 func PredictReport(q *Predict, pr Prediction, detail string, w lessonview.Words) string {

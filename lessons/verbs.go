@@ -110,9 +110,9 @@ func (v Verb) Styles() string {
 		return ""
 	}
 	if v.GoOnly() {
-		return names(goStyles()) + " or " + StyleGo + " (a Go style: with a Lease and watches)"
+		return StyleNames(goStyles()) + " or " + StyleGo + " (a Go style: with a Lease and watches)"
 	}
-	return names(style.All()) + ", " + StyleGo + " or " + StyleAll
+	return StyleNames(style.All()) + ", " + StyleGo + " or " + StyleAll
 }
 
 // GoOnly says whether its STYLE takes only a Go style (clientgo, runtime

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/feature/check"
@@ -24,94 +24,60 @@ import (
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// actionKind is one sandbox action autoplay can perform, each one the
-// student can also do by hand: the arguments it takes, what it does, and
-// the sentence that says so. Adding an action is adding an entry to actions
-// (and a line to README.md).
+// actionKind is how a sandbox action autoplay can perform is done, each
+// one the student can also do by hand. Adding an action is adding an entry
+// to actions, its arguments and words to lessons' (and a line to
+// README.md).
 type actionKind struct {
-	args spec
 	// do performs it once. An action with a style argument has each
 	// instead: it is performed for each style the argument names, in turn.
-	do   func(ctx context.Context, p *Player, a Args) error
-	each func(ctx context.Context, p *Player, a Args, st style.Style) error
-	// words says what it does, after "every style: " if it has a style.
-	words func(a Args) string
-	// onOperator: its style may be the student's operator instead
-	// (operator: mine), as for every check.
-	onOperator bool
+	do   func(ctx context.Context, p *Player, a lessons.Args) error
+	each func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error
 }
-
-// actRunOperator swaps in another version of the student's operator (a
-// script); actRunProject, of their Go project.
-const (
-	ActRunOperator = "run_operator"
-	ActRunProject  = "run_project"
-)
 
 // actions is the closed set of actions autoplay performs.
 var actions = map[string]actionKind{
 	// Restart the student's operator running another script of the
 	// lesson's folder: the version with this step's fix, which the student
 	// would otherwise write.
-	ActRunOperator: {
-		args: spec{required: argTypes{"operator": tOperator, "file": tFile}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+	lessons.ActRunOperator: {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("file"))
-		},
-		words: func(a Args) string {
-			return "restart it running the lesson's " + a.File("file").Name + ", and wait for its first pass"
 		},
 	},
 
 	// Restart the student's Go project with the files of a folder of the
 	// lesson's laid over it: this step's fix, which the student would
 	// otherwise make.
-	ActRunProject: {
-		args: spec{required: argTypes{"operator": tOperator, "project": tProject}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+	lessons.ActRunProject: {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("project"))
-		},
-		words: func(a Args) string {
-			return "restart it running the lesson's project with the files of " + a.File("project").Name + ", and wait for its first pass"
 		},
 	},
 
 	// A new Echo in every style's namespace.
 	"create_echo": {
-		args: spec{required: argTypes{"name": tName, "message": tMessage, "replicas": tInt}, optional: argTypes{"style": tStyle}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().CreateEchoIn(ctx, setStyles(a), a.Str("name"), a.Str("message"), n)
-		},
-		words: func(a Args) string {
-			n, _ := a.Int("replicas")
-			return fmt.Sprintf("create Echo %s with %d replicas saying %q", a.Str("name"), n, a.Str("message"))
 		},
 	},
 
 	// Delete the Echo in every style; with cascade: orphan, its Deployment
 	// stays behind.
 	"delete_echo": {
-		args: spec{required: argTypes{"name": tName}, optional: argTypes{"cascade": tString}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			if a.Str("cascade") == "orphan" {
 				return p.sb.Student().DeleteEchoOrphan(ctx, a.Str("name"))
 			}
 			return p.sb.Student().DeleteEcho(ctx, a.Str("name"))
-		},
-		words: func(a Args) string {
-			if c := a.Str("cascade"); c != "" {
-				return fmt.Sprintf("delete Echo %s with --cascade=%s", a.Str("name"), c)
-			}
-			return "delete Echo " + a.Str("name")
 		},
 	},
 
 	// count new Echoes prefix-001 … in every style (or those style names),
 	// all at once.
 	"create_echoes": {
-		args: spec{required: argTypes{"prefix": tName, "count": tInt}, optional: argTypes{"replicas": tInt, "message": tString, "style": tStyle}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			n, _ := a.Int("count")
 			r, ok := a.Int("replicas")
 			if !ok {
@@ -123,50 +89,34 @@ var actions = map[string]actionKind{
 			}
 			return p.sb.CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
 		},
-		words: func(a Args) string {
-			n, _ := a.Int("count")
-			return fmt.Sprintf("create %d Echoes %s at once", n, setNames(a.Str("prefix"), n))
-		},
 	},
 
 	// Delete every Echo create_echoes made with prefix, in every style (or
 	// those style names).
 	"delete_echoes": {
-		args: spec{required: argTypes{"prefix": tName}, optional: argTypes{"style": tStyle}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			return p.sb.DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
 		},
-		words: func(a Args) string { return fmt.Sprintf("delete the Echoes %s-*", a.Str("prefix")) },
 	},
 
 	// Change spec.replicas in every style.
 	"set_replicas": {
-		args: spec{required: argTypes{"name": tName, "replicas": tInt}, optional: argTypes{"style": tStyle}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().SetReplicasIn(ctx, setStyles(a), a.Str("name"), n)
-		},
-		words: func(a Args) string {
-			n, _ := a.Int("replicas")
-			return fmt.Sprintf("set the replicas of Echo %s to %d", a.Str("name"), n)
 		},
 	},
 
 	// Change spec.message in every style.
 	"set_message": {
-		args: spec{required: argTypes{"name": tName, "message": tMessage}, optional: argTypes{"style": tStyle}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			return p.sb.Student().SetMessageIn(ctx, setStyles(a), a.Str("name"), a.Str("message"))
-		},
-		words: func(a Args) string {
-			return fmt.Sprintf("set the message of Echo %s to %q", a.Str("name"), a.Str("message"))
 		},
 	},
 
 	// Change spec.message count times, as fast as the apiserver takes it.
 	"burst_messages": {
-		args: spec{required: argTypes{"name": tName, "count": tInt}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			count, _ := a.Int("count")
 			for i := 1; i <= count; i++ {
 				if err := p.sb.Student().SetMessage(ctx, a.Str("name"), fmt.Sprintf("burst %d of %d", i, count)); err != nil {
@@ -175,43 +125,25 @@ var actions = map[string]actionKind{
 			}
 			return nil
 		},
-		words: func(a Args) string {
-			n, _ := a.Int("count")
-			return fmt.Sprintf("change the message of Echo %s %d times in a row", a.Str("name"), n)
-		},
 	},
 
 	// Wait a while between two acts, as a step's command sleeps.
 	"wait": {
-		args:  spec{required: argTypes{"for": tDuration}},
-		do:    func(ctx context.Context, p *Player, a Args) error { return poll.Sleep(ctx, a.Dur("for")) },
-		words: func(a Args) string { return "wait " + a.Dur("for").String() + " before the next act" },
+		do: func(ctx context.Context, p *Player, a lessons.Args) error { return poll.Sleep(ctx, a.Dur("for")) },
 	},
 
 	// Touch the Echo without changing its spec (every `every`, for `for`).
 	"annotate": {
-		args: spec{required: argTypes{"name": tName}, optional: argTypes{"for": tDuration, "every": tDuration}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			return again(ctx, a, 50*time.Millisecond, func() error { return p.annotate(ctx, a.Str("name")) })
-		},
-		words: func(a Args) string {
-			s := "annotate Echo " + a.Str("name")
-			if d := a.Dur("for"); d > 0 {
-				s += fmt.Sprintf(" again and again for %s", d)
-			}
-			return s
 		},
 	},
 
 	// `kubectl replace` with a copy someone changed meanwhile: the
 	// apiserver must refuse it with 409 Conflict.
 	"stale_update": {
-		args: spec{required: argTypes{"name": tName}},
-		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.forEach(ExpandStyle(StyleAll), func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
-		},
-		words: func(a Args) string {
-			return fmt.Sprintf("replace Echo %s with a copy whose resourceVersion is no longer current", a.Str("name"))
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+			return p.forEach(lessons.ExpandStyle(lessons.StyleAll), func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
 		},
 	},
 
@@ -219,8 +151,7 @@ var actions = map[string]actionKind{
 	// `kubectl auth can-i --list --as=system:serviceaccount:NS:NAME` asks:
 	// a SelfSubjectRulesReview, impersonating it, as the student.
 	"rules_review": {
-		args: spec{required: argTypes{"style": tStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			_, err := p.sb.Student().ReviewRules(ctx, st)
 			if apierrors.IsForbidden(err) {
 				// A classroom student may not impersonate: the refusal is
@@ -229,135 +160,95 @@ var actions = map[string]actionKind{
 			}
 			return err
 		},
-		words: func(Args) string {
-			return "ask the apiserver what its ServiceAccount may do (kubectl auth can-i --list)"
-		},
 	},
 
 	// Delete the Echo's Deployment by hand (drift).
 	"delete_deployment": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.Student().DeleteDeployment(ctx, st, a.Str("name"))
 		},
-		words:      func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
-		onOperator: true,
 	},
 
 	// Set data[key] = value of ConfigMap name, creating it if missing (the
 	// ConfigMap echo-defaults holds the default message, key message).
 	"set_configmap": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "key": tString, "value": tString}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.Student().SetConfigMap(ctx, st, a.Str("name"), a.Str("key"), a.Str("value"))
-		},
-		words: func(a Args) string {
-			return fmt.Sprintf("set %s=%q in ConfigMap %s", a.Str("key"), a.Str("value"), a.Str("name"))
 		},
 	},
 
 	// Delete ConfigMap name (none there: nothing to do).
 	"delete_configmap": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.Student().DeleteConfigMap(ctx, st, a.Str("name"))
 		},
-		words: func(a Args) string { return "delete ConfigMap " + a.Str("name") },
 	},
 
 	// Scale the Echo's Deployment by hand (drift).
 	"scale_deployment": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().ScaleDeployment(ctx, st, a.Str("name"), n)
 		},
-		words: func(a Args) string {
-			n, _ := a.Int("replicas")
-			return fmt.Sprintf("scale Deployment %s to %d replicas", echo.DeploymentName(a.Str("name")), n)
-		},
-		onOperator: true,
 	},
 
 	// Read the Echo's Deployment, as kubectl get does.
 	"get_deployment": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.Student().GetDeployment(ctx, st, a.Str("name"))
 		},
-		words:      func(a Args) string { return "read Deployment " + echo.DeploymentName(a.Str("name")) },
-		onOperator: true,
 	},
 
 	// Ask the apiserver which resources it serves, as `kubectl
 	// api-resources` does (discovery: /api and /apis).
 	"api_resources": {
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			r, err := p.sb.Student().DiscoverEchoes(ctx)
 			if err == nil {
 				said(ctx, "discovery: %s, kind %s, short names %s, namespaced %t", r.Name, r.Kind, strings.Join(r.ShortNames, ","), r.Namespaced)
 			}
 			return err
 		},
-		words: func(Args) string { return "ask the apiserver which resources it serves (kubectl api-resources)" },
 	},
 
 	// Read the OpenAPI schema the apiserver publishes for the Echo, as
 	// `kubectl explain` does.
 	"explain": {
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			_, err := p.sb.Student().ExplainEchoes(ctx)
 			return err
 		},
-		words: func(Args) string { return "read the Echo's schema from the apiserver's OpenAPI (kubectl explain)" },
 	},
 
 	// Read the Echo, as kubectl get does.
 	"get_echo": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.Student().GetEcho(ctx, st, a.Str("name"))
 		},
-		words: func(a Args) string { return "read Echo " + a.Str("name") },
 	},
 
 	// Apply lesson 16's ValidatingAdmissionPolicy (an Echo may ask for at
 	// most max replicas) and its binding, and wait until it is enforced.
 	"apply_policy": {
-		args: spec{required: argTypes{"max": tInt}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			n, _ := a.Int("max")
 			return p.sb.Student().ApplyPolicy(ctx, n)
-		},
-		words: func(a Args) string {
-			n, _ := a.Int("max")
-			return fmt.Sprintf("apply ValidatingAdmissionPolicy %s (an Echo may ask for %d replicas at most) and its binding", sandbox.PolicyName, n)
 		},
 	},
 
 	// Delete lesson 16's policy and its binding.
 	"delete_policy": {
-		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
-		words: func(Args) string {
-			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", sandbox.PolicyName)
-		},
+		do: func(ctx context.Context, p *Player, a lessons.Args) error { return p.sb.Student().DeletePolicy(ctx) },
 	},
 
 	// Turn lesson 19's validating webhook on (the apiserver calls
 	// controller-runtime's replica a, and waits until it does) or off.
 	"webhook": {
-		args: spec{required: argTypes{"on": tBool}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			if a.Bool("on") {
 				return p.sb.Student().ApplyWebhook(ctx)
 			}
 			return p.sb.Student().DeleteWebhook(ctx)
-		},
-		words: func(a Args) string {
-			if a.Bool("on") {
-				return fmt.Sprintf("create ValidatingWebhookConfiguration %s: the apiserver calls controller-runtime's webhook for Echoes in its namespace", sandbox.WebhookName)
-			}
-			return fmt.Sprintf("delete ValidatingWebhookConfiguration %s", sandbox.WebhookName)
 		},
 	},
 
@@ -365,74 +256,51 @@ var actions = map[string]actionKind{
 	// field manager, with or without --force-conflicts; with for, again
 	// every `every` (default 1s) until for has passed.
 	"apply_replicas": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt, "manager": tName},
-			optional: argTypes{"force": tBool, "for": tDuration, "every": tDuration}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			n, _ := a.Int("replicas")
 			return again(ctx, a, time.Second, func() error {
 				return p.sb.Student().ApplyReplicas(ctx, st, a.Str("name"), n, a.Str("manager"), a.Bool("force"))
 			})
 		},
-		words: func(a Args) string {
-			n, _ := a.Int("replicas")
-			s := fmt.Sprintf("apply replicas: %d to Deployment %s as field manager %s", n, echo.DeploymentName(a.Str("name")), a.Str("manager"))
-			if a.Bool("force") {
-				s += " with --force-conflicts"
-			}
-			if d := a.Dur("for"); d > 0 {
-				s += fmt.Sprintf(", again and again for %s", d)
-			}
-			return s
-		},
-		onOperator: true,
 	},
 
 	// Restart the replicas watching their Deployments, or not
 	// (--watch-owned=false).
 	"watch_owned": {
-		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			if err := p.sb.Operators().SetWatchOwned(st, a.Bool("watch")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --watch-owned=%t", p.sources(st), a.Bool("watch"))
 			return nil
 		},
-		words: func(a Args) string {
-			return fmt.Sprintf("restart the replicas with --watch-owned=%t", a.Bool("watch"))
-		},
 	},
 
 	// Crash the leader (SIGKILL): the standby waits for the Lease to expire.
 	"kill_leader": {
-		args: spec{required: argTypes{"style": tGoStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			who, err := p.onLeader(ctx, st, p.sb.Operators().KillLeader)
 			if err == nil {
 				said(ctx, "killed %s, the leader (SIGKILL)", who)
 			}
 			return err
 		},
-		words: func(Args) string { return "kill the leader (SIGKILL)" },
 	},
 
 	// Stop the leader gracefully (SIGTERM): it releases the Lease.
 	"stop_leader": {
-		args: spec{required: argTypes{"style": tGoStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			who, err := p.onLeader(ctx, st, p.sb.Operators().StopLeader)
 			if err == nil {
 				said(ctx, "stopped %s, the leader (SIGTERM)", who)
 			}
 			return err
 		},
-		words: func(Args) string { return "stop the leader gracefully (SIGTERM)" },
 	},
 
 	// Cut the leader off the apiserver: its requests are refused, or hang.
 	"partition_leader": {
-		args: spec{required: argTypes{"style": tGoStyle, "mode": tMode}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			mode := proxy.Refuse
 			if a.Str("mode") == "hang" {
 				mode = proxy.Hang
@@ -447,18 +315,11 @@ var actions = map[string]actionKind{
 			said(ctx, "partitioned %s (%s)", who, a.Str("mode"))
 			return nil
 		},
-		words: func(a Args) string {
-			if a.Str("mode") == "hang" {
-				return "cut the leader off the apiserver: its requests hang"
-			}
-			return "cut the leader off the apiserver: its requests are refused"
-		},
 	},
 
 	// Reconnect every replica to the apiserver.
 	"heal": {
-		args: spec{required: argTypes{"style": tGoStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			for _, r := range p.sb.Operators().Replicas(st) {
 				if err := p.sb.Operators().Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
@@ -467,13 +328,11 @@ var actions = map[string]actionKind{
 			said(ctx, "healed %s", p.sources(st))
 			return nil
 		},
-		words: func(Args) string { return "reconnect every replica to the apiserver" },
 	},
 
 	// Delay every API request of the style's replicas.
 	"set_latency": {
-		args: spec{required: argTypes{"style": tStyle, "latency": tString}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			d, err := time.ParseDuration(a.Str("latency"))
 			if err != nil {
 				return err
@@ -492,13 +351,11 @@ var actions = map[string]actionKind{
 			}
 			return nil
 		},
-		words: func(a Args) string { return "delay every API request by " + a.Str("latency") },
 	},
 
 	// Turn a fault on at every replica's proxy, or off.
 	"fault": {
-		args: spec{required: argTypes{"style": tStyle, "fault": tFault}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			f, off, err := proxy.ParseFaultArg(a.Str("fault"))
 			if err != nil {
 				return err
@@ -518,36 +375,20 @@ var actions = map[string]actionKind{
 			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Describe())
 			return nil
 		},
-		words: func(a Args) string {
-			f, off, _ := proxy.ParseFaultArg(a.Str("fault"))
-			switch {
-			case off && f.Kind == "":
-				return "turn every fault off"
-			case off:
-				return "turn the " + string(f.Kind) + " fault off"
-			}
-			return "turn the fault " + f.String() + " on: " + f.Describe()
-		},
 	},
 
 	// Grant only verbs on resource in the style's Role.
 	"role_verbs": {
-		args: spec{required: argTypes{"style": tStyle, "resource": tString, "verbs": tStrings}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
-		},
-		words: func(a Args) string {
-			return fmt.Sprintf("let the Role grant only %s on %s", strings.Join(a.List("verbs"), ", "), a.Str("resource"))
 		},
 	},
 
 	// Give the style's Role back its least-privilege rules.
 	"role_reset": {
-		args: spec{required: argTypes{"style": tStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			return p.sb.ResetRole(ctx, st)
 		},
-		words: func(Args) string { return "give the Role back its rules" },
 	},
 
 	// Restart the replicas with or without --finalizer.
@@ -560,67 +401,54 @@ var actions = map[string]actionKind{
 	// Restart the controller-runtime replicas with GenerationChangedPredicate
 	// on no watch, the Echo watch, or every watch.
 	"generation_predicate": {
-		args: spec{required: argTypes{"style": tStyle, "where": tWhere}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			if err := p.sb.Operators().SetGenerationPredicate(st, a.Str("where")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --generation-predicate=%s", p.sources(st), a.Str("where"))
 			return nil
 		},
-		words: func(a Args) string {
-			return "restart the replicas with --generation-predicate=" + a.Str("where")
-		},
 	},
 
 	// Restart the controller-runtime replicas with their cache of
 	// ConfigMaps as it is (all) or narrowed to echo-defaults (named).
 	"defaults_cache": {
-		args: spec{required: argTypes{"style": tStyle, "cache": tDefaultsCache}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			if err := p.sb.Operators().SetDefaultsCache(st, a.Str("cache")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --defaults-cache=%s", p.sources(st), a.Str("cache"))
 			return nil
 		},
-		words: func(a Args) string {
-			return "restart the replicas with --defaults-cache=" + a.Str("cache")
-		},
 	},
 
 	// Restart a Go style's replicas with --workers, --qps and --burst; one
 	// left out is the library's default (all left out: the baseline).
 	"tune": {
-		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"workers": tInt, "qps": tQPS, "burst": tInt}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			t := tuningOf(a)
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+			t := lessons.TuningOf(a)
 			if err := p.sb.Operators().SetTuning(st, t); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with %s", p.sources(st), t)
 			return nil
 		},
-		words: func(a Args) string { return "restart the replicas with " + tuningOf(a).String() },
 	},
 
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
-		args: spec{required: argTypes{"style": tStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			if err := p.sb.Operators().Pause(st); err != nil {
 				return err
 			}
 			said(ctx, "froze %s (SIGSTOP)", p.sources(st))
 			return nil
 		},
-		words: func(Args) string { return "freeze every replica (SIGSTOP)" },
 	},
 
 	// Let every frozen replica go on (SIGCONT).
 	"resume_operators": {
-		args: spec{required: argTypes{"style": tStyle}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			var frozen []string
 			for _, r := range p.sb.Operators().ReplicaStatuses() {
 				if r.Style == st && r.Paused {
@@ -637,14 +465,12 @@ var actions = map[string]actionKind{
 			}
 			return nil
 		},
-		words: func(Args) string { return "let every frozen replica go on (SIGCONT)" },
 	},
 
 	// A second shell loop, with no election; with suffix, a newer build
 	// that appends it to the message.
 	"add_shell_replica": {
-		args: spec{optional: argTypes{"suffix": tString}},
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			if err := p.sb.Operators().AddShellReplica(a.Str("suffix")); err != nil {
 				return err
 			}
@@ -655,17 +481,11 @@ var actions = map[string]actionKind{
 			}
 			return nil
 		},
-		words: func(a Args) string {
-			if s := a.Str("suffix"); s != "" {
-				return fmt.Sprintf("start a second shell loop that appends %q to the message", s)
-			}
-			return "start a second shell loop"
-		},
 	},
 
 	// Stop the second shell loop for good.
 	"remove_shell_replica": {
-		do: func(ctx context.Context, p *Player, a Args) error {
+		do: func(ctx context.Context, p *Player, a lessons.Args) error {
 			var extra []string // the loops beyond those the sandbox began with
 			for _, r := range p.sb.Operators().ReplicaStatuses() {
 				if r.Style == style.Shell && !slices.Contains(p.sb.Operators().Replicas(style.Shell), r.Replica) {
@@ -682,52 +502,37 @@ var actions = map[string]actionKind{
 			}
 			return nil
 		},
-		words: func(Args) string { return "stop the second shell loop" },
 	},
 }
 
 // setStyles are the styles a create_echoes or delete_echoes names, nil
 // (every style the sandbox runs) if it names none; all styles at once,
 // so that they race fairly.
-func setStyles(a Args) []style.Style {
+func setStyles(a lessons.Args) []style.Style {
 	if a.Str("style") == "" {
 		return nil
 	}
-	return ExpandStyle(a.Str("style"))
-}
-
-// tuningOf is the Tuning a tune action's arguments say.
-func tuningOf(a Args) sandbox.Tuning {
-	workers, _ := a.Int("workers")
-	burst, _ := a.Int("burst")
-	return sandbox.Tuning{Workers: workers, QPS: a.QPS("qps"), Burst: burst}
+	return lessons.ExpandStyle(a.Str("style"))
 }
 
 // restartWith is the action that restarts a style's replicas with flag
 // (on: true) or without it, through set.
 func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) error) actionKind {
-	with := func(on bool) string {
-		if on {
-			return "with " + flag
-		}
-		return "without " + flag
-	}
+	with := func(on bool) string { return lessons.RestartWith(flag, on) }
 	return actionKind{
-		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
-		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
 			if err := set(p.sb.Operators(), st, a.Bool("on")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s %s", p.sources(st), with(a.Bool("on")))
 			return nil
 		},
-		words: func(a Args) string { return "restart the replicas " + with(a.Bool("on")) },
 	}
 }
 
 // again does fn once, or with the action's for argument again every
 // `every` (def if unset) until for has passed.
-func again(ctx context.Context, a Args, def time.Duration, fn func() error) error {
+func again(ctx context.Context, a lessons.Args, def time.Duration, fn func() error) error {
 	end := time.Now().Add(a.Dur("for"))
 	every := a.Dur("every")
 	if every == 0 {
@@ -748,24 +553,12 @@ func again(ctx context.Context, a Args, def time.Duration, fn func() error) erro
 	}
 }
 
-// Describe says in a sentence what the action does.
-func (op Op) Describe() string {
-	s := actions[op.Name].words(op.Args)
-	if op.Args.Str("style") != "" || op.Args.Str("operator") != "" {
-		s = who(op.Args) + ": " + s
-	}
-	if e := op.Args.Str("expect_error"); e != "" {
-		s += ", which the apiserver must refuse (" + e + ")"
-	}
-	return s
-}
-
 // Do performs one action, and checks the apiserver's refusal if the lesson
 // expects one. It publishes an rlab.act event as it begins.
-func (p *Player) Do(ctx context.Context, op Op) error { return p.DoVia(ctx, op, p.via) }
+func (p *Player) Do(ctx context.Context, op lessons.Op) error { return p.DoVia(ctx, op, p.via) }
 
 // DoVia is Do, saying who asked for it: trace.ViaPlay, ViaKey, ViaCommand.
-func (p *Player) DoVia(ctx context.Context, op Op, via string) error {
+func (p *Player) DoVia(ctx context.Context, op lessons.Op, via string) error {
 	p.act(op, via)
 	err := p.do(ctx, op)
 	want := op.Args.Str("expect_error")
@@ -785,7 +578,7 @@ func (p *Player) DoVia(ctx context.Context, op Op, via string) error {
 
 // act publishes that op begins: the time a step's acting began, whoever
 // asked for it.
-func (p *Player) act(op Op, via string) {
+func (p *Player) act(op lessons.Op, via string) {
 	f := map[string]any{trace.FieldAction: op.Name, trace.FieldVia: via}
 	st := op.Args.Str("style")
 	if st == "" {
@@ -797,7 +590,7 @@ func (p *Player) act(op Op, via string) {
 	p.sb.Bus().Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Act, Fields: f})
 }
 
-func (p *Player) do(ctx context.Context, op Op) error {
+func (p *Player) do(ctx context.Context, op lessons.Op) error {
 	act, ok := actions[op.Name]
 	switch {
 	case !ok:
@@ -868,7 +661,7 @@ func (p *Player) sources(st style.Style) string {
 // bounded while) until every replica runs it and it has made its first
 // pass: its requests began, then paused. Checked sooner, the new version
 // would be blamed for what the old one left.
-func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error {
+func (p *Player) runOperator(ctx context.Context, st style.Style, f lessons.File) error {
 	if !slices.Contains(p.sb.Styles(), st) {
 		return fmt.Errorf("this sandbox runs no operator %s: start the lesson with rlab lesson start, which runs it", st)
 	}
@@ -990,12 +783,4 @@ func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) e
 		return fmt.Errorf("want 409 Conflict, got: %w", err)
 	}
 	return nil
-}
-
-// setNames says which Echoes a set holds: "load-001 … load-100".
-func setNames(prefix string, n int) string {
-	if n <= 1 {
-		return sandbox.SetName(prefix, 1)
-	}
-	return sandbox.SetName(prefix, 1) + " … " + sandbox.SetName(prefix, n)
 }

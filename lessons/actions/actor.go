@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -26,7 +27,7 @@ func NewActor(sb *sandbox.Sandbox) *Actor {
 // performs them: the control socket hands over words, so that it needs no
 // type of the course.
 func (a *Actor) Prepare(words []string) (func(context.Context) ([]string, error), error) {
-	op, err := ParseVerb(words)
+	op, err := lessons.ParseVerb(words)
 	if err != nil {
 		return nil, err
 	}
@@ -35,12 +36,12 @@ func (a *Actor) Prepare(words []string) (func(context.Context) ([]string, error)
 
 // Do performs op and says what it did, one line per thing done
 // ("partitioned clientgo/a (refuse)").
-func (a *Actor) Do(ctx context.Context, op Op) ([]string, error) {
+func (a *Actor) Do(ctx context.Context, op lessons.Op) ([]string, error) {
 	if st := op.Args.Str("style"); st != "" {
 		runs := a.p.sb.Styles()
-		if !slices.ContainsFunc(ExpandStyle(st), func(s style.Style) bool { return slices.Contains(runs, s) }) {
-			if want := ExpandStyle(st); len(want) > 1 {
-				return nil, fmt.Errorf("this sandbox runs none of %s (it runs: %s)", names(want), orNone(runs))
+		if !slices.ContainsFunc(lessons.ExpandStyle(st), func(s style.Style) bool { return slices.Contains(runs, s) }) {
+			if want := lessons.ExpandStyle(st); len(want) > 1 {
+				return nil, fmt.Errorf("this sandbox runs none of %s (it runs: %s)", lessons.StyleNames(want), orNone(runs))
 			}
 			return nil, fmt.Errorf("this sandbox runs no %s operator (it runs: %s)", st, orNone(runs))
 		}
@@ -60,7 +61,7 @@ func orNone(ss []style.Style) string {
 	if len(ss) == 0 {
 		return "none"
 	}
-	return names(ss)
+	return lessons.StyleNames(ss)
 }
 
 // report collects what an action says it did, when someone asks (an

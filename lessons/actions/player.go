@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
@@ -32,7 +34,7 @@ type Player struct {
 	byKind map[trace.Kind][]trace.Event // the same, by kind
 	began  time.Time                    // the step's window: events before it are dropped
 	shown  time.Time                    // when the step was shown (Begin)
-	acts   Acts                         // the acts found since, merged as they come
+	acts   checks.Acts                  // the acts found since, merged as they come
 	// renewed is, by replica ("clientgo/a"), when it last renewed its
 	// style's Lease (a successful update through its proxy, or the Lease's
 	// renewTime when a step was shown); kept across steps.
@@ -45,7 +47,7 @@ type Player struct {
 	// each style's last batch of each prefix; kept across steps, so that a
 	// step compares its set with an earlier one (echoes_converged's
 	// faster_than).
-	sets map[SetKey]world.Batch
+	sets map[checks.SetKey]world.Batch
 	seq  int // annotation values, so every write changes the Echo
 	// grading holds a token while rlab check's checks run on an operator.
 	grading chan struct{}
@@ -77,7 +79,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	p.col.Flush()
 	now := time.Now()
 	p.mu.Lock()
-	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, Acts{}
+	p.events, p.byKind, p.began, p.shown, p.acts = nil, map[trace.Kind][]trace.Event{}, now, now, checks.Acts{}
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
 	orphans := map[style.Style][]string{}
@@ -109,24 +111,24 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 // zero when the student acts by hand: then the window opens at the first
 // act found after the step was shown (see act.go), and nothing from before
 // it counts.
-func (p *Player) View(began, acted time.Time, holders map[style.Style]string) View {
+func (p *Player) View(began, acted time.Time, holders map[style.Style]string) checks.View {
 	// Take what the bus holds first, so nothing published before now is missed.
 	p.col.Flush()
 	sn := p.sb.Snapshot()
 	p.mu.Lock()
 	renewed := maps.Clone(p.renewed)
-	found := FindActs(p.shown, p.events, sn, p.styleOfNamespace)
+	found := checks.FindActs(p.shown, p.events, sn, p.styleOfNamespace)
 	for st, names := range p.orphans {
-		if orphansGone(sn.Style(st), names) {
-			found.note(time.Now(), st)
+		if checks.OrphansGone(sn.Style(st), names) {
+			found.Note(time.Now(), st)
 		}
 	}
-	p.acts.merge(found)
+	p.acts.Merge(found)
 	acts := p.acts
 	if acted.IsZero() && !acts.First.IsZero() {
 		acted = acts.First
 		// The operators may see an edit a little before the world does.
-		p.openAt(acted.Add(-worldLag))
+		p.openAt(acted.Add(-checks.WorldLag))
 	}
 	// No copies: keep only appends, so the first len elements never change
 	// (an append past cap moves to a new array; Begin and openAt start new
@@ -156,7 +158,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 			}
 		}
 	}
-	return View{
+	return checks.View{
 		Snapshot: sn,
 		Events:   events,
 		Began:    began, Acted: acted, Acts: acts, Now: time.Now(),
@@ -167,13 +169,6 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) Vi
 		ByKind:   byKind,
 		Sets:     sets,
 	}
-}
-
-// SetKey names a set of Echoes in one style: those create_echoes made
-// with prefix.
-type SetKey struct {
-	Style  style.Style
-	Prefix string
 }
 
 // noteSets folds the world's reports of new Echoes converged into the
@@ -190,31 +185,17 @@ func (p *Player) noteSets(evs []trace.Event) {
 		if i <= 0 {
 			continue
 		}
-		k := SetKey{style.FromNamespace(e.Namespace), name[:i]}
+		k := checks.SetKey{Style: style.FromNamespace(e.Namespace), Prefix: name[:i]}
 		b := p.sets[k]
 		if !b.Takes(created) {
 			b = world.Batch{} // the set made again: a new batch
 		}
 		b.Add(created, e.Time)
 		if p.sets == nil {
-			p.sets = map[SetKey]world.Batch{}
+			p.sets = map[checks.SetKey]world.Batch{}
 		}
 		p.sets[k] = b
 	}
-}
-
-// orphansGone says whether one of the Deployments named is no longer an
-// orphan in ns: deleted by hand (or adopted, which nothing here does).
-func orphansGone(ns *world.NamespaceView, names []string) bool {
-	if ns == nil {
-		return false
-	}
-	for _, name := range names {
-		if !slices.ContainsFunc(ns.Orphans, func(d *world.DeploymentView) bool { return d.Name == name }) {
-			return true
-		}
-	}
-	return false
 }
 
 // openAt drops the step's events from before t: the window opens there.
@@ -277,7 +258,7 @@ func (p *Player) keep(evs []trace.Event) {
 
 // Await evaluates c until it holds (for c.Hold if set), ctx ends, or it can
 // never pass. tick, if not nil, gets every outcome.
-func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, holders map[style.Style]string, tick func(Outcome)) (Outcome, error) {
+func (p *Player) Await(ctx context.Context, c *lessons.Check, began, acted time.Time, holders map[style.Style]string, tick func(checks.Outcome)) (checks.Outcome, error) {
 	t := time.NewTicker(p.Poll)
 	defer t.Stop()
 	// The student's operator is graded in the background meanwhile; its
@@ -289,20 +270,20 @@ func (p *Player) Await(ctx context.Context, c *Check, began, acted time.Time, ho
 		g.wg.Wait()
 	}()
 	var holding time.Time
-	var last Outcome
+	var last checks.Outcome
 	for {
 		v := p.View(began, acted, holders)
 		v.Grades = g.snapshot()
 		switch {
 		case c.Gated && v.Acted.IsZero():
 			// Nothing counts, and nothing can fail, before the act.
-			last = Outcome{Detail: waitingForAct}
+			last = checks.Outcome{Detail: waitingForAct}
 		case v.Acted.IsZero():
 			// Not gated: measured from when the step was shown.
 			v.Acted = began
 			fallthrough
 		default:
-			last = c.Eval(v)
+			last = checks.Eval(c, v)
 		}
 		if tick != nil {
 			tick(last)
@@ -337,7 +318,7 @@ type StepResult struct {
 }
 
 // PlayStep autoplays one step: its action, then its check within its deadline.
-func (p *Player) PlayStep(ctx context.Context, s *Step) (StepResult, error) {
+func (p *Player) PlayStep(ctx context.Context, s *lessons.Step) (StepResult, error) {
 	began, holders := p.Begin()
 	if s.Action != nil {
 		for _, op := range s.Action.Play {
@@ -363,7 +344,7 @@ func (p *Player) PlayStep(ctx context.Context, s *Step) (StepResult, error) {
 	return res, nil
 }
 
-// tail is the step's last n events, but for the Lease renewals that fill
+// Tail is the step's last n events, but for the Lease renewals that fill
 // any quiet moment.
 func (p *Player) Tail(n int) []trace.Event {
 	p.mu.Lock()

@@ -3,6 +3,7 @@ package actions
 import (
 	"testing"
 
+	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -16,26 +17,26 @@ func TestNoteSets(t *testing.T) {
 	tests := []struct {
 		name string
 		evs  []trace.Event
-		want map[SetKey]world.Batch
+		want map[checks.SetKey]world.Batch
 	}{
 		{"one set per style", []trace.Event{
 			setConverged("clientgo", "base", 1, 2000, 1000), setConverged("clientgo", "base", 2, 4000, 2900),
 			setConverged("runtime", "base", 1, 1500, 400), edit, hello,
-		}, map[SetKey]world.Batch{
-			{"clientgo", "base"}: {N: 2, Created: at(1000), Converged: at(4000)},
-			{"runtime", "base"}:  {N: 1, Created: at(1100), Converged: at(1500)},
+		}, map[checks.SetKey]world.Batch{
+			{Style: "clientgo", Prefix: "base"}: {N: 2, Created: at(1000), Converged: at(4000)},
+			{Style: "runtime", Prefix: "base"}:  {N: 1, Created: at(1100), Converged: at(1500)},
 		}},
 		{"made again later", []trace.Event{
 			setConverged("clientgo", "base", 1, 2000, 1000),
 			setConverged("clientgo", "base", 1, 60000, 3000),
-		}, map[SetKey]world.Batch{
-			{"clientgo", "base"}: {N: 1, Created: at(57000), Converged: at(60000)},
+		}, map[checks.SetKey]world.Batch{
+			{Style: "clientgo", Prefix: "base"}: {N: 1, Created: at(57000), Converged: at(60000)},
 		}},
 		{"two sets", []trace.Event{
 			setConverged("clientgo", "base", 1, 2000, 1000), setConverged("clientgo", "tuned", 1, 60000, 3000),
-		}, map[SetKey]world.Batch{
-			{"clientgo", "base"}:  {N: 1, Created: at(1000), Converged: at(2000)},
-			{"clientgo", "tuned"}: {N: 1, Created: at(57000), Converged: at(60000)},
+		}, map[checks.SetKey]world.Batch{
+			{Style: "clientgo", Prefix: "base"}:  {N: 1, Created: at(1000), Converged: at(2000)},
+			{Style: "clientgo", Prefix: "tuned"}: {N: 1, Created: at(57000), Converged: at(60000)},
 		}},
 	}
 	for _, tt := range tests {

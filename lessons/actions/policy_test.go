@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -15,11 +16,11 @@ import (
 // TestPolicyAsTyped: the policy and binding lesson 16 has the student
 // apply with kubectl are the ones its apply_policy action applies.
 func TestPolicyAsTyped(t *testing.T) {
-	all, err := Load()
+	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Find(all, 16)
+	l, err := lessons.Find(all, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 )
@@ -28,18 +29,18 @@ func TestProjectVersions(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("no go on PATH: %v", err)
 	}
-	all, err := Load()
+	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rlabMod := readModFile(t, filepath.Join("..", "go.mod"))
+	rlabMod := readModFile(t, filepath.Join("..", "..", "go.mod"))
 	projects := 0
 	for _, l := range all {
 		if l.Operator == nil || !l.Operator.Starter.IsProject() {
 			continue
 		}
 		projects++
-		versions := []File{l.Operator.Starter}
+		versions := []lessons.File{l.Operator.Starter}
 		gaps := map[int]bool{}
 		for i := range l.Steps {
 			f, err := l.Version(i)
@@ -146,7 +147,7 @@ func readModFile(t *testing.T, file string) map[string]string {
 // before, so that rlab runs go run ./cmd again on the new version. The
 // apiserver it is given does not answer: the manager runs on, retrying.
 func TestProjectStopsOnEdit(t *testing.T) {
-	_, l, err := LoadOne(20)
+	_, l, err := lessons.LoadOne(20)
 	if err != nil {
 		t.Fatal(err)
 	}

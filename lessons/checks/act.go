@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/world"
@@ -45,8 +46,8 @@ func (a Acts) at(st style.Style) time.Time {
 	return a.First
 }
 
-// note records an act at t that concerns styles (none: every style).
-func (a *Acts) note(t time.Time, styles ...style.Style) {
+// Note records an act at t that concerns styles (none: every style).
+func (a *Acts) Note(t time.Time, styles ...style.Style) {
 	if a.First.IsZero() || t.Before(a.First) {
 		a.First = t
 	}
@@ -60,13 +61,13 @@ func (a *Acts) note(t time.Time, styles ...style.Style) {
 	}
 }
 
-// merge adds the acts of b that came first.
-func (a *Acts) merge(b Acts) {
+// Merge adds the acts of b that came first.
+func (a *Acts) Merge(b Acts) {
 	if !b.First.IsZero() {
-		a.note(b.First)
+		a.Note(b.First)
 	}
 	for st, t := range b.By {
-		a.note(t, st)
+		a.Note(t, st)
 	}
 }
 
@@ -81,17 +82,17 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 		}
 		switch e.Kind {
 		case trace.Act:
-			a.note(e.Time, ExpandStyle(e.Str(trace.FieldStyle))...)
+			a.Note(e.Time, lessons.ExpandStyle(e.Str(trace.FieldStyle))...)
 		case trace.ProcessExit:
 			// Killed by a signal: a person's kill, or rlab's. An operator
 			// that exits on its own (a lost Lease, an error) says a code.
 			if e.Str(trace.FieldSignal) != "" {
-				a.note(e.Time, style.FromSource(e.Object))
+				a.Note(e.Time, style.FromSource(e.Object))
 			}
 		case trace.LeaderLost:
 			// Released on the way out: the replica was told to stop.
 			if e.Str(trace.FieldReason) == trace.ReasonReleased {
-				a.note(e.Time, style.FromSource(e.Source))
+				a.Note(e.Time, style.FromSource(e.Source))
 			}
 		case trace.Handover:
 			// Someone other than the style's operator took a field of its
@@ -99,13 +100,13 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			// only once it has stood a while, and a fight never stands).
 			if st := styleOfNS(e.Namespace); st != "" && e.Source == trace.SourceWorld &&
 				!slices.Contains(strings.Split(e.Str(trace.FieldTo), ","), st.ManagedBy()) {
-				a.note(e.Time, st)
+				a.Note(e.Time, st)
 			}
 		case trace.EchoDeleting, trace.EchoDeleted, trace.DriftDetected:
 			// An Echo with no finalizer goes at once: the world sees it
 			// deleted, never deleting.
 			if e.Source == trace.SourceWorld {
-				a.note(e.Time, styleOfNS(e.Namespace))
+				a.Note(e.Time, styleOfNS(e.Namespace))
 			}
 		}
 	}
@@ -116,57 +117,12 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 		}
 		for _, ev := range view.Echoes {
 			if ev.Edited.After(began) {
-				a.note(ev.Edited, st)
+				a.Note(ev.Edited, st)
 			}
 		}
 		if view.ConfigMapEdited.After(began) {
-			a.note(view.ConfigMapEdited, st)
+			a.Note(view.ConfigMapEdited, st)
 		}
 	}
 	return a
 }
-
-// Gated says whether the step's check waits for the student to act: it has
-// an action that leaves a trace. A step that only shows something, or whose
-// action is a request the apiserver refuses (nothing changes), is checked
-// from the moment it is shown.
-//
-// A step graded by rlab check's checks (operator_check) is not gated
-// either: the student's act is saving their operator's file, which the
-// operator picks up by re-executing itself, leaving no trace; the checks
-// judge the operator as it runs, whenever that was.
-func (s *Step) Gated() bool {
-	if s.Action == nil || len(s.Action.Play) == 0 {
-		return false
-	}
-	if s.Check != nil {
-		for _, c := range s.Check.Conds {
-			if c.Kind == CondOperatorCheck {
-				return false
-			}
-		}
-	}
-	for _, op := range s.Action.Play {
-		if op.Args.Str("expect_error") == "" && !traceless[op.Name] {
-			return true
-		}
-	}
-	return false
-}
-
-// traceless are the actions a student does by hand that neither the trace
-// nor the world shows: a Role edited with kubectl (the world does not
-// watch Roles), an annotation (the world sees an Echo edited when its
-// generation changes, and metadata does not change it). A step whose
-// action is only these is checked from the moment it is shown; what it
-// checks cannot hold before the act anyway.
-//
-// A request the world cannot see is still seen by the student's proxy when
-// it goes through `rlab env`'s kubeconfig (check you_asked), but not when a
-// student uses a kubeconfig of their own: the stale update of lesson 7 and
-// the review of a ServiceAccount's rights in lesson 10 and the read of
-// managedFields in lesson 14 are not gated either, nor lesson 16's
-// discovery, reads and admission policy (the world watches no policies).
-var traceless = map[string]bool{"role_verbs": true, "role_reset": true, "annotate": true,
-	"stale_update": true, "rules_review": true, "get_deployment": true,
-	"api_resources": true, "explain": true, "get_echo": true, "apply_policy": true, "delete_policy": true}

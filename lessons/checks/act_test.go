@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -41,7 +42,7 @@ func TestFindActs(t *testing.T) {
 		{"a Lease lost is no act", []trace.Event{ev(2000, "clientgo/a", trace.LeaderLost, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonLost})}, quiet, -1, nil},
 		{"a Lease released on SIGTERM", []trace.Event{ev(2000, "runtime/b", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased})}, quiet, 2000,
 			map[style.Style]int{style.Runtime: 2000}},
-		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", trace.Act, "", "", map[string]any{"action": "partition_leader", trace.FieldStyle: StyleGo})}, quiet, 3000,
+		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", trace.Act, "", "", map[string]any{"action": "partition_leader", trace.FieldStyle: lessons.StyleGo})}, quiet, 3000,
 			map[style.Style]int{style.ClientGo: 3000, style.Runtime: 3000}},
 		{"a delete the world saw", []trace.Event{ev(2500, world.Source, trace.EchoDeleting, "echo-shell", "Echo/hello", nil)}, quiet, 2500,
 			map[style.Style]int{style.Shell: 2500}},
@@ -82,8 +83,8 @@ func TestFindActs(t *testing.T) {
 // later looks find (the world keeps only an Echo's last edit).
 func TestActsMerge(t *testing.T) {
 	var a Acts
-	a.merge(Acts{First: at(2000), By: map[style.Style]time.Time{style.Shell: at(2000)}})
-	a.merge(Acts{First: at(5000), By: map[style.Style]time.Time{style.Shell: at(5000), style.Runtime: at(5000)}})
+	a.Merge(Acts{First: at(2000), By: map[style.Style]time.Time{style.Shell: at(2000)}})
+	a.Merge(Acts{First: at(5000), By: map[style.Style]time.Time{style.Shell: at(5000), style.Runtime: at(5000)}})
 	if !a.First.Equal(at(2000)) || !a.at(style.Shell).Equal(at(2000)) || !a.at(style.Runtime).Equal(at(5000)) {
 		t.Fatalf("merged %+v", a)
 	}
@@ -99,20 +100,20 @@ func TestNewLeaderFromTheAct(t *testing.T) {
 	lease := func(ms int, id string) trace.Event {
 		return ev(ms, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: id})
 	}
-	min2 := Cond{"new_leader", Args{"style": "clientgo", "min": 2 * time.Second}, 0}
-	max4 := Cond{"new_leader", Args{"style": "clientgo", "max": 4 * time.Second}, 0}
+	min2 := lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0}
+	max4 := lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "max": 4 * time.Second}, Line: 0}
 	view := func(holder string, acted int, evs ...trace.Event) View {
 		v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Began: t0, Now: at(60000), Events: evs,
 			Holders: map[style.Style]string{style.ClientGo: holder}}
 		if acted >= 0 {
 			v.Acted = at(acted)
-			v.Acts.note(at(acted), style.ClientGo)
+			v.Acts.Note(at(acted), style.ClientGo)
 		}
 		return v
 	}
 	tests := []struct {
 		name      string
-		cond      Cond
+		cond      lessons.Cond
 		view      View
 		ok, final bool
 		detail    string
@@ -126,7 +127,7 @@ func TestNewLeaderFromTheAct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := tt.cond.Eval(tt.view)
+			o := EvalCond(tt.cond, tt.view)
 			if o.OK != tt.ok || o.Final != tt.final || !strings.Contains(o.Detail, tt.detail) {
 				t.Errorf("= %+v, want ok %v final %v detail containing %q", o, tt.ok, tt.final, tt.detail)
 			}
@@ -138,7 +139,7 @@ func TestNewLeaderFromTheAct(t *testing.T) {
 // only shows something, whose act the apiserver refuses, or whose act is a
 // Role edited by hand (the world does not watch Roles), does not.
 func TestGated(t *testing.T) {
-	all, err := Load()
+	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestGated(t *testing.T) {
 		{16, []bool{false, false, false, true, false, true, true}},
 	}
 	for _, tt := range tests {
-		l, err := Find(all, tt.lesson)
+		l, err := lessons.Find(all, tt.lesson)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestOrphansGone(t *testing.T) {
 		{"not watched", nil, []string{"echo-gc-demo"}, false},
 	}
 	for _, tt := range tests {
-		if got := orphansGone(tt.ns, tt.names); got != tt.want {
+		if got := OrphansGone(tt.ns, tt.names); got != tt.want {
 			t.Errorf("%s: orphansGone = %v, want %v", tt.name, got, tt.want)
 		}
 	}

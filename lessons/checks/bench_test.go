@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 )
@@ -28,15 +29,15 @@ func BenchmarkCheckEval(b *testing.B) {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
 	}
 	v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Events: evs, ByKind: byKind, Began: t0, Acted: t0.Add(time.Second), Now: at(600000)}
-	c := &Check{Within: time.Minute, Conds: []Cond{
-		{"noticed", Args{"style": "all", "name": "hello"}, 0},
-		{"deployment_replicas", Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, 0},
-		{"api_requests", Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, 0},
+	c := &lessons.Check{Within: time.Minute, Conds: []lessons.Cond{
+		{Kind: "noticed", Args: lessons.Args{"style": "all", "name": "hello"}, Line: 0},
+		{Kind: "deployment_replicas", Args: lessons.Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, Line: 0},
+		{Kind: "api_requests", Args: lessons.Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0},
 	}}
 	b.ReportAllocs()
 	var o Outcome
 	for b.Loop() {
-		o = c.Eval(v)
+		o = Eval(c, v)
 	}
 	if o.OK {
 		b.Fatal(fmt.Sprintf("passed: %+v", o))

@@ -2,9 +2,11 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -74,11 +76,11 @@ type styleResult struct {
 }
 
 // Eval evaluates every condition of c over v: all must hold.
-func (c *Check) Eval(v View) Outcome {
+func Eval(c *lessons.Check, v View) Outcome {
 	out := Outcome{OK: true}
 	var details []string
 	for _, cond := range c.Conds {
-		o := cond.Eval(v)
+		o := EvalCond(cond, v)
 		out.OK = out.OK && o.OK
 		out.Final = out.Final || o.Final
 		details = append(details, cond.Kind+": "+o.Detail)
@@ -87,8 +89,8 @@ func (c *Check) Eval(v View) Outcome {
 	return out
 }
 
-// Eval evaluates one condition for each style it names.
-func (c Cond) Eval(v View) Outcome {
+// EvalCond evaluates one condition for each style it names.
+func EvalCond(c lessons.Cond, v View) Outcome {
 	eval := checks[c.Kind].eval
 	out := Outcome{OK: true}
 	var parts []string
@@ -106,85 +108,6 @@ func (c Cond) Eval(v View) Outcome {
 	return out
 }
 
-// Describe says in words what a check waits for, one condition a line.
-func (c *Check) Describe() string { return c.DescribeIn(nil) }
-
-// DescribeIn is Describe in co's language (English for a nil co).
-func (c *Check) DescribeIn(co *Course) string {
-	s := say{co}
-	var parts []string
-	for _, cond := range c.Conds {
-		parts = append(parts, cond.DescribeIn(co))
-	}
-	out := strings.Join(parts, "\n")
-	if c.Hold > 0 {
-		out += "\n" + s.f("all of it holding for %s", c.Hold)
-	}
-	return out
-}
-
-// Describe says in a sentence what one condition waits for.
-func (c Cond) Describe() string { return c.DescribeIn(nil) }
-
-// DescribeIn is Describe in co's language (English for a nil co).
-func (c Cond) DescribeIn(co *Course) string {
-	s := say{co}
-	return s.f("%s: %s", s.who(c.Args), checks[c.Kind].words(s, c.Args))
-}
-
-// say prints a check's words in a Course's language. Every English
-// fragment goes through f whole, so that a translator can reorder it
-// (TestCheckWordsTranslated holds each language to having them all).
-type say struct{ c *Course }
-
-// f is fmt.Sprintf of format's translation, or of format itself when the
-// Course (or its Checks) lacks one.
-func (s say) f(format string, args ...any) string {
-	if s.c != nil {
-		if t := s.c.Checks[format]; t != "" {
-			format = t
-		}
-	}
-	return fmt.Sprintf(format, args...)
-}
-
-// who names the styles a condition or an action is about, for a sentence
-// in English (an action's words are not translated).
-func who(a Args) string { return say{}.who(a) }
-
-// who names the styles a condition is about, for a sentence.
-func (s say) who(a Args) string {
-	if op := a.Str("operator"); op != "" {
-		return s.f("operator %s", op)
-	}
-	switch st := a.Str("style"); st {
-	case "":
-		return s.f("you")
-	case StyleAll:
-		return s.f("every style")
-	case StyleGo:
-		return s.f("both Go styles")
-	default:
-		return st
-	}
-}
-
-// want says what the min and max arguments want, as bounds does, for a
-// sentence: "" when there are neither.
-func (s say) want(a Args) string {
-	mn, hasMin := a.Int("min")
-	mx, hasMax := a.Int("max")
-	switch {
-	case hasMin && hasMax:
-		return s.f(" (want ≥%d and ≤%d)", mn, mx)
-	case hasMin:
-		return s.f(" (want ≥%d)", mn)
-	case hasMax:
-		return s.f(" (want ≤%d)", mx)
-	}
-	return ""
-}
-
 // nsView is what the world sees in st's namespace (empty if nothing).
 func nsView(v View, st style.Style) *world.NamespaceView {
 	if ns := v.Snapshot.Style(st); ns != nil {
@@ -195,7 +118,7 @@ func nsView(v View, st style.Style) *world.NamespaceView {
 
 // echoOf is Echo name in st's namespace, or nil and the result that says
 // it is missing.
-func echoOf(a Args, v View, st style.Style) (*world.EchoView, styleResult) {
+func echoOf(a lessons.Args, v View, st style.Style) (*world.EchoView, styleResult) {
 	return nsView(v, st).Echoes[a.Str("name")], styleResult{detail: "no Echo " + a.Str("name")}
 }
 
@@ -237,8 +160,8 @@ func replicasOf(v View, st style.Style, is func(supervisor.Status) bool) (n, yes
 	return n, yes
 }
 
-// worldLag is how much later than an operator the world may see a change.
-const worldLag = 200 * time.Millisecond
+// WorldLag is how much later than an operator the world may see a change.
+const WorldLag = 200 * time.Millisecond
 
 func Secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
@@ -252,7 +175,7 @@ func msField(e trace.Event, k string) string {
 
 // bounds says whether n is within the min and max arguments, and what they
 // want, for a sentence.
-func bounds(a Args, n int) (bool, string) {
+func bounds(a lessons.Args, n int) (bool, string) {
 	ok := true
 	var want []string
 	if mn, has := a.Int("min"); has {
@@ -267,4 +190,25 @@ func bounds(a Args, n int) (bool, string) {
 		return ok, ""
 	}
 	return ok, " (want " + strings.Join(want, " and ") + ")"
+}
+
+// SetKey names a set of Echoes in one style: those create_echoes made
+// with prefix.
+type SetKey struct {
+	Style  style.Style
+	Prefix string
+}
+
+// OrphansGone says whether one of the Deployments named is no longer an
+// orphan in ns: deleted by hand (or adopted, which nothing here does).
+func OrphansGone(ns *world.NamespaceView, names []string) bool {
+	if ns == nil {
+		return false
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(ns.Orphans, func(d *world.DeploymentView) bool { return d.Name == name }) {
+			return true
+		}
+	}
+	return false
 }

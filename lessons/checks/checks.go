@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
@@ -17,20 +18,13 @@ import (
 	"github.com/kkloud/rlab/sim/world"
 )
 
-// checkKind is one check a lesson can name: the arguments it takes, how it
-// is evaluated, and the sentence the student reads. Adding a check is
-// adding an entry to checks (and a line to README.md).
+// checkKind is how a check a lesson can name is evaluated. Adding a check
+// is adding an entry to checks, its arguments and words to lessons' (and a
+// line to README.md).
 type checkKind struct {
-	args spec
 	// eval looks at v for one style of the style argument.
-	eval func(a Args, v View, st style.Style) styleResult
-	// words says what it waits for, after "every style: " (see
-	// Cond.DescribeIn), every English fragment through s.f.
-	words func(s say, a Args) string
+	eval func(a lessons.Args, v View, st style.Style) styleResult
 }
-
-// condOperatorCheck grades the student's operator with rlab check's checks.
-const CondOperatorCheck = "operator_check"
 
 // checks is the closed set of checks, over the world model and the trace
 // events since the step began.
@@ -39,39 +33,32 @@ var checks = map[string]checkKind{
 	// in one run. The runs go on in the background while the step waits
 	// (Player.grade); until one passes, the detail is the failing checks'
 	// reasons, which the lesson panel shows.
-	CondOperatorCheck: {
-		args: spec{required: argTypes{"operator": tOperator, "checks": tChecks}},
-		eval: func(a Args, v View, st style.Style) styleResult {
-			g, ok := v.Grades[gradeKey(a)]
+	lessons.CondOperatorCheck: {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+			g, ok := v.Grades[GradeKey(a)]
 			if !ok {
 				return styleResult{detail: "not checked yet"}
 			}
 			return g.result(a.List("checks"))
 		},
-		words: func(s say, a Args) string {
-			return s.f("passes rlab check's %s", strings.Join(a.List("checks"), ", "))
-		},
 	},
 
 	// The Echo's status.ready reads ready.
 	"echo_status": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "ready": tString}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
 			}
 			return styleResult{ok: e.Ready == a.Str("ready"), detail: fmt.Sprintf("ready %q", e.Ready)}
 		},
-		words: func(s say, a Args) string { return s.f("Echo %s reports ready %s", a.Str("name"), a.Str("ready")) },
 	},
 
 	// The Echo's status is about its current spec (status.observedGeneration
 	// equals metadata.generation), or, with current: false, about an older
 	// one.
 	"status_current": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "current": tBool}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -80,19 +67,12 @@ var checks = map[string]checkKind{
 			return styleResult{ok: current == a.Bool("current"),
 				detail: fmt.Sprintf("generation %d, status.observedGeneration %d, ready %q", e.Generation, e.ObservedGeneration, e.Ready)}
 		},
-		words: func(s say, a Args) string {
-			if a.Bool("current") {
-				return s.f("Echo %s's status is about its current spec (observedGeneration = generation)", a.Str("name"))
-			}
-			return s.f("Echo %s's status is about an older spec (observedGeneration < generation)", a.Str("name"))
-		},
 	},
 
 	// The Echo's status has condition type (Ready, Progressing) with
 	// status (True, False or Unknown).
 	"echo_condition": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "type": tString, "status": tString}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -103,16 +83,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: got == a.Str("status"), detail: fmt.Sprintf("%s %s", a.Str("type"), got)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("Echo %s has condition %s %s", a.Str("name"), a.Str("type"), a.Str("status"))
-		},
 	},
 
 	// Every pod the Echo asks for is ready, and its status.ready does not
 	// say so: nothing brought the Echo back to the queue.
 	"status_behind": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -125,16 +101,12 @@ var checks = map[string]checkKind{
 			ok := d.Replicas == e.Replicas && d.ReadyReplicas == e.Replicas && e.Ready != all
 			return styleResult{ok: ok, detail: fmt.Sprintf("Deployment %d of %d ready, status.ready %q", d.ReadyReplicas, d.Replicas, e.Ready)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("every pod of Echo %s is ready and its status.ready says otherwise", a.Str("name"))
-		},
 	},
 
 	// The field manager owns spec.replicas of the Echo's Deployment (alone,
 	// or with others that applied the same value).
 	"replicas_owner": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "manager": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment"}
@@ -142,17 +114,13 @@ var checks = map[string]checkKind{
 			return styleResult{ok: slices.Contains(d.ReplicasOwners, a.Str("manager")),
 				detail: "spec.replicas owned by " + strings.Join(d.ReplicasOwners, ", ")}
 		},
-		words: func(s say, a Args) string {
-			return s.f("field manager %s owns spec.replicas of Deployment %s", a.Str("manager"), echo.DeploymentName(a.Str("name")))
-		},
 	},
 
 	// spec.replicas of the Echo's Deployment changed owners (field
 	// managers) at least min times since the step began: writers taking it
 	// from each other.
 	"handovers": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
 			evs := eventsOf(v, st, trace.Handover, func(e trace.Event) bool { return e.Object == obj })
 			ok, want := bounds(a, len(evs))
@@ -163,15 +131,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: detail}
 		},
-		words: func(s say, a Args) string {
-			return s.f("spec.replicas of Deployment %s changes owners%s", echo.DeploymentName(a.Str("name")), s.want(a))
-		},
 	},
 
 	// The Echo is gone.
 	"echo_absent": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			if e == nil {
 				return styleResult{ok: true, detail: "gone"}
@@ -181,13 +145,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: "still there"}
 		},
-		words: func(s say, a Args) string { return s.f("Echo %s is gone", a.Str("name")) },
 	},
 
 	// Every Echo of a set (create_echoes) is there and reports ready n/n.
 	"echoes_ready": {
-		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
 			ns, ready := nsView(v, st), 0
 			for i := 1; i <= n; i++ {
@@ -198,10 +160,6 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ready == n, detail: fmt.Sprintf("%d of %d ready", ready, n)}
 		},
-		words: func(s say, a Args) string {
-			n, _ := a.Int("count")
-			return s.f("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
-		},
 	},
 
 	// Every Echo of a set (create_echoes) converged after its creation
@@ -211,9 +169,7 @@ var checks = map[string]checkKind{
 	// less time than the set faster_than took in an earlier step, if it
 	// was timed.
 	"echoes_converged": {
-		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt},
-			optional: argTypes{"min": tDuration, "max": tDuration, "faster_than": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
 			b := setBatch(v, st, a.Str("prefix"), n)
 			if b.N < n {
@@ -244,28 +200,11 @@ var checks = map[string]checkKind{
 			}
 			return r
 		},
-		words: func(s say, a Args) string {
-			n, _ := a.Int("count")
-			took, than := "", ""
-			switch mn, mx := a.Dur("min"), a.Dur("max"); {
-			case mn > 0 && mx > 0:
-				took = s.f(", from the first created to the last converged in %s to %s", mn, mx)
-			case mn > 0:
-				took = s.f(", from the first created to the last converged in %s or more", mn)
-			case mx > 0:
-				took = s.f(", from the first created to the last converged within %s", mx)
-			}
-			if other := a.Str("faster_than"); other != "" {
-				than = s.f(", sooner than the Echoes %s-* did", other)
-			}
-			return s.f("all %d Echoes %s converge after their creation%s%s", n, setNames(a.Str("prefix"), n), took, than)
-		},
 	},
 
 	// No Echo of a set is left, and none of their Deployments.
 	"echoes_absent": {
-		args: spec{required: argTypes{"style": tStyle, "prefix": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			ns, pre := nsView(v, st), a.Str("prefix")+"-"
 			echoes, deps := 0, 0
 			for name, e := range ns.Echoes {
@@ -283,15 +222,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: echoes == 0 && deps == 0, detail: fmt.Sprintf("%d Echoes and %d Deployments left", echoes, deps)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("no Echo %s-* is left, nor its Deployment", a.Str("prefix"))
-		},
 	},
 
 	// Its Deployment asks for replicas (and, with ready, has them ready).
 	"deployment_replicas": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "replicas": tInt}, optional: argTypes{"ready": tBool}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment " + echo.DeploymentName(a.Str("name"))}
@@ -300,46 +235,32 @@ var checks = map[string]checkKind{
 			ok := int(d.Replicas) == n && (!a.Bool("ready") || int(d.ReadyReplicas) == n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("replicas %d, %d ready", d.Replicas, d.ReadyReplicas)}
 		},
-		words: func(s say, a Args) string {
-			n, _ := a.Int("replicas")
-			if a.Bool("ready") {
-				return s.f("Deployment %s asks for %d replicas, all ready", echo.DeploymentName(a.Str("name")), n)
-			}
-			return s.f("Deployment %s asks for %d replicas", echo.DeploymentName(a.Str("name")), n)
-		},
 	},
 
 	// Its Deployment is gone.
 	"deployment_absent": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			if d := deploymentOf(v, st, a.Str("name")); d != nil {
 				return styleResult{detail: d.Name + " still there"}
 			}
 			return styleResult{ok: true, detail: "gone"}
 		},
-		words: func(s say, a Args) string { return s.f("Deployment %s is gone", echo.DeploymentName(a.Str("name"))) },
 	},
 
 	// Its Deployment is controlled by Echo name.
 	"owned": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment"}
 			}
 			return styleResult{ok: d.Owner == trace.Object(echov1.Kind, a.Str("name")), detail: fmt.Sprintf("controller %q", d.Owner)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("Deployment %s is controlled by Echo %s", echo.DeploymentName(a.Str("name")), a.Str("name"))
-		},
 	},
 
 	// Its Deployment is still there with no controller owner.
 	"orphaned": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			switch {
 			case d == nil:
@@ -351,15 +272,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s left with %d pods, no owner", d.Name, len(d.Pods))}
 		},
-		words: func(s say, a Args) string {
-			return s.f("Deployment %s is left running with no owner", echo.DeploymentName(a.Str("name")))
-		},
 	},
 
 	// The world saw the Echo converge after the action (latency in the detail).
 	"converged": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -374,16 +291,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: "in " + msField(evs[0], trace.FieldLatencyMS)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("the Deployment and status of Echo %s catch up with its spec", a.Str("name"))
-		},
 	},
 
 	// The first reconcile of Echo name after the action, per style: who
 	// noticed the change first, and through what.
 	"noticed": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			// From the edit as the world saw it: a student types the command
 			// in another terminal, long after the step began, and a poll
 			// before that noticed nothing.
@@ -394,7 +307,7 @@ var checks = map[string]checkKind{
 			case edited && (from.IsZero() || !e.Edited.Before(from)):
 				// From the edit as the world saw it; the world's watch may
 				// see it a little after an operator's does.
-				from = e.Edited.Add(-worldLag)
+				from = e.Edited.Add(-WorldLag)
 			case !edited && !v.Acted.After(v.Began):
 				return styleResult{detail: "no edit yet"}
 			}
@@ -409,13 +322,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: "not yet"}
 		},
-		words: func(s say, a Args) string { return s.f("a reconcile of Echo %s after the edit", a.Str("name")) },
 	},
 
 	// The world saw a drift of the Deployment repaired.
 	"drift_repaired": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"what": tString}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
 				return e.Str(trace.FieldEcho) == a.Str("name") && (a.Str("what") == "" || e.Str(trace.FieldWhat) == a.Str("what"))
 			})
@@ -424,18 +335,11 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: evs[0].Str(trace.FieldWhat) + " repaired in " + msField(evs[0], trace.FieldLatencyMS)}
 		},
-		words: func(s say, a Args) string {
-			if what := a.Str("what"); what != "" {
-				return s.f("the operator repairs the %s of Deployment %s", what, echo.DeploymentName(a.Str("name")))
-			}
-			return s.f("the operator repairs the drift of Deployment %s", echo.DeploymentName(a.Str("name")))
-		},
 	},
 
 	// The garbage collector removed the Echo's Deployment.
 	"gc_collected": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
 			evs := eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return e.Object == obj })
 			if len(evs) == 0 {
@@ -451,17 +355,13 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("collected %s after %s (and %d pods)", obj, Secs(evs[0].Time.Sub(from)), pods)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("the garbage collector removes Deployment %s", echo.DeploymentName(a.Str("name")))
-		},
 	},
 
 	// Someone other than the holder at the step's start took the Lease after
 	// the act that stopped the leader (its kill, its release, rlab's
 	// partition), at least min and at most max after it.
 	"new_leader": {
-		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"min": tDuration, "max": tDuration}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			old := v.Holders[st]
 			if old == "" {
 				// Nobody led when the step was shown: the first election
@@ -514,30 +414,17 @@ var checks = map[string]checkKind{
 			}
 			return r
 		},
-		words: func(s say, a Args) string {
-			switch mn, mx := a.Dur("min"), a.Dur("max"); {
-			case mn > 0 && mx > 0:
-				return s.f("another replica takes the Lease, not before %s after the old leader's last renewal, within %s of the leader stopping", mn, mx)
-			case mn > 0:
-				return s.f("another replica takes the Lease, not before %s after the old leader's last renewal of the leader stopping", mn)
-			case mx > 0:
-				return s.f("another replica takes the Lease, within %s of the leader stopping", mx)
-			}
-			return s.f("another replica takes the Lease")
-		},
 	},
 
 	// A replica lost the Lease (not released it).
 	"leader_lost": {
-		args: spec{required: argTypes{"style": tGoStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.LeaderLost, func(e trace.Event) bool { return e.Str(trace.FieldReason) == trace.ReasonLost })
 			if len(evs) == 0 {
 				return styleResult{detail: "nobody lost the Lease"}
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s lost it after %s", evs[0].Source, Secs(evs[0].Time.Sub(v.Acts.at(st))))}
 		},
-		words: func(s say, _ Args) string { return s.f("the leader loses the Lease") },
 	},
 
 	// Every standby is trying for the Lease: since the step began (or its
@@ -546,8 +433,7 @@ var checks = map[string]checkKind{
 	// before it campaigns; a takeover timed from the next act assumes a
 	// standby that is trying.
 	"campaigning": {
-		args: spec{required: argTypes{"style": tGoStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			leader := ""
 			if l := nsView(v, st).Lease; l != nil {
 				_, leader, _, _ = style.ParseIdentity(l.Holder)
@@ -573,7 +459,6 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%d standby trying for the Lease", n)}
 		},
-		words: func(s say, _ Args) string { return s.f("every standby tries for the Lease") },
 	},
 
 	// Every replica of a Go style reported, since the step began, the
@@ -581,8 +466,7 @@ var checks = map[string]checkKind{
 	// API line shows it): qps requests a second (-1: none) and, if given,
 	// burst.
 	"client_limit": {
-		args: spec{required: argTypes{"style": tGoStyle, "qps": tQPS}, optional: argTypes{"burst": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			said := map[string]string{}
 			for _, e := range eventsOf(v, st, trace.ClientLimits, nil) {
 				q, _ := e.Num(trace.FieldQPS)
@@ -619,36 +503,20 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%d of %d report it", n, n)}
 		},
-		words: func(s say, a Args) string {
-			// As limitWords says it, a sentence for each of its shapes.
-			qps := float64(a.QPS("qps"))
-			b, hasBurst := a.Int("burst")
-			switch q := strconv.FormatFloat(qps, 'f', -1, 64); {
-			case qps < 0:
-				return s.f("every replica reports the client limit none")
-			case hasBurst && b >= 0:
-				return s.f("every replica reports the client limit %s/s burst %d", q, b)
-			default:
-				return s.f("every replica reports the client limit %s/s", q)
-			}
-		},
 	},
 
 	// Every replica runs.
 	"replicas_running": {
-		args: spec{required: argTypes{"style": tStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n, running := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running })
 			return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d running", running, n)}
 		},
-		words: func(s say, _ Args) string { return s.f("every replica runs") },
 	},
 
 	// Every replica reaches the apiserver as it should: no partition, no
 	// slowdown of rlab's (rlab do heal, rlab do slow STYLE 0s).
 	"connected": {
-		args: spec{required: argTypes{"style": tStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			var cut []string
 			n := 0
 			for _, r := range v.Replicas {
@@ -665,26 +533,20 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: n > 0, detail: fmt.Sprintf("%d of %d connected", n, n)}
 		},
-		words: func(s say, _ Args) string {
-			return s.f("every replica reaches the apiserver, no partition, slowdown or fault")
-		},
 	},
 
 	// Every replica is frozen (SIGSTOP).
 	"replicas_paused": {
-		args: spec{required: argTypes{"style": tStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n, paused := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running && r.Paused })
 			return styleResult{ok: n > 0 && paused == n, detail: fmt.Sprintf("%d of %d frozen", paused, n)}
 		},
-		words: func(s say, _ Args) string { return s.f("every replica is frozen") },
 	},
 
 	// Every replica was restarted since the step began and the leader (any
 	// replica, for the shell loop) has reconciled since.
 	"restarted": {
-		args: spec{required: argTypes{"style": tStyle}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			started := map[string]time.Time{}
 			for _, e := range v.kind(trace.ProcessStart) {
 				if style.FromSource(e.Object) == st {
@@ -720,7 +582,6 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{detail: fmt.Sprintf("restarted; no restarted replica leads yet (holder %q)", holder)}
 		},
-		words: func(s say, _ Args) string { return s.f("every replica restarted and the leader reconciled") },
 	},
 
 	// The student's own requests (through the proxy `rlab env` hands out,
@@ -728,8 +589,7 @@ var checks = map[string]checkKind{
 	// shown: what only the apiserver answers (a refusal, a conflict, a
 	// review of the student's rights) is seen here, and nowhere else.
 	"you_asked": {
-		args: spec{optional: argTypes{"verbs": tStrings, "resource": tString, "code": tInt, "min": tInt}},
-		eval: func(a Args, v View, _ style.Style) styleResult {
+		eval: func(a lessons.Args, v View, _ style.Style) styleResult {
 			n, other := 0, 0
 			for _, e := range v.kind(trace.APIRequest) {
 				if e.Source != trace.SourceYou {
@@ -752,17 +612,6 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: n >= mn, detail: detail}
 		},
-		words: func(s say, a Args) string {
-			on, answered := s.request(a)
-			what := s.f("a request%s%s", on, answered)
-			if v := a.List("verbs"); len(v) > 0 {
-				what = s.f("a %s request%s%s", strings.Join(v, "/"), on, answered)
-			}
-			if mn, ok := a.Int("min"); ok && mn > 1 {
-				what = s.f("%d× %s", mn, what)
-			}
-			return s.f("%s, through rlab env's kubeconfig", what)
-		},
 	},
 
 	// A standby's watches of Echoes: WATCH requests since the act (or over
@@ -770,8 +619,7 @@ var checks = map[string]checkKind{
 	// controller-runtime starts a controller's sources once it leads, unless
 	// warm-up (EnableWarmup) starts them at once, before the election.
 	"standby_watches": {
-		args: spec{required: argTypes{"style": tStyle}, optional: argTypes{"min": tInt, "max": tInt, "over": tDuration}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
 				return styleResult{detail: "measuring for " + Secs(over)}
@@ -801,17 +649,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: detail}
 		},
-		words: func(s say, a Args) string {
-			return s.f("a standby's watches of Echoes%s%s", s.over(a), s.want(a))
-		},
 	},
 
 	// API requests through the style's proxies, counted since the step
 	// began (or over the first `over` of it).
 	"api_requests": {
-		args: spec{required: argTypes{"style": tStyle},
-			optional: argTypes{"verbs": tStrings, "resource": tString, "code": tInt, "min": tInt, "max": tInt, "over": tDuration}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
 				return styleResult{detail: "measuring for " + Secs(over)}
@@ -846,27 +689,16 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d %s%s%s", n, what, in, want)}
 		},
-		words: func(s say, a Args) string {
-			on, answered := s.request(a)
-			if v := a.List("verbs"); len(v) > 0 {
-				return s.f("%s requests%s%s%s%s", strings.Join(v, "/"), on, answered, s.over(a), s.want(a))
-			}
-			return s.f("API requests%s%s%s%s", on, answered, s.over(a), s.want(a))
-		},
 	},
 
 	// Requests and watch events the fault of a kind touched at the style's
 	// proxies since the step began (fault.injected): it was on, and met
 	// the traffic it is for.
 	"faults_injected": {
-		args: spec{required: argTypes{"style": tStyle, "fault": tFaultKind}, optional: argTypes{"min": tInt, "max": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n := len(eventsOf(v, st, trace.FaultInjected, func(e trace.Event) bool { return e.Str(trace.FieldFault) == a.Str("fault") }))
 			ok, want := bounds(a, n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d touched by the %s fault%s", n, a.Str("fault"), want)}
-		},
-		words: func(s say, a Args) string {
-			return s.f("requests or watch events touched by the %s fault%s", a.Str("fault"), s.want(a))
 		},
 	},
 
@@ -876,9 +708,7 @@ var checks = map[string]checkKind{
 	// did not), let through to the queue or, with filtered: true, stopped
 	// by a predicate; with event: add or delete, those events instead.
 	"informer_updates": {
-		args: spec{required: argTypes{"style": tGoStyle, "resource": tResource, "name": tName},
-			optional: argTypes{"change": tChange, "filtered": tBool, "min": tInt, "max": tInt, "event": tEvent}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object(a.Str("resource"), a.Str("name"))
 			if a.Str("resource") == "Deployment" {
 				obj = trace.Object(a.Str("resource"), echo.DeploymentName(a.Str("name")))
@@ -892,58 +722,23 @@ var checks = map[string]checkKind{
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d%s", len(evs), want)}
 		},
-		words: func(s say, a Args) string {
-			// The event (tEvent: add, update or delete) and the change
-			// (tChange: spec or status), each of its own words.
-			var what string
-			switch ev, c := a.Str("event"), a.Str("change"); {
-			case ev == "add" && c != "":
-				what = s.f("%s adds", c)
-			case ev == "add":
-				what = s.f("adds")
-			case ev == "delete" && c != "":
-				what = s.f("%s deletes", c)
-			case ev == "delete":
-				what = s.f("deletes")
-			case c != "":
-				what = s.f("%s updates", c)
-			default:
-				what = s.f("updates")
-			}
-			obj := a.Str("resource") + " " + a.Str("name")
-			if a.Str("resource") == "Deployment" {
-				obj = "Deployment " + echo.DeploymentName(a.Str("name"))
-			}
-			if a.Bool("filtered") {
-				return s.f("%s of %s filtered out by a predicate%s", what, obj, s.want(a))
-			}
-			return s.f("%s of %s let through to the queue%s", what, obj, s.want(a))
-		},
 	},
 
 	// Reconciles of Echo name since the step began; with cause, only those
 	// whose first cause names it (e.g. ConfigMap/echo-defaults).
 	"reconciles_after_edit": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"min": tInt, "max": tInt, "cause": tString}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool {
 				return e.Object == trace.Object(echov1.Kind, a.Str("name")) && strings.Contains(e.Str(trace.FieldCauseEvent), a.Str("cause"))
 			})
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
 		},
-		words: func(s say, a Args) string {
-			if c := a.Str("cause"); c != "" {
-				return s.f("reconciles of Echo %s caused by %s%s", a.Str("name"), c, s.want(a))
-			}
-			return s.f("reconciles of Echo %s%s", a.Str("name"), s.want(a))
-		},
 	},
 
 	// Some reconcile answered several queued events at once.
 	"coalesced": {
-		args: spec{required: argTypes{"style": tGoStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			informed := len(eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool { return e.Object == obj }))
 			starts := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == obj })
@@ -955,16 +750,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: most >= 2, detail: fmt.Sprintf("%d Echo updates → %d reconciles, one answered %d at once", informed, len(starts), most)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("one reconcile answers several queued events for Echo %s", a.Str("name"))
-		},
 	},
 
 	// Failed reconciles were retried at least min times, each after a
 	// longer backoff.
 	"retries": {
-		args: spec{required: argTypes{"style": tGoStyle, "name": tName, "min": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			evs := eventsOf(v, st, trace.QueueRequeue, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldReason) == trace.ReasonError
@@ -986,33 +777,23 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: len(evs) >= mn && growing, detail: fmt.Sprintf("%d retries, backoff %s", len(evs), strings.Join(backoffs, " "))}
 		},
-		words: func(s say, a Args) string {
-			n, _ := a.Int("min")
-			return s.f("at least %d retries of Echo %s, each after a longer backoff", n, a.Str("name"))
-		},
 	},
 
 	// The world saw the Deployment's message drift from the Echo's and be
 	// put back at least min times: two writers undoing each other.
 	"flapping": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName, "min": tInt}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			n := len(eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
 				return e.Str(trace.FieldEcho) == a.Str("name") && e.Str(trace.FieldWhat) == trace.DriftMessage
 			}))
 			mn, _ := a.Int("min")
 			return styleResult{ok: n >= mn, detail: fmt.Sprintf("message changed and put back %d times (want ≥%d)", n, mn)}
 		},
-		words: func(s say, a Args) string {
-			n, _ := a.Int("min")
-			return s.f("the message of Deployment %s changed and put back at least %d times", echo.DeploymentName(a.Str("name")), n)
-		},
 	},
 
 	// The Deployment carries the Echo's message.
 	"deployment_message": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}, optional: argTypes{"message": tString}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			d := deploymentOf(v, st, a.Str("name"))
 			if e == nil || d == nil {
@@ -1026,33 +807,22 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: d.Message == e.Wants && d.Message == want, detail: fmt.Sprintf("Deployment says %q, Echo wants %q", d.Message, e.Wants)}
 		},
-		words: func(s say, a Args) string {
-			if _, ok := a["message"]; ok {
-				return s.f("Deployment %s carries the message %q, which Echo %s wants", echo.DeploymentName(a.Str("name")), a.Str("message"), a.Str("name"))
-			}
-			return s.f("Deployment %s carries Echo %s's message", echo.DeploymentName(a.Str("name")), a.Str("name"))
-		},
 	},
 
 	// The Echo carries the operators' finalizer.
 	"has_finalizer": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
 			}
 			return styleResult{ok: echo.HasFinalizer(e.Finalizers), detail: fmt.Sprintf("finalizers %v", e.Finalizers)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("Echo %s carries the finalizer %s", a.Str("name"), echo.Finalizer)
-		},
 	},
 
 	// The registry ConfigMap lists the Echo under its current uid.
 	"registered": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			ns := nsView(v, st)
 			e := ns.Echoes[a.Str("name")]
 			switch {
@@ -1065,29 +835,21 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: true, detail: echo.RegistryName + " lists " + e.Name}
 		},
-		words: func(s say, a Args) string {
-			return s.f("ConfigMap %s lists Echo %s", echo.RegistryName, a.Str("name"))
-		},
 	},
 
 	// The registry ConfigMap does not list the Echo.
 	"unregistered": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			if uid, ok := nsView(v, st).Registry[a.Str("name")]; ok {
 				return styleResult{detail: fmt.Sprintf("%s still lists %s (uid %s)", echo.RegistryName, a.Str("name"), uid)}
 			}
 			return styleResult{ok: true, detail: "not listed"}
 		},
-		words: func(s say, a Args) string {
-			return s.f("ConfigMap %s no longer lists Echo %s", echo.RegistryName, a.Str("name"))
-		},
 	},
 
 	// The Echo is being deleted and a finalizer still holds it.
 	"echo_deleting": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			switch {
 			case e == nil:
@@ -1097,16 +859,12 @@ var checks = map[string]checkKind{
 			}
 			return styleResult{ok: len(e.Finalizers) > 0, detail: fmt.Sprintf("being deleted, held by %v", e.Finalizers)}
 		},
-		words: func(s say, a Args) string {
-			return s.f("Echo %s is being deleted, held by a finalizer", a.Str("name"))
-		},
 	},
 
 	// An operator cleaned up after the deleted Echo, removed its finalizer,
 	// and the Echo is gone.
 	"finalized": {
-		args: spec{required: argTypes{"style": tStyle, "name": tName}},
-		eval: func(a Args, v View, st style.Style) styleResult {
+		eval: func(a lessons.Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldAction) == trace.FinalizerRemoved
@@ -1131,9 +889,6 @@ var checks = map[string]checkKind{
 				return styleResult{detail: who + " cleaned up; the Echo is not gone yet"}
 			}
 			return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", who, msField(gone[0], trace.FieldWaitedMS))}
-		},
-		words: func(s say, a Args) string {
-			return s.f("the operator cleans up after Echo %s and it goes", a.Str("name"))
 		},
 	},
 }
@@ -1216,7 +971,7 @@ func leading(v View, replica string, t time.Time) bool {
 
 // requestIs says whether API request e is of the verbs and resource a
 // names (asked), and answered with the code it names, if any.
-func requestIs(a Args, e trace.Event) (asked, answered bool) {
+func requestIs(a lessons.Args, e trace.Event) (asked, answered bool) {
 	if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Verb()) {
 		return false, false
 	}
@@ -1225,26 +980,6 @@ func requestIs(a Args, e trace.Event) (asked, answered bool) {
 	}
 	code, hasCode := a.Int("code")
 	return true, !hasCode || e.Code() == code
-}
-
-// request says the resource and the code a request is asked for, for a
-// sentence: " on echoes", " answered 403", each "" when not given.
-func (s say) request(a Args) (on, answered string) {
-	if r := a.Str("resource"); r != "" {
-		on = s.f(" on %s", r)
-	}
-	if c, ok := a.Int("code"); ok {
-		answered = s.f(" answered %d", c)
-	}
-	return on, answered
-}
-
-// over says the over argument, for a sentence: "" when not given.
-func (s say) over(a Args) string {
-	if d := a.Dur("over"); d > 0 {
-		return s.f(" over %s", d)
-	}
-	return ""
 }
 
 // plural is "s" unless n is 1.

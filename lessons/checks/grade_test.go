@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/world"
@@ -21,8 +22,8 @@ func fail(id, reason string) check.Result { return check.Result{ID: id, Reason: 
 // each failing check with its reason, one a line, the newest result first
 // (of the run under way, once it has got that far).
 func TestOperatorCheckEval(t *testing.T) {
-	cond := Cond{CondOperatorCheck, Args{"operator": "mine", "checks": []string{"owner", "gc"}}, 0}
-	key := gradeKey(cond.Args)
+	cond := lessons.Cond{Kind: lessons.CondOperatorCheck, Args: lessons.Args{"operator": "mine", "checks": []string{"owner", "gc"}}, Line: 0}
+	key := GradeKey(cond.Args)
 	tests := []struct {
 		name  string
 		grade *Grade // nil: not graded
@@ -56,7 +57,7 @@ func TestOperatorCheckEval(t *testing.T) {
 			if tt.grade != nil {
 				v.Grades = map[string]Grade{key: *tt.grade}
 			}
-			o := cond.Eval(v)
+			o := EvalCond(cond, v)
 			if o.OK != tt.ok || o.Final {
 				t.Errorf("= %+v, want ok %v, not final", o, tt.ok)
 			}
@@ -103,7 +104,7 @@ func TestLessonOperator(t *testing.T) {
     text: d
 `
 	good := "title: T\nsummary: S\noperator: {name: mine, starter: starter.sh}\nsteps:\n" + steps
-	ls, err := LoadFS(fstest.MapFS{
+	ls, err := lessons.LoadFS(fstest.MapFS{
 		"12-x/lesson.yaml": {Data: []byte(good)}, "12-x/README.md": {Data: []byte("# x")},
 		"12-x/starter.sh": {Data: []byte("echo starter")}, "12-x/owner.sh": {Data: []byte("echo owner")},
 	})
@@ -133,11 +134,11 @@ func TestLessonOperator(t *testing.T) {
 	if f, _ := l.Version(1); string(f.Data) != "echo starter" {
 		t.Errorf("Version(1) with no run_operator = %q, want the starter", f.Data)
 	}
-	if _, err := (&Lesson{Number: 3, Steps: l.Steps}).Version(0); err == nil || !strings.Contains(err.Error(), "lesson 3 has no operator") {
+	if _, err := (&lessons.Lesson{Number: 3, Steps: l.Steps}).Version(0); err == nil || !strings.Contains(err.Error(), "lesson 3 has no operator") {
 		t.Errorf("Version of a lesson with no operator: %v", err)
 	}
 
-	_, err = LoadFS(fstest.MapFS{"12-x/lesson.yaml": {Data: []byte(good)}, "12-x/README.md": {Data: []byte("# x")}})
+	_, err = lessons.LoadFS(fstest.MapFS{"12-x/lesson.yaml": {Data: []byte(good)}, "12-x/README.md": {Data: []byte("# x")}})
 	for _, want := range []string{"12-x/lesson.yaml:3: no file starter.sh in 12-x", "12-x/lesson.yaml:10: no file owner.sh in 12-x"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing scripts: error %v, want %q", err, want)
@@ -175,7 +176,7 @@ func TestLessonOperatorErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("l.yaml", []byte(tt.yaml))
+			_, err := lessons.Parse("l.yaml", []byte(tt.yaml))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -224,7 +225,7 @@ func TestOperatorInPlaceOfStyle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := Parse("l.yaml", []byte(tt.yaml))
+			l, err := lessons.Parse("l.yaml", []byte(tt.yaml))
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("error %v, want %q", err, tt.want)
@@ -245,7 +246,7 @@ func TestOperatorInPlaceOfStyle(t *testing.T) {
 			if got := c.Args.Styles(); !slices.Equal(got, tt.styles) {
 				t.Errorf("check styles %v, want %v", got, tt.styles)
 			}
-			if o := c.Eval(View{Snapshot: orphan}); o.Detail != tt.detail {
+			if o := EvalCond(c, View{Snapshot: orphan}); o.Detail != tt.detail {
 				t.Errorf("detail %q, want %q", o.Detail, tt.detail)
 			}
 		})
@@ -256,7 +257,7 @@ func TestOperatorInPlaceOfStyle(t *testing.T) {
 // version that differs from the one before: a step that changes nothing
 // teaches nothing.
 func TestLessonScripts(t *testing.T) {
-	all, err := Load()
+	all, err := lessons.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestLessonScripts(t *testing.T) {
 			continue
 		}
 		prev := l.Operator.Starter
-		files := []File{prev}
+		files := []lessons.File{prev}
 		for i := range l.Steps {
 			f, err := l.Version(i)
 			if err != nil {

@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kkloud/rlab/lessons"
-	"github.com/kkloud/rlab/sim/poll"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/actions"
+	"github.com/kkloud/rlab/lessons/checks"
+	"github.com/kkloud/rlab/sim/poll"
 )
 
 // Hand is a student who follows a step by hand, as the course asks: reads
@@ -72,7 +75,7 @@ func (p *Player) handLesson(ctx context.Context, l *lessons.Lesson, h Hand, out 
 		if err != nil {
 			return fmt.Errorf("step %d %q: %w", i+1, step.Title, err)
 		}
-		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), step.Title, lessons.Secs(r.Took), r.Detail)
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), step.Title, checks.Secs(r.Took), r.Detail)
 		s.Next()
 	}
 	if !s.State().Done {
@@ -85,10 +88,10 @@ func (p *Player) handLesson(ctx context.Context, l *lessons.Lesson, h Hand, out 
 }
 
 // handStep does step i of s's lesson by hand, once the session shows it.
-func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (lessons.StepResult, error) {
+func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (actions.StepResult, error) {
 	step := &s.l.Steps[i]
 	if err := waitFor(ctx, 2*time.Minute, func() (bool, error) { return s.opened(i), nil }); err != nil {
-		return lessons.StepResult{}, fmt.Errorf("not shown: %w", err)
+		return actions.StepResult{}, fmt.Errorf("not shown: %w", err)
 	}
 	shown := time.Now()
 	if step.Check != nil && h.Read > 0 && needsAct(step) {
@@ -104,21 +107,21 @@ func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (lesso
 			return false, nil
 		})
 		if !errors.Is(err, context.DeadlineExceeded) {
-			return lessons.StepResult{Took: time.Since(shown)}, err
+			return actions.StepResult{Took: time.Since(shown)}, err
 		}
 	}
 	if step.Predict != nil {
 		if err := s.Predict(1); err != nil { // before the act, as asked
-			return lessons.StepResult{}, fmt.Errorf("predict: %w", err)
+			return actions.StepResult{}, fmt.Errorf("predict: %w", err)
 		}
 	}
 	acted := time.Now()
 	how, err := p.actByHand(ctx, step, h, s.Key)
 	if err != nil {
-		return lessons.StepResult{Took: time.Since(shown)}, err
+		return actions.StepResult{Took: time.Since(shown)}, err
 	}
 	if step.Check == nil {
-		return lessons.StepResult{Took: time.Since(acted), Detail: how}, nil
+		return actions.StepResult{Took: time.Since(acted), Detail: how}, nil
 	}
 	var detail string
 	err = waitFor(ctx, step.Check.Within, func() (bool, error) {
@@ -126,7 +129,7 @@ func (p *Player) handStep(ctx context.Context, s *Session, i int, h Hand) (lesso
 		detail = d
 		return passed, failed
 	})
-	res := lessons.StepResult{Took: time.Since(acted), Detail: detail}
+	res := actions.StepResult{Took: time.Since(acted), Detail: detail}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("check not passed within %s of the act (%s): %s", step.Check.Within, how, detail)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/lessons/lessonview"
 )
 
@@ -169,7 +170,7 @@ func (p *Player) guideStep(ctx context.Context, l *lessons.Lesson, i int, in <-c
 		}
 	}()
 	type result struct {
-		o   lessons.Outcome
+		o   checks.Outcome
 		err error
 	}
 	results := make(chan result, 1)
@@ -183,7 +184,7 @@ func (p *Player) guideStep(ctx context.Context, l *lessons.Lesson, i int, in <-c
 		cctx, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
 		go func() {
-			o, err := p.Await(cctx, s.Check, began, acted, holders, func(o lessons.Outcome) {
+			o, err := p.Await(cctx, s.Check, began, acted, holders, func(o checks.Outcome) {
 				select { // the latest detail wins
 				case <-details:
 				default:

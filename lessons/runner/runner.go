@@ -4,14 +4,14 @@
 package runner
 
 import (
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/actions"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// Player is a lessons.Player with what the runners add: the sandbox they
+// Player is a actions.Player with what the runners add: the sandbox they
 // name, and whom to tell where the student is.
 type Player struct {
-	*lessons.Player
+	*actions.Player
 	sb *sandbox.Sandbox
 	// Report, if set, is told where the student is as it changes.
 	Report Report
@@ -19,5 +19,5 @@ type Player struct {
 
 // NewPlayer subscribes to the sandbox's trace. Close it when done.
 func NewPlayer(sb *sandbox.Sandbox) *Player {
-	return &Player{Player: lessons.NewPlayer(sb), sb: sb}
+	return &Player{Player: actions.NewPlayer(sb), sb: sb}
 }

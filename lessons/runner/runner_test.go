@@ -1,6 +1,8 @@
 package runner
 
-import "github.com/kkloud/rlab/sim/simtest"
+import (
+	"github.com/kkloud/rlab/sim/simtest"
+)
 
 // What the moved tests share with lessons' own (copies: a test file is
 // no package's to import).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -411,7 +412,7 @@ func (s *Session) watch(acted time.Time) {
 		context.AfterFunc(ctx, func() { t.Stop() })
 	}
 	go func() {
-		o, err := s.p.Await(ctx, step.Check, began, acted, holders, func(o lessons.Outcome) {
+		o, err := s.p.Await(ctx, step.Check, began, acted, holders, func(o checks.Outcome) {
 			update(func() {
 				if s.st.Detail != o.Detail {
 					s.st.Detail = o.Detail

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -239,7 +240,7 @@ func (p *Player) Verify(ctx context.Context, ls []*lessons.Lesson, hand *Hand, o
 		err := p.verifyOne(ctx, l, hand, out)
 		r := LessonResult{Lesson: l, Took: time.Since(t0), Err: err}
 		if err != nil {
-			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, lessons.Secs(r.Took), err)
+			fmt.Fprintf(out, "FAIL lesson %d %s in %s: %v\n", l.Number, l.Slug, checks.Secs(r.Took), err)
 			// What the operators did last, to see why.
 			for _, e := range p.Tail(30) {
 				fmt.Fprintf(out, "  | %s\n", e.Line())
@@ -253,7 +254,7 @@ func (p *Player) Verify(ctx context.Context, ls []*lessons.Lesson, hand *Hand, o
 			}
 			cancel()
 		} else {
-			fmt.Fprintf(out, "ok   lesson %d %s in %s\n", l.Number, l.Slug, lessons.Secs(r.Took))
+			fmt.Fprintf(out, "ok   lesson %d %s in %s\n", l.Number, l.Slug, checks.Secs(r.Took))
 		}
 		results = append(results, r)
 		if ctx.Err() != nil {
@@ -272,7 +273,7 @@ func (p *Player) playLesson(ctx context.Context, l *lessons.Lesson, out io.Write
 		if err != nil {
 			return fmt.Errorf("step %d %q: %w", i+1, s.Title, err)
 		}
-		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, lessons.Secs(r.Took), r.Detail)
+		fmt.Fprintf(out, "  step %d/%d %-44s ok %6s  %s\n", i+1, len(l.Steps), s.Title, checks.Secs(r.Took), r.Detail)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/control"
-	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/lessons/actions"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/backend"
@@ -252,7 +252,7 @@ func (l *Launcher) Session() tui.Session {
 // Stop. The sandbox runs without it if it cannot: Report.Note says why.
 // Called with l.mu held.
 func (l *Launcher) serve(sb *sandbox.Sandbox, r Report) {
-	srv, err := control.Listen(l.Dir.Control(), lessons.NewActor(sb), l.log)
+	srv, err := control.Listen(l.Dir.Control(), actions.NewActor(sb), l.log)
 	if err != nil {
 		l.log.Error("rlab do will not work", "err", err)
 		if r.Note != nil {
