@@ -6,7 +6,6 @@ import (
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/proxy"
-	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 // actionSpec is what a lesson says of an action: the arguments it takes
@@ -158,21 +157,21 @@ var actions = map[string]actionSpec{
 		args: spec{required: argTypes{"max": tInt}},
 		words: func(a Args) string {
 			n, _ := a.Int("max")
-			return fmt.Sprintf("apply ValidatingAdmissionPolicy %s (an Echo may ask for %d replicas at most) and its binding", sandbox.PolicyName, n)
+			return fmt.Sprintf("apply ValidatingAdmissionPolicy %s (an Echo may ask for %d replicas at most) and its binding", PolicyName, n)
 		},
 	},
 	"delete_policy": {
 		words: func(Args) string {
-			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", sandbox.PolicyName)
+			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", PolicyName)
 		},
 	},
 	"webhook": {
 		args: spec{required: argTypes{"on": tBool}},
 		words: func(a Args) string {
 			if a.Bool("on") {
-				return fmt.Sprintf("create ValidatingWebhookConfiguration %s: the apiserver calls controller-runtime's webhook for Echoes in its namespace", sandbox.WebhookName)
+				return fmt.Sprintf("create ValidatingWebhookConfiguration %s: the apiserver calls controller-runtime's webhook for Echoes in its namespace", WebhookName)
 			}
-			return fmt.Sprintf("delete ValidatingWebhookConfiguration %s", sandbox.WebhookName)
+			return fmt.Sprintf("delete ValidatingWebhookConfiguration %s", WebhookName)
 		},
 	},
 	"apply_replicas": {
@@ -261,7 +260,7 @@ var actions = map[string]actionSpec{
 	},
 	"tune": {
 		args:  spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"workers": tInt, "qps": tQPS, "burst": tInt}},
-		words: func(a Args) string { return "restart the replicas with " + TuningOf(a).String() },
+		words: func(a Args) string { return "restart the replicas with " + TuningWords(a) },
 	},
 	"pause_operators": {
 		args:  spec{required: argTypes{"style": tStyle}},
@@ -318,16 +317,9 @@ func (op Op) Describe() string {
 // setNames says which Echoes a set holds: "load-001 … load-100".
 func setNames(prefix string, n int) string {
 	if n <= 1 {
-		return sandbox.SetName(prefix, 1)
+		return SetName(prefix, 1)
 	}
-	return sandbox.SetName(prefix, 1) + " … " + sandbox.SetName(prefix, n)
-}
-
-// TuningOf is the Tuning a tune action's arguments say.
-func TuningOf(a Args) sandbox.Tuning {
-	workers, _ := a.Int("workers")
-	burst, _ := a.Int("burst")
-	return sandbox.Tuning{Workers: workers, QPS: a.QPS("qps"), Burst: burst}
+	return SetName(prefix, 1) + " … " + SetName(prefix, n)
 }
 
 // Gated says whether the step's check waits for the student to act: it has

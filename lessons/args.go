@@ -14,7 +14,6 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/proxy"
 )
 
@@ -356,7 +355,7 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 // checkIDs reads a list of rlab check's checks, each once.
 func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
 	var known []string
-	for _, c := range check.All() {
+	for _, c := range RlabChecks {
 		known = append(known, c.ID)
 	}
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
@@ -369,7 +368,7 @@ func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
 		case c.Kind != yaml.ScalarNode || !slices.Contains(known, c.Value):
 			p.errorf(c, "%s: %s is not one of rlab check's checks (%s)", what, kindName(c), strings.Join(known, ", "))
 			return nil, false
-		case slices.ContainsFunc(check.All(), func(i check.Info) bool { return i.ID == c.Value && i.Replicated }):
+		case slices.ContainsFunc(RlabChecks, func(i RlabCheck) bool { return i.ID == c.Value && i.Replicated }):
 			p.errorf(c, "%s: %s needs two replicas of the operator, and a lesson's runs one", what, c.Value)
 			return nil, false
 		case slices.Contains(out, c.Value):

@@ -35,11 +35,7 @@ func (l *Lesson) Meta() string {
 		parts = append(parts, fmt.Sprintf(l.w(wordAfter), l.RequiresList()))
 	}
 	if len(l.Backends) > 0 {
-		var names []string
-		for _, b := range l.Backends {
-			names = append(names, b.Name)
-		}
-		parts = append(parts, fmt.Sprintf(l.w(wordOnly), strings.Join(names, " or "), l.Needs))
+		parts = append(parts, fmt.Sprintf(l.w(wordOnly), strings.Join(l.Backends, " or "), l.Needs))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -25,7 +25,6 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/backend"
 )
 
 // The Go project of lesson 20 is in folders whose names begin with _, which
@@ -48,7 +47,7 @@ type Lesson struct {
 	// Backends are the sandbox backends the lesson runs on (empty: every
 	// one), for a lesson that needs what some backend lacks: lesson 11's
 	// 300 Pods fit kwok's fake Nodes, not kind's one real node.
-	Backends []backend.Backend
+	Backends []string
 	// Needs says why, for the student whose backend is not listed.
 	Needs string
 	// Operator, if set, is the student's own operator the lesson grades:
@@ -134,21 +133,17 @@ func overlay(base, step File) File {
 }
 
 // RunsOn reports whether the lesson runs on b.
-func (l *Lesson) RunsOn(b backend.Backend) bool {
+func (l *Lesson) RunsOn(b string) bool {
 	return len(l.Backends) == 0 || slices.Contains(l.Backends, b)
 }
 
 // NotOn says why the lesson does not run on b, "" if it does.
-func (l *Lesson) NotOn(b backend.Backend) string {
+func (l *Lesson) NotOn(b string) string {
 	if l.RunsOn(b) {
 		return ""
 	}
-	var names []string
-	for _, on := range l.Backends {
-		names = append(names, on.Name)
-	}
 	return fmt.Sprintf("lesson %d runs on %s only (it needs %s); this sandbox is %s",
-		l.Number, strings.Join(names, " or "), l.Needs, b.Name)
+		l.Number, strings.Join(l.Backends, " or "), l.Needs, b)
 }
 
 // Step is one thing to do and see.
@@ -557,16 +552,14 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 	}
 	if v := f["backends"]; v != nil {
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			p.errorf(v, "backends: want a list of %s", strings.Join(backend.Names(), ", "))
+			p.errorf(v, "backends: want a list of %s", strings.Join(BackendNames, ", "))
 		}
 		for _, b := range v.Content {
-			// "" would parse as the default backend; a lesson names its own.
-			on, err := backend.Parse(b.Value)
-			if b.Kind != yaml.ScalarNode || b.Value == "" || err != nil {
-				p.errorf(b, "backends: %s is not one of %s", kindName(b), strings.Join(backend.Names(), ", "))
+			if b.Kind != yaml.ScalarNode || !slices.Contains(BackendNames, b.Value) {
+				p.errorf(b, "backends: %s is not one of %s", kindName(b), strings.Join(BackendNames, ", "))
 				continue
 			}
-			l.Backends = append(l.Backends, on)
+			l.Backends = append(l.Backends, b.Value)
 		}
 		if f["needs"] == nil {
 			p.errorf(v, "backends: say what the others lack in needs")

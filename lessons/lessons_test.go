@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	"github.com/kkloud/rlab/sim/backend"
 )
 
 func TestLoadEmbedded(t *testing.T) {
@@ -331,9 +329,9 @@ func TestRunsOn(t *testing.T) {
 	}
 	l.Number = 11
 	tests := []struct {
-		on   backend.Backend
+		on   string
 		runs bool
-	}{{backend.Envtest, true}, {backend.Kubeconfig, true}, {backend.Kind, false}}
+	}{{"envtest", true}, {"kubeconfig", true}, {"kind", false}}
 	for _, tc := range tests {
 		if got := l.RunsOn(tc.on); got != tc.runs {
 			t.Errorf("RunsOn(%s) = %v, want %v", tc.on, got, tc.runs)
@@ -342,10 +340,10 @@ func TestRunsOn(t *testing.T) {
 			t.Errorf("NotOn(%s) = %q", tc.on, why)
 		}
 	}
-	if want := "lesson 11 runs on envtest or kubeconfig only (it needs fake Nodes); this sandbox is kind"; l.NotOn(backend.Kind) != want {
-		t.Errorf("NotOn(kind) = %q, want %q", l.NotOn(backend.Kind), want)
+	if want := "lesson 11 runs on envtest or kubeconfig only (it needs fake Nodes); this sandbox is kind"; l.NotOn("kind") != want {
+		t.Errorf("NotOn(kind) = %q, want %q", l.NotOn("kind"), want)
 	}
-	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn(backend.Kind) {
+	if all, err := Parse("l.yaml", []byte(lesson(okStep))); err != nil || !all.RunsOn("kind") {
 		t.Errorf("a lesson with no backends runs everywhere: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 // Verb is what a student types after `rlab do` for an action only rlab can
@@ -70,7 +69,7 @@ var verbs = []Verb{
 	{Words: []string{"finalizer"}, Action: "finalizer", args: []verbArg{argStyle, argOnOff("on")},
 		Short: "restart the replicas with or without --finalizer"},
 	{Words: []string{"webhook"}, Action: "webhook", args: []verbArg{argOnOff("on")},
-		Short: "create (on) or delete (off) ValidatingWebhookConfiguration " + sandbox.WebhookName + ": the apiserver calls controller-runtime's webhook for Echoes in its namespace"},
+		Short: "create (on) or delete (off) ValidatingWebhookConfiguration " + WebhookName + ": the apiserver calls controller-runtime's webhook for Echoes in its namespace"},
 	{Words: []string{"pause"}, Action: "pause_operators", args: []verbArg{argStyle},
 		Short: "freeze every replica (SIGSTOP), as if the operator hung"},
 	{Words: []string{"resume"}, Action: "resume_operators", args: []verbArg{argStyle},

@@ -210,9 +210,9 @@ func TestKindLessonsVerify(t *testing.T) {
 	// the reason, and not played.
 	var runs int
 	for _, l := range all {
-		if l.RunsOn(backend.Kind) {
+		if l.RunsOn(backend.Kind.Name) {
 			runs++
-		} else if want := fmt.Sprintf("skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend.Kind)); !strings.Contains(string(out), want) {
+		} else if want := fmt.Sprintf("skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(backend.Kind.Name)); !strings.Contains(string(out), want) {
 			t.Errorf("no %q", want)
 		}
 	}

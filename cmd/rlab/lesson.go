@@ -207,7 +207,7 @@ func newLessonListCmd() *cobra.Command {
 				if len(l.Backends) > 0 {
 					names := make([]string, len(l.Backends))
 					for i, b := range l.Backends {
-						names[i] = b.Name
+						names[i] = b
 					}
 					on = w.F("%s only", strings.Join(names, ", "))
 				}
@@ -362,17 +362,17 @@ func (f lessonFlags) verify(ctx context.Context, chosen []*lessons.Lesson, stdou
 	// --all it is skipped, named on its own it is an error.
 	var runs, skipped []*lessons.Lesson
 	for _, l := range chosen {
-		if l.RunsOn(on) {
+		if l.RunsOn(on.Name) {
 			runs = append(runs, l)
 		} else {
 			skipped = append(skipped, l)
 		}
 	}
 	if !f.All && len(skipped) > 0 {
-		return errors.New(skipped[0].NotOn(on))
+		return errors.New(skipped[0].NotOn(on.Name))
 	}
 	for _, l := range skipped {
-		fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(on))
+		fmt.Fprintf(stdout, "skip lesson %d %s: %s\n", l.Number, l.Slug, l.NotOn(on.Name))
 	}
 	// A lesson with an operator of the student's gets a sandbox of its own
 	// that runs it: the other lessons act on every style's namespace, and
@@ -476,7 +476,7 @@ A lesson about your own operator (12) runs the one you name with
 			if err != nil {
 				return err
 			}
-			if why := l.NotOn(on); why != "" {
+			if why := l.NotOn(on.Name); why != "" {
 				return errors.New(why)
 			}
 			up.Hint = warnPath(cmd.ErrOrStderr())

@@ -350,7 +350,7 @@ func TestClassroom(t *testing.T) {
 	var halves [2][]string
 	n := 0
 	for _, l := range all {
-		if l.RunsOn(backend.Kubeconfig) {
+		if l.RunsOn(backend.Kubeconfig.Name) {
 			halves[n%2] = append(halves[n%2], fmt.Sprint(l.Number))
 			n++
 		}

@@ -426,7 +426,7 @@ var actions = map[string]actionKind{
 	// left out is the library's default (all left out: the baseline).
 	"tune": {
 		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
-			t := lessons.TuningOf(a)
+			t := tuningOf(a)
 			if err := p.sb.Operators().SetTuning(st, t); err != nil {
 				return err
 			}
@@ -783,4 +783,11 @@ func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) e
 		return fmt.Errorf("want 409 Conflict, got: %w", err)
 	}
 	return nil
+}
+
+// tuningOf is the Tuning a tune action's arguments say.
+func tuningOf(a lessons.Args) sandbox.Tuning {
+	workers, _ := a.Int("workers")
+	burst, _ := a.Int("burst")
+	return sandbox.Tuning{Workers: workers, QPS: a.QPS("qps"), Burst: burst}
 }

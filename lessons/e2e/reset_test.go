@@ -43,7 +43,7 @@ func TestResetFromAnotherLesson(t *testing.T) {
 	}
 	var base []*lessons.Lesson
 	for _, l := range all {
-		if l.Operator == nil && l.RunsOn(backend.Envtest) {
+		if l.Operator == nil && l.RunsOn(backend.Envtest.Name) {
 			base = append(base, l)
 		}
 	}
