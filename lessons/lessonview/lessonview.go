@@ -4,7 +4,7 @@
 // depending on the lesson engine, its sandbox or its cluster.
 //
 // One word per idea: the thing that runs a lesson on the screen is a
-// session (lessons.Session); this package names what it shows.
+// session (runner.Session); this package names what it shows.
 package lessonview
 
 import (

@@ -3,7 +3,7 @@
 // (the words typed after rlab do), one JSON Answer (what was done, or the
 // error). The server performs one action at a time, each within Timeout.
 //
-//	srv, err := control.Listen(d.Control(), lessons.NewActor(sb), log)
+//	srv, err := control.Listen(d.Control(), actions.NewActor(sb), log)
 //	defer srv.Close()
 //	done, err := control.Do(ctx, d.Control(), []string{"partition", "clientgo"})
 package control
@@ -37,7 +37,7 @@ type Answer struct {
 }
 
 // Doer reads and performs what a student typed after rlab do
-// (lessons.Actor). The protocol carries words: it knows no course.
+// (actions.Actor). The protocol carries words: it knows no course.
 type Doer interface {
 	// Prepare reads words as a verb; its error says what is wrong and how
 	// the verb is typed. The Act it returns performs it.
