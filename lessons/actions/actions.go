@@ -24,6 +24,10 @@ import (
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
+// Args are an action's arguments, as the course validated them (an
+// alias, so that the table of actions reads as the course's).
+type Args = lessons.Args
+
 // actionKind is how a sandbox action autoplay can perform is done, each
 // one the student can also do by hand. Adding an action is adding an entry
 // to actions, its arguments and words to lessons' (and a line to
@@ -31,8 +35,8 @@ import (
 type actionKind struct {
 	// do performs it once. An action with a style argument has each
 	// instead: it is performed for each style the argument names, in turn.
-	do   func(ctx context.Context, p *Player, a lessons.Args) error
-	each func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error
+	do   func(ctx context.Context, p *Player, a Args) error
+	each func(ctx context.Context, p *Player, a Args, st style.Style) error
 }
 
 // actions is the closed set of actions autoplay performs.
@@ -41,7 +45,7 @@ var actions = map[string]actionKind{
 	// lesson's folder: the version with this step's fix, which the student
 	// would otherwise write.
 	lessons.ActRunOperator: {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("file"))
 		},
 	},
@@ -50,14 +54,14 @@ var actions = map[string]actionKind{
 	// lesson's laid over it: this step's fix, which the student would
 	// otherwise make.
 	lessons.ActRunProject: {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.runOperator(ctx, style.Style(a.Str("operator")), a.File("project"))
 		},
 	},
 
 	// A new Echo in every style's namespace.
 	"create_echo": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().CreateEchoIn(ctx, setStyles(a), a.Str("name"), a.Str("message"), n)
 		},
@@ -66,7 +70,7 @@ var actions = map[string]actionKind{
 	// Delete the Echo in every style; with cascade: orphan, its Deployment
 	// stays behind.
 	"delete_echo": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			if a.Str("cascade") == "orphan" {
 				return p.sb.Student().DeleteEchoOrphan(ctx, a.Str("name"))
 			}
@@ -77,7 +81,7 @@ var actions = map[string]actionKind{
 	// count new Echoes prefix-001 … in every style (or those style names),
 	// all at once.
 	"create_echoes": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("count")
 			r, ok := a.Int("replicas")
 			if !ok {
@@ -94,14 +98,14 @@ var actions = map[string]actionKind{
 	// Delete every Echo create_echoes made with prefix, in every style (or
 	// those style names).
 	"delete_echoes": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.sb.DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
 		},
 	},
 
 	// Change spec.replicas in every style.
 	"set_replicas": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().SetReplicasIn(ctx, setStyles(a), a.Str("name"), n)
 		},
@@ -109,14 +113,14 @@ var actions = map[string]actionKind{
 
 	// Change spec.message in every style.
 	"set_message": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.sb.Student().SetMessageIn(ctx, setStyles(a), a.Str("name"), a.Str("message"))
 		},
 	},
 
 	// Change spec.message count times, as fast as the apiserver takes it.
 	"burst_messages": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			count, _ := a.Int("count")
 			for i := 1; i <= count; i++ {
 				if err := p.sb.Student().SetMessage(ctx, a.Str("name"), fmt.Sprintf("burst %d of %d", i, count)); err != nil {
@@ -129,12 +133,12 @@ var actions = map[string]actionKind{
 
 	// Wait a while between two acts, as a step's command sleeps.
 	"wait": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error { return poll.Sleep(ctx, a.Dur("for")) },
+		do: func(ctx context.Context, p *Player, a Args) error { return poll.Sleep(ctx, a.Dur("for")) },
 	},
 
 	// Touch the Echo without changing its spec (every `every`, for `for`).
 	"annotate": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return again(ctx, a, 50*time.Millisecond, func() error { return p.annotate(ctx, a.Str("name")) })
 		},
 	},
@@ -142,7 +146,7 @@ var actions = map[string]actionKind{
 	// `kubectl replace` with a copy someone changed meanwhile: the
 	// apiserver must refuse it with 409 Conflict.
 	"stale_update": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			return p.forEach(lessons.ExpandStyle(lessons.StyleAll), func(st style.Style) error { return p.staleUpdate(ctx, st, a.Str("name")) })
 		},
 	},
@@ -151,7 +155,7 @@ var actions = map[string]actionKind{
 	// `kubectl auth can-i --list --as=system:serviceaccount:NS:NAME` asks:
 	// a SelfSubjectRulesReview, impersonating it, as the student.
 	"rules_review": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			_, err := p.sb.Student().ReviewRules(ctx, st)
 			if apierrors.IsForbidden(err) {
 				// A classroom student may not impersonate: the refusal is
@@ -164,7 +168,7 @@ var actions = map[string]actionKind{
 
 	// Delete the Echo's Deployment by hand (drift).
 	"delete_deployment": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().DeleteDeployment(ctx, st, a.Str("name"))
 		},
 	},
@@ -172,21 +176,21 @@ var actions = map[string]actionKind{
 	// Set data[key] = value of ConfigMap name, creating it if missing (the
 	// ConfigMap echo-defaults holds the default message, key message).
 	"set_configmap": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().SetConfigMap(ctx, st, a.Str("name"), a.Str("key"), a.Str("value"))
 		},
 	},
 
 	// Delete ConfigMap name (none there: nothing to do).
 	"delete_configmap": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().DeleteConfigMap(ctx, st, a.Str("name"))
 		},
 	},
 
 	// Scale the Echo's Deployment by hand (drift).
 	"scale_deployment": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			n, _ := a.Int("replicas")
 			return p.sb.Student().ScaleDeployment(ctx, st, a.Str("name"), n)
 		},
@@ -194,7 +198,7 @@ var actions = map[string]actionKind{
 
 	// Read the Echo's Deployment, as kubectl get does.
 	"get_deployment": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().GetDeployment(ctx, st, a.Str("name"))
 		},
 	},
@@ -202,7 +206,7 @@ var actions = map[string]actionKind{
 	// Ask the apiserver which resources it serves, as `kubectl
 	// api-resources` does (discovery: /api and /apis).
 	"api_resources": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			r, err := p.sb.Student().DiscoverEchoes(ctx)
 			if err == nil {
 				said(ctx, "discovery: %s, kind %s, short names %s, namespaced %t", r.Name, r.Kind, strings.Join(r.ShortNames, ","), r.Namespaced)
@@ -214,7 +218,7 @@ var actions = map[string]actionKind{
 	// Read the OpenAPI schema the apiserver publishes for the Echo, as
 	// `kubectl explain` does.
 	"explain": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			_, err := p.sb.Student().ExplainEchoes(ctx)
 			return err
 		},
@@ -222,7 +226,7 @@ var actions = map[string]actionKind{
 
 	// Read the Echo, as kubectl get does.
 	"get_echo": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.Student().GetEcho(ctx, st, a.Str("name"))
 		},
 	},
@@ -230,7 +234,7 @@ var actions = map[string]actionKind{
 	// Apply lesson 16's ValidatingAdmissionPolicy (an Echo may ask for at
 	// most max replicas) and its binding, and wait until it is enforced.
 	"apply_policy": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("max")
 			return p.sb.Student().ApplyPolicy(ctx, n)
 		},
@@ -238,13 +242,13 @@ var actions = map[string]actionKind{
 
 	// Delete lesson 16's policy and its binding.
 	"delete_policy": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error { return p.sb.Student().DeletePolicy(ctx) },
+		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
 	},
 
 	// Turn lesson 19's validating webhook on (the apiserver calls
 	// controller-runtime's replica a, and waits until it does) or off.
 	"webhook": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			if a.Bool("on") {
 				return p.sb.Student().ApplyWebhook(ctx)
 			}
@@ -256,7 +260,7 @@ var actions = map[string]actionKind{
 	// field manager, with or without --force-conflicts; with for, again
 	// every `every` (default 1s) until for has passed.
 	"apply_replicas": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			n, _ := a.Int("replicas")
 			return again(ctx, a, time.Second, func() error {
 				return p.sb.Student().ApplyReplicas(ctx, st, a.Str("name"), n, a.Str("manager"), a.Bool("force"))
@@ -267,7 +271,7 @@ var actions = map[string]actionKind{
 	// Restart the replicas watching their Deployments, or not
 	// (--watch-owned=false).
 	"watch_owned": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			if err := p.sb.Operators().SetWatchOwned(st, a.Bool("watch")); err != nil {
 				return err
 			}
@@ -278,7 +282,7 @@ var actions = map[string]actionKind{
 
 	// Crash the leader (SIGKILL): the standby waits for the Lease to expire.
 	"kill_leader": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			who, err := p.onLeader(ctx, st, p.sb.Operators().KillLeader)
 			if err == nil {
 				said(ctx, "killed %s, the leader (SIGKILL)", who)
@@ -289,7 +293,7 @@ var actions = map[string]actionKind{
 
 	// Stop the leader gracefully (SIGTERM): it releases the Lease.
 	"stop_leader": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			who, err := p.onLeader(ctx, st, p.sb.Operators().StopLeader)
 			if err == nil {
 				said(ctx, "stopped %s, the leader (SIGTERM)", who)
@@ -300,7 +304,7 @@ var actions = map[string]actionKind{
 
 	// Cut the leader off the apiserver: its requests are refused, or hang.
 	"partition_leader": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			mode := proxy.Refuse
 			if a.Str("mode") == "hang" {
 				mode = proxy.Hang
@@ -319,7 +323,7 @@ var actions = map[string]actionKind{
 
 	// Reconnect every replica to the apiserver.
 	"heal": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			for _, r := range p.sb.Operators().Replicas(st) {
 				if err := p.sb.Operators().Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
@@ -332,7 +336,7 @@ var actions = map[string]actionKind{
 
 	// Delay every API request of the style's replicas.
 	"set_latency": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			d, err := time.ParseDuration(a.Str("latency"))
 			if err != nil {
 				return err
@@ -355,7 +359,7 @@ var actions = map[string]actionKind{
 
 	// Turn a fault on at every replica's proxy, or off.
 	"fault": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			f, off, err := proxy.ParseFaultArg(a.Str("fault"))
 			if err != nil {
 				return err
@@ -379,14 +383,14 @@ var actions = map[string]actionKind{
 
 	// Grant only verbs on resource in the style's Role.
 	"role_verbs": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
 		},
 	},
 
 	// Give the style's Role back its least-privilege rules.
 	"role_reset": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			return p.sb.ResetRole(ctx, st)
 		},
 	},
@@ -401,7 +405,7 @@ var actions = map[string]actionKind{
 	// Restart the controller-runtime replicas with GenerationChangedPredicate
 	// on no watch, the Echo watch, or every watch.
 	"generation_predicate": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			if err := p.sb.Operators().SetGenerationPredicate(st, a.Str("where")); err != nil {
 				return err
 			}
@@ -413,7 +417,7 @@ var actions = map[string]actionKind{
 	// Restart the controller-runtime replicas with their cache of
 	// ConfigMaps as it is (all) or narrowed to echo-defaults (named).
 	"defaults_cache": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			if err := p.sb.Operators().SetDefaultsCache(st, a.Str("cache")); err != nil {
 				return err
 			}
@@ -425,7 +429,7 @@ var actions = map[string]actionKind{
 	// Restart a Go style's replicas with --workers, --qps and --burst; one
 	// left out is the library's default (all left out: the baseline).
 	"tune": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			t := tuningOf(a)
 			if err := p.sb.Operators().SetTuning(st, t); err != nil {
 				return err
@@ -437,7 +441,7 @@ var actions = map[string]actionKind{
 
 	// Freeze every replica (SIGSTOP), as if the operator hung.
 	"pause_operators": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			if err := p.sb.Operators().Pause(st); err != nil {
 				return err
 			}
@@ -448,7 +452,7 @@ var actions = map[string]actionKind{
 
 	// Let every frozen replica go on (SIGCONT).
 	"resume_operators": {
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			var frozen []string
 			for _, r := range p.sb.Operators().ReplicaStatuses() {
 				if r.Style == st && r.Paused {
@@ -470,7 +474,7 @@ var actions = map[string]actionKind{
 	// A second shell loop, with no election; with suffix, a newer build
 	// that appends it to the message.
 	"add_shell_replica": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			if err := p.sb.Operators().AddShellReplica(a.Str("suffix")); err != nil {
 				return err
 			}
@@ -485,7 +489,7 @@ var actions = map[string]actionKind{
 
 	// Stop the second shell loop for good.
 	"remove_shell_replica": {
-		do: func(ctx context.Context, p *Player, a lessons.Args) error {
+		do: func(ctx context.Context, p *Player, a Args) error {
 			var extra []string // the loops beyond those the sandbox began with
 			for _, r := range p.sb.Operators().ReplicaStatuses() {
 				if r.Style == style.Shell && !slices.Contains(p.sb.Operators().Replicas(style.Shell), r.Replica) {
@@ -508,7 +512,7 @@ var actions = map[string]actionKind{
 // setStyles are the styles a create_echoes or delete_echoes names, nil
 // (every style the sandbox runs) if it names none; all styles at once,
 // so that they race fairly.
-func setStyles(a lessons.Args) []style.Style {
+func setStyles(a Args) []style.Style {
 	if a.Str("style") == "" {
 		return nil
 	}
@@ -520,7 +524,7 @@ func setStyles(a lessons.Args) []style.Style {
 func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) error) actionKind {
 	with := func(on bool) string { return lessons.RestartWith(flag, on) }
 	return actionKind{
-		each: func(ctx context.Context, p *Player, a lessons.Args, st style.Style) error {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			if err := set(p.sb.Operators(), st, a.Bool("on")); err != nil {
 				return err
 			}
@@ -532,7 +536,7 @@ func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) err
 
 // again does fn once, or with the action's for argument again every
 // `every` (def if unset) until for has passed.
-func again(ctx context.Context, a lessons.Args, def time.Duration, fn func() error) error {
+func again(ctx context.Context, a Args, def time.Duration, fn func() error) error {
 	end := time.Now().Add(a.Dur("for"))
 	every := a.Dur("every")
 	if every == 0 {
@@ -786,7 +790,7 @@ func (p *Player) staleUpdate(ctx context.Context, st style.Style, name string) e
 }
 
 // tuningOf is the Tuning a tune action's arguments say.
-func tuningOf(a lessons.Args) sandbox.Tuning {
+func tuningOf(a Args) sandbox.Tuning {
 	workers, _ := a.Int("workers")
 	burst, _ := a.Int("burst")
 	return sandbox.Tuning{Workers: workers, QPS: a.QPS("qps"), Burst: burst}

@@ -17,7 +17,7 @@ func TestEngineWords(t *testing.T) {
 			t.Errorf("SetName(load, %d) = %q, the sandbox's %q", i, got, want)
 		}
 	}
-	for _, a := range []lessons.Args{
+	for _, a := range []Args{
 		{},
 		{"workers": 10},
 		{"qps": float32(100), "burst": 200},

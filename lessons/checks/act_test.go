@@ -100,8 +100,8 @@ func TestNewLeaderFromTheAct(t *testing.T) {
 	lease := func(ms int, id string) trace.Event {
 		return ev(ms, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: id})
 	}
-	min2 := lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0}
-	max4 := lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "max": 4 * time.Second}, Line: 0}
+	min2 := lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0}
+	max4 := lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "max": 4 * time.Second}, Line: 0}
 	view := func(holder string, acted int, evs ...trace.Event) View {
 		v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Began: t0, Now: at(60000), Events: evs,
 			Holders: map[style.Style]string{style.ClientGo: holder}}

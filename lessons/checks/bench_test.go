@@ -30,9 +30,9 @@ func BenchmarkCheckEval(b *testing.B) {
 	}
 	v := View{Snapshot: snapshot("2/2", 2, "Echo/hello"), Events: evs, ByKind: byKind, Began: t0, Acted: t0.Add(time.Second), Now: at(600000)}
 	c := &lessons.Check{Within: time.Minute, Conds: []lessons.Cond{
-		{Kind: "noticed", Args: lessons.Args{"style": "all", "name": "hello"}, Line: 0},
-		{Kind: "deployment_replicas", Args: lessons.Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, Line: 0},
-		{Kind: "api_requests", Args: lessons.Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0},
+		{Kind: "noticed", Args: Args{"style": "all", "name": "hello"}, Line: 0},
+		{Kind: "deployment_replicas", Args: Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, Line: 0},
+		{Kind: "api_requests", Args: Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0},
 	}}
 	b.ReportAllocs()
 	var o Outcome

@@ -14,6 +14,10 @@ import (
 	"github.com/kkloud/rlab/sim/world"
 )
 
+// Args are a condition's arguments, as the course validated them (an
+// alias, so that the table of checks reads as the course's).
+type Args = lessons.Args
+
 // View is what a check looks at: the world now, the trace since the step
 // began, and what was true when it began.
 type View struct {
@@ -118,7 +122,7 @@ func nsView(v View, st style.Style) *world.NamespaceView {
 
 // echoOf is Echo name in st's namespace, or nil and the result that says
 // it is missing.
-func echoOf(a lessons.Args, v View, st style.Style) (*world.EchoView, styleResult) {
+func echoOf(a Args, v View, st style.Style) (*world.EchoView, styleResult) {
 	return nsView(v, st).Echoes[a.Str("name")], styleResult{detail: "no Echo " + a.Str("name")}
 }
 
@@ -175,7 +179,7 @@ func msField(e trace.Event, k string) string {
 
 // bounds says whether n is within the min and max arguments, and what they
 // want, for a sentence.
-func bounds(a lessons.Args, n int) (bool, string) {
+func bounds(a Args, n int) (bool, string) {
 	ok := true
 	var want []string
 	if mn, has := a.Int("min"); has {

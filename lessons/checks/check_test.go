@@ -81,242 +81,242 @@ func TestCondEval(t *testing.T) {
 		final  bool
 		detail string
 	}{
-		{"status matches", lessons.Cond{Kind: "echo_status", Args: lessons.Args{"style": "all", "name": "hello", "ready": "2/2"}, Line: 0}, base, true, false, `runtime ready "2/2"`},
-		{"status differs", lessons.Cond{Kind: "echo_status", Args: lessons.Args{"style": "shell", "name": "hello", "ready": "4/4"}, Line: 0}, base, false, false, `shell ready "2/2"`},
-		{"no such echo", lessons.Cond{Kind: "echo_absent", Args: lessons.Args{"style": "go", "name": "world"}, Line: 0}, base, true, false, "clientgo gone"},
-		{"status current", lessons.Cond{Kind: "status_current", Args: lessons.Args{"style": "all", "name": "hello", "current": true}, Line: 0},
+		{"status matches", lessons.Cond{Kind: "echo_status", Args: Args{"style": "all", "name": "hello", "ready": "2/2"}, Line: 0}, base, true, false, `runtime ready "2/2"`},
+		{"status differs", lessons.Cond{Kind: "echo_status", Args: Args{"style": "shell", "name": "hello", "ready": "4/4"}, Line: 0}, base, false, false, `shell ready "2/2"`},
+		{"no such echo", lessons.Cond{Kind: "echo_absent", Args: Args{"style": "go", "name": "world"}, Line: 0}, base, true, false, "clientgo gone"},
+		{"status current", lessons.Cond{Kind: "status_current", Args: Args{"style": "all", "name": "hello", "current": true}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Generation, e.ObservedGeneration = 3, 3 }), true, false, "runtime generation 3, status.observedGeneration 3"},
-		{"status about an older spec", lessons.Cond{Kind: "status_current", Args: lessons.Args{"style": "runtime", "name": "hello", "current": true}, Line: 0},
+		{"status about an older spec", lessons.Cond{Kind: "status_current", Args: Args{"style": "runtime", "name": "hello", "current": true}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Generation, e.ObservedGeneration = 4, 3 }), false, false, "runtime generation 4, status.observedGeneration 3"},
-		{"stale wanted, and stale", lessons.Cond{Kind: "status_current", Args: lessons.Args{"style": "runtime", "name": "hello", "current": false}, Line: 0},
+		{"stale wanted, and stale", lessons.Cond{Kind: "status_current", Args: Args{"style": "runtime", "name": "hello", "current": false}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Generation, e.ObservedGeneration = 4, 3 }), true, false, "status.observedGeneration 3"},
-		{"status keeps up", lessons.Cond{Kind: "status_behind", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, base, false, false, `Deployment 2 of 2 ready, status.ready "2/2"`},
-		{"status behind its pods", lessons.Cond{Kind: "status_behind", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0},
+		{"status keeps up", lessons.Cond{Kind: "status_behind", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, base, false, false, `Deployment 2 of 2 ready, status.ready "2/2"`},
+		{"status behind its pods", lessons.Cond{Kind: "status_behind", Args: Args{"style": "runtime", "name": "hello"}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Ready = "1/2" }), true, false, `Deployment 2 of 2 ready, status.ready "1/2"`},
-		{"pods not ready yet is not behind", lessons.Cond{Kind: "status_behind", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0},
+		{"pods not ready yet is not behind", lessons.Cond{Kind: "status_behind", Args: Args{"style": "runtime", "name": "hello"}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Ready, e.Deployment.ReadyReplicas = "1/2", 1 }), false, false, "Deployment 1 of 2 ready"},
-		{"status updates let through", lessons.Cond{Kind: "informer_updates", Args: lessons.Args{"style": "runtime", "resource": "Echo", "name": "hello", "change": "status", "min": 1}, Line: 0},
+		{"status updates let through", lessons.Cond{Kind: "informer_updates", Args: Args{"style": "runtime", "resource": "Echo", "name": "hello", "change": "status", "min": 1}, Line: 0},
 			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status"}),
 				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true}),
 				ev(30, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "spec"})),
 			true, false, "runtime 1 (want ≥1)"},
-		{"filtered Deployment updates counted apart", lessons.Cond{Kind: "informer_updates", Args: lessons.Args{"style": "runtime", "resource": "Deployment", "name": "hello", "filtered": true, "max": 0}, Line: 0},
+		{"filtered Deployment updates counted apart", lessons.Cond{Kind: "informer_updates", Args: Args{"style": "runtime", "resource": "Deployment", "name": "hello", "filtered": true, "max": 0}, Line: 0},
 			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Deployment/echo-hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true}),
 				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true})),
 			false, false, "runtime 1 (want ≤0)"},
-		{"replicas ready", lessons.Cond{Kind: "deployment_replicas", Args: lessons.Args{"style": "all", "name": "hello", "replicas": 2, "ready": true}, Line: 0}, base, true, false, "replicas 2, 2 ready"},
-		{"owned", lessons.Cond{Kind: "owned", Args: lessons.Args{"style": "all", "name": "hello"}, Line: 0}, base, true, false, `controller "Echo/hello"`},
-		{"not orphaned while owned", lessons.Cond{Kind: "orphaned", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "still controlled by Echo/hello"},
-		{"new leader in time", lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
+		{"replicas ready", lessons.Cond{Kind: "deployment_replicas", Args: Args{"style": "all", "name": "hello", "replicas": 2, "ready": true}, Line: 0}, base, true, false, "replicas 2, 2 ready"},
+		{"owned", lessons.Cond{Kind: "owned", Args: Args{"style": "all", "name": "hello"}, Line: 0}, base, true, false, `controller "Echo/hello"`},
+		{"not orphaned while owned", lessons.Cond{Kind: "orphaned", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "still controlled by Echo/hello"},
+		{"new leader in time", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
 			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
 			true, false, "clientgo-b-3 took over from clientgo-a-1 after 4.50s"},
-		{"new leader too soon is final", lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
+		{"new leader too soon is final", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
 			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
 			false, true, "sooner than 2s"},
-		{"a takeover soon after the kill, long after the last renewal", lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
+		{"a takeover soon after the kill, long after the last renewal", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
 			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
 			v.Renewed = map[string]time.Time{"clientgo/a": at(-2600)} // renewals lagged before the kill at 0
 			return v
 		}(), true, false, "after 1.50s (4.10s after its last renewal)"},
-		{"a takeover too soon after the last renewal", lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
+		{"a takeover too soon after the last renewal", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
 			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
 			v.Renewed = map[string]time.Time{"clientgo/a": at(-100), "clientgo/b": at(1400)}
 			return v
 		}(), false, true, "(1.60s after its last renewal), sooner than 3s"},
-		{"same holder is no new leader", lessons.Cond{Kind: "new_leader", Args: lessons.Args{"style": "runtime"}, Line: 0},
+		{"same holder is no new leader", lessons.Cond{Kind: "new_leader", Args: Args{"style": "runtime"}, Line: 0},
 			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "runtime-a-2"})),
 			false, false, "still runtime-a-2"},
-		{"retries growing", lessons.Cond{Kind: "retries", Args: lessons.Args{"style": "clientgo", "name": "x", "min": 3}, Line: 0}, with(
+		{"retries growing", lessons.Cond{Kind: "retries", Args: Args{"style": "clientgo", "name": "x", "min": 3}, Line: 0}, with(
 			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
 			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
 			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonAfter, trace.FieldAfterMS: 1.0}),
 			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 20.0}),
 		), true, false, "3 retries, backoff 5ms 10ms 20ms"},
-		{"retries not growing", lessons.Cond{Kind: "retries", Args: lessons.Args{"style": "clientgo", "name": "x", "min": 2}, Line: 0}, with(
+		{"retries not growing", lessons.Cond{Kind: "retries", Args: Args{"style": "clientgo", "name": "x", "min": 2}, Line: 0}, with(
 			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
 			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
 		), false, false, "2 retries"},
-		{"api requests counted by verb, resource, code", lessons.Cond{Kind: "api_requests", Args: lessons.Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0}, with(
+		{"api requests counted by verb, resource, code", lessons.Cond{Kind: "api_requests", Args: Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0}, with(
 			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 409}),
 			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
 			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
-		{"the restarted standby tries for the Lease", lessons.Cond{Kind: "campaigning", Args: lessons.Args{"style": "clientgo"}, Line: 0}, func() View {
+		{"the restarted standby tries for the Lease", lessons.Cond{Kind: "campaigning", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
 			v := with(ev(300, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
 			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
 			return v
 		}(), true, false, "1 standby trying"},
-		{"a standby that has not asked yet", lessons.Cond{Kind: "campaigning", Args: lessons.Args{"style": "clientgo"}, Line: 0}, func() View {
+		{"a standby that has not asked yet", lessons.Cond{Kind: "campaigning", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
 			v := with(ev(300, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases"}))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
 			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
 			return v
 		}(), false, false, "not asked for the Lease yet: clientgo/a"},
-		{"a warm standby watches", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "min": 1}, Line: 0}, with(
+		{"a warm standby watches", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, with(
 			ev(100, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(120, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(130, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "deployments"}),
 			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/b 1)"},
-		{"a cold standby does not", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "max": 0, "over": 5 * time.Second}, Line: 0}, with(
+		{"a cold standby does not", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "max": 0, "over": 5 * time.Second}, Line: 0}, with(
 			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 			ev(901, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(950, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 		), true, false, "0 watches of echoes by a standby (want ≤0)"},
-		{"a leader that released, restarted warm, watches as a standby", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "min": 1}, Line: 0}, with(
+		{"a leader that released, restarted warm, watches as a standby", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, with(
 			ev(100, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 			ev(200, "runtime/a", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased}),
 			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(3100, "runtime/b", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/a 1)"},
-		{"a leader's watch a moment before its LeaderAcquired", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "max": 0}, Line: 0}, with(
+		{"a leader's watch a moment before its LeaderAcquired", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "max": 0}, Line: 0}, with(
 			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 			ev(3010, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "0 watches"},
-		{"a standby's watch after the window", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "min": 1, "over": 5 * time.Second}, Line: 0}, with(
+		{"a standby's watch after the window", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1, "over": 5 * time.Second}, Line: 0}, with(
 			ev(6000, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
 		), false, false, "0 watches"},
-		{"a standby's watch before the act", lessons.Cond{Kind: "standby_watches", Args: lessons.Args{"style": "runtime", "min": 1}, Line: 0}, func() View {
+		{"a standby's watch before the act", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, func() View {
 			v := with(ev(100, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}))
 			v.Acted = at(500)
 			return v
 		}(), false, false, "0 watches"},
-		{"your refused patch", lessons.Cond{Kind: "you_asked", Args: lessons.Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
+		{"your refused patch", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
 			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes", trace.FieldCode: 200}),
 			ev(2, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: float64(422)}),
 		), true, false, "1 request of yours"},
-		{"an operator's refused patch is not yours", lessons.Cond{Kind: "you_asked", Args: lessons.Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
+		{"an operator's refused patch is not yours", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
 			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 422}),
 		), false, false, "0 requests of yours"},
-		{"your patch, accepted", lessons.Cond{Kind: "you_asked", Args: lessons.Args{"verbs": []string{"patch"}, "code": 422}, Line: 0}, with(
+		{"your patch, accepted", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "code": 422}, Line: 0}, with(
 			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 200}),
 		), false, false, "0 requests of yours (1 more answered otherwise)"},
-		{"api requests over a window not yet elapsed", lessons.Cond{Kind: "api_requests", Args: lessons.Args{"style": "shell", "over": 20 * time.Second}, Line: 0}, base, false, false, "measuring"},
-		{"api requests over a window", lessons.Cond{Kind: "api_requests", Args: lessons.Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, Line: 0}, with(
+		{"api requests over a window not yet elapsed", lessons.Cond{Kind: "api_requests", Args: Args{"style": "shell", "over": 20 * time.Second}, Line: 0}, base, false, false, "measuring"},
+		{"api requests over a window", lessons.Cond{Kind: "api_requests", Args: Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, Line: 0}, with(
 			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
 			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
 		), true, false, "1 get in 5.00s"},
-		{"coalesced", lessons.Cond{Kind: "coalesced", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
+		{"coalesced", lessons.Cond{Kind: "coalesced", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			ev(1, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
 			ev(2, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
 			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", map[string]any{trace.FieldCauses: 2}),
 		), true, false, "2 Echo updates → 1 reconciles, one answered 2 at once"},
-		{"noticed only after the action", lessons.Cond{Kind: "noticed", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
+		{"noticed only after the action", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
 			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}),
 				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}))
 			v.Acted = at(500)
 			return v
 		}(), true, false, "after 0.40s (poll: poll tick)"},
-		{"finalizer missing", lessons.Cond{Kind: "has_finalizer", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "finalizers []"},
-		{"finalizer present", lessons.Cond{Kind: "has_finalizer", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
+		{"finalizer missing", lessons.Cond{Kind: "has_finalizer", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "finalizers []"},
+		{"finalizer present", lessons.Cond{Kind: "has_finalizer", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
 			e.Finalizers = []string{"other.io/x", echo.Finalizer}
 		}), true, false, "kkloud.io/echo-registry"},
-		{"no registry", lessons.Cond{Kind: "registered", Args: lessons.Args{"style": "clientgo", "name": "hello"}, Line: 0}, base, false, false, "no ConfigMap echo-registry"},
-		{"registered under an old uid", lessons.Cond{Kind: "registered", Args: lessons.Args{"style": "clientgo", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
+		{"no registry", lessons.Cond{Kind: "registered", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, base, false, false, "no ConfigMap echo-registry"},
+		{"registered under an old uid", lessons.Cond{Kind: "registered", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
 			e.UID, ns.Registry = "u2", map[string]string{"hello": "u1"}
 		}), false, false, "hello not listed"},
-		{"registered", lessons.Cond{Kind: "registered", Args: lessons.Args{"style": "clientgo", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
+		{"registered", lessons.Cond{Kind: "registered", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, ns *world.NamespaceView) {
 			e.UID, ns.Registry = "u1", map[string]string{"hello": "u1"}
 		}), true, false, "lists hello"},
-		{"still registered", lessons.Cond{Kind: "unregistered", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, withEcho(base, func(_ *world.EchoView, ns *world.NamespaceView) {
+		{"still registered", lessons.Cond{Kind: "unregistered", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, withEcho(base, func(_ *world.EchoView, ns *world.NamespaceView) {
 			ns.Registry = map[string]string{"hello": "u1"}
 		}), false, false, "still lists hello"},
-		{"deleting, held", lessons.Cond{Kind: "echo_deleting", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
+		{"deleting, held", lessons.Cond{Kind: "echo_deleting", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) {
 			e.Deleting, e.Finalizers = true, []string{echo.Finalizer}
 		}), true, false, "held by [kkloud.io/echo-registry]"},
-		{"not deleting", lessons.Cond{Kind: "echo_deleting", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, base, false, false, "not being deleted"},
-		{"cleaned up, not gone", lessons.Cond{Kind: "finalized", Args: lessons.Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
+		{"not deleting", lessons.Cond{Kind: "echo_deleting", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, base, false, false, "not being deleted"},
+		{"cleaned up, not gone", lessons.Cond{Kind: "finalized", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
 			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
 		), false, false, "clientgo/b cleaned up; the Echo is not gone yet"},
-		{"cleaned up, its trace line lost", lessons.Cond{Kind: "finalized", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
+		{"cleaned up, its trace line lost", lessons.Cond{Kind: "finalized", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
 			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
 		), true, false, "proxy/runtime/b (its proxy saw patch echoes → 200) cleaned up; gone after"},
-		{"a status write, the student's patch, a refused one: no cleanup", lessons.Cond{Kind: "finalized", Args: lessons.Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
+		{"a status write, the student's patch, a refused one: no cleanup", lessons.Cond{Kind: "finalized", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			trace.Request{Verb: "patch", Resource: "echoes/status", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
 			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/you", "echo-runtime", "Echo/hello"),
 			trace.Request{Verb: "update", Resource: "echoes", Code: 409}.Event(at(1), "proxy/runtime/a", "echo-runtime", "Echo/hello"),
 			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
 		), false, false, "no cleanup yet"},
-		{"finalized", lessons.Cond{Kind: "finalized", Args: lessons.Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
+		{"finalized", lessons.Cond{Kind: "finalized", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
 			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
 			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
 		), true, false, "gone after waiting 5.04s"},
-		{"a poll before the student's edit noticed nothing", lessons.Cond{Kind: "noticed", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
+		{"a poll before the student's edit noticed nothing", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
 			v := withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Edited = at(3000) })
 			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"}),
 				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})}
 			return v
 		}(), true, false, "after 1.70s (poll)"},
-		{"no edit yet", lessons.Cond{Kind: "noticed", Args: lessons.Args{"style": "shell", "name": "hello"}, Line: 0},
+		{"no edit yet", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0},
 			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})), false, false, "no edit yet"},
-		{"a set converged, slower than the floor", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "clientgo", "prefix": "base", "count": 3, "min": 20 * time.Second}, Line: 0},
+		{"a set converged, slower than the floor", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "base", "count": 3, "min": 20 * time.Second}, Line: 0},
 			with(setConverged("clientgo", "base", 1, 1000, 500), setConverged("clientgo", "base", 2, 15000, 14400),
 				setConverged("clientgo", "base", 3, 24000, 23300), setConverged("runtime", "base", 1, 900, 400)),
 			true, false, "clientgo 3 converged in 23.50s (0.1/s)"},
-		{"a set converged sooner than min is final", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "clientgo", "prefix": "base", "count": 2, "min": 20 * time.Second}, Line: 0},
+		{"a set converged sooner than min is final", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "base", "count": 2, "min": 20 * time.Second}, Line: 0},
 			with(setConverged("clientgo", "base", 1, 1000, 500), setConverged("clientgo", "base", 2, 5000, 4400)),
 			false, true, "2 converged in 4.50s (0.4/s), sooner than 20s"},
-		{"a set converged later than max is final", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "runtime", "prefix": "fast", "count": 2, "max": 10 * time.Second}, Line: 0},
+		{"a set converged later than max is final", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "runtime", "prefix": "fast", "count": 2, "max": 10 * time.Second}, Line: 0},
 			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 2, 12000, 11400)),
 			false, true, "later than 10s"},
-		{"a set half converged; edits, other sets and Echoes past count are not its", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "runtime", "prefix": "fast", "count": 2}, Line: 0},
+		{"a set half converged; edits, other sets and Echoes past count are not its", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "runtime", "prefix": "fast", "count": 2}, Line: 0},
 			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 3, 1000, 500), setConverged("runtime", "faster", 2, 1000, 500),
 				ev(2000, world.Source, trace.Converged, "echo-runtime", "Echo/fast-002", map[string]any{trace.FieldEcho: "fast-002", trace.FieldLatencyMS: 40.0})),
 			false, false, "runtime 1 of 2 converged"},
-		{"a set faster than an earlier one", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0}, func() View {
+		{"a set faster than an earlier one", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0}, func() View {
 			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
 			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-35000)}}
 			return v
 		}(), true, false, "1 converged in 2.50s (0.4/s), base took 25.00s"},
-		{"a set no faster than an earlier one is final", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0}, func() View {
+		{"a set no faster than an earlier one is final", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0}, func() View {
 			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))
 			v.Sets = map[SetKey]world.Batch{{"clientgo", "base"}: {N: 60, Created: at(-60000), Converged: at(-58000)}, {"runtime", "base"}: {N: 1}}
 			return v
 		}(), false, true, "not faster than base (2.00s)"},
-		{"the earlier set not timed here", lessons.Cond{Kind: "echoes_converged", Args: lessons.Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0},
+		{"the earlier set not timed here", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0},
 			with(setConverged("clientgo", "tuned", 1, 3000, 2500)), true, false, "base not timed in this session"},
-		{"the client limit reported by every replica", lessons.Cond{Kind: "client_limit", Args: lessons.Args{"style": "clientgo", "qps": float32(100), "burst": 200}, Line: 0}, func() View {
+		{"the client limit reported by every replica", lessons.Cond{Kind: "client_limit", Args: Args{"style": "clientgo", "qps": float32(100), "burst": 200}, Line: 0}, func() View {
 			v := with(limits("clientgo/a", 5, 10), limits("clientgo/a", 100, 200), limits("clientgo/b", 100, 200))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo"}, {Name: "clientgo/b", Style: "clientgo"}}
 			return v
 		}(), true, false, "clientgo 2 of 2 report it"},
-		{"a replica with the old limit, another not restarted", lessons.Cond{Kind: "client_limit", Args: lessons.Args{"style": "clientgo", "qps": float32(100), "burst": 200}, Line: 0}, func() View {
+		{"a replica with the old limit, another not restarted", lessons.Cond{Kind: "client_limit", Args: Args{"style": "clientgo", "qps": float32(100), "burst": 200}, Line: 0}, func() View {
 			v := with(limits("clientgo/a", 100, 200), limits("clientgo/a", 5, 10))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo"}, {Name: "clientgo/b", Style: "clientgo"}}
 			return v
 		}(), false, false, "clientgo/a 5/s burst 10, clientgo/b not reported since"},
-		{"no client limit", lessons.Cond{Kind: "client_limit", Args: lessons.Args{"style": "runtime", "qps": float32(-1)}, Line: 0}, func() View {
+		{"no client limit", lessons.Cond{Kind: "client_limit", Args: Args{"style": "runtime", "qps": float32(-1)}, Line: 0}, func() View {
 			v := with(limits("runtime/a", -1, 0))
 			v.Replicas = []supervisor.Status{{Name: "runtime/a", Style: "runtime"}}
 			return v
 		}(), true, false, "runtime 1 of 1 report it"},
-		{"restarted, the new leader reconciled", lessons.Cond{Kind: "restarted", Args: lessons.Args{"style": "clientgo"}, Line: 0}, restartedView("clientgo-b-7", "clientgo/b"),
+		{"restarted, the new leader reconciled", lessons.Cond{Kind: "restarted", Args: Args{"style": "clientgo"}, Line: 0}, restartedView("clientgo-b-7", "clientgo/b"),
 			true, false, "restarted; clientgo/b leads and has reconciled"},
-		{"restarted, only the standby reconciled", lessons.Cond{Kind: "restarted", Args: lessons.Args{"style": "clientgo"}, Line: 0}, restartedView("clientgo-b-7", "clientgo/a"),
+		{"restarted, only the standby reconciled", lessons.Cond{Kind: "restarted", Args: Args{"style": "clientgo"}, Line: 0}, restartedView("clientgo-b-7", "clientgo/a"),
 			false, false, "clientgo/b leads, no reconcile yet"},
-		{"restarted, nobody leads", lessons.Cond{Kind: "restarted", Args: lessons.Args{"style": "clientgo"}, Line: 0}, restartedView("", "clientgo/a"),
+		{"restarted, nobody leads", lessons.Cond{Kind: "restarted", Args: Args{"style": "clientgo"}, Line: 0}, restartedView("", "clientgo/a"),
 			false, false, `no restarted replica leads yet (holder "")`},
-		{"restarted shell loop needs no leader", lessons.Cond{Kind: "restarted", Args: lessons.Args{"style": "shell"}, Line: 0}, restartedView("", "shell/a"),
+		{"restarted shell loop needs no leader", lessons.Cond{Kind: "restarted", Args: Args{"style": "shell"}, Line: 0}, restartedView("", "shell/a"),
 			true, false, "shell restarted and has reconciled"},
-		{"not every replica restarted", lessons.Cond{Kind: "restarted", Args: lessons.Args{"style": "runtime"}, Line: 0}, restartedView("runtime-a-9", "runtime/a"),
+		{"not every replica restarted", lessons.Cond{Kind: "restarted", Args: Args{"style": "runtime"}, Line: 0}, restartedView("runtime-a-9", "runtime/a"),
 			false, false, "runtime 1 of 2 replicas restarted"},
-		{"replicas paused", lessons.Cond{Kind: "replicas_paused", Args: lessons.Args{"style": "go"}, Line: 0}, restartedView("", ""),
+		{"replicas paused", lessons.Cond{Kind: "replicas_paused", Args: Args{"style": "go"}, Line: 0}, restartedView("", ""),
 			false, false, "clientgo 2 of 2 frozen, runtime 1 of 2 frozen"},
-		{"a partitioned replica is not connected", lessons.Cond{Kind: "connected", Args: lessons.Args{"style": "go"}, Line: 0}, func() View {
+		{"a partitioned replica is not connected", lessons.Cond{Kind: "connected", Args: Args{"style": "go"}, Line: 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo", Running: true},
 				{Name: "runtime/a", Style: "runtime", Running: true}}
 			v.Cut = map[string]string{"clientgo/b": "refuse"}
 			return v
 		}(), false, false, "clientgo clientgo/b refuse, runtime 1 of 1 connected"},
-		{"healed", lessons.Cond{Kind: "connected", Args: lessons.Args{"style": "clientgo"}, Line: 0}, func() View {
+		{"healed", lessons.Cond{Kind: "connected", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}
 			return v
 		}(), true, false, "2 of 2 connected"},
-		{"replicas running", lessons.Cond{Kind: "replicas_running", Args: lessons.Args{"style": "clientgo"}, Line: 0}, func() View {
+		{"replicas running", lessons.Cond{Kind: "replicas_running", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
 			v := base
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Style: "clientgo"}}
 			return v
@@ -334,8 +334,8 @@ func TestCondEval(t *testing.T) {
 
 func TestCheckNeedsEveryCondition(t *testing.T) {
 	c := &lessons.Check{Within: time.Minute, Conds: []lessons.Cond{
-		{Kind: "echo_status", Args: lessons.Args{"style": "all", "name": "hello", "ready": "2/2"}, Line: 0},
-		{Kind: "deployment_absent", Args: lessons.Args{"style": "all", "name": "hello"}, Line: 0},
+		{Kind: "echo_status", Args: Args{"style": "all", "name": "hello", "ready": "2/2"}, Line: 0},
+		{Kind: "deployment_absent", Args: Args{"style": "all", "name": "hello"}, Line: 0},
 	}}
 	o := Eval(c, View{Snapshot: snapshot("2/2", 2, "Echo/hello")})
 	if o.OK || !strings.Contains(o.Detail, "deployment_absent: shell echo-hello still there") {
@@ -346,9 +346,9 @@ func TestCheckNeedsEveryCondition(t *testing.T) {
 // A check's words name what is checked, for the panel.
 func TestDescribe(t *testing.T) {
 	c := &lessons.Check{Hold: 6 * time.Second, Conds: []lessons.Cond{
-		{Kind: "deployment_replicas", Args: lessons.Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, Line: 0},
-		{Kind: "new_leader", Args: lessons.Args{"style": "go", "max": 4 * time.Second}, Line: 0},
-		{Kind: "api_requests", Args: lessons.Args{"style": "shell", "verbs": []string{"get", "list"}, "resource": "echoes", "max": 0}, Line: 0},
+		{Kind: "deployment_replicas", Args: Args{"style": "all", "name": "hello", "replicas": 4, "ready": true}, Line: 0},
+		{Kind: "new_leader", Args: Args{"style": "go", "max": 4 * time.Second}, Line: 0},
+		{Kind: "api_requests", Args: Args{"style": "shell", "verbs": []string{"get", "list"}, "resource": "echoes", "max": 0}, Line: 0},
 	}}
 	want := "every style: Deployment echo-hello asks for 4 replicas, all ready\n" +
 		"both Go styles: another replica takes the Lease, within 4s of the leader stopping\n" +

@@ -23,7 +23,7 @@ import (
 // line to README.md).
 type checkKind struct {
 	// eval looks at v for one style of the style argument.
-	eval func(a lessons.Args, v View, st style.Style) styleResult
+	eval func(a Args, v View, st style.Style) styleResult
 }
 
 // checks is the closed set of checks, over the world model and the trace
@@ -34,7 +34,7 @@ var checks = map[string]checkKind{
 	// (Player.grade); until one passes, the detail is the failing checks'
 	// reasons, which the lesson panel shows.
 	lessons.CondOperatorCheck: {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			g, ok := v.Grades[GradeKey(a)]
 			if !ok {
 				return styleResult{detail: "not checked yet"}
@@ -45,7 +45,7 @@ var checks = map[string]checkKind{
 
 	// The Echo's status.ready reads ready.
 	"echo_status": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -58,7 +58,7 @@ var checks = map[string]checkKind{
 	// equals metadata.generation), or, with current: false, about an older
 	// one.
 	"status_current": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -72,7 +72,7 @@ var checks = map[string]checkKind{
 	// The Echo's status has condition type (Ready, Progressing) with
 	// status (True, False or Unknown).
 	"echo_condition": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -88,7 +88,7 @@ var checks = map[string]checkKind{
 	// Every pod the Echo asks for is ready, and its status.ready does not
 	// say so: nothing brought the Echo back to the queue.
 	"status_behind": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -106,7 +106,7 @@ var checks = map[string]checkKind{
 	// The field manager owns spec.replicas of the Echo's Deployment (alone,
 	// or with others that applied the same value).
 	"replicas_owner": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment"}
@@ -120,7 +120,7 @@ var checks = map[string]checkKind{
 	// managers) at least min times since the step began: writers taking it
 	// from each other.
 	"handovers": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
 			evs := eventsOf(v, st, trace.Handover, func(e trace.Event) bool { return e.Object == obj })
 			ok, want := bounds(a, len(evs))
@@ -135,7 +135,7 @@ var checks = map[string]checkKind{
 
 	// The Echo is gone.
 	"echo_absent": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			if e == nil {
 				return styleResult{ok: true, detail: "gone"}
@@ -149,7 +149,7 @@ var checks = map[string]checkKind{
 
 	// Every Echo of a set (create_echoes) is there and reports ready n/n.
 	"echoes_ready": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
 			ns, ready := nsView(v, st), 0
 			for i := 1; i <= n; i++ {
@@ -169,7 +169,7 @@ var checks = map[string]checkKind{
 	// less time than the set faster_than took in an earlier step, if it
 	// was timed.
 	"echoes_converged": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
 			b := setBatch(v, st, a.Str("prefix"), n)
 			if b.N < n {
@@ -204,7 +204,7 @@ var checks = map[string]checkKind{
 
 	// No Echo of a set is left, and none of their Deployments.
 	"echoes_absent": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			ns, pre := nsView(v, st), a.Str("prefix")+"-"
 			echoes, deps := 0, 0
 			for name, e := range ns.Echoes {
@@ -226,7 +226,7 @@ var checks = map[string]checkKind{
 
 	// Its Deployment asks for replicas (and, with ready, has them ready).
 	"deployment_replicas": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment " + echo.DeploymentName(a.Str("name"))}
@@ -239,7 +239,7 @@ var checks = map[string]checkKind{
 
 	// Its Deployment is gone.
 	"deployment_absent": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			if d := deploymentOf(v, st, a.Str("name")); d != nil {
 				return styleResult{detail: d.Name + " still there"}
 			}
@@ -249,7 +249,7 @@ var checks = map[string]checkKind{
 
 	// Its Deployment is controlled by Echo name.
 	"owned": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			if d == nil {
 				return styleResult{detail: "no Deployment"}
@@ -260,7 +260,7 @@ var checks = map[string]checkKind{
 
 	// Its Deployment is still there with no controller owner.
 	"orphaned": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			d := deploymentOf(v, st, a.Str("name"))
 			switch {
 			case d == nil:
@@ -276,7 +276,7 @@ var checks = map[string]checkKind{
 
 	// The world saw the Echo converge after the action (latency in the detail).
 	"converged": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -296,7 +296,7 @@ var checks = map[string]checkKind{
 	// The first reconcile of Echo name after the action, per style: who
 	// noticed the change first, and through what.
 	"noticed": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			// From the edit as the world saw it: a student types the command
 			// in another terminal, long after the step began, and a poll
 			// before that noticed nothing.
@@ -326,7 +326,7 @@ var checks = map[string]checkKind{
 
 	// The world saw a drift of the Deployment repaired.
 	"drift_repaired": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
 				return e.Str(trace.FieldEcho) == a.Str("name") && (a.Str("what") == "" || e.Str(trace.FieldWhat) == a.Str("what"))
 			})
@@ -339,7 +339,7 @@ var checks = map[string]checkKind{
 
 	// The garbage collector removed the Echo's Deployment.
 	"gc_collected": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object("Deployment", echo.DeploymentName(a.Str("name")))
 			evs := eventsOf(v, st, trace.GCCollected, func(e trace.Event) bool { return e.Object == obj })
 			if len(evs) == 0 {
@@ -361,7 +361,7 @@ var checks = map[string]checkKind{
 	// the act that stopped the leader (its kill, its release, rlab's
 	// partition), at least min and at most max after it.
 	"new_leader": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			old := v.Holders[st]
 			if old == "" {
 				// Nobody led when the step was shown: the first election
@@ -418,7 +418,7 @@ var checks = map[string]checkKind{
 
 	// A replica lost the Lease (not released it).
 	"leader_lost": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.LeaderLost, func(e trace.Event) bool { return e.Str(trace.FieldReason) == trace.ReasonLost })
 			if len(evs) == 0 {
 				return styleResult{detail: "nobody lost the Lease"}
@@ -433,7 +433,7 @@ var checks = map[string]checkKind{
 	// before it campaigns; a takeover timed from the next act assumes a
 	// standby that is trying.
 	"campaigning": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			leader := ""
 			if l := nsView(v, st).Lease; l != nil {
 				_, leader, _, _ = style.ParseIdentity(l.Holder)
@@ -466,7 +466,7 @@ var checks = map[string]checkKind{
 	// API line shows it): qps requests a second (-1: none) and, if given,
 	// burst.
 	"client_limit": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			said := map[string]string{}
 			for _, e := range eventsOf(v, st, trace.ClientLimits, nil) {
 				q, _ := e.Num(trace.FieldQPS)
@@ -507,7 +507,7 @@ var checks = map[string]checkKind{
 
 	// Every replica runs.
 	"replicas_running": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n, running := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running })
 			return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d running", running, n)}
 		},
@@ -516,7 +516,7 @@ var checks = map[string]checkKind{
 	// Every replica reaches the apiserver as it should: no partition, no
 	// slowdown of rlab's (rlab do heal, rlab do slow STYLE 0s).
 	"connected": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			var cut []string
 			n := 0
 			for _, r := range v.Replicas {
@@ -537,7 +537,7 @@ var checks = map[string]checkKind{
 
 	// Every replica is frozen (SIGSTOP).
 	"replicas_paused": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n, paused := replicasOf(v, st, func(r supervisor.Status) bool { return r.Running && r.Paused })
 			return styleResult{ok: n > 0 && paused == n, detail: fmt.Sprintf("%d of %d frozen", paused, n)}
 		},
@@ -546,7 +546,7 @@ var checks = map[string]checkKind{
 	// Every replica was restarted since the step began and the leader (any
 	// replica, for the shell loop) has reconciled since.
 	"restarted": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			started := map[string]time.Time{}
 			for _, e := range v.kind(trace.ProcessStart) {
 				if style.FromSource(e.Object) == st {
@@ -589,7 +589,7 @@ var checks = map[string]checkKind{
 	// shown: what only the apiserver answers (a refusal, a conflict, a
 	// review of the student's rights) is seen here, and nowhere else.
 	"you_asked": {
-		eval: func(a lessons.Args, v View, _ style.Style) styleResult {
+		eval: func(a Args, v View, _ style.Style) styleResult {
 			n, other := 0, 0
 			for _, e := range v.kind(trace.APIRequest) {
 				if e.Source != trace.SourceYou {
@@ -619,7 +619,7 @@ var checks = map[string]checkKind{
 	// controller-runtime starts a controller's sources once it leads, unless
 	// warm-up (EnableWarmup) starts them at once, before the election.
 	"standby_watches": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
 				return styleResult{detail: "measuring for " + Secs(over)}
@@ -654,7 +654,7 @@ var checks = map[string]checkKind{
 	// API requests through the style's proxies, counted since the step
 	// began (or over the first `over` of it).
 	"api_requests": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			over := a.Dur("over")
 			if over > 0 && v.Now.Sub(v.Acted) < over {
 				return styleResult{detail: "measuring for " + Secs(over)}
@@ -695,7 +695,7 @@ var checks = map[string]checkKind{
 	// proxies since the step began (fault.injected): it was on, and met
 	// the traffic it is for.
 	"faults_injected": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n := len(eventsOf(v, st, trace.FaultInjected, func(e trace.Event) bool { return e.Str(trace.FieldFault) == a.Str("fault") }))
 			ok, want := bounds(a, n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d touched by the %s fault%s", n, a.Str("fault"), want)}
@@ -708,7 +708,7 @@ var checks = map[string]checkKind{
 	// did not), let through to the queue or, with filtered: true, stopped
 	// by a predicate; with event: add or delete, those events instead.
 	"informer_updates": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(a.Str("resource"), a.Str("name"))
 			if a.Str("resource") == "Deployment" {
 				obj = trace.Object(a.Str("resource"), echo.DeploymentName(a.Str("name")))
@@ -727,7 +727,7 @@ var checks = map[string]checkKind{
 	// Reconciles of Echo name since the step began; with cause, only those
 	// whose first cause names it (e.g. ConfigMap/echo-defaults).
 	"reconciles_after_edit": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool {
 				return e.Object == trace.Object(echov1.Kind, a.Str("name")) && strings.Contains(e.Str(trace.FieldCauseEvent), a.Str("cause"))
 			})
@@ -738,7 +738,7 @@ var checks = map[string]checkKind{
 
 	// Some reconcile answered several queued events at once.
 	"coalesced": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			informed := len(eventsOf(v, st, trace.InformerUpdate, func(e trace.Event) bool { return e.Object == obj }))
 			starts := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == obj })
@@ -755,7 +755,7 @@ var checks = map[string]checkKind{
 	// Failed reconciles were retried at least min times, each after a
 	// longer backoff.
 	"retries": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			evs := eventsOf(v, st, trace.QueueRequeue, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldReason) == trace.ReasonError
@@ -782,7 +782,7 @@ var checks = map[string]checkKind{
 	// The world saw the Deployment's message drift from the Echo's and be
 	// put back at least min times: two writers undoing each other.
 	"flapping": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			n := len(eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
 				return e.Str(trace.FieldEcho) == a.Str("name") && e.Str(trace.FieldWhat) == trace.DriftMessage
 			}))
@@ -793,7 +793,7 @@ var checks = map[string]checkKind{
 
 	// The Deployment carries the Echo's message.
 	"deployment_message": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			d := deploymentOf(v, st, a.Str("name"))
 			if e == nil || d == nil {
@@ -811,7 +811,7 @@ var checks = map[string]checkKind{
 
 	// The Echo carries the operators' finalizer.
 	"has_finalizer": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e, missing := echoOf(a, v, st)
 			if e == nil {
 				return missing
@@ -822,7 +822,7 @@ var checks = map[string]checkKind{
 
 	// The registry ConfigMap lists the Echo under its current uid.
 	"registered": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			ns := nsView(v, st)
 			e := ns.Echoes[a.Str("name")]
 			switch {
@@ -839,7 +839,7 @@ var checks = map[string]checkKind{
 
 	// The registry ConfigMap does not list the Echo.
 	"unregistered": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			if uid, ok := nsView(v, st).Registry[a.Str("name")]; ok {
 				return styleResult{detail: fmt.Sprintf("%s still lists %s (uid %s)", echo.RegistryName, a.Str("name"), uid)}
 			}
@@ -849,7 +849,7 @@ var checks = map[string]checkKind{
 
 	// The Echo is being deleted and a finalizer still holds it.
 	"echo_deleting": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			e := nsView(v, st).Echoes[a.Str("name")]
 			switch {
 			case e == nil:
@@ -864,7 +864,7 @@ var checks = map[string]checkKind{
 	// An operator cleaned up after the deleted Echo, removed its finalizer,
 	// and the Echo is gone.
 	"finalized": {
-		eval: func(a lessons.Args, v View, st style.Style) styleResult {
+		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool {
 				return e.Object == obj && e.Str(trace.FieldAction) == trace.FinalizerRemoved
@@ -971,7 +971,7 @@ func leading(v View, replica string, t time.Time) bool {
 
 // requestIs says whether API request e is of the verbs and resource a
 // names (asked), and answered with the code it names, if any.
-func requestIs(a lessons.Args, e trace.Event) (asked, answered bool) {
+func requestIs(a Args, e trace.Event) (asked, answered bool) {
 	if vs := a.List("verbs"); len(vs) > 0 && !slices.Contains(vs, e.Verb()) {
 		return false, false
 	}

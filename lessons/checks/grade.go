@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/feature/check"
 )
 
@@ -35,7 +34,7 @@ const GradeWithin = 20 * time.Second
 const RegradeAfter = 2 * time.Second
 
 // GradeKey names the runs of one operator_check condition.
-func GradeKey(a lessons.Args) string {
+func GradeKey(a Args) string {
 	return a.Str("operator") + ":" + strings.Join(a.List("checks"), ",")
 }
 

@@ -22,7 +22,7 @@ func fail(id, reason string) check.Result { return check.Result{ID: id, Reason: 
 // each failing check with its reason, one a line, the newest result first
 // (of the run under way, once it has got that far).
 func TestOperatorCheckEval(t *testing.T) {
-	cond := lessons.Cond{Kind: lessons.CondOperatorCheck, Args: lessons.Args{"operator": "mine", "checks": []string{"owner", "gc"}}, Line: 0}
+	cond := lessons.Cond{Kind: lessons.CondOperatorCheck, Args: Args{"operator": "mine", "checks": []string{"owner", "gc"}}, Line: 0}
 	key := GradeKey(cond.Args)
 	tests := []struct {
 		name  string
