@@ -121,7 +121,7 @@ var actions = map[string]actionKind{
 			if msg == "" {
 				msg = a.Str("prefix")
 			}
-			return p.sb.CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
+			return p.sb.Admin().CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("count")
@@ -134,7 +134,7 @@ var actions = map[string]actionKind{
 	"delete_echoes": {
 		args: spec{required: argTypes{"prefix": tName}, optional: argTypes{"style": tStyle}},
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
+			return p.sb.Admin().DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
 		},
 		words: func(a Args) string { return fmt.Sprintf("delete the Echoes %s-*", a.Str("prefix")) },
 	},
@@ -221,7 +221,7 @@ var actions = map[string]actionKind{
 	"rules_review": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			_, err := p.sb.Student().ReviewRules(ctx, st)
+			_, err := p.sb.StudentAPI().ReviewRules(ctx, st)
 			if apierrors.IsForbidden(err) {
 				// A classroom student may not impersonate: the refusal is
 				// the apiserver's answer, and the request was made.
@@ -293,7 +293,7 @@ var actions = map[string]actionKind{
 	// api-resources` does (discovery: /api and /apis).
 	"api_resources": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			r, err := p.sb.Student().DiscoverEchoes(ctx)
+			r, err := p.sb.StudentAPI().DiscoverEchoes(ctx)
 			if err == nil {
 				said(ctx, "discovery: %s, kind %s, short names %s, namespaced %t", r.Name, r.Kind, strings.Join(r.ShortNames, ","), r.Namespaced)
 			}
@@ -306,7 +306,7 @@ var actions = map[string]actionKind{
 	// `kubectl explain` does.
 	"explain": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			_, err := p.sb.Student().ExplainEchoes(ctx)
+			_, err := p.sb.StudentAPI().ExplainEchoes(ctx)
 			return err
 		},
 		words: func(Args) string { return "read the Echo's schema from the apiserver's OpenAPI (kubectl explain)" },
@@ -327,7 +327,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"max": tInt}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("max")
-			return p.sb.Student().ApplyPolicy(ctx, n)
+			return p.sb.StudentAPI().ApplyPolicy(ctx, n)
 		},
 		words: func(a Args) string {
 			n, _ := a.Int("max")
@@ -337,7 +337,7 @@ var actions = map[string]actionKind{
 
 	// Delete lesson 16's policy and its binding.
 	"delete_policy": {
-		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
+		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.StudentAPI().DeletePolicy(ctx) },
 		words: func(Args) string {
 			return fmt.Sprintf("delete ValidatingAdmissionPolicy %s and its binding", sandbox.PolicyName)
 		},
@@ -349,9 +349,9 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"on": tBool}},
 		do: func(ctx context.Context, p *Player, a Args) error {
 			if a.Bool("on") {
-				return p.sb.Student().ApplyWebhook(ctx)
+				return p.sb.StudentAPI().ApplyWebhook(ctx)
 			}
-			return p.sb.Student().DeleteWebhook(ctx)
+			return p.sb.StudentAPI().DeleteWebhook(ctx)
 		},
 		words: func(a Args) string {
 			if a.Bool("on") {
@@ -392,7 +392,7 @@ var actions = map[string]actionKind{
 	"watch_owned": {
 		args: spec{required: argTypes{"style": tGoStyle, "watch": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetWatchOwned(st, a.Bool("watch")); err != nil {
+			if err := p.sb.Flags().SetWatchOwned(st, a.Bool("watch")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --watch-owned=%t", p.sources(st), a.Bool("watch"))
@@ -441,7 +441,7 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			if err := p.sb.Operators().Partition(who, mode); err != nil {
+			if err := p.sb.Faults().Partition(who, mode); err != nil {
 				return err
 			}
 			said(ctx, "partitioned %s (%s)", who, a.Str("mode"))
@@ -460,7 +460,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tGoStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			for _, r := range p.sb.Operators().Replicas(st) {
-				if err := p.sb.Operators().Partition(st.Source(r), proxy.Normal); err != nil {
+				if err := p.sb.Faults().Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
 				}
 			}
@@ -479,7 +479,7 @@ var actions = map[string]actionKind{
 				return err
 			}
 			for _, r := range p.sb.Operators().Replicas(st) {
-				px := p.sb.Operators().Proxy(st.Source(r))
+				px := p.sb.Faults().Proxy(st.Source(r))
 				if px == nil {
 					return fmt.Errorf("no proxy for %s", st.Source(r))
 				}
@@ -504,7 +504,7 @@ var actions = map[string]actionKind{
 				return err
 			}
 			if off {
-				p.sb.Operators().ClearFault(st, f.Kind)
+				p.sb.Faults().ClearFault(st, f.Kind)
 				what := "every fault"
 				if f.Kind != "" {
 					what = "the " + string(f.Kind) + " fault"
@@ -512,7 +512,7 @@ var actions = map[string]actionKind{
 				said(ctx, "%s: %s off", p.sources(st), what)
 				return nil
 			}
-			if err := p.sb.Operators().SetFault(st, f); err != nil {
+			if err := p.sb.Faults().SetFault(st, f); err != nil {
 				return err
 			}
 			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Describe())
@@ -534,7 +534,7 @@ var actions = map[string]actionKind{
 	"role_verbs": {
 		args: spec{required: argTypes{"style": tStyle, "resource": tString, "verbs": tStrings}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
+			return p.sb.Admin().SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
 		},
 		words: func(a Args) string {
 			return fmt.Sprintf("let the Role grant only %s on %s", strings.Join(a.List("verbs"), ", "), a.Str("resource"))
@@ -545,24 +545,24 @@ var actions = map[string]actionKind{
 	"role_reset": {
 		args: spec{required: argTypes{"style": tStyle}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.ResetRole(ctx, st)
+			return p.sb.Admin().ResetRole(ctx, st)
 		},
 		words: func(Args) string { return "give the Role back its rules" },
 	},
 
 	// Restart the replicas with or without --finalizer.
-	"finalizer": restartWith("--finalizer", sandbox.Operators.SetFinalizer),
+	"finalizer": restartWith("--finalizer", (*sandbox.Flags).SetFinalizer),
 
 	// Restart the controller-runtime replicas with or without --warmup
 	// (EnableWarmup: the controller's watches start before it leads).
-	"warmup": restartWith("--warmup", sandbox.Operators.SetWarmup),
+	"warmup": restartWith("--warmup", (*sandbox.Flags).SetWarmup),
 
 	// Restart the controller-runtime replicas with GenerationChangedPredicate
 	// on no watch, the Echo watch, or every watch.
 	"generation_predicate": {
 		args: spec{required: argTypes{"style": tStyle, "where": tWhere}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetGenerationPredicate(st, a.Str("where")); err != nil {
+			if err := p.sb.Flags().SetGenerationPredicate(st, a.Str("where")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --generation-predicate=%s", p.sources(st), a.Str("where"))
@@ -578,7 +578,7 @@ var actions = map[string]actionKind{
 	"defaults_cache": {
 		args: spec{required: argTypes{"style": tStyle, "cache": tDefaultsCache}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetDefaultsCache(st, a.Str("cache")); err != nil {
+			if err := p.sb.Flags().SetDefaultsCache(st, a.Str("cache")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --defaults-cache=%s", p.sources(st), a.Str("cache"))
@@ -595,7 +595,7 @@ var actions = map[string]actionKind{
 		args: spec{required: argTypes{"style": tGoStyle}, optional: argTypes{"workers": tInt, "qps": tQPS, "burst": tInt}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			t := tuningOf(a)
-			if err := p.sb.Operators().SetTuning(st, t); err != nil {
+			if err := p.sb.Flags().SetTuning(st, t); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with %s", p.sources(st), t)
@@ -705,7 +705,7 @@ func tuningOf(a Args) sandbox.Tuning {
 
 // restartWith is the action that restarts a style's replicas with flag
 // (on: true) or without it, through set.
-func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) error) actionKind {
+func restartWith(flag string, set func(*sandbox.Flags, style.Style, bool) error) actionKind {
 	with := func(on bool) string {
 		if on {
 			return "with " + flag
@@ -715,7 +715,7 @@ func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) err
 	return actionKind{
 		args: spec{required: argTypes{"style": tStyle, "on": tBool}},
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := set(p.sb.Operators(), st, a.Bool("on")); err != nil {
+			if err := set(p.sb.Flags(), st, a.Bool("on")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s %s", p.sources(st), with(a.Bool("on")))
@@ -883,9 +883,9 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f File) error 
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
-	run := func() error { return p.sb.Operators().RunCustomScript(st, f.Name, f.Data) }
+	run := func() error { return p.sb.Customs().RunCustomScript(st, f.Name, f.Data) }
 	if f.IsProject() {
-		run = func() error { return p.sb.Operators().RunCustomProject(st, path.Base(f.Name), f.Files) }
+		run = func() error { return p.sb.Customs().RunCustomProject(st, path.Base(f.Name), f.Files) }
 	}
 	if err := run(); err != nil {
 		return err

@@ -79,7 +79,7 @@ func (l *Lesson) SameSandbox(o *Lesson) bool {
 // was started for ("" if it can): it needs an operator of its own, or runs
 // on other backends.
 func (p *Player) CanReset(l, n *Lesson) string {
-	if why := n.NotOn(p.sb.Backend().Type()); why != "" {
+	if why := n.NotOn(p.sb.Cluster().Type()); why != "" {
 		return why
 	}
 	if !l.SameSandbox(n) {
