@@ -170,6 +170,9 @@ type sandboxTarget struct {
 	sb *sandbox.Sandbox
 }
 
+// chaos asserts a Target to Faults: a sandbox's must be one.
+var _ Faults = sandboxTarget{}
+
 // Sandbox is the Target of sb.
 func Sandbox(sb *sandbox.Sandbox) Target {
 	return sandboxTarget{sb.Operators(), sb.Admin(), sb.Faults(), sb}
