@@ -114,7 +114,7 @@ func ParseRole(r string) (string, error) {
 // the next version of one. Their replicas are the supervisor's, as every
 // operator's.
 type Customs struct {
-	super *supervisor.Supervisor
+	super restarter
 	plan  replicaPlan
 	dir   string // the run dir's operators folder
 }

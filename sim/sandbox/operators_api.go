@@ -59,10 +59,17 @@ func (f *Faults) close() error {
 	return errors.Join(errs...)
 }
 
+// restarter is what Flags and Customs use of the supervisor that
+// Operators owns: a replica's arguments, and a restart with others.
+type restarter interface {
+	Spec(name string) (supervisor.Spec, error)
+	SetArgs(name string, args []string) error
+}
+
 // Flags is the part of the engine that sets the options the replicas run
 // with, each a restart with other arguments through the supervisor.
 type Flags struct {
-	super *supervisor.Supervisor
+	super restarter
 	plan  replicaPlan
 }
 
