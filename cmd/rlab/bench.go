@@ -126,7 +126,7 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		st := bench.Startup{ClusterReady: msOf(sb.ClusterReady), Ready: msOf(sb.Ready),
 			Phases: map[string]float64{}, Converged: map[string]float64{}}
-		for _, p := range sb.Phases() {
+		for _, p := range sb.Cluster().Phases() {
 			st.Phases[p.Name] = msOf(p.Took)
 			if round == 1 {
 				r.PhaseList = append(r.PhaseList, p.Name)
@@ -135,7 +135,7 @@ func (f benchFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		for s, d := range sb.Converged {
 			st.Converged[s.String()] = msOf(d)
 		}
-		r.Backend, r.Version = launch.Info(sb.Backend()).Backend, sb.Backend().Version()
+		r.Backend, r.Version = launch.Info(sb.Cluster()).Backend, sb.Cluster().Version()
 		if round < f.Rounds {
 			if st.Stop, err = stopTimed(l); err != nil {
 				return err

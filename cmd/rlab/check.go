@@ -212,12 +212,12 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return finish(startErr(ctx, err))
 	}
-	rep.Backend = launch.Info(sb.Backend()).Backend
+	rep.Backend = launch.Info(sb.Cluster()).Backend
 	if text {
 		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, rep.Backend)
 	}
 	var granted *rbac.Grant
-	if c, ok := sb.Custom(st); ok {
+	if c, ok := sb.Customs().Custom(st); ok {
 		granted = c.RBAC
 	}
 	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{

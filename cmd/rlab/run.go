@@ -98,15 +98,14 @@ func (f runFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 // Go code began), and each process's CPU by the end of the backend's
 // start-up: the distance from the floor, the apiserver's own start.
 func printTimings(w io.Writer, sb *sandbox.Sandbox, from time.Time) {
-	t, ok := sb.Backend().(cluster.Timed)
+	tl, ok := sb.Cluster().Timeline()
 	if !ok {
-		fmt.Fprintf(w, "no start-up timeline on %s: rlab starts none of its processes\n", launch.Info(sb.Backend()).Backend)
+		fmt.Fprintf(w, "no start-up timeline on %s: rlab starts none of its processes\n", launch.Info(sb.Cluster()).Backend)
 		return
 	}
-	tl := t.Timeline()
 	at := func(d time.Duration) string { return fmt.Sprintf("%6.3f", d.Seconds()) }
 	fmt.Fprintf(w, "start-up timeline (seconds since rlab started):\n")
-	fmt.Fprintf(w, "  %s  %-24s %s\n", at(sb.Began().Sub(from)), "rlab", "the sandbox starts")
+	fmt.Fprintf(w, "  %s  %-24s %s\n", at(sb.Cluster().Began().Sub(from)), "rlab", "the sandbox starts")
 	type line struct {
 		at time.Time
 		m  cluster.Mark
@@ -115,8 +114,8 @@ func printTimings(w io.Writer, sb *sandbox.Sandbox, from time.Time) {
 	for _, m := range tl.Marks {
 		lines = append(lines, line{tl.Began.Add(m.At), m})
 	}
-	for _, m := range sb.Marks() {
-		lines = append(lines, line{sb.Began().Add(m.At), m})
+	for _, m := range sb.Cluster().Marks() {
+		lines = append(lines, line{sb.Cluster().Began().Add(m.At), m})
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
 	for _, l := range lines {
@@ -136,8 +135,8 @@ func printTimings(w io.Writer, sb *sandbox.Sandbox, from time.Time) {
 // printReady says how long start-up took, phase by phase, and how to use
 // the sandbox.
 func printReady(w io.Writer, sb *sandbox.Sandbox) {
-	fmt.Fprintf(w, "ready in %.2fs on %s\n", sb.Ready.Seconds(), launch.Info(sb.Backend()).Backend)
-	for _, p := range sb.Phases() {
+	fmt.Fprintf(w, "ready in %.2fs on %s\n", sb.Ready.Seconds(), launch.Info(sb.Cluster()).Backend)
+	for _, p := range sb.Cluster().Phases() {
 		fmt.Fprintf(w, "  %-20s %6.2fs\n", p.Name, p.Took.Seconds())
 	}
 	if len(sb.Converged) > 0 {

@@ -20,12 +20,35 @@ import (
 )
 
 // screenActions are what the screen's keys do: the student's edits of the
-// Echoes (traced as theirs), and rlab's own acts on the operators. The two
-// method sets do not overlap, so both embed.
+// Echoes (traced as theirs), and rlab's own acts on the operators' leaders
+// and proxies, each the little of a sandbox part the keys use.
 type screenActions struct {
-	sandbox.Student
-	sandbox.Operators
+	echoEdits
+	leaders
+	proxyFaults
 }
+
+type (
+	// echoEdits are the student's edits the keys make (sandbox.Student).
+	echoEdits interface {
+		SetReplicas(ctx context.Context, name string, n int) error
+		SetMessage(ctx context.Context, name, msg string) error
+		DeleteDeployment(ctx context.Context, st style.Style, name string) error
+		ScaleDeployment(ctx context.Context, st style.Style, name string, n int) error
+		DeleteEcho(ctx context.Context, name string) error
+		CreateEcho(ctx context.Context, name, msg string, n int) error
+	}
+	// leaders are the keys' kills and stops (sandbox.Operators).
+	leaders interface {
+		KillLeader(ctx context.Context, st style.Style) (string, error)
+		StopLeader(ctx context.Context, st style.Style) (string, error)
+	}
+	// proxyFaults are the fault prompt's (sandbox.Faults).
+	proxyFaults interface {
+		SetFault(st style.Style, f proxy.Fault) error
+		ClearFault(st style.Style, kind proxy.FaultKind)
+	}
+)
 
 // The screen acts on the sandbox through tui.Actions.
 var _ tui.Actions = screenActions{}
@@ -151,8 +174,8 @@ func startOnScreen(ctx context.Context, l *launch.Launcher, p *tea.Program, o la
 	if err != nil {
 		return tui.FailedMsg{Err: err}
 	}
-	info := launch.Info(sb.Backend())
-	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb.Student(), sb.Operators()}, Session: l.Session(), Info: &info}
+	info := launch.Info(sb.Cluster())
+	return tui.ReadyMsg{Source: l.Source(), Actions: screenActions{sb.Student(), sb.Operators(), sb.Faults()}, Session: l.Session(), Info: &info}
 }
 
 // result says how the session ended, once: on stderr and in the exit

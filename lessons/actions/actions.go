@@ -91,7 +91,7 @@ var actions = map[string]actionKind{
 			if msg == "" {
 				msg = a.Str("prefix")
 			}
-			return p.sb.CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
+			return p.sb.Admin().CreateEchoes(ctx, setStyles(a), a.Str("prefix"), n, r, msg)
 		},
 	},
 
@@ -99,7 +99,7 @@ var actions = map[string]actionKind{
 	// those style names).
 	"delete_echoes": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			return p.sb.DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
+			return p.sb.Admin().DeleteEchoes(ctx, setStyles(a), a.Str("prefix"))
 		},
 	},
 
@@ -156,7 +156,7 @@ var actions = map[string]actionKind{
 	// a SelfSubjectRulesReview, impersonating it, as the student.
 	"rules_review": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			_, err := p.sb.Student().ReviewRules(ctx, st)
+			_, err := p.sb.StudentAPI().ReviewRules(ctx, st)
 			if apierrors.IsForbidden(err) {
 				// A classroom student may not impersonate: the refusal is
 				// the apiserver's answer, and the request was made.
@@ -207,7 +207,7 @@ var actions = map[string]actionKind{
 	// api-resources` does (discovery: /api and /apis).
 	"api_resources": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			r, err := p.sb.Student().DiscoverEchoes(ctx)
+			r, err := p.sb.StudentAPI().DiscoverEchoes(ctx)
 			if err == nil {
 				said(ctx, "discovery: %s, kind %s, short names %s, namespaced %t", r.Name, r.Kind, strings.Join(r.ShortNames, ","), r.Namespaced)
 			}
@@ -219,7 +219,7 @@ var actions = map[string]actionKind{
 	// `kubectl explain` does.
 	"explain": {
 		do: func(ctx context.Context, p *Player, a Args) error {
-			_, err := p.sb.Student().ExplainEchoes(ctx)
+			_, err := p.sb.StudentAPI().ExplainEchoes(ctx)
 			return err
 		},
 	},
@@ -236,13 +236,13 @@ var actions = map[string]actionKind{
 	"apply_policy": {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			n, _ := a.Int("max")
-			return p.sb.Student().ApplyPolicy(ctx, n)
+			return p.sb.StudentAPI().ApplyPolicy(ctx, n)
 		},
 	},
 
 	// Delete lesson 16's policy and its binding.
 	"delete_policy": {
-		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.Student().DeletePolicy(ctx) },
+		do: func(ctx context.Context, p *Player, a Args) error { return p.sb.StudentAPI().DeletePolicy(ctx) },
 	},
 
 	// Turn lesson 19's validating webhook on (the apiserver calls
@@ -250,9 +250,9 @@ var actions = map[string]actionKind{
 	"webhook": {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			if a.Bool("on") {
-				return p.sb.Student().ApplyWebhook(ctx)
+				return p.sb.StudentAPI().ApplyWebhook(ctx)
 			}
-			return p.sb.Student().DeleteWebhook(ctx)
+			return p.sb.StudentAPI().DeleteWebhook(ctx)
 		},
 	},
 
@@ -272,7 +272,7 @@ var actions = map[string]actionKind{
 	// (--watch-owned=false).
 	"watch_owned": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetWatchOwned(st, a.Bool("watch")); err != nil {
+			if err := p.sb.Flags().SetWatchOwned(st, a.Bool("watch")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --watch-owned=%t", p.sources(st), a.Bool("watch"))
@@ -313,7 +313,7 @@ var actions = map[string]actionKind{
 			if err != nil {
 				return err
 			}
-			if err := p.sb.Operators().Partition(who, mode); err != nil {
+			if err := p.sb.Faults().Partition(who, mode); err != nil {
 				return err
 			}
 			said(ctx, "partitioned %s (%s)", who, a.Str("mode"))
@@ -325,7 +325,7 @@ var actions = map[string]actionKind{
 	"heal": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			for _, r := range p.sb.Operators().Replicas(st) {
-				if err := p.sb.Operators().Partition(st.Source(r), proxy.Normal); err != nil {
+				if err := p.sb.Faults().Partition(st.Source(r), proxy.Normal); err != nil {
 					return err
 				}
 			}
@@ -342,7 +342,7 @@ var actions = map[string]actionKind{
 				return err
 			}
 			for _, r := range p.sb.Operators().Replicas(st) {
-				px := p.sb.Operators().Proxy(st.Source(r))
+				px := p.sb.Faults().Proxy(st.Source(r))
 				if px == nil {
 					return fmt.Errorf("no proxy for %s", st.Source(r))
 				}
@@ -365,7 +365,7 @@ var actions = map[string]actionKind{
 				return err
 			}
 			if off {
-				p.sb.Operators().ClearFault(st, f.Kind)
+				p.sb.Faults().ClearFault(st, f.Kind)
 				what := "every fault"
 				if f.Kind != "" {
 					what = "the " + string(f.Kind) + " fault"
@@ -373,7 +373,7 @@ var actions = map[string]actionKind{
 				said(ctx, "%s: %s off", p.sources(st), what)
 				return nil
 			}
-			if err := p.sb.Operators().SetFault(st, f); err != nil {
+			if err := p.sb.Faults().SetFault(st, f); err != nil {
 				return err
 			}
 			said(ctx, "%s under the fault %s: %s", p.sources(st), f, f.Describe())
@@ -384,29 +384,29 @@ var actions = map[string]actionKind{
 	// Grant only verbs on resource in the style's Role.
 	"role_verbs": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
+			return p.sb.Admin().SetRoleVerbs(ctx, st, a.Str("resource"), a.List("verbs"))
 		},
 	},
 
 	// Give the style's Role back its least-privilege rules.
 	"role_reset": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			return p.sb.ResetRole(ctx, st)
+			return p.sb.Admin().ResetRole(ctx, st)
 		},
 	},
 
 	// Restart the replicas with or without --finalizer.
-	"finalizer": restartWith("--finalizer", sandbox.Operators.SetFinalizer),
+	"finalizer": restartWith("--finalizer", (*sandbox.Flags).SetFinalizer),
 
 	// Restart the controller-runtime replicas with or without --warmup
 	// (EnableWarmup: the controller's watches start before it leads).
-	"warmup": restartWith("--warmup", sandbox.Operators.SetWarmup),
+	"warmup": restartWith("--warmup", (*sandbox.Flags).SetWarmup),
 
 	// Restart the controller-runtime replicas with GenerationChangedPredicate
 	// on no watch, the Echo watch, or every watch.
 	"generation_predicate": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetGenerationPredicate(st, a.Str("where")); err != nil {
+			if err := p.sb.Flags().SetGenerationPredicate(st, a.Str("where")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --generation-predicate=%s", p.sources(st), a.Str("where"))
@@ -418,7 +418,7 @@ var actions = map[string]actionKind{
 	// ConfigMaps as it is (all) or narrowed to echo-defaults (named).
 	"defaults_cache": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := p.sb.Operators().SetDefaultsCache(st, a.Str("cache")); err != nil {
+			if err := p.sb.Flags().SetDefaultsCache(st, a.Str("cache")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with --defaults-cache=%s", p.sources(st), a.Str("cache"))
@@ -431,7 +431,7 @@ var actions = map[string]actionKind{
 	"tune": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
 			t := tuningOf(a)
-			if err := p.sb.Operators().SetTuning(st, t); err != nil {
+			if err := p.sb.Flags().SetTuning(st, t); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s with %s", p.sources(st), t)
@@ -521,11 +521,11 @@ func setStyles(a Args) []style.Style {
 
 // restartWith is the action that restarts a style's replicas with flag
 // (on: true) or without it, through set.
-func restartWith(flag string, set func(sandbox.Operators, style.Style, bool) error) actionKind {
+func restartWith(flag string, set func(*sandbox.Flags, style.Style, bool) error) actionKind {
 	with := func(on bool) string { return lessons.RestartWith(flag, on) }
 	return actionKind{
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			if err := set(p.sb.Operators(), st, a.Bool("on")); err != nil {
+			if err := set(p.sb.Flags(), st, a.Bool("on")); err != nil {
 				return err
 			}
 			said(ctx, "restarting %s %s", p.sources(st), with(a.Bool("on")))
@@ -680,9 +680,9 @@ func (p *Player) runOperator(ctx context.Context, st style.Style, f lessons.File
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
 	defer rec.Close()
-	run := func() error { return p.sb.Operators().RunCustomScript(st, f.Name, f.Data) }
+	run := func() error { return p.sb.Customs().RunCustomScript(st, f.Name, f.Data) }
 	if f.IsProject() {
-		run = func() error { return p.sb.Operators().RunCustomProject(st, path.Base(f.Name), f.Files) }
+		run = func() error { return p.sb.Customs().RunCustomProject(st, path.Base(f.Name), f.Files) }
 	}
 	if err := run(); err != nil {
 		return err

@@ -128,7 +128,7 @@ func (p *Player) resetSample(st style.Style) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.sb.Echoes(st).
+	_, err = p.sb.Admin().Echoes(st).
 		Patch(ctx, sandbox.SampleName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "rlab"})
 	if err != nil {
 		return fmt.Errorf("give Echo %s its spec back: %w", sandbox.SampleName, err)

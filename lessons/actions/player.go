@@ -83,7 +83,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 	p.mu.Unlock()
 	holders = map[style.Style]string{}
 	orphans := map[style.Style][]string{}
-	sn := p.sb.Snapshot()
+	sn := p.sb.World().Snapshot()
 	for _, st := range p.sb.Styles() {
 		ns := sn.Style(st)
 		if ns == nil {
@@ -114,7 +114,7 @@ func (p *Player) Begin() (began time.Time, holders map[style.Style]string) {
 func (p *Player) View(began, acted time.Time, holders map[style.Style]string) checks.View {
 	// Take what the bus holds first, so nothing published before now is missed.
 	p.col.Flush()
-	sn := p.sb.Snapshot()
+	sn := p.sb.World().Snapshot()
 	p.mu.Lock()
 	renewed := maps.Clone(p.renewed)
 	found := checks.FindActs(p.shown, p.events, sn, p.styleOfNamespace)
@@ -143,7 +143,7 @@ func (p *Player) View(began, acted time.Time, holders map[style.Style]string) ch
 	replicas := p.sb.Operators().ReplicaStatuses()
 	cut := map[string]string{}
 	for _, r := range replicas {
-		if px := p.sb.Operators().Proxy(r.Name); px != nil {
+		if px := p.sb.Faults().Proxy(r.Name); px != nil {
 			switch {
 			case px.Mode() != proxy.Normal:
 				cut[r.Name] = px.Mode().String()

@@ -141,7 +141,7 @@ func TestWriteYourOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := sb.Operators().CustomCommand(l.Operator.Name)
+	got, err := sb.Customs().CustomCommand(l.Operator.Name)
 	if err != nil || !strings.HasSuffix(got, "starter.sh'") {
 		t.Fatalf("after Restore it runs %q (%v), want the starter %s", got, err, want.Name)
 	}

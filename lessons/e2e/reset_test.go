@@ -108,13 +108,13 @@ func fingerprint(t *testing.T, sb *sandbox.Sandbox) string {
 				add("%s/%s: %v", st, r, err)
 			}
 			add("%s/%s args %q", st, r, args)
-			if px := sb.Operators().Proxy(st.Source(r)); px != nil {
+			if px := sb.Faults().Proxy(st.Source(r)); px != nil {
 				add("%s/%s faults %d mode %v latency %s", st, r, len(px.Faults()), px.Mode() == proxy.Normal, px.Latency())
 			}
 		}
-		tun, err := sb.Operators().Tuning(st)
+		tun, err := sb.Flags().Tuning(st)
 		add("%s tuning %+v %v", st, tun, err)
-		echoes, err := sb.Echoes(st).List(ctx, metav1.ListOptions{})
+		echoes, err := sb.Admin().Echoes(st).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,14 +126,14 @@ func fingerprint(t *testing.T, sb *sandbox.Sandbox) string {
 			// --finalizer; the lessons after it start so in a course.
 			add("%s echo %s %q %d", st, e.GetName(), msg, reps)
 		}
-		deps, err := sb.Kube().AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		deps, err := sb.Admin().Kube().AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range deps.Items {
 			add("%s deployment %s", st, d.Name)
 		}
-		cms, err := sb.Kube().CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		cms, err := sb.Admin().Kube().CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,13 +142,13 @@ func fingerprint(t *testing.T, sb *sandbox.Sandbox) string {
 				add("%s configmap %s", st, cm.Name)
 			}
 		}
-		role, err := sb.Kube().RbacV1().Roles(ns).Get(ctx, sandbox.RoleName, metav1.GetOptions{})
+		role, err := sb.Admin().Kube().RbacV1().Roles(ns).Get(ctx, sandbox.RoleName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		add("%s role as granted %v", st, reflect.DeepEqual(role.Rules, sandbox.OperatorRules(st)))
 	}
-	api := sb.Kube().AdmissionregistrationV1()
+	api := sb.Admin().Kube().AdmissionregistrationV1()
 	_, err := api.ValidatingAdmissionPolicies().Get(ctx, sandbox.PolicyName, metav1.GetOptions{})
 	add("policy gone %v", apierrors.IsNotFound(err))
 	_, err = api.ValidatingWebhookConfigurations().Get(ctx, sandbox.WebhookName, metav1.GetOptions{})

@@ -38,7 +38,7 @@ func (p *Player) HandEnv(self, bin string) ([]string, error) {
 	if err := os.MkdirAll(bin, 0o700); err != nil {
 		return nil, fmt.Errorf("student's bin dir: %w", err)
 	}
-	for name, target := range map[string]string{"kubectl": p.sb.Kubectl(), "rlab": self} {
+	for name, target := range map[string]string{"kubectl": p.sb.Cluster().Kubectl(), "rlab": self} {
 		link := filepath.Join(bin, name)
 		_ = os.Remove(link) // left by an earlier run
 		if err := os.Symlink(target, link); err != nil {
@@ -51,7 +51,7 @@ func (p *Player) HandEnv(self, bin string) ([]string, error) {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "KUBECONFIG="+p.sb.Kubeconfig(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), nil
+	return append(env, "KUBECONFIG="+p.sb.Cluster().Kubeconfig(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), nil
 }
 
 // errNoHand is a step a student can neither type nor press a key for.

@@ -80,7 +80,7 @@ func SameSandbox(l, o *lessons.Lesson) bool {
 // was started for ("" if it can): it needs an operator of its own, or runs
 // on other backends.
 func (p *Player) CanReset(l, n *lessons.Lesson) string {
-	if why := n.NotOn(p.sb.Backend().Type().Name); why != "" {
+	if why := n.NotOn(p.sb.Cluster().Type().Name); why != "" {
 		return why
 	}
 	if !SameSandbox(l, n) {

@@ -100,7 +100,7 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 				running = append(running, r.Name)
 			}
 		}
-		ok, why := Baseline(p.sb.Snapshot(), running, p.sb.Styles(), p.sb.Operators().Replicas)
+		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), p.sb.Operators().Replicas)
 		if ok {
 			return "", nil
 		}
@@ -122,45 +122,45 @@ func (p *Player) Restore(ctx context.Context) error {
 	var errs []error
 	for _, st := range p.sb.Styles() {
 		for _, r := range p.sb.Operators().Replicas(st) {
-			if px := p.sb.Operators().Proxy(st.Source(r)); px != nil {
+			if px := p.sb.Faults().Proxy(st.Source(r)); px != nil {
 				px.ClearFaults()
 				px.SetMode(proxy.Normal)
 				px.SetLatency(0)
 			}
 		}
-		errs = append(errs, p.sb.ResetRole(ctx, st), p.sb.Operators().Resume(st))
+		errs = append(errs, p.sb.Admin().ResetRole(ctx, st), p.sb.Operators().Resume(st))
 		if st == style.Shell { // resumed first: a frozen loop does not stop
 			errs = append(errs, p.sb.Operators().RemoveShellReplica())
 		}
 		if !st.Traits().Builtin { // a lesson swapped in another version: the starter again
-			errs = append(errs, p.sb.Operators().ResetCustom(st))
+			errs = append(errs, p.sb.Customs().ResetCustom(st))
 			continue
 		}
 		// Restarted with a flag a lesson set: restarted without it.
 		if args, err := p.sb.Operators().ReplicaArgs(st.Source("a")); err == nil {
 			if slices.Contains(args, "--finalizer") {
-				errs = append(errs, p.sb.Operators().SetFinalizer(st, false))
+				errs = append(errs, p.sb.Flags().SetFinalizer(st, false))
 			}
 			if !st.Traits().Polls && slices.Contains(args, "--watch-owned=false") {
-				errs = append(errs, p.sb.Operators().SetWatchOwned(st, true))
+				errs = append(errs, p.sb.Flags().SetWatchOwned(st, true))
 			}
 			if slices.Contains(args, "--warmup") {
-				errs = append(errs, p.sb.Operators().SetWarmup(st, false))
+				errs = append(errs, p.sb.Flags().SetWarmup(st, false))
 			}
 			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--generation-predicate") }) {
-				errs = append(errs, p.sb.Operators().SetGenerationPredicate(st, echo.GenerationOff))
+				errs = append(errs, p.sb.Flags().SetGenerationPredicate(st, echo.GenerationOff))
 			}
 			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--defaults-cache") }) {
-				errs = append(errs, p.sb.Operators().SetDefaultsCache(st, echo.DefaultsCacheAll))
+				errs = append(errs, p.sb.Flags().SetDefaultsCache(st, echo.DefaultsCacheAll))
 			}
-			if t, err := p.sb.Operators().Tuning(st); err != nil {
+			if t, err := p.sb.Flags().Tuning(st); err != nil {
 				errs = append(errs, err)
 			} else if t != (sandbox.Tuning{}) {
-				errs = append(errs, p.sb.Operators().SetTuning(st, sandbox.Tuning{}))
+				errs = append(errs, p.sb.Flags().SetTuning(st, sandbox.Tuning{}))
 			}
 		}
 	}
-	sn := p.sb.Snapshot()
+	sn := p.sb.World().Snapshot()
 	for _, st := range p.sb.Styles() {
 		ns := sn.Style(st)
 		if ns == nil {
@@ -168,7 +168,7 @@ func (p *Player) Restore(ctx context.Context) error {
 		}
 		for echoName := range ns.Echoes {
 			if echoName != sandbox.SampleName {
-				err := p.sb.Echoes(st).Delete(ctx, echoName, metav1.DeleteOptions{})
+				err := p.sb.Admin().Echoes(st).Delete(ctx, echoName, metav1.DeleteOptions{})
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, err)
 				}
@@ -176,14 +176,14 @@ func (p *Player) Restore(ctx context.Context) error {
 		}
 		// The ConfigMaps a lesson made (echo-defaults, say); the registry
 		// and the cluster's kube-root-ca.crt stay.
-		if cms, err := p.sb.Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).List(ctx, metav1.ListOptions{}); err != nil {
+		if cms, err := p.sb.Admin().Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).List(ctx, metav1.ListOptions{}); err != nil {
 			errs = append(errs, err)
 		} else {
 			for _, cm := range cms.Items {
 				if cm.Name == echo.RegistryName || cm.Name == "kube-root-ca.crt" {
 					continue
 				}
-				err := p.sb.Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+				err := p.sb.Admin().Kube().CoreV1().ConfigMaps(p.sb.Namespace(st)).Delete(ctx, cm.Name, metav1.DeleteOptions{})
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, err)
 				}
@@ -193,7 +193,7 @@ func (p *Player) Restore(ctx context.Context) error {
 		// them), and every Echo's Deployment but the sample's: one the
 		// garbage collector is still orphaning (an Echo deleted with
 		// --cascade=orphan a moment ago) is no orphan in a snapshot yet.
-		deps := p.sb.Kube().AppsV1().Deployments(p.sb.Namespace(st))
+		deps := p.sb.Admin().Kube().AppsV1().Deployments(p.sb.Namespace(st))
 		gone := map[string]bool{}
 		for _, d := range ns.Orphans {
 			gone[d.Name] = true
@@ -218,7 +218,7 @@ func (p *Player) Restore(ctx context.Context) error {
 	// refuse more replicas than it allows.
 	// Lesson 19's webhook, before the sample too: with its server down it
 	// would refuse every edit in controller-runtime's namespace.
-	errs = append(errs, p.sb.DeletePolicy(ctx), p.sb.DeleteWebhook(ctx), p.sb.ResetSample(ctx))
+	errs = append(errs, p.sb.Admin().DeletePolicy(ctx), p.sb.Admin().DeleteWebhook(ctx), p.sb.Admin().ResetSample(ctx))
 	return errors.Join(errs...)
 }
 

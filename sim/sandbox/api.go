@@ -8,9 +8,13 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
@@ -21,11 +25,26 @@ import (
 // the schema, an Echo by its path, and a ValidatingAdmissionPolicy of their
 // own.
 
+// StudentAPI is the part of the engine that acts as the student on the API
+// itself: discovery, the schema, RBAC reviews, admission (a policy, the
+// webhook). It holds the student's clients, rlab's for the probes that
+// wait for admission to take hold, and where the webhook is served.
+type StudentAPI struct {
+	hands     *clients
+	youConfig *rest.Config
+	admin     *clients
+	sc        scope
+	// webhook is where controller-runtime's replica a serves its
+	// validating webhook, or nil, and noWebhook then says why.
+	webhook   *webhookServer
+	noWebhook error
+}
+
 // DiscoverEchoes asks the apiserver which resources it serves, as
 // `kubectl api-resources` does (the aggregated discovery of /api and
 // /apis), and returns the Echo's.
-func (h Student) DiscoverEchoes(ctx context.Context) (metav1.APIResource, error) {
-	_, lists, err := h.s.hands.kube.Discovery().ServerGroupsAndResources()
+func (a *StudentAPI) DiscoverEchoes(ctx context.Context) (metav1.APIResource, error) {
+	_, lists, err := a.hands.kube.Discovery().ServerGroupsAndResources()
 	if err != nil {
 		return metav1.APIResource{}, fmt.Errorf("discovery: %w", err)
 	}
@@ -45,8 +64,8 @@ func (h Student) DiscoverEchoes(ctx context.Context) (metav1.APIResource, error)
 // ExplainEchoes reads the OpenAPI schema of the Echo's group and version,
 // as `kubectl explain echo.spec` does: the index /openapi/v3, then the
 // group version's document.
-func (h Student) ExplainEchoes(ctx context.Context) ([]byte, error) {
-	paths, err := h.s.hands.kube.Discovery().OpenAPIV3().Paths()
+func (a *StudentAPI) ExplainEchoes(ctx context.Context) ([]byte, error) {
+	paths, err := a.hands.kube.Discovery().OpenAPIV3().Paths()
 	if err != nil {
 		return nil, fmt.Errorf("openapi index: %w", err)
 	}
@@ -63,8 +82,8 @@ func (h Student) ExplainEchoes(ctx context.Context) ([]byte, error) {
 
 // GetEcho reads Echo name in the style's namespace, as `kubectl get`
 // (or `kubectl get --raw` of its path) does.
-func (h Student) GetEcho(ctx context.Context, only style.Style, name string) error {
-	return h.s.forStyles(only, func(st style.Style) error {
+func (h *Student) GetEcho(ctx context.Context, only style.Style, name string) error {
+	return h.sc.forStyles(only, func(st style.Style) error {
 		_, err := h.Echoes(st).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -119,15 +138,15 @@ func Policy(max int, namespaces []string) (*admissionregistrationv1.ValidatingAd
 // binding through an informer, a moment later. The wait asks with a dry
 // run, as rlab: an Echo asking for one replica more than max must be
 // refused.
-func (h Student) ApplyPolicy(ctx context.Context, max int) error {
+func (a *StudentAPI) ApplyPolicy(ctx context.Context, max int) error {
 	var namespaces []string
 	for _, st := range style.All() {
-		namespaces = append(namespaces, h.s.Namespace(st))
+		namespaces = append(namespaces, a.sc.namespace(st))
 	}
 	policy, binding := Policy(max, namespaces)
-	api := h.s.hands.kube.AdmissionregistrationV1()
+	api := a.hands.kube.AdmissionregistrationV1()
 	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); apierrors.IsAlreadyExists(err) {
-		err = updatePolicy(ctx, h, policy)
+		err = updatePolicy(ctx, a.hands, policy)
 		if err != nil {
 			return err
 		}
@@ -149,11 +168,11 @@ func (h Student) ApplyPolicy(ctx context.Context, max int) error {
 	if max >= echov1.MaxReplicas {
 		return nil // the schema refuses more before any policy is asked
 	}
-	return h.s.awaitPolicy(ctx, max)
+	return a.awaitPolicy(ctx, max)
 }
 
-func updatePolicy(ctx context.Context, h Student, policy *admissionregistrationv1.ValidatingAdmissionPolicy) error {
-	api := h.s.hands.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+func updatePolicy(ctx context.Context, c *clients, policy *admissionregistrationv1.ValidatingAdmissionPolicy) error {
+	api := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	got, err := api.Get(ctx, PolicyName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("ValidatingAdmissionPolicy %s: %w", PolicyName, err)
@@ -167,19 +186,19 @@ func updatePolicy(ctx context.Context, h Student, policy *admissionregistrationv
 
 // DeletePolicy deletes lesson 16's binding and policy, as the student's
 // `kubectl delete` does; one already gone is an error, as it is there.
-func (h Student) DeletePolicy(ctx context.Context) error {
-	return deletePolicy(ctx, h.s.hands, false)
+func (a *StudentAPI) DeletePolicy(ctx context.Context) error {
+	return deletePolicy(ctx, a.hands, false)
 }
 
 // DeletePolicy deletes lesson 16's binding and policy if they are there,
 // as rlab, after a lesson that stopped half-way. On a shared cluster it
 // does nothing: a policy is cluster-wide, lesson 16 does not run there, and
 // one of that name is someone else's (a student may not even delete it).
-func (s *Sandbox) DeletePolicy(ctx context.Context) error {
-	if s.shared {
+func (a *Admin) DeletePolicy(ctx context.Context) error {
+	if a.shared {
 		return nil
 	}
-	return deletePolicy(ctx, s.admin, true)
+	return deletePolicy(ctx, a.admin, true)
 }
 
 func deletePolicy(ctx context.Context, c *clients, gone bool) error {
@@ -196,16 +215,36 @@ func deletePolicy(ctx context.Context, c *clients, gone bool) error {
 
 // awaitPolicy waits until a dry-run edit of the sample Echo to max+1
 // replicas is refused, as rlab.
-func (s *Sandbox) awaitPolicy(ctx context.Context, max int) error {
-	st := s.styles[0]
+func (a *StudentAPI) awaitPolicy(ctx context.Context, max int) error {
+	st := a.sc.styles[0]
 	patch := mustJSON(map[string]any{"spec": map[string]any{"replicas": max + 1}})
 	what := fmt.Sprintf("the apiserver to enforce ValidatingAdmissionPolicy %s", PolicyName)
 	return poll.Until(ctx, 100*time.Millisecond, 30*time.Second, what, func(ctx context.Context) (bool, error) {
-		_, err := s.echoes(s.admin, st).Patch(ctx, SampleName, types.MergePatchType, patch,
+		_, err := a.sc.echoes(a.admin, st).Patch(ctx, SampleName, types.MergePatchType, patch,
 			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil || apierrors.IsInvalid(err) {
 			return err != nil, nil
 		}
 		return false, err
 	})
+}
+
+// ReviewRules asks, as the student through their proxy, what st's
+// ServiceAccount may do in its namespace, the way `kubectl auth can-i
+// --list --as=system:serviceaccount:NS:NAME` does: a SelfSubjectRulesReview
+// impersonating it.
+func (a *StudentAPI) ReviewRules(ctx context.Context, st style.Style) (*authorizationv1.SubjectRulesReviewStatus, error) {
+	cfg := rest.CopyConfig(a.youConfig)
+	cfg.UserAgent = "rlab"
+	cfg.Impersonate.UserName = serviceaccount.MakeUsername(a.sc.namespace(st), st.Operator())
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	r, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: a.sc.namespace(st)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("rules of %s: %w", cfg.Impersonate.UserName, err)
+	}
+	return &r.Status, nil
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,19 +23,19 @@ func SetName(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix
 // prefix-001 … prefix-<count> in the namespace of each of styles the
 // sandbox runs (nil: every style) at once, from several connections, as
 // `kubectl apply -f` of one big file would. Each says "<message> <i>".
-func (s *Sandbox) CreateEchoes(ctx context.Context, styles []style.Style, prefix string, count, replicas int, message string) error {
+func (a *Admin) CreateEchoes(ctx context.Context, styles []style.Style, prefix string, count, replicas int, message string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := 1; i <= count; i++ {
-		for _, st := range s.running(styles) {
+		for _, st := range a.sc.running(styles) {
 			g.Go(func() error {
 				u := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
-					"metadata": map[string]any{"name": SetName(prefix, i), "namespace": s.Namespace(st),
+					"metadata": map[string]any{"name": SetName(prefix, i), "namespace": a.sc.namespace(st),
 						"labels": map[string]any{SetLabel: prefix}},
 					"spec": map[string]any{"message": fmt.Sprintf("%s %d", message, i), "replicas": int64(replicas)},
 				}}
-				_, err := s.echoes(s.admin, st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
+				_, err := a.sc.echoes(a.admin, st).Create(ctx, u, metav1.CreateOptions{FieldManager: "rlab"})
 				return err
 			})
 		}
@@ -47,23 +46,8 @@ func (s *Sandbox) CreateEchoes(ctx context.Context, styles []style.Style, prefix
 // DeleteEchoes deletes every Echo of the set prefix in the namespace of
 // each of styles the sandbox runs (nil: every style); the garbage collector
 // removes their Deployments.
-func (s *Sandbox) DeleteEchoes(ctx context.Context, styles []style.Style, prefix string) error {
-	return s.inStyles(s.running(styles), func(st style.Style) error {
-		return s.echoes(s.admin, st).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: SetLabel + "=" + prefix})
+func (a *Admin) DeleteEchoes(ctx context.Context, styles []style.Style, prefix string) error {
+	return inStyles(a.sc.running(styles), func(st style.Style) error {
+		return a.sc.echoes(a.admin, st).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: SetLabel + "=" + prefix})
 	})
-}
-
-// running are those of styles the sandbox runs, in its order; nil is every
-// style it runs.
-func (s *Sandbox) running(styles []style.Style) []style.Style {
-	if styles == nil {
-		return s.styles
-	}
-	var out []style.Style
-	for _, st := range s.styles {
-		if slices.Contains(styles, st) {
-			out = append(out, st)
-		}
-	}
-	return out
 }

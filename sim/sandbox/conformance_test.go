@@ -135,9 +135,9 @@ func run(m *testing.M) int {
 		// left root/host behind), and on every early return.
 		stopHost = host.Stop
 		defer func() { _ = stopHost() }()
-		opts.Kubeconfig, opts.NamespacePrefix = host.Kubeconfig(), testPrefix
+		opts.Kubeconfig, opts.NamespacePrefix = host.Cluster().Kubeconfig(), testPrefix
 		if hostBackend.NodeImage {
-			opts.Image = host.Image() // what its node has
+			opts.Image = host.Cluster().Image() // what its node has
 		}
 	}
 	b := bus.New()
@@ -190,7 +190,7 @@ func buildRlab() (string, error) {
 // generous (a loaded 2-core machine); speed is benchmarked.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(world.Snapshot) bool) {
 	t.Helper()
-	simtest.Eventually(t, timeout, what, simtest.True(func() bool { return cond(sb.Snapshot()) }))
+	simtest.Eventually(t, timeout, what, simtest.True(func() bool { return cond(sb.World().Snapshot()) }))
 }
 
 func echoOf(sn world.Snapshot, st style.Style, name string) *world.EchoView {
@@ -215,7 +215,7 @@ func converged(st style.Style, name string, replicas int32, message string) func
 
 func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 	t.Helper()
-	d, err := sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
+	d, err := sb.Admin().Kube().AppsV1().Deployments(sb.Namespace(st)).Get(t.Context(), echo.DeploymentName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func deployment(t *testing.T, st style.Style, name string) *appsv1.Deployment {
 
 func getEcho(t *testing.T, st style.Style, name string) *echov1.Echo {
 	t.Helper()
-	u, err := sb.Echoes(st).Get(t.Context(), name, metav1.GetOptions{})
+	u, err := sb.Admin().Echoes(st).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "2/2", converged(st, name, 2, "first"))
 				e, d := getEcho(t, st, name), deployment(t, st, name)
-				want := echo.DesiredDeployment(e, nil, st.ManagedBy(), sb.Image())
+				want := echo.DesiredDeployment(e, nil, st.ManagedBy(), sb.Cluster().Image())
 				if drift := echo.Drift(d, want); drift != "" {
 					t.Fatalf("deployment differs from the desired one in %s", drift)
 				}
@@ -266,11 +266,11 @@ func TestConformance(t *testing.T) {
 				if ref == nil || ref.Kind != echov1.Kind || ref.Name != name || ref.UID != e.UID || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 					t.Fatalf("controller ownerReference = %+v", ref)
 				}
-				if got := d.Spec.Template.Spec.Containers[0].Image; got != sb.Image() {
-					t.Fatalf("image %q, want the sandbox's %q", got, sb.Image())
+				if got := d.Spec.Template.Spec.Containers[0].Image; got != sb.Cluster().Image() {
+					t.Fatalf("image %q, want the sandbox's %q", got, sb.Cluster().Image())
 				}
-				if sb.Backend().Type() == backend.Envtest && sb.Image() != testImage {
-					t.Fatalf("sandbox image %q, want the %q it was given", sb.Image(), testImage)
+				if sb.Cluster().Type() == backend.Envtest && sb.Cluster().Image() != testImage {
+					t.Fatalf("sandbox image %q, want the %q it was given", sb.Cluster().Image(), testImage)
 				}
 			}},
 		{"replicas 2→4: 4/4", func() error { return sb.Student().SetReplicas(ctx, name, 4) },
@@ -324,7 +324,7 @@ func TestConformance(t *testing.T) {
 				})
 				ns := sb.Namespace(st)
 				simtest.Eventually(t, time.Minute, "pods collected", func(ctx context.Context) (bool, error) {
-					pods, err := sb.Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+					pods, err := sb.Admin().Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 					return err == nil && len(pods.Items) == 0, err
 				})
 				if !hasEvent(trace.GCCollected, st, "Deployment/"+echo.DeploymentName(name)) {
@@ -445,11 +445,11 @@ func TestWatchOwnedOff(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			ctx := t.Context()
 			since := time.Now()
-			if err := sb.Operators().SetWatchOwned(st, false); err != nil {
+			if err := sb.Flags().SetWatchOwned(st, false); err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := sb.Operators().SetWatchOwned(st, true); err != nil {
+				if err := sb.Flags().SetWatchOwned(st, true); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -489,7 +489,7 @@ func TestWatchOwnedOff(t *testing.T) {
 				}
 			}
 			// Touch the Echo (only this style's): now the drift is repaired.
-			if _, err := sb.Echoes(st).Patch(ctx, sandbox.SampleName,
+			if _, err := sb.Admin().Echoes(st).Patch(ctx, sandbox.SampleName,
 				types.MergePatchType, []byte(`{"metadata":{"annotations":{"rlab/touch":"`+time.Now().Format("150405.000")+`"}}}`), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -509,7 +509,7 @@ func TestRBAC(t *testing.T) {
 	for _, st := range style.All() {
 		for _, other := range style.All() {
 			t.Run(st.String()+" in "+other.String(), func(t *testing.T) {
-				cfg := rest.CopyConfig(sb.Backend().Config())
+				cfg := rest.CopyConfig(sb.Cluster().Config())
 				cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(sb.Namespace(st), st.Operator())}
 				cs := kubernetes.NewForConfigOrDie(cfg)
 				_, err := cs.AppsV1().Deployments(sb.Namespace(other)).List(t.Context(), metav1.ListOptions{})
@@ -552,9 +552,9 @@ func TestTraceFromEveryStyle(t *testing.T) {
 // (a directory per proxy port, left behind by every sandbox).
 func TestKubectlCacheInRunDir(t *testing.T) {
 	simtest.NeedsControlPlane(t)
-	dirs, err := filepath.Glob(filepath.Join(sb.KubectlCacheDir(), "discovery", "127.0.0.1_*"))
+	dirs, err := filepath.Glob(filepath.Join(sb.Cluster().KubectlCacheDir(), "discovery", "127.0.0.1_*"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no discovery cache of the shell loop's proxy in %s: %v, %v", sb.KubectlCacheDir(), dirs, err)
+		t.Fatalf("no discovery cache of the shell loop's proxy in %s: %v, %v", sb.Cluster().KubectlCacheDir(), dirs, err)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -657,10 +657,10 @@ func TestTuning(t *testing.T) {
 				{"defaults again", sandbox.Tuning{}, defaults, 10, 1},
 			} {
 				since := time.Now()
-				if err := sb.Operators().SetTuning(st, step.tuning); err != nil {
+				if err := sb.Flags().SetTuning(st, step.tuning); err != nil {
 					t.Fatalf("%s: %v", step.name, err)
 				}
-				if got, err := sb.Operators().Tuning(st); err != nil || got != step.tuning {
+				if got, err := sb.Flags().Tuning(st); err != nil || got != step.tuning {
 					t.Errorf("%s: Tuning = %+v, %v; want %+v", step.name, got, err, step.tuning)
 				}
 				for _, r := range sandbox.Replicas(st) {

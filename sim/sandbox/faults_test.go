@@ -26,11 +26,11 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		since := time.Now()
-		if err := sb.Operators().SetFault(st, f); err != nil {
+		if err := sb.Faults().SetFault(st, f); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { sb.Operators().ClearFault(st, "") })
-		if got := sb.Operators().Faults(st); len(got) != 1 || got[0].String() != f.String() {
+		t.Cleanup(func() { sb.Faults().ClearFault(st, "") })
+		if got := sb.Faults().Faults(st); len(got) != 1 || got[0].String() != f.String() {
 			t.Fatalf("faults on = %v, want %s", got, f)
 		}
 		return since
@@ -75,7 +75,7 @@ func TestFaults(t *testing.T) {
 		// One kill per style: the replica that takes over is not killed
 		// at its first write as well.
 		for _, r := range sb.Operators().Replicas(st) {
-			if on := sb.Operators().Proxy(st.Source(r)).Faults(); len(on) != 0 {
+			if on := sb.Faults().Proxy(st.Source(r)).Faults(); len(on) != 0 {
 				t.Errorf("faults on at %s after the crash: %v", st.Source(r), on)
 			}
 		}
@@ -108,10 +108,10 @@ func TestFaults(t *testing.T) {
 			return ok && r.Code == 503 && strings.HasPrefix(e.Source, "proxy/") && e.Time.After(since)
 		})
 		for _, st := range style.All() {
-			if d := echoOf(sb.Snapshot(), st, sandbox.SampleName).Deployment; d == nil || d.Message == msg {
+			if d := echoOf(sb.World().Snapshot(), st, sandbox.SampleName).Deployment; d == nil || d.Message == msg {
 				t.Errorf("%s: Deployment %+v followed the edit under a partition", st, d)
 			}
-			sb.Operators().ClearFault(st, "")
+			sb.Faults().ClearFault(st, "")
 		}
 		if err := sb.Student().SetMessageIn(t.Context(), style.All(), sandbox.SampleName, sandbox.SampleMessage); err != nil {
 			t.Fatal(err)

@@ -34,21 +34,21 @@ type grantedObject struct {
 // grantRBAC binds to subject, the identity of the operator in namespace
 // ns, what g grants (rbac.Grant.Objects). owned says the sandbox created ns
 // (and deletes it whole at Stop on a shared cluster).
-func (s *Sandbox) grantRBAC(ctx context.Context, ns string, subject rbacv1.Subject, g *rbac.Grant, owned bool) error {
-	o := g.Objects(ns, subject, !s.shared, map[string]string{tenancy.LabelManagedBy: tenancy.ManagedByRlab})
+func (c *Cluster) grantRBAC(ctx context.Context, ns string, subject rbacv1.Subject, g *rbac.Grant, owned bool) error {
+	o := g.Objects(ns, subject, !c.shared, map[string]string{tenancy.LabelManagedBy: tenancy.ManagedByRlab})
 	for i, cr := range o.ClusterRoles {
-		if err := s.applyClusterRole(ctx, &cr); err != nil {
+		if err := c.applyClusterRole(ctx, &cr); err != nil {
 			return fmt.Errorf("grant %s to %s: %w", g.Cluster[i].Source, subject.Name, err)
 		}
-		if err := s.applyClusterRoleBinding(ctx, &o.ClusterRoleBindings[i]); err != nil {
+		if err := c.applyClusterRoleBinding(ctx, &o.ClusterRoleBindings[i]); err != nil {
 			return fmt.Errorf("bind %s to %s: %w", g.Cluster[i].Source, subject.Name, err)
 		}
 	}
 	for i, r := range o.Roles {
-		if err := s.applyRole(ctx, &r, !owned); err != nil {
+		if err := c.applyRole(ctx, &r, !owned); err != nil {
 			return fmt.Errorf("grant %s to %s in %s: %w", r.Name, subject.Name, ns, err)
 		}
-		if err := s.applyRoleBinding(ctx, &o.RoleBindings[i], !owned); err != nil {
+		if err := c.applyRoleBinding(ctx, &o.RoleBindings[i], !owned); err != nil {
 			return fmt.Errorf("bind %s to %s in %s: %w", r.Name, subject.Name, ns, err)
 		}
 	}
@@ -57,8 +57,8 @@ func (s *Sandbox) grantRBAC(ctx context.Context, ns string, subject rbacv1.Subje
 
 // applyClusterRole creates cr, or resets the rules of one a killed run
 // left; Stop deletes it.
-func (s *Sandbox) applyClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) error {
-	crs := s.admin.kube.RbacV1().ClusterRoles()
+func (c *Cluster) applyClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) error {
+	crs := c.admin.kube.RbacV1().ClusterRoles()
 	name := cr.Name
 	_, err := crs.Create(ctx, cr, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -71,14 +71,14 @@ func (s *Sandbox) applyClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) 
 	if err != nil {
 		return fmt.Errorf("clusterrole %s: %w", name, err)
 	}
-	s.granted = append(s.granted, grantedObject{kind: "ClusterRole", name: name})
+	c.granted = append(c.granted, grantedObject{kind: "ClusterRole", name: name})
 	return nil
 }
 
 // applyClusterRoleBinding creates crb, or makes it anew in place of one a
 // killed run left; Stop deletes it.
-func (s *Sandbox) applyClusterRoleBinding(ctx context.Context, crb *rbacv1.ClusterRoleBinding) error {
-	crbs := s.admin.kube.RbacV1().ClusterRoleBindings()
+func (c *Cluster) applyClusterRoleBinding(ctx context.Context, crb *rbacv1.ClusterRoleBinding) error {
+	crbs := c.admin.kube.RbacV1().ClusterRoleBindings()
 	name := crb.Name
 	_, err := crbs.Create(ctx, crb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -90,15 +90,15 @@ func (s *Sandbox) applyClusterRoleBinding(ctx context.Context, crb *rbacv1.Clust
 	if err != nil {
 		return fmt.Errorf("clusterrolebinding %s: %w", name, err)
 	}
-	s.granted = append(s.granted, grantedObject{kind: "ClusterRoleBinding", name: name})
+	c.granted = append(c.granted, grantedObject{kind: "ClusterRoleBinding", name: name})
 	return nil
 }
 
 // applyRole creates role, or resets the rules of one there; outlives says
 // its namespace outlives the sandbox, so Stop deletes the Role.
-func (s *Sandbox) applyRole(ctx context.Context, role *rbacv1.Role, outlives bool) error {
+func (c *Cluster) applyRole(ctx context.Context, role *rbacv1.Role, outlives bool) error {
 	ns, name := role.Namespace, role.Name
-	roles := s.admin.kube.RbacV1().Roles(ns)
+	roles := c.admin.kube.RbacV1().Roles(ns)
 	_, err := roles.Create(ctx, role, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		var got *rbacv1.Role
@@ -111,16 +111,16 @@ func (s *Sandbox) applyRole(ctx context.Context, role *rbacv1.Role, outlives boo
 		return fmt.Errorf("role %s: %w", name, err)
 	}
 	if outlives {
-		s.granted = append(s.granted, grantedObject{kind: "Role", namespace: ns, name: name})
+		c.granted = append(c.granted, grantedObject{kind: "Role", namespace: ns, name: name})
 	}
 	return nil
 }
 
 // applyRoleBinding creates rb, or makes it anew in place of one there;
 // outlives as for applyRole.
-func (s *Sandbox) applyRoleBinding(ctx context.Context, rb *rbacv1.RoleBinding, outlives bool) error {
+func (c *Cluster) applyRoleBinding(ctx context.Context, rb *rbacv1.RoleBinding, outlives bool) error {
 	ns, name := rb.Namespace, rb.Name
-	rbs := s.admin.kube.RbacV1().RoleBindings(ns)
+	rbs := c.admin.kube.RbacV1().RoleBindings(ns)
 	_, err := rbs.Create(ctx, rb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		if err = rbs.Delete(ctx, name, metav1.DeleteOptions{}); err == nil || apierrors.IsNotFound(err) {
@@ -131,19 +131,19 @@ func (s *Sandbox) applyRoleBinding(ctx context.Context, rb *rbacv1.RoleBinding, 
 		return fmt.Errorf("rolebinding %s: %w", name, err)
 	}
 	if outlives {
-		s.granted = append(s.granted, grantedObject{kind: "RoleBinding", namespace: ns, name: name})
+		c.granted = append(c.granted, grantedObject{kind: "RoleBinding", namespace: ns, name: name})
 	}
 	return nil
 }
 
 // revokeRBAC is Stop's: it deletes what grantRBAC made that would outlive
 // the sandbox, bindings first, once the operators are gone.
-func (s *Sandbox) revokeRBAC() error {
+func (c *Cluster) revokeRBAC() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rb := s.admin.kube.RbacV1()
+	rb := c.admin.kube.RbacV1()
 	var errs []error
-	for _, o := range slices.Backward(s.granted) {
+	for _, o := range slices.Backward(c.granted) {
 		var err error
 		switch o.kind {
 		case "ClusterRoleBinding":
@@ -159,6 +159,6 @@ func (s *Sandbox) revokeRBAC() error {
 			errs = append(errs, fmt.Errorf("delete %s %s: %w", o.kind, o.name, err))
 		}
 	}
-	s.granted = nil
+	c.granted = nil
 	return errors.Join(errs...)
 }

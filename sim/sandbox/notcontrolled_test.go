@@ -30,9 +30,9 @@ func TestNotControlledByUs(t *testing.T) {
 		theirs := echo.DesiredDeployment(&echov1.Echo{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace(st)},
 			Spec:       echov1.EchoSpec{Message: "made by hand", Replicas: 1},
-		}, nil, "by-hand", sb.Image())
+		}, nil, "by-hand", sb.Cluster().Image())
 		theirs.OwnerReferences = nil
-		if _, err := sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		if _, err := sb.Admin().Kube().AppsV1().Deployments(sb.Namespace(st)).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +40,7 @@ func TestNotControlledByUs(t *testing.T) {
 		ctx := context.Background()
 		_ = sb.Student().DeleteEcho(ctx, name)
 		for _, st := range style.All() {
-			_ = sb.Kube().AppsV1().Deployments(sb.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
+			_ = sb.Admin().Kube().AppsV1().Deployments(sb.Namespace(st)).Delete(ctx, echo.DeploymentName(name), metav1.DeleteOptions{})
 		}
 	})
 	if err := sb.Student().CreateEcho(ctx, name, "mine?", 2); err != nil {
@@ -50,7 +50,7 @@ func TestNotControlledByUs(t *testing.T) {
 	for _, st := range style.All() {
 		t.Run(st.String(), func(t *testing.T) {
 			simtest.Eventually(t, time.Minute, "a Warning "+echo.ReasonNotControlled+" Event on Echo "+name, func(ctx context.Context) (bool, error) {
-				evs, err := sb.Kube().CoreV1().Events(sb.Namespace(st)).List(ctx, metav1.ListOptions{
+				evs, err := sb.Admin().Kube().CoreV1().Events(sb.Namespace(st)).List(ctx, metav1.ListOptions{
 					FieldSelector: "involvedObject.name=" + name + ",reason=" + echo.ReasonNotControlled})
 				if err != nil {
 					return false, err

@@ -51,15 +51,7 @@ func replicaNames(n int) []string {
 const MaxReplicas = 5
 
 // Replicas are the replicas style st runs in this sandbox.
-func (o Operators) Replicas(st style.Style) []string {
-	if c := o.s.custom(st); c != nil {
-		return replicaNames(c.Replicas)
-	}
-	if n := o.s.opts.Replicas[st]; n > 0 {
-		return replicaNames(n)
-	}
-	return Replicas(st)
-}
+func (o *Operators) Replicas(st style.Style) []string { return o.plan.of(st) }
 
 // Custom is a student's own Echo operator (`--operator NAME=COMMAND`). rlab
 // runs it as it runs its own, in namespace echo-NAME as ServiceAccount
@@ -117,14 +109,22 @@ func ParseRole(r string) (string, error) {
 	return "", fmt.Errorf("unknown operator role %q: use %s or %s", r, RoleLeast, RoleNamespaceAdmin)
 }
 
-// custom is the custom operator named st, or nil.
-func (s *Sandbox) custom(st style.Style) *Custom {
-	for i := range s.opts.Custom {
-		if s.opts.Custom[i].Name == st {
-			return &s.opts.Custom[i]
-		}
+// Customs is the part of the engine that owns the student's own operators
+// (Options.Custom): what each runs, and the run dir where a lesson writes
+// the next version of one. Their replicas are the supervisor's, as every
+// operator's.
+type Customs struct {
+	super restarter
+	plan  replicaPlan
+	dir   string // the run dir's operators folder
+}
+
+// Custom is the custom operator named st, if it is one.
+func (c *Customs) Custom(st style.Style) (Custom, bool) {
+	if cu := c.plan.customOf(st); cu != nil {
+		return *cu, true
 	}
-	return nil
+	return Custom{}, false
 }
 
 // Env names a custom operator finds its cluster and namespace by.
@@ -280,11 +280,11 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // writeScript writes a custom operator's script as <style>-<name> in the
 // operators dir, and returns the command line that runs it.
-func (s *Sandbox) writeScript(st style.Style, name string, script []byte) (string, error) {
+func writeScript(dir string, st style.Style, name string, script []byte) (string, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name[0] == '.' {
 		return "", fmt.Errorf("script name %q: want a plain file name", name)
 	}
-	path := replicaFile(filepath.Join(s.opts.State.Run(), "operators"), st, name, "")
+	path := replicaFile(dir, st, name, "")
 	if err := os.WriteFile(path, script, 0o700); err != nil {
 		return "", fmt.Errorf("script of %s: %w", st, err)
 	}
@@ -298,11 +298,11 @@ func ProjectCommand(dir string) string { return "cd " + shellQuote(dir) + " && e
 // writeProject writes a custom operator's Go project to folder
 // <style>-<name> in the operators dir, over any version written there
 // before, and returns the command line that runs it.
-func (s *Sandbox) writeProject(st style.Style, name string, files map[string][]byte) (string, error) {
+func writeProject(operators string, st style.Style, name string, files map[string][]byte) (string, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name[0] == '.' {
 		return "", fmt.Errorf("project name %q: want a plain folder name", name)
 	}
-	dir := replicaFile(filepath.Join(s.opts.State.Run(), "operators"), st, name, "")
+	dir := replicaFile(operators, st, name, "")
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("project of %s: %w", st, err)
 	}
@@ -332,11 +332,11 @@ func WriteProject(dir string, files map[string][]byte) error {
 }
 
 // CustomCommand is the command line custom operator st's replicas run now.
-func (o Operators) CustomCommand(st style.Style) (string, error) {
-	if o.s.custom(st) == nil {
+func (c *Customs) CustomCommand(st style.Style) (string, error) {
+	if c.plan.customOf(st) == nil {
 		return "", fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	sp, err := o.s.super.Spec(st.Source(o.Replicas(st)[0]))
+	sp, err := c.super.Spec(st.Source(c.plan.of(st)[0]))
 	if err != nil {
 		return "", err
 	}
@@ -349,15 +349,15 @@ func (o Operators) CustomCommand(st style.Style) (string, error) {
 // setCustomCommand restarts every replica of custom operator st with
 // another command line, at once and gracefully (SIGTERM): a new version
 // of the student's operator takes over from the old one.
-func (o Operators) setCustomCommand(st style.Style, command string) error {
-	if o.s.custom(st) == nil {
+func (c *Customs) setCustomCommand(st style.Style, command string) error {
+	if c.plan.customOf(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
 	if strings.TrimSpace(command) == "" {
 		return fmt.Errorf("operator %s: no command to run", st)
 	}
-	for _, r := range o.Replicas(st) {
-		if err := o.s.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
+	for _, r := range c.plan.of(st) {
+		if err := c.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
 			return fmt.Errorf("restart %s: %w", st.Source(r), err)
 		}
 	}
@@ -367,125 +367,130 @@ func (o Operators) setCustomCommand(st style.Style, command string) error {
 // RunCustomScript writes script to the run dir as <style>-<name> and
 // restarts custom operator st running it with bash: a lesson swaps in the
 // next version of its operator so.
-func (o Operators) RunCustomScript(st style.Style, name string, script []byte) error {
-	if o.s.custom(st) == nil {
+func (c *Customs) RunCustomScript(st style.Style, name string, script []byte) error {
+	if c.plan.customOf(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	command, err := o.s.writeScript(st, name, script)
+	command, err := writeScript(c.dir, st, name, script)
 	if err != nil {
 		return err
 	}
-	return o.setCustomCommand(st, command)
+	return c.setCustomCommand(st, command)
 }
 
 // RunCustomProject writes Go project files to the run dir as folder
 // <style>-<name> and restarts custom operator st running it with go run: a
 // lesson swaps in the next version of its project so.
-func (o Operators) RunCustomProject(st style.Style, name string, files map[string][]byte) error {
-	if o.s.custom(st) == nil {
+func (c *Customs) RunCustomProject(st style.Style, name string, files map[string][]byte) error {
+	if c.plan.customOf(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	command, err := o.s.writeProject(st, name, files)
+	command, err := writeProject(c.dir, st, name, files)
 	if err != nil {
 		return err
 	}
-	return o.setCustomCommand(st, command)
+	return c.setCustomCommand(st, command)
 }
 
 // ResetCustom restarts custom operator st with the command it started
 // with, if it runs another now.
-func (o Operators) ResetCustom(st style.Style) error {
-	c := o.s.custom(st)
-	if c == nil {
+func (c *Customs) ResetCustom(st style.Style) error {
+	cu := c.plan.customOf(st)
+	if cu == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	now, err := o.CustomCommand(st)
-	if err != nil || now == c.Command {
+	now, err := c.CustomCommand(st)
+	if err != nil || now == cu.Command {
 		return err
 	}
-	return o.setCustomCommand(st, c.Command)
+	return c.setCustomCommand(st, cu.Command)
 }
 
-// replicaArgs is the command line of one replica.
-func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig string) (string, []string) {
-	ns := s.Namespace(st)
-	if c := s.custom(st); c != nil {
+// replicaArgs is the command line of one replica; shellScript and kubectl
+// are the shell loop's script and kubectl.
+func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig, shellScript, kubectl string, webhook *webhookServer) (string, []string) {
+	ns := s.sc.namespace(st)
+	if c := s.ops.plan.customOf(st); c != nil {
 		return "/bin/sh", []string{"-c", c.Command}
 	}
 	if st == style.Shell {
-		return "bash", []string{s.shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
+		return "bash", []string{shellScript, "--kubeconfig", kubeconfig, "--namespace", ns,
 			"--interval", strconv.Itoa(int(s.opts.ShellInterval / time.Second)),
-			"--kubectl", s.shellKubectl, "--replica", replica, "--image", s.opts.Image}
+			"--kubectl", kubectl, "--replica", replica, "--image", s.opts.Image}
 	}
 	args := []string{"operator", string(st), "--kubeconfig", kubeconfig, "--namespace", ns, "--replica", replica,
 		"--image", s.opts.Image}
 	if slices.Contains(s.opts.Unwatched, st) {
 		args = append(args, "--watch-owned=false")
 	}
-	args = append(args, s.webhookArgs(st, replica)...)
+	args = append(args, webhook.args(st, replica)...)
 	return s.opts.Self, args
 }
 
-// startOperators gives each style its namespace, identity, Role, one proxy
-// per replica and the replicas themselves.
-func (s *Sandbox) startOperators() error {
-	dir := filepath.Join(s.opts.State.Run(), "operators")
+// startOperators gives each style one proxy per replica (Faults') and the
+// replicas themselves (the supervisor, which Operators, Flags and Customs
+// drive), running as the style's identity.
+func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, webhook *webhookServer) error {
+	dir := s.customs.dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("operators dir: %w", err)
 	}
-	s.shellScript = filepath.Join(dir, "echo-operator.sh")
-	if err := os.WriteFile(s.shellScript, shell.Script, 0o700); err != nil {
+	shellScript := filepath.Join(dir, "echo-operator.sh")
+	if err := os.WriteFile(shellScript, shell.Script, 0o700); err != nil {
 		return fmt.Errorf("shell operator: %w", err)
 	}
 	// kubectl runs as it is: it stays in bash's process group, which dies
 	// with rlab (its lifeline watcher), when the supervisor signals the
 	// replica, and when bash exits (proc.StartCmd).
-	s.shellKubectl = filepath.Join(s.opts.Assets, "kubectl")
-	s.super = supervisor.New(supervisor.Options{
+	kubectl := filepath.Join(s.opts.Assets, "kubectl")
+	super := supervisor.New(supervisor.Options{
 		PIDDir: s.opts.State.PIDs(), Publish: s.bus.Publish, Log: s.opts.Log,
 		// Longer than the Lease (4 s): after a kill, the standby takes over
 		// before the crashed replica is back, which then waits as standby.
 		Backoff: 5 * time.Second,
 	})
+	s.ops.super, s.flags.super, s.customs.super = super, super, super
 	bin := filepath.Join(dir, "bin")
-	if err := s.linkKubectl(bin); err != nil {
+	if err := linkKubectl(bin, kubectl); err != nil {
 		return err
 	}
 	for i := range s.opts.Custom {
 		// Before any replica starts, and only here: Custom's fields stay
 		// as they are from then on.
 		if c := &s.opts.Custom[i]; c.Script != nil && c.Command == "" {
-			command, err := s.writeScript(c.Name, "starter.sh", c.Script)
+			command, err := writeScript(dir, c.Name, "starter.sh", c.Script)
 			if err != nil {
 				return err
 			}
 			c.Command = command
 		}
 		if c := &s.opts.Custom[i]; c.Project != nil && c.Command == "" {
-			command, err := s.writeProject(c.Name, "starter", c.Project)
+			command, err := writeProject(dir, c.Name, "starter", c.Project)
 			if err != nil {
 				return err
 			}
 			c.Command = command
 		}
 	}
-	for _, st := range s.styles {
-		id := s.identities[st]
-		for _, r := range s.Operators().Replicas(st) {
+	tmp := s.cluster.tmp
+	cacheEnv := kubectlCacheEnv(tmp)
+	for _, st := range s.sc.styles {
+		id := identities[st]
+		for _, r := range s.ops.plan.of(st) {
 			name := st.Source(r)
 			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log,
 				// The crash fault's, once the supervisor runs: one kill
 				// per style, so the replica that takes over is not
 				// killed at its first write as well.
 				Kill: func() error {
-					s.Operators().ClearFault(st, proxy.FaultCrash)
-					return s.super.Kill(name)
+					s.faults.ClearFault(st, proxy.FaultCrash)
+					return super.Kill(name)
 				}})
 			if err != nil {
 				return fmt.Errorf("proxy for %s: %w", name, err)
 			}
-			s.proxies[name] = p
-			kc, err := p.Kubeconfig(s.Namespace(st))
+			s.faults.proxies[name] = p
+			kc, err := p.Kubeconfig(s.sc.namespace(st))
 			if err != nil {
 				return err
 			}
@@ -493,25 +498,25 @@ func (s *Sandbox) startOperators() error {
 			if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 				return fmt.Errorf("kubeconfig for %s: %w", name, err)
 			}
-			path, args := s.replicaArgs(st, r, kcPath)
+			path, args := s.replicaArgs(st, r, kcPath, shellScript, kubectl, webhook)
 			spec := supervisor.Spec{
 				Style: st, Replica: r, Path: path, Args: args,
-				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + s.tmp, s.kubectlCacheEnv()},
+				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + tmp, cacheEnv},
 				LogFile:  replicaFile(s.opts.State.Logs(), st, r, ".log"),
 				Untraced: !st.Traits().Traces,
 			}
 			// A student's own command is told where it runs by the
 			// environment, as a Pod would be.
 			if !st.Traits().Builtin {
-				ns := s.Namespace(st)
+				ns := s.sc.namespace(st)
 				spec.Env = []string{
 					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
 					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
-					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + s.tmp,
-					s.kubectlCacheEnv(),
+					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp,
+					cacheEnv,
 				}
 			}
-			if err := s.super.Add(spec); err != nil {
+			if err := super.Add(spec); err != nil {
 				return err
 			}
 		}
@@ -524,21 +529,18 @@ func (s *Sandbox) startOperators() error {
 // the sandbox: each sandbox's proxies listen on new ports, and kubectl keeps
 // a cache per host:port, so the shell loop alone left about 1 MB in the
 // student's home for every sandbox started.
-func (s *Sandbox) kubectlCacheEnv() string {
-	return "KUBECACHEDIR=" + s.KubectlCacheDir()
+func kubectlCacheEnv(tmp string) string {
+	return "KUBECACHEDIR=" + kubectlCacheDir(tmp)
 }
-
-// KubectlCacheDir is where the operators' kubectl keeps its cache.
-func (s *Sandbox) KubectlCacheDir() string { return filepath.Join(s.tmp, "kubectl-cache") }
 
 // linkKubectl puts rlab's kubectl alone in dir, which goes first on a custom
 // operator's PATH: a bash operator finds the kubectl that matches the
 // cluster, and nothing else of the control plane's binaries.
-func (s *Sandbox) linkKubectl(dir string) error {
+func linkKubectl(dir, kubectl string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("operators bin dir: %w", err)
 	}
-	if err := os.Symlink(s.shellKubectl, filepath.Join(dir, "kubectl")); err != nil {
+	if err := os.Symlink(kubectl, filepath.Join(dir, "kubectl")); err != nil {
 		return fmt.Errorf("kubectl for custom operators: %w", err)
 	}
 	return nil

@@ -18,17 +18,60 @@ import (
 	"github.com/kkloud/rlab/sim/supervisor"
 )
 
-// Operators are the operator replicas a sandbox runs, and what stands
-// around each of them: its supervisor (start, stop, kill, pause, its
-// arguments), its counting proxy (partitions) and its identity (the Lease
-// it holds, its log). Callers that drive the operators (lessons, the
-// screen's keys, `rlab check`) take this seam and not the whole sandbox;
-// the cluster and its tenancy stay on Sandbox, the student's acts on
-// Student.
-type Operators struct{ s *Sandbox }
+// Operators is the part of the engine that owns the operator replicas'
+// processes: the supervisor (start, stop, kill, pause, restart) and what
+// says which replicas each style runs; the Lease names the leader, the log
+// file what a replica said. Their proxies are Faults', the flags they run
+// with Flags', the student's own operators Customs'.
+type Operators struct {
+	super *supervisor.Supervisor // nil with no operators
+	plan  replicaPlan
+	sc    scope
+	admin *clients // reads the Lease
+	logs  string   // the state dir's logs
+}
 
-// Operators drives the sandbox's operator replicas.
-func (s *Sandbox) Operators() Operators { return Operators{s} }
+// close stops every replica; safe to call more than once.
+func (o *Operators) close() error {
+	if o.super == nil {
+		return nil
+	}
+	err := o.super.Close(5 * time.Second)
+	o.super = nil
+	return err
+}
+
+// Faults is the part of the engine that owns the replicas' counting
+// proxies, one per replica: the faults they inject and the partitions
+// that cut a replica off.
+type Faults struct {
+	proxies map[string]*proxy.Proxy
+	plan    replicaPlan
+}
+
+// close stops every proxy; safe to call more than once.
+func (f *Faults) close() error {
+	var errs []error
+	for name, p := range f.proxies {
+		errs = append(errs, p.Close())
+		delete(f.proxies, name)
+	}
+	return errors.Join(errs...)
+}
+
+// restarter is what Flags and Customs use of the supervisor that
+// Operators owns: a replica's arguments, and a restart with others.
+type restarter interface {
+	Spec(name string) (supervisor.Spec, error)
+	SetArgs(name string, args []string) error
+}
+
+// Flags is the part of the engine that sets the options the replicas run
+// with, each a restart with other arguments through the supervisor.
+type Flags struct {
+	super restarter
+	plan  replicaPlan
+}
 
 // ErrNoLeader is why Leader found no replica to name: nobody holds the
 // Lease, or its holder is not running (it has just lost the Lease and
@@ -36,8 +79,8 @@ func (s *Sandbox) Operators() Operators { return Operators{s} }
 var ErrNoLeader = errors.New("no running leader")
 
 // Leader returns the replica ("clientgo/a") holding a style's Lease.
-func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
-	l, err := o.s.admin.kube.CoordinationV1().Leases(o.s.Namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
+func (o *Operators) Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error) {
+	l, err := o.admin.kube.CoordinationV1().Leases(o.sc.namespace(st)).Get(ctx, echo.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, fmt.Errorf("lease of %s: %w", st, err)
 	}
@@ -49,7 +92,7 @@ func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordin
 	if !ok {
 		return "", l, fmt.Errorf("lease holder %q is not <style>-<replica>-<pid>", id)
 	}
-	name, ok := o.s.super.ByPID(pid)
+	name, ok := o.super.ByPID(pid)
 	if !ok {
 		return "", l, fmt.Errorf("lease holder %s is not a running replica: %w", id, ErrNoLeader)
 	}
@@ -58,28 +101,28 @@ func (o Operators) Leader(ctx context.Context, st style.Style) (string, *coordin
 
 // KillLeader crashes the replica holding a style's Lease (SIGKILL): the
 // standby takes over once the Lease expires.
-func (o Operators) KillLeader(ctx context.Context, st style.Style) (string, error) {
+func (o *Operators) KillLeader(ctx context.Context, st style.Style) (string, error) {
 	name, _, err := o.Leader(ctx, st)
 	if err != nil {
 		return "", err
 	}
-	return name, o.s.super.Kill(name)
+	return name, o.super.Kill(name)
 }
 
 // StopLeader stops the leader gracefully (SIGTERM): it releases the Lease
 // and the standby takes over at once.
-func (o Operators) StopLeader(ctx context.Context, st style.Style) (string, error) {
+func (o *Operators) StopLeader(ctx context.Context, st style.Style) (string, error) {
 	name, _, err := o.Leader(ctx, st)
 	if err != nil {
 		return "", err
 	}
-	return name, o.s.super.Stop(name)
+	return name, o.super.Stop(name)
 }
 
 // Partition cuts a replica off the apiserver (proxy.Refuse or proxy.Hang),
 // or heals it (proxy.Normal).
-func (o Operators) Partition(replica string, mode proxy.Mode) error {
-	p, ok := o.s.proxies[replica]
+func (f *Faults) Partition(replica string, mode proxy.Mode) error {
+	p, ok := f.proxies[replica]
 	if !ok {
 		return fmt.Errorf("no replica %q", replica)
 	}
@@ -91,9 +134,9 @@ func (o Operators) Partition(replica string, mode proxy.Mode) error {
 // fault of its kind (proxy.Fault says what each does). The crash fault
 // kills the first replica to reach its Nth write, through the supervisor,
 // which restarts it; it is then off at every replica of st.
-func (o Operators) SetFault(st style.Style, f proxy.Fault) error {
-	for _, r := range o.Replicas(st) {
-		p, ok := o.s.proxies[st.Source(r)]
+func (fs *Faults) SetFault(st style.Style, f proxy.Fault) error {
+	for _, r := range fs.plan.of(st) {
+		p, ok := fs.proxies[st.Source(r)]
 		if !ok {
 			return fmt.Errorf("no proxy for %s", st.Source(r))
 		}
@@ -106,9 +149,9 @@ func (o Operators) SetFault(st style.Style, f proxy.Fault) error {
 
 // ClearFault turns off the fault of kind at every replica of st; kind ""
 // turns every fault off.
-func (o Operators) ClearFault(st style.Style, kind proxy.FaultKind) {
-	for _, r := range o.Replicas(st) {
-		if p, ok := o.s.proxies[st.Source(r)]; ok {
+func (f *Faults) ClearFault(st style.Style, kind proxy.FaultKind) {
+	for _, r := range f.plan.of(st) {
+		if p, ok := f.proxies[st.Source(r)]; ok {
 			if kind == "" {
 				p.ClearFaults()
 			} else {
@@ -120,8 +163,8 @@ func (o Operators) ClearFault(st style.Style, kind proxy.FaultKind) {
 
 // Faults are the faults on at replica a of st (SetFault gives every
 // replica the same; crash, once fired, is off at the replica it killed).
-func (o Operators) Faults(st style.Style) []proxy.Fault {
-	if p, ok := o.s.proxies[st.Source("a")]; ok {
+func (f *Faults) Faults(st style.Style) []proxy.Fault {
+	if p, ok := f.proxies[st.Source("a")]; ok {
 		return p.Faults()
 	}
 	return nil
@@ -129,52 +172,52 @@ func (o Operators) Faults(st style.Style) []proxy.Fault {
 
 // SetWatchOwned restarts a Go style's replicas with or without
 // --watch-owned=false.
-func (o Operators) SetWatchOwned(st style.Style, watch bool) error {
+func (f *Flags) SetWatchOwned(st style.Style, watch bool) error {
 	if st.Traits().Polls {
 		return errors.New("the shell loop polls everything; it has no watches to turn off")
 	}
-	return o.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)
+	return f.setFlag(st, "--watch-owned", "--watch-owned=false", !watch)
 }
 
 // SetFinalizer restarts a style's replicas with or without --finalizer.
-func (o Operators) SetFinalizer(st style.Style, on bool) error {
-	return o.setFlag(st, "--finalizer", "--finalizer", on)
+func (f *Flags) SetFinalizer(st style.Style, on bool) error {
+	return f.setFlag(st, "--finalizer", "--finalizer", on)
 }
 
 // SetWarmup restarts the controller-runtime operator's replicas with or
 // without --warmup (EnableWarmup), the only style that has the option.
-func (o Operators) SetWarmup(st style.Style, on bool) error {
+func (f *Flags) SetWarmup(st style.Style, on bool) error {
 	if !st.Traits().Takes(style.Warmup) {
 		return fmt.Errorf("%s has no warm-up option: only controller-runtime's EnableWarmup starts a controller's watches before it leads", st)
 	}
-	return o.setFlag(st, "--warmup", "--warmup", on)
+	return f.setFlag(st, "--warmup", "--warmup", on)
 }
 
 // SetGenerationPredicate restarts the controller-runtime operator's replicas
 // with GenerationChangedPredicate where says (echo.GenerationOff,
 // GenerationOnEcho, GenerationEverywhere), the only style that has it.
-func (o Operators) SetGenerationPredicate(st style.Style, where string) error {
+func (f *Flags) SetGenerationPredicate(st style.Style, where string) error {
 	if !st.Traits().Takes(style.GenerationPredicate) {
 		return fmt.Errorf("%s has no predicates: GenerationChangedPredicate is controller-runtime's, and the other styles queue every event they get", st)
 	}
 	if !slices.Contains(echo.GenerationPredicates, where) {
 		return fmt.Errorf("GenerationChangedPredicate %q: want one of %s", where, strings.Join(echo.GenerationPredicates, ", "))
 	}
-	return o.setFlag(st, "--generation-predicate", "--generation-predicate="+where, where != echo.GenerationOff)
+	return f.setFlag(st, "--generation-predicate", "--generation-predicate="+where, where != echo.GenerationOff)
 }
 
 // SetDefaultsCache restarts the controller-runtime operator's replicas with
 // --defaults-cache=cache (echo.DefaultsCacheAll, the default, or
 // DefaultsCacheNamed: its cache lists and watches the ConfigMap
 // echo-defaults alone), the only style whose cache is not narrowed already.
-func (o Operators) SetDefaultsCache(st style.Style, cache string) error {
+func (f *Flags) SetDefaultsCache(st style.Style, cache string) error {
 	if !st.Traits().Takes(style.DefaultsCache) {
 		return fmt.Errorf("%s has no such option: only controller-runtime's cache holds every ConfigMap of the namespace for the watch of %s", st, echo.DefaultsName)
 	}
 	if !slices.Contains(echo.DefaultsCaches, cache) {
 		return fmt.Errorf("defaults cache %q: want one of %s", cache, strings.Join(echo.DefaultsCaches, ", "))
 	}
-	return o.setFlag(st, "--defaults-cache", "--defaults-cache="+cache, cache != echo.DefaultsCacheAll)
+	return f.setFlag(st, "--defaults-cache", "--defaults-cache="+cache, cache != echo.DefaultsCacheAll)
 }
 
 // Tuning is how a Go operator's replicas are sized for load: concurrent
@@ -232,23 +275,24 @@ func isTuningArg(a string) bool {
 
 // SetTuning restarts a Go style's replicas, once each, with t's flags in
 // place of those they had: the zero Tuning is the libraries' defaults.
-func (o Operators) SetTuning(st style.Style, t Tuning) error {
+func (f *Flags) SetTuning(st style.Style, t Tuning) error {
 	if !st.Traits().Takes(style.Tuning) {
 		return fmt.Errorf("%s has no workers or client-side limit to tune: only the Go operators take --workers, --qps and --burst", st)
 	}
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	return o.setArgs(st, isTuningArg, t.Args())
+	return f.setArgs(st, isTuningArg, t.Args())
 }
 
 // Tuning is what a Go style's replicas run with now, read from replica a's
 // arguments (SetTuning gives every replica the same).
-func (o Operators) Tuning(st style.Style) (Tuning, error) {
-	args, err := o.ReplicaArgs(st.Source("a"))
+func (f *Flags) Tuning(st style.Style) (Tuning, error) {
+	sp, err := f.super.Spec(st.Source("a"))
 	if err != nil {
 		return Tuning{}, err
 	}
+	args := slices.Clone(sp.Args)
 	var t Tuning
 	for _, a := range args {
 		var err error
@@ -271,25 +315,25 @@ func (o Operators) Tuning(st style.Style) (Tuning, error) {
 
 // setFlag restarts every replica of st with arg if on, and without any
 // argument starting with prefix.
-func (o Operators) setFlag(st style.Style, prefix, arg string, on bool) error {
+func (f *Flags) setFlag(st style.Style, prefix, arg string, on bool) error {
 	var add []string
 	if on {
 		add = []string{arg}
 	}
-	return o.setArgs(st, func(a string) bool { return strings.HasPrefix(a, prefix) }, add)
+	return f.setArgs(st, func(a string) bool { return strings.HasPrefix(a, prefix) }, add)
 }
 
 // setArgs restarts every replica of st without the arguments drop says,
 // and with add after the others.
-func (o Operators) setArgs(st style.Style, drop func(string) bool, add []string) error {
-	for _, r := range o.Replicas(st) {
+func (f *Flags) setArgs(st style.Style, drop func(string) bool, add []string) error {
+	for _, r := range f.plan.of(st) {
 		name := st.Source(r)
-		sp, err := o.s.super.Spec(name)
+		sp, err := f.super.Spec(name)
 		if err != nil {
 			return err
 		}
 		args := slices.DeleteFunc(slices.Clone(sp.Args), drop)
-		if err := o.s.super.SetArgs(name, append(args, add...)); err != nil {
+		if err := f.super.SetArgs(name, append(args, add...)); err != nil {
 			return err
 		}
 	}
@@ -304,8 +348,8 @@ const secondShell = "b"
 // ServiceAccount). It has no leader election: both act on everything. With
 // a suffix it is a newer build that writes the message with suffix
 // appended, and the two undo each other's work at every poll.
-func (o Operators) AddShellReplica(suffix string) error {
-	a, err := o.s.super.Spec(style.Shell.Source("a"))
+func (o *Operators) AddShellReplica(suffix string) error {
+	a, err := o.super.Spec(style.Shell.Source("a"))
 	if err != nil {
 		return fmt.Errorf("no shell loop to copy: %w", err)
 	}
@@ -323,24 +367,24 @@ func (o Operators) AddShellReplica(suffix string) error {
 	if suffix != "" {
 		b.Args = append(b.Args, "--message-suffix", suffix)
 	}
-	b.LogFile = replicaFile(o.s.opts.State.Logs(), style.Shell, secondShell, ".log")
-	return o.s.super.Add(b)
+	b.LogFile = replicaFile(o.logs, style.Shell, secondShell, ".log")
+	return o.super.Add(b)
 }
 
 // RemoveShellReplica stops the second shell loop for good, if it runs.
-func (o Operators) RemoveShellReplica() error {
+func (o *Operators) RemoveShellReplica() error {
 	name := style.Shell.Source(secondShell)
-	if _, err := o.s.super.Spec(name); err != nil {
+	if _, err := o.super.Spec(name); err != nil {
 		return nil // not running
 	}
-	return o.s.super.Remove(name, 5*time.Second)
+	return o.super.Remove(name, 5*time.Second)
 }
 
 // Pause freezes every replica of a style (SIGSTOP), as if the
 // operator were uninstalled or hung; Resume lets them go on.
-func (o Operators) Pause(st style.Style) error {
-	for _, r := range o.Replicas(st) {
-		if err := o.s.super.Pause(st.Source(r)); err != nil {
+func (o *Operators) Pause(st style.Style) error {
+	for _, r := range o.plan.of(st) {
+		if err := o.super.Pause(st.Source(r)); err != nil {
 			return err
 		}
 	}
@@ -348,11 +392,11 @@ func (o Operators) Pause(st style.Style) error {
 }
 
 // Resume continues every paused replica of a style (SIGCONT).
-func (o Operators) Resume(only style.Style) error {
+func (o *Operators) Resume(only style.Style) error {
 	var errs []error
-	for _, st := range o.s.super.Statuses() {
+	for _, st := range o.super.Statuses() {
 		if st.Style == only && st.Paused {
-			errs = append(errs, o.s.super.Resume(st.Name))
+			errs = append(errs, o.super.Resume(st.Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -360,20 +404,20 @@ func (o Operators) Resume(only style.Style) error {
 
 // ReplicaStatuses are every operator replica's, sorted by name (none with
 // no operators).
-func (o Operators) ReplicaStatuses() []supervisor.Status {
-	if o.s.super == nil {
+func (o *Operators) ReplicaStatuses() []supervisor.Status {
+	if o.super == nil {
 		return nil
 	}
-	return o.s.super.Statuses()
+	return o.super.Statuses()
 }
 
 // KillReplica crashes a replica ("<style>/<replica>", SIGKILL); its
 // supervisor restarts it after its backoff.
-func (o Operators) KillReplica(name string) error { return o.s.super.Kill(name) }
+func (o *Operators) KillReplica(name string) error { return o.super.Kill(name) }
 
 // ReplicaArgs are the arguments a replica ("<style>/<replica>") runs with.
-func (o Operators) ReplicaArgs(name string) ([]string, error) {
-	sp, err := o.s.super.Spec(name)
+func (o *Operators) ReplicaArgs(name string) ([]string, error) {
+	sp, err := o.super.Spec(name)
 	if err != nil {
 		return nil, err
 	}
@@ -381,9 +425,9 @@ func (o Operators) ReplicaArgs(name string) ([]string, error) {
 }
 
 // Proxy is a replica's counting proxy, by "<style>/<replica>".
-func (o Operators) Proxy(name string) *proxy.Proxy { return o.s.proxies[name] }
+func (f *Faults) Proxy(name string) *proxy.Proxy { return f.proxies[name] }
 
 // LogFile is the log file of a replica ("<style>/<replica>").
-func (o Operators) LogFile(st style.Style, replica string) string {
-	return replicaFile(o.s.opts.State.Logs(), st, replica, ".log")
+func (o *Operators) LogFile(st style.Style, replica string) string {
+	return replicaFile(o.logs, st, replica, ".log")
 }

@@ -22,13 +22,13 @@ import (
 func TestReplicaArgsImage(t *testing.T) {
 	for _, image := range []string{echo.DefaultImage, "rlab.local/echo-server:v1"} {
 		s := &Sandbox{
-			opts:        Options{Self: "/bin/rlab", ShellInterval: time.Second, Image: image},
-			shellScript: "/run/echo-operator.sh", shellKubectl: "/run/bin/kubectl",
+			opts: Options{Self: "/bin/rlab", ShellInterval: time.Second, Image: image},
+			ops:  &Operators{},
 		}
 		for _, st := range style.All() {
 			for _, r := range Replicas(st) {
 				t.Run(image+"/"+st.Source(r), func(t *testing.T) {
-					_, args := s.replicaArgs(st, r, "/run/kubeconfig")
+					_, args := s.replicaArgs(st, r, "/run/kubeconfig", "/run/echo-operator.sh", "/run/bin/kubectl", nil)
 					i := slices.Index(args, "--image")
 					if i < 0 || i+1 >= len(args) || args[i+1] != image {
 						t.Fatalf("args %q, want --image %s", args, image)
@@ -84,15 +84,15 @@ func TestCustomScripts(t *testing.T) {
 	// Each version says which it is, then waits as an operator does.
 	version := func(v string) string { return "echo " + v + " > " + shellQuote(marker) + "; exec sleep 60" }
 	mine := style.Style("mine")
-	s := &Sandbox{
-		opts:  Options{State: state.Dir{Root: filepath.Join(dir, "it's a state dir")}, Custom: []Custom{{Name: mine, Command: version("v1"), Replicas: 1}}},
-		super: supervisor.New(supervisor.Options{PIDDir: filepath.Join(dir, "pids"), Backoff: 50 * time.Millisecond}),
-	}
-	t.Cleanup(func() { _ = s.super.Close(time.Second) })
-	if err := os.MkdirAll(filepath.Join(s.opts.State.Run(), "operators"), 0o700); err != nil {
+	sd := state.Dir{Root: filepath.Join(dir, "it's a state dir")}
+	custom := []Custom{{Name: mine, Command: version("v1"), Replicas: 1}}
+	super := supervisor.New(supervisor.Options{PIDDir: filepath.Join(dir, "pids"), Backoff: 50 * time.Millisecond})
+	c := &Customs{super: super, plan: replicaPlan{custom: custom}, dir: filepath.Join(sd.Run(), "operators")}
+	t.Cleanup(func() { _ = super.Close(time.Second) })
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.super.Add(supervisor.Spec{Style: mine, Replica: "a", Path: "/bin/sh", Args: []string{"-c", s.opts.Custom[0].Command},
+	if err := super.Add(supervisor.Spec{Style: mine, Replica: "a", Path: "/bin/sh", Args: []string{"-c", custom[0].Command},
 		LogFile: filepath.Join(dir, "mine-a.log")}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,38 +101,38 @@ func TestCustomScripts(t *testing.T) {
 		defer func() {
 			if t.Failed() {
 				b, _ := os.ReadFile(filepath.Join(dir, "mine-a.log"))
-				t.Logf("log: %s; statuses %+v", b, s.super.Statuses())
+				t.Logf("log: %s; statuses %+v", b, super.Statuses())
 			}
 		}()
 		simtest.Eventually(t, 10*time.Second, "version "+want+" runs", simtest.True(func() bool {
 			b, _ := os.ReadFile(marker)
-			st := s.super.Statuses()
+			st := super.Statuses()
 			return strings.TrimSpace(string(b)) == want && st[0].Running
 		}))
 	}
 	runs("v1")
 
-	if err := s.Operators().RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
+	if err := c.RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
 		t.Fatal(err)
 	}
 	runs("v2")
-	path := filepath.Join(s.opts.State.Run(), "operators", "mine-v2.sh")
+	path := filepath.Join(c.dir, "mine-v2.sh")
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("script %s: %v, %v", path, fi, err)
 	}
-	if got, err := s.Operators().CustomCommand(mine); err != nil || got != scriptCommand(path) {
+	if got, err := c.CustomCommand(mine); err != nil || got != scriptCommand(path) {
 		t.Errorf("CustomCommand = %q, %v, want %q", got, err, scriptCommand(path))
 	}
 
-	if err := s.Operators().ResetCustom(mine); err != nil {
+	if err := c.ResetCustom(mine); err != nil {
 		t.Fatal(err)
 	}
 	runs("v1")
-	if got, _ := s.Operators().CustomCommand(mine); got != version("v1") {
+	if got, _ := c.CustomCommand(mine); got != version("v1") {
 		t.Errorf("after ResetCustom: %q", got)
 	}
-	restarts := s.super.Statuses()[0].Restarts
-	if err := s.Operators().ResetCustom(mine); err != nil || s.super.Statuses()[0].Restarts != restarts {
+	restarts := super.Statuses()[0].Restarts
+	if err := c.ResetCustom(mine); err != nil || super.Statuses()[0].Restarts != restarts {
 		t.Errorf("ResetCustom on the starter restarted it: %v", err)
 	}
 
@@ -141,9 +141,9 @@ func TestCustomScripts(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"not an operator", s.Operators().RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
-		{"a path", s.Operators().RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
-		{"no command", s.Operators().setCustomCommand(mine, " "), "no command to run"},
+		{"not an operator", c.RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
+		{"a path", c.RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
+		{"no command", c.setCustomCommand(mine, " "), "no command to run"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)

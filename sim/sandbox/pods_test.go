@@ -46,7 +46,7 @@ func TestPodsAnswer(t *testing.T) {
 // namespace (old ones gone) and each answers msg on its port.
 func podsAnswer(st style.Style, name string, want int, msg string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		pods, err := sb.Kube().CoreV1().Pods(sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+		pods, err := sb.Admin().Kube().CoreV1().Pods(sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 		if err != nil {
 			return false, err
 		}
@@ -57,7 +57,7 @@ func podsAnswer(st style.Style, name string, want int, msg string) func(context.
 			if p.DeletionTimestamp != nil || !podReady(&p) {
 				return false, fmt.Errorf("pod %s not Ready yet", p.Name)
 			}
-			body, err := sb.Kube().CoreV1().Pods(sb.Namespace(st)).ProxyGet("http", p.Name, "5678", "/", nil).DoRaw(ctx)
+			body, err := sb.Admin().Kube().CoreV1().Pods(sb.Namespace(st)).ProxyGet("http", p.Name, "5678", "/", nil).DoRaw(ctx)
 			if err != nil {
 				return false, fmt.Errorf("pod %s: %w", p.Name, err)
 			}

@@ -4,7 +4,6 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,6 @@ import (
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/state"
-	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/tenancy"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -87,37 +85,25 @@ const (
 	SampleReplicas = 2
 )
 
-// Sandbox is a running sandbox.
+// Sandbox is a running sandbox: the composition root of the engine's
+// parts, each holding the state it owns. Start builds them, Stop stops
+// them, and callers take the part they use.
 type Sandbox struct {
-	opts    Options
-	lock    *state.Lock
-	backend cluster.Cluster
-	bus     *bus.Bus
-	admin   *clients
-	// you is the student's proxy, and hands the clients through it: what
-	// the student does (their kubectl, a key, autoplay, `rlab do`) shows as
-	// theirs (trace.SourceYou), apart from what rlab does on its own.
-	you       *proxy.Proxy
-	youConfig *rest.Config
-	hands     *clients
-	world     *world.World
-	super     *supervisor.Supervisor
-	proxies   map[string]*proxy.Proxy
-	// styles are the built-in styles, then the custom operators' names.
-	styles []style.Style
-	// identities are the operators' ServiceAccounts, one per style.
-	identities map[style.Style]*cluster.Identity
-	// prefix starts the style namespaces; shared says the cluster outlives
-	// the sandbox, and owned lists the namespaces it created there.
-	prefix style.Prefix
-	shared bool
-	owned  []string
-	// granted are the RBAC objects made for operators' own RBAC
-	// (Custom.RBAC) that Stop deletes.
-	granted []grantedObject
-	cancel  context.CancelFunc // stops the world's informers
+	opts Options
+	lock *state.Lock
+	bus  *bus.Bus
+	sc   scope
 
-	shellScript, shellKubectl string
+	cluster *Cluster
+	world   *World
+	ops     *Operators
+	faults  *Faults
+	flags   *Flags
+	customs *Customs
+	student *Student
+	api     *StudentAPI
+	admin   *Admin
+
 	// Reaped lists processes a previous, killed run had left behind.
 	Reaped []proc.Entry
 	// ClusterReady is how long Start took: the cluster is ready and the
@@ -128,18 +114,7 @@ type Sandbox struct {
 	// replicas reported the sample 2/2 (set by WaitSample).
 	Converged map[style.Style]time.Duration
 
-	began, operatorsStarted time.Time
-
-	phases []cluster.Phase
-	marks  []cluster.Mark // the sandbox's own start-up moments, since began
-
-	// tmp is the children's TMPDIR, under the run dir.
-	tmp string
-
-	// webhook is where controller-runtime's replica a serves its
-	// validating webhook, or nil, and noWebhook then says why.
-	webhook   *webhookServer
-	noWebhook error
+	operatorsStarted time.Time
 }
 
 // Start checks opts as Validate does, takes the state dir (or fails with
@@ -168,14 +143,15 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, proxies: map[string]*proxy.Proxy{}, identities: map[style.Style]*cluster.Identity{},
-		began: began, styles: styles}
+	c := &Cluster{began: began, progress: opts.Progress, log: opts.Log, note: opts.Note,
+		kubeconfig: opts.State.Kubeconfig(), assets: opts.Assets}
+	s := &Sandbox{opts: opts, lock: lock, bus: opts.Bus, cluster: c, sc: scope{styles: styles}}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
 		}
 	}()
-	s.mark("state dir locked")
+	c.mark("state dir locked")
 	if s.Reaped, err = proc.Reap(opts.State.PIDs(), 10*time.Second); err != nil {
 		return nil, fmt.Errorf("clean up previous run: %w", err)
 	}
@@ -188,34 +164,38 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	// The children rlab starts (the control plane, the operators: the shell
 	// loop's mktemp) write temp files that a killed run cannot remove; given
 	// a TMPDIR under the run dir, the next start does. rlab's own is left be.
-	s.tmp = filepath.Join(opts.State.Run(), "tmp")
-	for _, d := range []string{s.tmp, opts.State.Logs()} {
+	c.tmp = filepath.Join(opts.State.Run(), "tmp")
+	for _, d := range []string{c.tmp, opts.State.Logs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	if s.prefix, err = style.ParsePrefix(opts.NamespacePrefix); err != nil {
+	prefix, err := style.ParsePrefix(opts.NamespacePrefix)
+	if err != nil {
 		return nil, err
 	}
-	if s.backend, err = newBackend(opts, s.prefix, s.tmp); err != nil {
+	if c.backend, err = newBackend(opts, prefix, c.tmp); err != nil {
 		return nil, err
 	}
-	s.mark("previous run cleaned up; the backend starts")
-	if err := s.backend.Start(ctx); err != nil {
+	c.mark("previous run cleaned up; the backend starts")
+	if err := c.backend.Start(ctx); err != nil {
 		return nil, err
 	}
-	s.mark("backend started")
-	if s.backend.Type().Shared {
-		s.shared, s.prefix = true, s.backend.(cluster.Tenant).Prefix()
+	c.mark("backend started")
+	if c.backend.Type().Shared {
+		c.shared, prefix = true, c.backend.(cluster.Tenant).Prefix()
 	}
-	s.opts.Image = workloadImage(s.backend, opts.Image)
+	s.sc.prefix = prefix
+	c.sc = s.sc
+	s.opts.Image = workloadImage(c.backend, opts.Image)
+	c.image = s.opts.Image
 	if err := s.startEngine(ctx); err != nil {
 		return nil, err
 	}
 	// Written last: `rlab env` hands it out, so it must point at a ready
 	// cluster. It is the student's proxy, with the backend's identity behind
 	// it: what the student types is traced as theirs.
-	kc, err := s.you.Kubeconfig("")
+	kc, err := s.student.you.Kubeconfig("")
 	if err != nil {
 		return nil, err
 	}
@@ -224,12 +204,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	s.ClusterReady = time.Since(began)
 	s.Ready = s.ClusterReady
-	s.mark("kubeconfig written: cluster ready")
+	c.mark("kubeconfig written: cluster ready")
 	return s, nil
 }
-
-// Began is when Start was called: ClusterReady and Ready count from it.
-func (s *Sandbox) Began() time.Time { return s.began }
 
 // OptionError is an Options field that cannot work, said before anything
 // starts: rlab's commands name the flag that set it.
@@ -327,145 +304,115 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 	return all, nil
 }
 
-// workloadImage is the image Echo pods run: the one asked for, else the
-// backend's default. This is the one place that default is decided, once the
-// backend has started: kind knows only then which node image it runs, and an
-// offline node has nothing but the echo server it was built with.
-func workloadImage(b cluster.Cluster, asked string) string {
-	if asked != "" {
-		return asked
-	}
-	if w, ok := b.(cluster.WorkloadImager); ok {
-		return w.WorkloadImage(echo.DefaultImage)
-	}
-	return echo.DefaultImage // envtest: kwok plays the node, nothing is pulled
-}
-
-// newBackend makes the (unstarted) cluster backend opts ask for.
-func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Cluster, error) {
-	b := cmp.Or(opts.Backend, backend.Default)
-	if b == backend.Kubeconfig {
-		return cluster.NewExisting(cluster.ExistingOptions{
-			Path: opts.Kubeconfig, Context: opts.Context, Prefix: prefix,
-			Log: opts.Log, Progress: opts.Progress,
-		}), nil
-	}
-	if b == backend.Kind {
-		return cluster.NewKind(cluster.KindOptions{
-			StateRoot: opts.State.Root,
-			Image:     opts.KindImage,
-			RunDir:    opts.State.Run(),
-			LogDir:    opts.State.Logs(),
-			Log:       opts.Log,
-			Progress:  opts.Progress,
-			Note:      opts.Note,
-		}), nil
-	}
-	return cluster.NewEnvtest(cluster.EnvtestOptions{
-		Assets:   opts.Assets,
-		RunDir:   opts.State.Run(),
-		LogDir:   opts.State.Logs(),
-		PIDDir:   opts.State.PIDs(),
-		TempDir:  tmp,
-		Log:      opts.Log,
-		Progress: opts.Progress,
-	}), nil
-}
-
-// startEngine starts what runs on top of the cluster: the world observer,
-// the operators with their proxies, and the sample Echo.
+// startEngine builds the parts on top of the cluster and starts what runs
+// there: the world observer, the operators with their proxies, and the
+// sample Echo.
 func (s *Sandbox) startEngine(ctx context.Context) error {
-	admin, err := newClients(s.backend.Config())
+	c := s.cluster
+	admin, err := newClients(c.backend.Config())
 	if err != nil {
 		return err
 	}
-	s.admin = admin
+	c.admin = admin
 	// Others' credentials pass through it: its kubeconfig can be another
 	// rlab's existing cluster, or a classroom's, whose identities are tokens.
-	if s.you, err = proxy.Start(proxy.Options{Name: trace.YouProxy, Upstream: s.backend.Config(),
-		Publish: s.bus.Publish, Log: s.opts.Log, PassForeign: true}); err != nil {
+	you, err := proxy.Start(proxy.Options{Name: trace.YouProxy, Upstream: c.backend.Config(),
+		Publish: s.bus.Publish, Log: s.opts.Log, PassForeign: true})
+	if err != nil {
 		return fmt.Errorf("your proxy: %w", err)
 	}
-	s.youConfig = &rest.Config{Host: s.you.URL(), BearerToken: s.you.Token(),
-		TLSClientConfig: rest.TLSClientConfig{CAData: s.you.CAData()}}
-	if s.hands, err = newClients(s.youConfig); err != nil {
+	s.student = &Student{you: you, sc: s.sc}
+	youConfig := &rest.Config{Host: you.URL(), BearerToken: you.Token(),
+		TLSClientConfig: rest.TLSClientConfig{CAData: you.CAData()}}
+	if s.student.hands, err = newClients(youConfig); err != nil {
 		return err
 	}
-	if len(s.styles) == 0 {
+	s.api = &StudentAPI{hands: s.student.hands, youConfig: youConfig, admin: admin, sc: s.sc}
+	s.admin = &Admin{admin: admin, sc: s.sc, shared: c.shared}
+	s.world = &World{}
+	plan := replicaPlan{custom: s.opts.Custom, counts: s.opts.Replicas}
+	s.ops = &Operators{plan: plan, sc: s.sc, admin: admin, logs: s.opts.State.Logs()}
+	s.faults = &Faults{plan: plan, proxies: map[string]*proxy.Proxy{}}
+	s.flags = &Flags{plan: plan}
+	s.customs = &Customs{plan: plan, dir: filepath.Join(s.opts.State.Run(), "operators")}
+	if len(s.sc.styles) == 0 {
 		return nil
 	}
-	for _, st := range s.styles {
-		if ns := s.Namespace(st); len(ns) > 63 {
+	for _, st := range s.sc.styles {
+		if ns := s.sc.namespace(st); len(ns) > 63 {
 			return fmt.Errorf("namespace %s is longer than 63 characters: use a shorter operator name or namespace prefix", ns)
 		}
 	}
-	if s.shared {
+	if c.shared {
 		t0 := time.Now()
-		if err := s.removeLeftovers(ctx); err != nil {
+		if err := c.removeLeftovers(ctx); err != nil {
 			return err
 		}
-		s.phase("namespaces "+string(s.prefix)+"*", time.Since(t0))
+		c.phase("namespaces "+string(s.sc.prefix)+"*", time.Since(t0))
 	}
 	var (
 		nss    []string
 		labels map[string]string
 	)
-	if s.shared {
-		labels = tenancy.OwnedLabels(s.prefix)
+	if c.shared {
+		labels = tenancy.OwnedLabels(s.sc.prefix)
 	}
-	for _, st := range s.styles {
-		ns := s.Namespace(st)
+	identities := map[style.Style]*cluster.Identity{}
+	for _, st := range s.sc.styles {
+		ns := s.sc.namespace(st)
 		nss = append(nss, ns)
 		role := RoleLeast
-		c := s.custom(st)
-		if c != nil {
-			role = c.Role
-			if c.RBAC != nil {
+		cu := plan.customOf(st)
+		if cu != nil {
+			role = cu.Role
+			if cu.RBAC != nil {
 				role = roleOwn
 			}
 		}
-		id, owned, err := setupStyle(ctx, s.backend.Config(), admin.kube, ns, labels, st, role)
+		id, owned, err := setupStyle(ctx, c.backend.Config(), admin.kube, ns, labels, st, role)
 		if owned {
-			s.owned = append(s.owned, ns)
+			c.owned = append(c.owned, ns)
 		}
 		if err != nil {
 			return err
 		}
 		if role == roleOwn {
-			if err := s.grantRBAC(ctx, ns, id.Subject, c.RBAC, owned); err != nil {
+			if err := c.grantRBAC(ctx, ns, id.Subject, cu.RBAC, owned); err != nil {
 				return fmt.Errorf("operator %s's own RBAC: %w", st, err)
 			}
 		}
-		s.identities[st] = id
+		identities[st] = id
 	}
 	// The world outlives Start's ctx: it runs until Stop.
 	wctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	w, err := world.Start(wctx, world.Options{Config: s.backend.Config(), Namespaces: nss, Publish: s.bus.Publish,
+	s.world.cancel = cancel
+	w, err := world.Start(wctx, world.Options{Config: c.backend.Config(), Namespaces: nss, Publish: s.bus.Publish,
 		Log: s.opts.Log, Image: s.opts.Image})
 	if err != nil {
 		return fmt.Errorf("world: %w", err)
 	}
-	s.world = w
-	s.mark("namespaces and identities made, world synced")
+	s.world.w = w
+	c.mark("namespaces and identities made, world synced")
 	// The sample goes first: every operator's first look (the shell loop's
 	// first poll, the informers' initial list) finds it, so the three start
 	// the race together and the screen can show it from the start.
 	if s.opts.Sample {
-		if err := s.applySample(ctx); err != nil {
+		if err := s.admin.applySample(ctx); err != nil {
 			return err
 		}
 	}
-	if err := s.setupWebhook(ctx); err != nil {
+	webhook, noWebhook, err := s.setupWebhook(ctx)
+	if err != nil {
 		return err
 	}
-	s.mark("sample created")
+	s.api.webhook, s.api.noWebhook = webhook, noWebhook
+	c.mark("sample created")
 	t0 := time.Now()
-	if err := s.startOperators(); err != nil {
+	if err := s.startOperators(identities, webhook); err != nil {
 		return err
 	}
 	s.operatorsStarted = t0
-	s.phase("operators started", time.Since(t0))
+	c.phase("operators started", time.Since(t0))
 	return nil
 }
 
@@ -473,7 +420,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 // each style's time since the operators started (Converged) and the phase,
 // and moves Ready on. Start must have created the sample (Options.Sample).
 func (s *Sandbox) WaitSample(ctx context.Context) error {
-	if !s.opts.Sample || len(s.styles) == 0 {
+	if !s.opts.Sample || len(s.sc.styles) == 0 {
 		return nil
 	}
 	// The shell loop polls: give it a few intervals.
@@ -487,7 +434,7 @@ func (s *Sandbox) WaitSample(ctx context.Context) error {
 		wg   sync.WaitGroup
 	)
 	converged := map[style.Style]time.Duration{}
-	for _, st := range s.styles {
+	for _, st := range s.sc.styles {
 		wg.Go(func() {
 			err := s.world.WaitFor(ctx, func(sn world.Snapshot) bool { return styleReady(sn, st, SampleName, want) })
 			mu.Lock()
@@ -504,8 +451,8 @@ func (s *Sandbox) WaitSample(ctx context.Context) error {
 		return fmt.Errorf("sample Echo %s not %s in every style within %s: %w%s", SampleName, want, wait, err, s.podTrouble())
 	}
 	s.Converged = converged
-	s.phase("sample echo "+want, time.Since(s.operatorsStarted))
-	s.Ready = time.Since(s.began)
+	s.cluster.phase("sample echo "+want, time.Since(s.operatorsStarted))
+	s.Ready = time.Since(s.cluster.began)
 	return nil
 }
 
@@ -515,8 +462,8 @@ func (s *Sandbox) podTrouble() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out strings.Builder
-	for _, st := range s.styles {
-		pods, err := s.admin.kube.CoreV1().Pods(s.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+	for _, st := range s.sc.styles {
+		pods, err := s.cluster.admin.kube.CoreV1().Pods(s.sc.namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 		if err != nil {
 			continue
 		}
@@ -538,123 +485,66 @@ func styleReady(sn world.Snapshot, st style.Style, name, want string) bool {
 	return ns != nil && ns.Echoes[name] != nil && ns.Echoes[name].Ready == want
 }
 
-// mark records a moment of the sandbox's own start-up, for the timeline.
-func (s *Sandbox) mark(what string) {
-	s.marks = append(s.marks, cluster.Mark{At: time.Since(s.began), Who: "rlab", What: what})
-}
+// The parts, each with the state it owns.
 
-// Marks are the sandbox's own start-up moments (the backend's are its
-// Timeline), each since Began.
-func (s *Sandbox) Marks() []cluster.Mark { return append([]cluster.Mark(nil), s.marks...) }
+// Cluster is the cluster the sandbox runs on, and its start-up record.
+func (s *Sandbox) Cluster() *Cluster { return s.cluster }
 
-func (s *Sandbox) phase(name string, took time.Duration) {
-	p := cluster.Phase{Name: name, Took: took}
-	s.phases = append(s.phases, p)
-	if s.opts.Progress != nil {
-		s.opts.Progress(p)
-	}
-}
+// World is the live model of the style namespaces.
+func (s *Sandbox) World() *World { return s.world }
 
-// Phases are the backend's start-up phases followed by the sandbox's own.
-func (s *Sandbox) Phases() []cluster.Phase {
-	return append(s.backend.Phases(), s.phases...)
-}
+// Operators are the operator replicas: their processes and restarts.
+func (s *Sandbox) Operators() *Operators { return s.ops }
+
+// Faults are the replicas' counting proxies: faults and partitions.
+func (s *Sandbox) Faults() *Faults { return s.faults }
+
+// Flags are the options the operator replicas run with.
+func (s *Sandbox) Flags() *Flags { return s.flags }
+
+// Customs are the student's own operators.
+func (s *Sandbox) Customs() *Customs { return s.customs }
+
+// Student acts as the student, on Echoes and what they own.
+func (s *Sandbox) Student() *Student { return s.student }
+
+// StudentAPI acts as the student on the API itself: discovery, schema,
+// admission.
+func (s *Sandbox) StudentAPI() *StudentAPI { return s.api }
+
+// Admin acts as rlab itself: what it does is not the student's.
+func (s *Sandbox) Admin() *Admin { return s.admin }
 
 // Bus carries every trace event of the sandbox.
 func (s *Sandbox) Bus() *bus.Bus { return s.bus }
 
-// Snapshot is the live model of the style namespaces now (empty with no
-// operators).
-func (s *Sandbox) Snapshot() world.Snapshot {
-	if s.world == nil {
-		return world.Snapshot{}
-	}
-	return s.world.Snapshot()
-}
-
-// WaitFor waits until cond holds of the live model, or ctx ends.
-func (s *Sandbox) WaitFor(ctx context.Context, cond func(world.Snapshot) bool) error {
-	return s.world.WaitFor(ctx, cond)
-}
-
-// Settling is how many of the live model's judgments wait for their settle
-// time: at 0, every event derived from what it has seen is published.
-func (s *Sandbox) Settling() int { return s.world.Settling() }
-
-// Changes tells of each change of the live model (changed has room for
-// one consumer) until it stops (done); both nil with no operators.
-func (s *Sandbox) Changes() (changed, done <-chan struct{}) {
-	if s.world == nil {
-		return nil, nil
-	}
-	return s.world.Changed(), s.world.Done()
-}
-
 // Namespace is the namespace of style st: its prefix, then "echo-<style>".
-func (s *Sandbox) Namespace(st style.Style) string { return s.prefix.Namespace(st) }
+func (s *Sandbox) Namespace(st style.Style) string { return s.sc.namespace(st) }
 
 // Prefix starts every style namespace ("" on a sandbox's own cluster).
-func (s *Sandbox) Prefix() style.Prefix { return s.prefix }
+func (s *Sandbox) Prefix() style.Prefix { return s.sc.prefix }
 
 // Styles are the styles running: the built-in ones, then the custom ones.
-func (s *Sandbox) Styles() []style.Style { return s.styles }
-
-// Custom is the custom operator named st, if it is one.
-func (s *Sandbox) Custom(st style.Style) (Custom, bool) {
-	if c := s.custom(st); c != nil {
-		return *c, true
-	}
-	return Custom{}, false
-}
-
-// Backend is the running cluster.
-func (s *Sandbox) Backend() cluster.Cluster { return s.backend }
-
-// Image is what Echo pods run: Options.Image, or the backend's default.
-func (s *Sandbox) Image() string { return s.opts.Image }
-
-// Kubeconfig is the path of the kubeconfig `rlab env` hands out: the
-// student's proxy (trace.SourceYou), acting with the backend's identity.
-func (s *Sandbox) Kubeconfig() string { return s.opts.State.Kubeconfig() }
-
-// Kubectl is the kubectl rlab runs (the shell loop's), the one a student
-// is told to use.
-func (s *Sandbox) Kubectl() string { return filepath.Join(s.opts.Assets, "kubectl") }
+func (s *Sandbox) Styles() []style.Style { return s.sc.styles }
 
 // Stop stops everything Start started, removes the run files and releases the
 // state dir. It is safe to call more than once.
 func (s *Sandbox) Stop() error {
 	var errs []error
-	if s.super != nil {
-		errs = append(errs, s.super.Close(5*time.Second))
-		s.super = nil
+	if s.ops != nil {
+		errs = append(errs, s.ops.close())
 	}
-	for name, p := range s.proxies {
-		errs = append(errs, p.Close())
-		delete(s.proxies, name)
+	if s.faults != nil {
+		errs = append(errs, s.faults.close())
 	}
-	if s.you != nil {
-		errs = append(errs, s.you.Close())
-		s.you = nil
+	if s.student != nil {
+		errs = append(errs, s.student.close())
 	}
-	if s.cancel != nil {
-		s.cancel()
-		s.cancel = nil
+	if s.world != nil {
+		s.world.stop()
 	}
-	if len(s.granted) > 0 && s.admin != nil {
-		// An operator's own RBAC that its namespace would not take with
-		// it (ClusterRoles, a prepared namespace's Roles) goes now, as
-		// its namespace does, whether the cluster stays or not.
-		errs = append(errs, s.revokeRBAC())
-	}
-	if s.shared && s.admin != nil {
-		// Only now: the operators are gone and cannot recreate anything.
-		errs = append(errs, s.removeOwn())
-		s.shared = false
-	}
-	if s.backend != nil {
-		errs = append(errs, s.backend.Stop())
-		s.backend = nil
+	if s.cluster != nil {
+		errs = append(errs, s.cluster.stop())
 	}
 	if s.lock != nil {
 		// Anything still recorded was not stopped cleanly: kill it now.

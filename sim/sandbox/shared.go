@@ -29,63 +29,63 @@ const cleanupWait = 90 * time.Second
 // namespaces (found by label, where the user may list namespaces) and the
 // contents of prepared ones. It returns once they are gone, since a
 // namespace still terminating refuses new objects.
-func (s *Sandbox) removeLeftovers(ctx context.Context) error {
+func (c *Cluster) removeLeftovers(ctx context.Context) error {
 	var gone []string
-	list, err := s.admin.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
-		LabelSelector: tenancy.LabelPrefix + "=" + s.prefix.Label(),
+	list, err := c.admin.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
+		LabelSelector: tenancy.LabelPrefix + "=" + c.sc.prefix.Label(),
 	})
 	switch {
 	case apierrors.IsForbidden(err):
 		// A student: namespaces are prepared, never rlab's to delete.
 	case err != nil:
-		return fmt.Errorf("namespaces of prefix %s: %w", s.prefix, err)
+		return fmt.Errorf("namespaces of prefix %s: %w", c.sc.prefix, err)
 	default:
 		for _, ns := range list.Items {
-			s.opts.Log.Warn("removing a namespace left by a previous run", "namespace", ns.Name)
-			if err := s.deleteNamespace(ctx, ns.Name); err != nil {
+			c.log.Warn("removing a namespace left by a previous run", "namespace", ns.Name)
+			if err := c.deleteNamespace(ctx, ns.Name); err != nil {
 				return err
 			}
 			gone = append(gone, ns.Name)
 		}
 	}
-	if len(gone) > 0 && s.opts.Note != nil {
-		s.opts.Note(fmt.Sprintf("removed namespaces %v left by a previous run", gone))
+	if len(gone) > 0 && c.note != nil {
+		c.note(fmt.Sprintf("removed namespaces %v left by a previous run", gone))
 	}
 	var borrowed []string
-	for _, st := range s.styles {
-		if ns := s.Namespace(st); !slices.Contains(gone, ns) {
+	for _, st := range c.sc.styles {
+		if ns := c.sc.namespace(st); !slices.Contains(gone, ns) {
 			borrowed = append(borrowed, ns)
 		}
 	}
-	if err := s.empty(ctx, borrowed); err != nil {
+	if err := c.empty(ctx, borrowed); err != nil {
 		return err
 	}
-	return s.waitGone(ctx, gone)
+	return c.waitGone(ctx, gone)
 }
 
 // removeOwn is Stop's cleanup: the namespaces this run created are deleted,
 // prepared ones emptied. It waits (bounded) so that a quit means gone.
-func (s *Sandbox) removeOwn() error {
+func (c *Cluster) removeOwn() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cleanupWait)
 	defer cancel()
 	var errs, borrowed []string
-	for _, st := range s.styles {
-		ns := s.Namespace(st)
-		if !slices.Contains(s.owned, ns) {
+	for _, st := range c.sc.styles {
+		ns := c.sc.namespace(st)
+		if !slices.Contains(c.owned, ns) {
 			borrowed = append(borrowed, ns)
 			continue
 		}
-		if err := s.deleteNamespace(ctx, ns); err != nil {
+		if err := c.deleteNamespace(ctx, ns); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
-	if err := s.empty(ctx, borrowed); err != nil {
+	if err := c.empty(ctx, borrowed); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if err := s.waitGone(ctx, s.owned); err != nil {
+	if err := c.waitGone(ctx, c.owned); err != nil {
 		errs = append(errs, err.Error())
 	}
-	s.owned = nil
+	c.owned = nil
 	if len(errs) > 0 {
 		return fmt.Errorf("clean up the shared cluster: %v", errs)
 	}
@@ -94,11 +94,11 @@ func (s *Sandbox) removeOwn() error {
 
 // deleteNamespace deletes ns after releasing its Echoes: with no operator
 // left to run their finalizers, they would keep the namespace terminating.
-func (s *Sandbox) deleteNamespace(ctx context.Context, ns string) error {
-	if err := tenancy.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
+func (c *Cluster) deleteNamespace(ctx context.Context, ns string) error {
+	if err := tenancy.ReleaseEchoes(ctx, c.admin.dyn, ns); err != nil {
 		return err
 	}
-	err := s.admin.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	err := c.admin.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
 	}
@@ -109,7 +109,7 @@ func (s *Sandbox) deleteNamespace(ctx context.Context, ns string) error {
 // operators make: Echoes (their Deployments go by garbage collection),
 // Deployments orphaned on purpose, the finalizer registry and the Lease. It
 // waits until the Echoes, Deployments and Pods are gone.
-func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
+func (c *Cluster) empty(ctx context.Context, namespaces []string) error {
 	var errs []error
 	ignore := func(err error) error {
 		if apierrors.IsNotFound(err) {
@@ -120,11 +120,11 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 	bg := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{PropagationPolicy: &bg}
 	for _, ns := range namespaces {
-		if err := tenancy.ReleaseEchoes(ctx, s.admin.dyn, ns); err != nil {
+		if err := tenancy.ReleaseEchoes(ctx, c.admin.dyn, ns); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		echoes := s.admin.dyn.Resource(echov1.Resource).Namespace(ns)
+		echoes := c.admin.dyn.Resource(echov1.Resource).Namespace(ns)
 		list, err := echoes.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("echoes in %s: %w", ns, err))
@@ -133,7 +133,7 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 		for _, e := range list.Items {
 			errs = append(errs, ignore(echoes.Delete(ctx, e.GetName(), del)))
 		}
-		deps := s.admin.kube.AppsV1().Deployments(ns)
+		deps := c.admin.kube.AppsV1().Deployments(ns)
 		dl, err := deps.List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("deployments in %s: %w", ns, err))
@@ -143,23 +143,23 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 			errs = append(errs, ignore(deps.Delete(ctx, d.Name, del)))
 		}
 		errs = append(errs,
-			ignore(s.admin.kube.CoreV1().ConfigMaps(ns).Delete(ctx, echo.RegistryName, metav1.DeleteOptions{})),
-			ignore(s.admin.kube.CoordinationV1().Leases(ns).Delete(ctx, echo.LeaseName, metav1.DeleteOptions{})))
+			ignore(c.admin.kube.CoreV1().ConfigMaps(ns).Delete(ctx, echo.RegistryName, metav1.DeleteOptions{})),
+			ignore(c.admin.kube.CoordinationV1().Leases(ns).Delete(ctx, echo.LeaseName, metav1.DeleteOptions{})))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("empty namespaces %v: %w", namespaces, err)
 	}
 	return cluster.Poll(ctx, cleanupWait, fmt.Sprintf("Echoes, Deployments and Pods in %v to go", namespaces), func(ctx context.Context) (bool, error) {
 		for _, ns := range namespaces {
-			el, err := s.admin.dyn.Resource(echov1.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+			el, err := c.admin.dyn.Resource(echov1.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
 			}
-			dl, err := s.admin.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+			dl, err := c.admin.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 			if err != nil {
 				return false, err
 			}
-			pl, err := s.admin.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
+			pl, err := c.admin.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey})
 			if err != nil {
 				return false, err
 			}
@@ -172,13 +172,13 @@ func (s *Sandbox) empty(ctx context.Context, namespaces []string) error {
 }
 
 // waitGone returns once every namespace in nss is gone.
-func (s *Sandbox) waitGone(ctx context.Context, nss []string) error {
+func (c *Cluster) waitGone(ctx context.Context, nss []string) error {
 	if len(nss) == 0 {
 		return nil
 	}
 	return cluster.Poll(ctx, cleanupWait, fmt.Sprintf("namespaces %v to be deleted", nss), func(ctx context.Context) (bool, error) {
 		for _, ns := range nss {
-			_, err := s.admin.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			_, err := c.admin.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
 				return false, err
 			}

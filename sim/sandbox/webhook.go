@@ -25,7 +25,6 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/poll"
 )
 
@@ -59,78 +58,46 @@ func (w *webhookServer) URL() string {
 	return "https://" + net.JoinHostPort(w.host, strconv.Itoa(w.port)) + echov1.WebhookPath
 }
 
-// WebhookHoster is a backend whose apiserver reaches this machine at an
-// address other than 127.0.0.1: kind's nodes, through their network's
-// gateway.
-type WebhookHoster interface {
-	WebhookHost(ctx context.Context) (string, error)
-}
-
-// webhookHost is the address the apiserver reaches rlab's processes at,
-// or why it cannot.
-func (s *Sandbox) webhookHost(ctx context.Context) (string, error) {
-	if h, ok := s.backend.(WebhookHoster); ok {
-		return h.WebhookHost(ctx)
-	}
-	if s.backend.Type() == backend.Envtest {
-		return "127.0.0.1", nil // the apiserver is a process of this machine
-	}
-	return "", fmt.Errorf("the %s backend's apiserver cannot reach a server on this machine", s.backend.Type().Name)
-}
-
 // setupWebhook makes the CA, the serving certificate and a free port for
 // replica a of controller-runtime, if the sandbox runs it and the
-// apiserver can reach this machine; otherwise the reason is kept, for
+// apiserver can reach this machine; otherwise it says why (no), for
 // ApplyWebhook to say.
-func (s *Sandbox) setupWebhook(ctx context.Context) error {
-	if !s.runs(style.Runtime) {
-		s.noWebhook = errors.New("this sandbox runs no controller-runtime operator, which serves the webhook")
-		return nil
+func (s *Sandbox) setupWebhook(ctx context.Context) (_ *webhookServer, no error, _ error) {
+	if !s.sc.runs(style.Runtime) {
+		return nil, errors.New("this sandbox runs no controller-runtime operator, which serves the webhook"), nil
 	}
-	host, err := s.webhookHost(ctx)
+	host, err := s.cluster.webhookHost(ctx)
 	if err != nil {
-		s.noWebhook = err
-		return nil
+		return nil, err, nil
 	}
 	port, err := freePort(host)
 	if err != nil {
-		return fmt.Errorf("webhook port: %w", err)
+		return nil, nil, fmt.Errorf("webhook port: %w", err)
 	}
 	ca, cert, key, err := ServingCert(host, time.Now())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	dir := filepath.Join(s.opts.State.Run(), "webhook")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("webhook dir: %w", err)
+		return nil, nil, fmt.Errorf("webhook dir: %w", err)
 	}
 	for name, b := range map[string][]byte{"tls.crt": cert, "tls.key": key} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			return fmt.Errorf("webhook %s: %w", name, err)
+			return nil, nil, fmt.Errorf("webhook %s: %w", name, err)
 		}
 	}
-	s.webhook = &webhookServer{host: host, port: port, dir: dir, ca: ca}
-	return nil
+	return &webhookServer{host: host, port: port, dir: dir, ca: ca}, nil, nil
 }
 
-// runs says whether the sandbox runs style st.
-func (s *Sandbox) runs(st style.Style) bool {
-	for _, x := range s.styles {
-		if x == st {
-			return true
-		}
-	}
-	return false
-}
-
-// webhookArgs are the flags of replica r of style st: the webhook's, for
-// controller-runtime's replica a.
-func (s *Sandbox) webhookArgs(st style.Style, r string) []string {
-	if !st.Traits().Takes(style.Webhook) || r != webhookReplica || s.webhook == nil {
+// args are the flags of replica r of style st: the webhook's, for
+// controller-runtime's replica a (none if w is nil).
+func (w *webhookServer) args(st style.Style, r string) []string {
+	if !st.Traits().Takes(style.Webhook) || r != webhookReplica || w == nil {
 		return nil
 	}
 	// One word each: a restart with other flags (setArgs) drops by prefix.
-	return []string{"--webhook-host=" + s.webhook.host, "--webhook-port=" + strconv.Itoa(s.webhook.port), "--webhook-cert-dir=" + s.webhook.dir}
+	return []string{"--webhook-host=" + w.host, "--webhook-port=" + strconv.Itoa(w.port), "--webhook-cert-dir=" + w.dir}
 }
 
 // freePort is a TCP port free on host now.
@@ -237,13 +204,12 @@ func WebhookConfig(url string, caBundle []byte, ns string) *admissionregistratio
 // updates it, as the student, and waits (a bounded while) until the
 // apiserver calls the webhook: a dry-run Echo saying the sample's message
 // in controller-runtime's namespace must be refused.
-func (h Student) ApplyWebhook(ctx context.Context) error {
-	s := h.s
-	if s.webhook == nil {
-		return fmt.Errorf("no webhook here: %w", s.noWebhook)
+func (a *StudentAPI) ApplyWebhook(ctx context.Context) error {
+	if a.webhook == nil {
+		return fmt.Errorf("no webhook here: %w", a.noWebhook)
 	}
-	want := WebhookConfig(s.webhook.URL(), s.webhook.ca, s.Namespace(style.Runtime))
-	api := s.hands.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	want := WebhookConfig(a.webhook.URL(), a.webhook.ca, a.sc.namespace(style.Runtime))
+	api := a.hands.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	if _, err := api.Create(ctx, want, metav1.CreateOptions{FieldManager: "rlab"}); apierrors.IsAlreadyExists(err) {
 		got, err := api.Get(ctx, WebhookName, metav1.GetOptions{})
 		if err != nil {
@@ -256,15 +222,15 @@ func (h Student) ApplyWebhook(ctx context.Context) error {
 	} else if err != nil {
 		return fmt.Errorf("create ValidatingWebhookConfiguration %s: %w", WebhookName, err)
 	}
-	return s.awaitWebhook(ctx)
+	return a.awaitWebhook(ctx)
 }
 
 // awaitWebhook waits until the apiserver refuses, through the webhook, a
 // dry-run Echo that repeats the sample's message, as rlab: its admission
 // plugin learns of a new configuration through an informer, and replica a
 // may still be starting.
-func (s *Sandbox) awaitWebhook(ctx context.Context) error {
-	ns := s.Namespace(style.Runtime)
+func (a *StudentAPI) awaitWebhook(ctx context.Context) error {
+	ns := a.sc.namespace(style.Runtime)
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": echov1.GroupVersion.String(), "kind": echov1.Kind,
 		"metadata": map[string]any{"name": "rlab-webhook-probe", "namespace": ns},
@@ -273,7 +239,7 @@ func (s *Sandbox) awaitWebhook(ctx context.Context) error {
 	what := fmt.Sprintf("the apiserver to call webhook %s", WebhookHook)
 	var last error
 	err := poll.Until(ctx, 200*time.Millisecond, 60*time.Second, what, func(ctx context.Context) (bool, error) {
-		_, err := s.echoes(s.admin, style.Runtime).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := a.sc.echoes(a.admin, style.Runtime).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		last = err
 		return err != nil && strings.Contains(err.Error(), WebhookHook), nil
 	})
@@ -285,18 +251,18 @@ func (s *Sandbox) awaitWebhook(ctx context.Context) error {
 
 // DeleteWebhook deletes lesson 19's ValidatingWebhookConfiguration, as
 // the student; one already gone is no error.
-func (h Student) DeleteWebhook(ctx context.Context) error {
-	return deleteWebhook(ctx, h.s.hands)
+func (a *StudentAPI) DeleteWebhook(ctx context.Context) error {
+	return deleteWebhook(ctx, a.hands)
 }
 
 // DeleteWebhook deletes lesson 19's ValidatingWebhookConfiguration if it
 // is there, as rlab, after a lesson that stopped half-way. On a shared
 // cluster it does nothing, as DeletePolicy.
-func (s *Sandbox) DeleteWebhook(ctx context.Context) error {
-	if s.shared {
+func (a *Admin) DeleteWebhook(ctx context.Context) error {
+	if a.shared {
 		return nil
 	}
-	return deleteWebhook(ctx, s.admin)
+	return deleteWebhook(ctx, a.admin)
 }
 
 func deleteWebhook(ctx context.Context, c *clients) error {

@@ -111,23 +111,24 @@ func TestWebhookConfig(t *testing.T) {
 // prefix), and none when the sandbox has no server for it.
 func TestWebhookArgs(t *testing.T) {
 	s := &Sandbox{
-		opts:        Options{Self: "/bin/rlab", ShellInterval: time.Second, Image: "img"},
-		shellScript: "/run/echo-operator.sh", shellKubectl: "/run/bin/kubectl",
+		opts: Options{Self: "/bin/rlab", ShellInterval: time.Second, Image: "img"},
+		ops:  &Operators{},
 	}
+	var webhook *webhookServer
 	has := func(args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--webhook") })
 	}
 	for _, st := range style.All() {
 		for _, r := range Replicas(st) {
-			if _, args := s.replicaArgs(st, r, "/run/kubeconfig"); has(args) {
+			if _, args := s.replicaArgs(st, r, "/run/kubeconfig", "/run/echo-operator.sh", "/run/bin/kubectl", webhook); has(args) {
 				t.Errorf("%s with no webhook server: %q", st.Source(r), args)
 			}
 		}
 	}
-	s.webhook = &webhookServer{host: "127.0.0.1", port: 9443, dir: "/run/webhook"}
+	webhook = &webhookServer{host: "127.0.0.1", port: 9443, dir: "/run/webhook"}
 	for _, st := range style.All() {
 		for _, r := range Replicas(st) {
-			_, args := s.replicaArgs(st, r, "/run/kubeconfig")
+			_, args := s.replicaArgs(st, r, "/run/kubeconfig", "/run/echo-operator.sh", "/run/bin/kubectl", webhook)
 			want := st == style.Runtime && r == "a"
 			if has(args) != want {
 				t.Errorf("%s: %q, want the webhook's flags %t", st.Source(r), args, want)

@@ -13,14 +13,18 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/bus"
+	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 )
 
@@ -59,20 +63,73 @@ func Median[T ~float64 | ~int64](xs []T) T {
 	return s[len(s)/2]
 }
 
+// What Bench uses of the sandbox's parts, each as small as it is used.
+type (
+	// engine is the sandbox itself: the styles running, their
+	// namespaces, and the trace.
+	engine interface {
+		Styles() []style.Style
+		Namespace(style.Style) string
+		Bus() *bus.Bus
+	}
+	// liveModel is the world's live model of the style namespaces.
+	liveModel interface {
+		Snapshot() world.Snapshot
+		WaitFor(ctx context.Context, cond func(world.Snapshot) bool) error
+		Settling() int
+	}
+	// replicas are the operator replicas, and their leaders.
+	replicas interface {
+		Replicas(style.Style) []string
+		Leader(ctx context.Context, st style.Style) (string, *coordinationv1.Lease, error)
+		KillLeader(ctx context.Context, st style.Style) (string, error)
+		StopLeader(ctx context.Context, st style.Style) (string, error)
+		ReplicaStatuses() []supervisor.Status
+	}
+	// proxies are the replicas' counting proxies.
+	proxies interface {
+		Proxy(name string) *proxy.Proxy
+	}
+	// tuner restarts a style's replicas with other workers and limits.
+	tuner interface {
+		SetTuning(st style.Style, t sandbox.Tuning) error
+	}
+	// student are the student's edits the measures time.
+	student interface {
+		SetReplicas(ctx context.Context, name string, replicas int) error
+		ScaleDeployment(ctx context.Context, only style.Style, name string, replicas int) error
+		CreateEcho(ctx context.Context, name, message string, replicas int) error
+		DeleteEcho(ctx context.Context, name string) error
+	}
+	// loader is rlab's own: the load of the scale measure, and reads.
+	loader interface {
+		Kube() kubernetes.Interface
+		CreateEchoes(ctx context.Context, styles []style.Style, prefix string, count, replicas int, message string) error
+		DeleteEchoes(ctx context.Context, styles []style.Style, prefix string) error
+	}
+)
+
 // Bench measures one running sandbox. Create it before the measurements, so
 // that its trace recorder sees every event.
 type Bench struct {
-	sb   *sandbox.Sandbox
-	col  *bus.Collector
-	mu   sync.Mutex
-	seen []trace.Event // drift.repaired, the only kind read back
+	sb       engine
+	world    liveModel
+	replicas replicas
+	proxies  proxies
+	flags    tuner
+	student  student
+	admin    loader
+	col      *bus.Collector
+	mu       sync.Mutex
+	seen     []trace.Event // drift.repaired, the only kind read back
 	// tuned is what the last Tune set, nil before any.
 	tuned *tuned
 }
 
 // New starts recording sb's trace; Close stops it.
 func New(sb *sandbox.Sandbox) *Bench {
-	b := &Bench{sb: sb}
+	b := &Bench{sb: sb, world: sb.World(), replicas: sb.Operators(), proxies: sb.Faults(), flags: sb.Flags(),
+		student: sb.Student(), admin: sb.Admin()}
 	b.col = sb.Bus().Collect(1<<16, func(events []trace.Event, _ int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -106,8 +163,8 @@ func converged(sn world.Snapshot, st style.Style, name string, replicas int32) b
 func (b *Bench) apiTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range b.sb.Operators().Replicas(st) {
-			if p := b.sb.Operators().Proxy(st.Source(r)); p != nil {
+		for _, r := range b.replicas.Replicas(st) {
+			if p := b.proxies.Proxy(st.Source(r)); p != nil {
 				out[st] += p.Total()
 			}
 		}
@@ -119,8 +176,8 @@ func (b *Bench) apiTotals() map[style.Style]int {
 func (b *Bench) leaseTotals() map[style.Style]int {
 	out := map[style.Style]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range b.sb.Operators().Replicas(st) {
-			p := b.sb.Operators().Proxy(st.Source(r))
+		for _, r := range b.replicas.Replicas(st) {
+			p := b.proxies.Proxy(st.Source(r))
 			if p == nil {
 				continue
 			}
@@ -155,7 +212,7 @@ func (b *Bench) timeEach(ctx context.Context, act func() error, conds ...func(sn
 	for i, cond := range conds {
 		for _, st := range b.sb.Styles() {
 			wg.Go(func() {
-				err := b.sb.WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
+				err := b.world.WaitFor(ctx, func(sn world.Snapshot) bool { return cond(sn, st) })
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -193,7 +250,7 @@ func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
 	before, lbefore := b.apiTotals(), b.leaseTotals()
 	for i := range reps {
 		n := int32(3 - i%2)
-		res, err := b.timeEach(ctx, func() error { return b.sb.Student().SetReplicas(ctx, sandbox.SampleName, int(n)) },
+		res, err := b.timeEach(ctx, func() error { return b.student.SetReplicas(ctx, sandbox.SampleName, int(n)) },
 			func(sn world.Snapshot, st style.Style) bool { return caughtUp(sn, st, sandbox.SampleName, n) },
 			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, sandbox.SampleName, n) })
 		if err != nil {
@@ -215,7 +272,7 @@ func (b *Bench) Edits(ctx context.Context, reps int) (EditResult, error) {
 		n := (after[st] - before[st]) - (lafter[st] - lbefore[st])
 		out.APIPerEdit[st] = float64(n) / float64(reps)
 	}
-	if err := b.sb.Student().SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
+	if err := b.student.SetReplicas(ctx, sandbox.SampleName, sandbox.SampleReplicas); err != nil {
 		return out, err
 	}
 	return out, b.settle(ctx)
@@ -233,13 +290,13 @@ func caughtUp(sn world.Snapshot, st style.Style, name string, n int32) bool {
 func (b *Bench) settle(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return b.sb.WaitFor(ctx, func(sn world.Snapshot) bool {
+	return b.world.WaitFor(ctx, func(sn world.Snapshot) bool {
 		for _, st := range b.sb.Styles() {
 			if !converged(sn, st, sandbox.SampleName, sandbox.SampleReplicas) {
 				return false
 			}
 		}
-		return b.sb.Settling() == 0
+		return b.world.Settling() == 0
 	})
 }
 
@@ -253,7 +310,7 @@ func (b *Bench) Drift(ctx context.Context, reps int) (map[style.Style]Dist, erro
 			return nil, err
 		}
 		t0 := time.Now()
-		if err := b.sb.Student().ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
+		if err := b.student.ScaleDeployment(ctx, "", sandbox.SampleName, 1); err != nil {
 			return nil, err
 		}
 		for _, st := range b.sb.Styles() {
@@ -288,22 +345,22 @@ func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) 
 	const name = "gcbench"
 	got := map[style.Style][]time.Duration{}
 	for i := range reps {
-		if _, err := b.timeEach(ctx, func() error { return b.sb.Student().CreateEcho(ctx, name, "collect me", 2) },
+		if _, err := b.timeEach(ctx, func() error { return b.student.CreateEcho(ctx, name, "collect me", 2) },
 			func(sn world.Snapshot, st style.Style) bool { return converged(sn, st, name, 2) }); err != nil {
 			return nil, fmt.Errorf("gc %d: create: %w", i+1, err)
 		}
 		t0 := time.Now()
-		if err := b.sb.Student().DeleteEcho(ctx, name); err != nil {
+		if err := b.student.DeleteEcho(ctx, name); err != nil {
 			return nil, err
 		}
 		done := map[style.Style]bool{}
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			sn := b.sb.Snapshot()
+			sn := b.world.Snapshot()
 			for _, st := range b.sb.Styles() {
 				if done[st] || echoOf(sn, st, name) != nil || len(sn.Style(st).Orphans) > 0 {
 					continue
 				}
-				pods, err := b.sb.Kube().CoreV1().Pods(b.sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+				pods, err := b.admin.Kube().CoreV1().Pods(b.sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 				if err == nil && len(pods.Items) == 0 {
 					done[st] = true
 					got[st] = append(got[st], time.Since(t0))
@@ -327,7 +384,7 @@ func (b *Bench) GC(ctx context.Context, reps int) (map[style.Style]Dist, error) 
 func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[string]Dist, error) {
 	out := map[style.Style]map[string]Dist{}
 	for _, st := range b.sb.Styles() {
-		if len(b.sb.Operators().Replicas(st)) < 2 {
+		if len(b.replicas.Replicas(st)) < 2 {
 			continue
 		}
 		out[st] = map[string]Dist{}
@@ -340,9 +397,9 @@ func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[str
 				}
 				t0 := time.Now()
 				if how == "kill" {
-					_, err = b.sb.Operators().KillLeader(ctx, st)
+					_, err = b.replicas.KillLeader(ctx, st)
 				} else {
-					_, err = b.sb.Operators().StopLeader(ctx, st)
+					_, err = b.replicas.StopLeader(ctx, st)
 				}
 				if err != nil {
 					return nil, err
@@ -367,7 +424,7 @@ func (b *Bench) Failover(ctx context.Context, reps int) (map[style.Style]map[str
 func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (string, error) {
 	var got string
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, _, err := b.sb.Operators().Leader(ctx, st)
+		n, _, err := b.replicas.Leader(ctx, st)
 		got = n
 		return err == nil && n != "" && n != not, nil
 	})
@@ -380,12 +437,12 @@ func (b *Bench) waitLeader(ctx context.Context, st style.Style, not string) (str
 func (b *Bench) waitReplicas(ctx context.Context, st style.Style) error {
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		running := 0
-		for _, s := range b.sb.Operators().ReplicaStatuses() {
+		for _, s := range b.replicas.ReplicaStatuses() {
 			if s.Style == st && s.Running {
 				running++
 			}
 		}
-		return running == len(b.sb.Operators().Replicas(st)), nil
+		return running == len(b.replicas.Replicas(st)), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s replicas not back within a minute: %w", st, err)

@@ -74,7 +74,7 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 	before, beforeCounts := b.apiTotals(), b.counts()
 	t0 := time.Now()
 	defer func() { _ = b.deleteScale(context.WithoutCancel(ctx)) }()
-	if err := b.sb.CreateEchoes(ctx, nil, ScalePrefix, n, replicas, "echo"); err != nil {
+	if err := b.admin.CreateEchoes(ctx, nil, ScalePrefix, n, replicas, "echo"); err != nil {
 		return out, err
 	}
 	out.Applied = ms(time.Since(t0))
@@ -84,7 +84,7 @@ func (b *Bench) Scale(ctx context.Context, n, replicas int, timeout time.Duratio
 	deadline := time.Now().Add(timeout)
 	lastSaid := time.Now()
 	for {
-		sn := b.sb.Snapshot()
+		sn := b.world.Snapshot()
 		pending := 0
 		for _, st := range b.sb.Styles() {
 			if _, ok := out.Converged[st]; ok {
@@ -148,13 +148,13 @@ func doneString(sts []style.Style, done map[style.Style]int, n int) string {
 // deleteScale deletes Scale's Echoes and waits until the world has seen
 // them and their Deployments go (the garbage collector's work).
 func (b *Bench) deleteScale(ctx context.Context) error {
-	if err := b.sb.DeleteEchoes(ctx, nil, ScalePrefix); err != nil {
+	if err := b.admin.DeleteEchoes(ctx, nil, ScalePrefix); err != nil {
 		return fmt.Errorf("delete scale Echoes: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
-		sn := b.sb.Snapshot()
+		sn := b.world.Snapshot()
 		left := 0
 		for _, st := range b.sb.Styles() {
 			if ns := sn.Style(st); ns != nil {

@@ -77,7 +77,7 @@ func (b *Bench) Tune(ctx context.Context, t sandbox.Tuning) error {
 	})
 	defer col.Close()
 	for _, st := range b.goStyles() {
-		if err := b.sb.Operators().SetTuning(st, t); err != nil {
+		if err := b.flags.SetTuning(st, t); err != nil {
 			return fmt.Errorf("tune %s: %w", st, err)
 		}
 	}
@@ -89,7 +89,7 @@ func (b *Bench) Tune(ctx context.Context, t sandbox.Tuning) error {
 		defer mu.Unlock()
 		for _, st := range b.goStyles() {
 			var last time.Time
-			for _, r := range b.sb.Operators().Replicas(st) {
+			for _, r := range b.replicas.Replicas(st) {
 				src := st.Source(r)
 				began, restarted := starts[src]
 				if _, said := limits[src]; !restarted || !said {
@@ -119,7 +119,7 @@ func (b *Bench) Tune(ctx context.Context, t sandbox.Tuning) error {
 	}
 	for _, st := range b.goStyles() {
 		out.workers[st] = max(1, t.Workers) // 0: both libraries run one
-		for i, r := range b.sb.Operators().Replicas(st) {
+		for i, r := range b.replicas.Replicas(st) {
 			l := limits[st.Source(r)]
 			if i > 0 && l != out.limits[st] {
 				return fmt.Errorf("tune %s: %s says %s, %s %s", t, st.Source(r), l, st, out.limits[st])
@@ -199,8 +199,8 @@ func clientGoFloor(byReplica map[string]map[string]int, l Limit, qpsSet bool) *F
 func (b *Bench) counts() map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for _, st := range b.sb.Styles() {
-		for _, r := range b.sb.Operators().Replicas(st) {
-			if p := b.sb.Operators().Proxy(st.Source(r)); p != nil {
+		for _, r := range b.replicas.Replicas(st) {
+			if p := b.proxies.Proxy(st.Source(r)); p != nil {
 				out[st.Source(r)] = p.Counts()
 			}
 		}

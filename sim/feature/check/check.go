@@ -159,19 +159,36 @@ type Target interface {
 	KillReplica(name string) error
 }
 
-// sandboxTarget is a sandbox seen as a Target: the cluster and its
-// tenancy from the Sandbox, the replicas from its Operators (the two
-// method sets do not overlap).
+// sandboxTarget is a sandbox seen as a Target (and Faults): the replicas
+// from its Operators, rlab's clients from its Admin, the faults from its
+// Faults (the three method sets do not overlap), the rest from the
+// sandbox and its cluster.
 type sandboxTarget struct {
-	*sandbox.Sandbox
-	sandbox.Operators
+	*sandbox.Operators
+	*sandbox.Admin
+	*sandbox.Faults
+	sb *sandbox.Sandbox
 }
 
+// chaos asserts a Target to Faults: a sandbox's must be one.
+var _ Faults = sandboxTarget{}
+
 // Sandbox is the Target of sb.
-func Sandbox(sb *sandbox.Sandbox) Target { return sandboxTarget{sb, sb.Operators()} }
+func Sandbox(sb *sandbox.Sandbox) Target {
+	return sandboxTarget{sb.Operators(), sb.Admin(), sb.Faults(), sb}
+}
+
+// Styles are the styles the sandbox runs.
+func (t sandboxTarget) Styles() []style.Style { return t.sb.Styles() }
+
+// Namespace is the namespace of style st.
+func (t sandboxTarget) Namespace(st style.Style) string { return t.sb.Namespace(st) }
+
+// Image is what Echo pods run on the sandbox's cluster.
+func (t sandboxTarget) Image() string { return t.sb.Cluster().Image() }
 
 // Backend is the kind of cluster the sandbox runs on.
-func (t sandboxTarget) Backend() backend.Backend { return t.Sandbox.Backend().Type() }
+func (t sandboxTarget) Backend() backend.Backend { return t.sb.Cluster().Type() }
 
 // Run runs the checks on opts.Operator in sb and returns every result. rec
 // must record the operator's proxies from before its start (NewRequestLog).

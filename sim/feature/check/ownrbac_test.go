@@ -75,7 +75,7 @@ func TestOwnRBAC(t *testing.T) {
 	// and bound cluster-wide; the leader election Role in the namespace;
 	// and no course Role binding.
 	ns := sb.Namespace(granted)
-	kube := sb.Kube()
+	kube := sb.Admin().Kube()
 	made := []string{rbac.ClusterRoleName(ns, "metrics-auth-role"), rbac.ClusterRoleName(ns, "manager-role")}
 	for _, name := range made {
 		if _, err := kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {

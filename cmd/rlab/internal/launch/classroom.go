@@ -5,7 +5,6 @@ import (
 
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/lessons/runner"
-	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/feature/classroom"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -14,15 +13,15 @@ import (
 // student's progress for the instructor. Without one the sandbox runs as
 // before: r.Note says why. Called with l.mu held.
 func (l *Launcher) startReporter(ctx context.Context, sb *sandbox.Sandbox, r Report) {
-	e, ok := sb.Backend().(*cluster.Existing)
+	user, ok := sb.Cluster().ExistingUser()
 	if !ok {
 		return
 	}
-	student, ok := classroom.StudentOf(e.User())
+	student, ok := classroom.StudentOf(user)
 	if !ok {
 		return
 	}
-	rep, err := classroom.NewReporter(ctx, sb.Backend().Config(), student, l.log)
+	rep, err := classroom.NewReporter(ctx, sb.Cluster().Config(), student, l.log)
 	if err != nil {
 		l.log.Warn("progress will not reach the instructor", "err", err)
 		if r.Note != nil {

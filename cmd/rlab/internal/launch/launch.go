@@ -221,9 +221,17 @@ func ensureAssets(ctx context.Context, b backend.Backend, r Report) (string, err
 	return dir, err
 }
 
+// Described is what Info reads of a cluster: a sandbox's Cluster part, or a
+// backend.
+type Described interface {
+	Type() backend.Backend
+	Version() string
+	Detail() string
+}
+
 // Info is what the screen's header says of the running cluster, e.g.
 // "envtest v1.36.3" or "kind v0.33.0 · Kubernetes v1.36.3 · node IMAGE".
-func Info(b cluster.Cluster) tui.Info {
+func Info(b Described) tui.Info {
 	version := b.Version()
 	if d := b.Detail(); d != "" {
 		version += " · " + d

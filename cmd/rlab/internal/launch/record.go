@@ -31,7 +31,7 @@ func (l *Launcher) RecordTo(path string) error {
 
 // record writes the session to RecordTo's file until Close.
 func (l *Launcher) record(sub *bus.Sub, styles []style.Style) {
-	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Info(l.sb.Backend()).Backend, Version: l.sb.Backend().Version(),
+	rec, err := replay.NewRecorder(l.recTo, replay.Header{Backend: Info(l.sb.Cluster()).Backend, Version: l.sb.Cluster().Version(),
 		Start: l.Began, Styles: styles, Echo: sandbox.SampleName})
 	if err != nil {
 		l.recErr = err

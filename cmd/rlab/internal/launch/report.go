@@ -42,7 +42,7 @@ func Print(w io.Writer) Report {
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
 		ClusterReady: func(sb *sandbox.Sandbox) {
-			fmt.Fprintf(w, "cluster ready in %.2fs on %s\n", sb.ClusterReady.Seconds(), Info(sb.Backend()).Backend)
+			fmt.Fprintf(w, "cluster ready in %.2fs on %s\n", sb.ClusterReady.Seconds(), Info(sb.Cluster()).Backend)
 		},
 	}
 }

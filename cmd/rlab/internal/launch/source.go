@@ -28,7 +28,7 @@ type sandboxSource struct {
 func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *sandboxSource {
 	s := &sandboxSource{sb: sb, sub: sub}
 	s.ver.Store(1)
-	if changed, done := sb.Changes(); changed != nil {
+	if changed, done := sb.World().Changes(); changed != nil {
 		go func() {
 			for {
 				select {
@@ -48,7 +48,7 @@ func newSandboxSource(ctx context.Context, sb *sandbox.Sandbox, sub *bus.Sub) *s
 func (s *sandboxSource) Sub() *bus.Sub   { return s.sub }
 func (s *sandboxSource) Version() uint64 { return s.ver.Load() }
 
-func (s *sandboxSource) Snapshot() world.Snapshot { return s.sb.Snapshot() }
+func (s *sandboxSource) Snapshot() world.Snapshot { return s.sb.World().Snapshot() }
 
 // ReadLog is tui.Logs: the replica's log file, where the sandbox put it.
 func (s *sandboxSource) ReadLog(st style.Style, replica string, from int64, limit int) (tui.LogChunk, error) {
