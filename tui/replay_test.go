@@ -73,15 +73,15 @@ func TestReplaySameScreenAsLive(t *testing.T) {
 	at := fixture.At
 	evs := append(fixture.Events(),
 		trace.Event{Time: at(20 * time.Second), Source: supervisor.Source, Kind: trace.ProcessStart, Object: style.Shell.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldRestarts: 0}},
+			Payload: trace.Process{PID: 4300, Restarts: 0}},
 		trace.Event{Time: at(30 * time.Second), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Shell.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldCode: 0, trace.FieldRemoved: true}},
+			Payload: trace.Process{PID: 4300, Code: trace.ExitCode(0), Removed: true}},
 		trace.Event{Time: at(39 * time.Second), Source: supervisor.Source, Kind: trace.ProcessPause, Object: style.ClientGo.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4126}},
+			Payload: trace.Process{PID: 4126}},
 		trace.Event{Time: at(39500 * time.Millisecond), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Runtime.Source("a"),
-			Fields: map[string]any{trace.FieldPID: 4129, trace.FieldRestarts: 0, trace.FieldSignal: "killed", trace.FieldBackoffMS: 500}},
+			Payload: trace.Process{PID: 4129, Restarts: 0, Signal: "killed", BackoffMS: 500}},
 		trace.Event{Time: at(40 * time.Second), Source: "proxy/" + style.ClientGo.Source("a"), Kind: trace.Dropped,
-			Fields: map[string]any{trace.FieldCount: 100}},
+			Payload: trace.Loss{Count: 100}},
 	)
 	slices.SortStableFunc(evs, func(a, b trace.Event) int { return a.Time.Compare(b.Time) })
 	now := at(40 * time.Second) // the last event: where a replay ends

@@ -2,8 +2,7 @@ package trace
 
 import (
 	"fmt"
-	"slices"
-	"sort"
+	"reflect"
 )
 
 // Field names: every producer (the Go operators, the bash loop, the proxies,
@@ -80,63 +79,36 @@ const (
 	ChangedNone = "none"
 )
 
-// Schema lists the fields each kind may carry. A producer that writes a key
-// not listed here (a typo in Go or in bash) fails TestSchema or the bash
-// operator's schema test.
-var Schema = map[Kind][]string{
-	InformerAdd:    {FieldResource, FieldInitial, FieldMappedTo, FieldFiltered},
-	InformerUpdate: {FieldResource, FieldChange, FieldMappedTo, FieldFiltered},
-	InformerDelete: {FieldResource, FieldMappedTo, FieldFiltered},
-	QueueAdd:       {FieldKey, FieldDepth, FieldCoalesced, FieldCauseEvent},
-	QueueGet:       {FieldKey, FieldDepth},
-	QueueDone:      {FieldKey, FieldDepth},
-	QueueRequeue:   {FieldKey, FieldDepth, FieldReason, FieldAfterMS, FieldRetries},
-	ReconcileStart: {FieldID, FieldCause, FieldCauseEvent, FieldCauses},
-	ReconcileEnd:   {FieldID, FieldResult, FieldDurationMS, FieldChanged, FieldStatus, FieldError},
-	APIRequest:     {FieldVerb, FieldResource, FieldCode, FieldLatencyMS, FieldUserAgent, FieldUnchanged, FieldDiffered},
-	APIWatchEvent:  {FieldResource, FieldType},
-	PollTick:       {FieldIntervalS},
-	Kubectl:        {FieldVerb, FieldCode, FieldDurationMS},
-	LeaderAcquired: {FieldIdentity},
-	LeaderLost:     {FieldIdentity, FieldReason},
-	LeaderObserved: {FieldIdentity, FieldPrevious, FieldTransitions, FieldLease},
-	GCCollected:    {FieldOwner},
-	DriftDetected:  {FieldWhat, FieldEcho},
-	DriftRepaired:  {FieldWhat, FieldEcho, FieldLatencyMS},
-	Finalizer:      {FieldAction, FieldFinalizer},
-	Handover:       {FieldPath, FieldFrom, FieldTo, FieldEcho},
-	EchoDeleting:   {FieldFinalizers},
-	EchoDeleted:    {FieldWaitedMS},
-	Converged:      {FieldLatencyMS, FieldGeneration, FieldEcho, FieldCreated},
-	ProcessStart:   {FieldPID, FieldRestarts},
-	ProcessExit:    {FieldPID, FieldRestarts, FieldBackoffMS, FieldCode, FieldSignal, FieldRemoved},
-	ProcessPause:   {FieldPID},
-	ProcessResume:  {FieldPID},
-	Malformed:      {FieldLine, FieldCount},
-	Dropped:        {FieldCount},
-	Log:            {FieldMsg},
-	ClientLimits:   {FieldQPS, FieldBurst},
-	Act:            {FieldAction, FieldStyle, FieldVia},
-	FaultSet:       {FieldFault, FieldSpec, FieldOn},
-	FaultInjected:  {FieldFault, FieldVerb, FieldResource, FieldType, FieldCode, FieldDelayMS, FieldCount},
+// Schema lists the keys each kind may carry, derived from its payload's
+// json tags (payload.go). A producer that writes a key not listed here (a
+// typo in bash) fails TestSchema or the bash operator's schema test.
+var Schema = schema()
+
+func schema() map[Kind][]string {
+	m := make(map[Kind][]string, len(payloadOf))
+	for k := range payloadOf {
+		keys := []string{}
+		for _, f := range fieldsFor(k) {
+			keys = append(keys, f.key)
+		}
+		m[k] = keys
+	}
+	return m
 }
 
-// CheckSchema returns an error naming the first field of e that its kind
-// does not carry, or the kind itself if Schema does not know it.
+// CheckSchema returns an error if e's kind is unknown, its payload is not the
+// one its kind carries, or (decoded from a line) it carried a key its kind
+// does not or a value that does not fit.
 func CheckSchema(e Event) error {
-	allowed, ok := Schema[e.Kind]
+	want, ok := payloadOf[e.Kind]
 	if !ok {
 		return fmt.Errorf("kind %q is not in the trace schema", e.Kind)
 	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
-		keys = append(keys, k)
+	if e.Payload != nil && reflect.TypeOf(e.Payload) != reflect.TypeOf(want) {
+		return fmt.Errorf("%s: payload %T, want %T", e.Kind, e.Payload, want)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
-			return fmt.Errorf("%s: field %q is not in the trace schema (allowed: %v)", e.Kind, k, allowed)
-		}
+	if len(e.offSchema) > 0 {
+		return fmt.Errorf("%s: field %q is not in the trace schema (allowed: %v)", e.Kind, e.offSchema[0], Schema[e.Kind])
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestTracedQueue(t *testing.T) {
 		t.Fatalf("depth after Get = %d", depth.Value())
 	}
 	cs := causes.Take(key)
-	if f := startFields(1, cs); f["causes"] != 2 || f["cause_event"] != "UPDATE Echo/hello" {
+	if f := startPayload(1, cs); f.Causes != 2 || f.CauseEvent != "UPDATE Echo/hello" {
 		t.Fatalf("start fields %v", f)
 	}
 	q.AddRateLimited(key) // the reconcile failed
@@ -91,9 +91,9 @@ func TestEmitterDropsInsteadOfBlocking(t *testing.T) {
 func TestEmitterAfterClose(t *testing.T) {
 	var buf bytes.Buffer
 	em := NewEmitter(&buf, "x")
-	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "before"})
+	em.Emit(trace.Log, "ns", "Echo/a", trace.Message{Msg: "before"})
 	em.Close()
-	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "after"})
+	em.Emit(trace.Log, "ns", "Echo/a", trace.Message{Msg: "after"})
 	em.Close() // twice is fine
 	var msgs []string
 	_ = trace.Decode(&buf, func(e trace.Event) { msgs = append(msgs, e.Str("msg")) }, func(string) {})
