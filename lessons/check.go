@@ -243,11 +243,8 @@ const worldLag = 200 * time.Millisecond
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // msField is a field in milliseconds, in seconds for a sentence.
-func msField(e trace.Event, k string) string {
-	if n, ok := e.Num(k); ok {
-		return secs(time.Duration(n * float64(time.Millisecond)))
-	}
-	return "?"
+func msField(ms float64) string {
+	return secs(time.Duration(ms * float64(time.Millisecond)))
 }
 
 // bounds says whether n is within the min and max arguments, and what they

@@ -277,3 +277,10 @@ func (e Event) Injection() (Injection, bool)     { return payloadAs[Injection](e
 
 // ExitCode is c as Process.Code takes it.
 func ExitCode(c int) *int { return &c }
+
+// As is e's payload as a P, the zero P if e's kind carries another: for a
+// reader that already picked events of one kind and wants one field.
+func As[P Payload](e Event) P {
+	p, _ := payloadAs[P](e)
+	return p
+}
