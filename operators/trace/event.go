@@ -15,8 +15,8 @@ import (
 // Kind names what happened. The prefix before the dot is the family.
 type Kind string
 
-// The kinds every source uses. Schema (fields.go) lists the keys each one
-// carries; the Field* constants say what each key means.
+// The kinds every source uses. Each carries one payload (payload.go), whose
+// tags name the keys it is written with; Schema lists them per kind.
 const (
 	// InformerAdd/Update/Delete: an informer delivered an event to an
 	// operator (mapped to the Echo that controls the object, if any).
@@ -96,15 +96,15 @@ const (
 	Log Kind = "log"
 
 	// FaultSet: a fault was turned on or off for a replica, at its proxy
-	// (FieldFault its kind, FieldSpec how it was given, FieldOn).
+	// (FaultSwitch).
 	// FaultInjected: the fault touched one request or one watch event of
-	// that replica: which, and how (FieldFault, and the fields of what it
+	// that replica: which, and how (Injection: the fault, and the fields of what it
 	// touched).
 	FaultSet      Kind = "fault.set"
 	FaultInjected Kind = "fault.injected"
 
-	// Act: rlab performed a lesson action (FieldAction) on the sandbox,
-	// for autoplay or for `rlab do` (FieldVia), at the time it began: what
+	// Act: rlab performed a lesson action (Action.Action) on the sandbox,
+	// for autoplay or for `rlab do` (Action.Via), at the time it began: what
 	// only rlab can do (partition, pause, slow down …) made visible.
 	Act Kind = "rlab.act"
 )

@@ -99,3 +99,17 @@ func IsHousekeepingResource(resource string) bool {
 	r, _, _ := strings.Cut(resource, "/")
 	return r == ResourceLeases || r == ResourceEvents
 }
+
+// Echo is the name of the Echo a world event is about (drift.*,
+// echo.converged, field.handover), or "".
+func (e Event) Echo() string {
+	switch p := e.Payload.(type) {
+	case Drift:
+		return p.Echo
+	case Convergence:
+		return p.Echo
+	case Ownership:
+		return p.Echo
+	}
+	return ""
+}

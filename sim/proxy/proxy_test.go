@@ -219,7 +219,7 @@ func (s *sink) matching(match func(trace.Event) bool) []trace.Event {
 // isCall matches the api.request events of one verb and resource.
 func isCall(verb, resource string) func(trace.Event) bool {
 	return func(e trace.Event) bool {
-		return e.Kind == trace.APIRequest && e.Str(trace.FieldVerb) == verb && e.Str(trace.FieldResource) == resource
+		return e.Kind == trace.APIRequest && e.Verb() == verb && e.Resource() == resource
 	}
 }
 
@@ -611,7 +611,7 @@ func TestWatchStreams(t *testing.T) {
 	}
 	// Published at response-header time, while the watch is still open.
 	evs := fx.events.waitEvents(t, 1, isCall("watch", "configmaps"))
-	if code, _ := evs[0].Num(trace.FieldCode); code != 200 || evs[0].Namespace != testNS {
+	if code := evs[0].Code(); code != 200 || evs[0].Namespace != testNS {
 		t.Errorf("watch event = %+v", evs[0])
 	}
 
@@ -747,7 +747,7 @@ func TestLatency(t *testing.T) {
 				t.Errorf("request took %s, want at least %s", r.took, d)
 			}
 			ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/"+name })[0]
-			if ms, _ := ev.Num(trace.FieldLatencyMS); ms < float64(d.Milliseconds()) {
+			if ms := trace.As[trace.Request](ev).LatencyMS; ms < float64(d.Milliseconds()) {
 				t.Errorf("latency_ms = %v, want >= %d", ms, d.Milliseconds())
 			}
 		})
@@ -831,7 +831,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 		case trace.APIRequest:
 			requests++
 		case trace.Dropped:
-			c, _ := e.Num(trace.FieldCount)
+			c := trace.As[trace.Loss](e).Count
 			dropped += int(c)
 		}
 		if e.Source != "proxy/runtime/b" {
@@ -864,7 +864,7 @@ func TestEventJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if code, ok := back.Num(trace.FieldCode); !ok || code != 200 || back.Str(trace.FieldVerb) != "get" || back.Object != "ConfigMap/x" {
+	if code := back.Code(); code != 200 || back.Verb() != "get" || back.Object != "ConfigMap/x" {
 		t.Errorf("round trip = %+v", back)
 	}
 }

@@ -45,7 +45,7 @@ func TestRecorderFromBus(t *testing.T) {
 	go r.Run(ctx, b.Subscribe(16))
 	b.Publish(trace.Event{Kind: trace.Log, Object: "x"})
 	b.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Object: "Deployment/echo-hello", Payload: trace.GC{Owner: "Echo/hello"}})
-	got := r.Wait(t, 5*time.Second, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
+	got := r.Wait(t, 5*time.Second, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return trace.As[trace.GC](e).Owner == "Echo/hello" })
 	if got.Source != "world" {
 		t.Fatalf("Wait returned %+v", got)
 	}

@@ -479,7 +479,7 @@ func TestDrift(t *testing.T) {
 
 			tc.breakIt(t, f.ns)
 			det := f.rec.Wait(t, timeout, trace.DriftDetected, "Deployment/echo-hello", nil)
-			if det.Str(trace.FieldWhat) != tc.what || det.Str(trace.FieldEcho) != "hello" || det.Namespace != f.ns || det.Source != world.Source {
+			if trace.As[trace.Drift](det).What != tc.what || trace.As[trace.Drift](det).Echo != "hello" || det.Namespace != f.ns || det.Source != world.Source {
 				t.Errorf("drift.detected: %+v, want what=%s", det, tc.what)
 			}
 
@@ -516,11 +516,11 @@ func TestDrift(t *testing.T) {
 			}
 			// The hand-deleted Deployment's ReplicaSet and Pods are collected.
 			f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+oldRS, func(e trace.Event) bool {
-				return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
+				return trace.As[trace.GC](e).Owner == "Deployment/echo-hello"
 			})
 			for _, p := range before.Namespaces[f.ns].Echoes["hello"].Deployment.Pods {
 				f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-					return e.Str(trace.FieldOwner) == "ReplicaSet/"+oldRS
+					return trace.As[trace.GC](e).Owner == "ReplicaSet/"+oldRS
 				})
 			}
 			for _, e := range f.rec.Of(trace.GCCollected) {
@@ -588,15 +588,15 @@ func TestGarbageCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rec.Wait(t, timeout, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
+	f.rec.Wait(t, timeout, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return trace.As[trace.GC](e).Owner == "Echo/hello" })
 	for _, rs := range before.ReplicaSets {
 		f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+rs.Name, func(e trace.Event) bool {
-			return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
+			return trace.As[trace.GC](e).Owner == "Deployment/echo-hello"
 		})
 	}
 	for _, p := range before.Pods {
 		f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-			return e.Str(trace.FieldOwner) == "ReplicaSet/"+before.ReplicaSets[0].Name
+			return trace.As[trace.GC](e).Owner == "ReplicaSet/"+before.ReplicaSets[0].Name
 		})
 	}
 	waitFor(t, f.w, "everything gone from the model", func(s world.Snapshot) bool {
@@ -761,7 +761,7 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleting := f.rec.Wait(t, timeout, trace.EchoDeleting, "Echo/held", nil)
-	if got := deleting.Str(trace.FieldFinalizers); got != echo.Finalizer {
+	if got := trace.As[trace.Deleting](deleting).Finalizers; got != echo.Finalizer {
 		t.Errorf("echo.deleting finalizers = %q, want %q", got, echo.Finalizer)
 	}
 	if v := f.w.Snapshot().Namespaces[f.ns].Echoes["held"]; v == nil || !v.Deleting {
@@ -785,7 +785,7 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := f.rec.Wait(t, timeout, trace.EchoDeleted, "Echo/held", nil)
-	if waited, _ := deleted.Num(trace.FieldWaitedMS); waited <= 0 || deleted.Time.Before(deleting.Time) {
+	if waited := trace.As[trace.Deleted](deleted).WaitedMS; waited <= 0 || deleted.Time.Before(deleting.Time) {
 		t.Errorf("echo.deleted waited_ms = %v at %v, want > 0 and after echo.deleting at %v", waited, deleted.Time, deleting.Time)
 	}
 	s := waitFor(t, f.w, "held gone and unlisted", func(s world.Snapshot) bool {
