@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -128,5 +129,49 @@ func TestUnknownKind(t *testing.T) {
 	}
 	if CheckSchema(Event{Kind: QueueAdd, Payload: Reconcile{}}) == nil {
 		t.Error("a queue.add with a reconcile payload passed CheckSchema")
+	}
+}
+
+// TestEncodeKeys: an event is written with the keys its producer wrote
+// before payloads: a value that may be zero is written (a client that left:
+// code 0), an optional one only when set, and a key of another kind of the
+// family never.
+func TestEncodeKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Event
+		want string // the fields object as written
+	}{
+		{"a request nobody answered", Event{Kind: APIRequest, Payload: Request{Verb: "watch", Resource: "echoes"}},
+			`{"verb":"watch","resource":"echoes","code":0,"latency_ms":0,"user_agent":""}`},
+		{"an unchanged update", Event{Kind: APIRequest, Payload: Request{Verb: "update", Code: 200, Unchanged: true, Differed: []string{"a", "b"}}},
+			`{"verb":"update","resource":"","code":200,"latency_ms":0,"user_agent":"","unchanged":true,"differed":"a,b"}`},
+		{"queue.get keeps to its keys", Event{Kind: QueueGet, Payload: Queue{Key: "ns/a", Depth: 0, Reason: "error", Coalesced: true}},
+			`{"key":"ns/a","depth":0}`},
+		{"queue.add says it did not coalesce", Event{Kind: QueueAdd, Payload: Queue{Key: "ns/a", Depth: 1}},
+			`{"key":"ns/a","depth":1,"coalesced":false}`},
+		{"an exit by a signal", Event{Kind: ProcessExit, Payload: Process{PID: 7, Restarts: 1, BackoffMS: 500, Signal: "killed"}},
+			`{"pid":7,"restarts":1,"backoff_ms":500,"signal":"killed"}`},
+		{"an exit with code 0", Event{Kind: ProcessExit, Payload: Process{PID: 7, Code: ExitCode(0), Removed: true}},
+			`{"pid":7,"restarts":0,"code":0,"removed":true}`},
+		{"a pause", Event{Kind: ProcessPause, Payload: Process{PID: 7, Restarts: 2}}, `{"pid":7}`},
+		{"no payload", Event{Kind: ProcessStart}, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := tt.e.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var line struct {
+				Fields json.RawMessage `json:"fields"`
+			}
+			if err := json.Unmarshal(b, &line); err != nil {
+				t.Fatal(err)
+			}
+			if string(line.Fields) != tt.want {
+				t.Errorf("fields = %s, want %s", line.Fields, tt.want)
+			}
+		})
 	}
 }

@@ -67,20 +67,21 @@ func fieldsOf(t reflect.Type) []field {
 	return fs
 }
 
-// fieldsFor lists the fields kind carries, nil for an unknown kind.
-func fieldsFor(k Kind) []field {
-	p, ok := payloadOf[k]
-	if !ok {
-		return nil
-	}
-	var out []field
-	for _, f := range fieldsOf(reflect.TypeOf(p)) {
-		if f.carriedBy(k) {
-			out = append(out, f)
+// kindFields are the fields each kind carries, from fieldsOf its payload.
+var kindFields = func() map[Kind][]field {
+	m := make(map[Kind][]field, len(payloadOf))
+	for k, p := range payloadOf {
+		for _, f := range fieldsOf(reflect.TypeOf(p)) {
+			if f.carriedBy(k) {
+				m[k] = append(m[k], f)
+			}
 		}
 	}
-	return out
-}
+	return m
+}()
+
+// fieldsFor lists the fields kind carries, nil for an unknown kind.
+func fieldsFor(k Kind) []field { return kindFields[k] }
 
 // MarshalJSON writes e in the wire format.
 func (e Event) MarshalJSON() ([]byte, error) {
@@ -179,17 +180,14 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	pv := reflect.New(reflect.TypeOf(proto)).Elem()
-	byKey := map[string]field{}
-	for _, f := range fieldsFor(w.Kind) {
-		byKey[f.key] = f
-	}
+	fields := fieldsFor(w.Kind)
 	for k, v := range raw {
-		f, ok := byKey[k]
-		if !ok {
+		i := slices.IndexFunc(fields, func(f field) bool { return f.key == k })
+		if i < 0 {
 			e.offSchema = append(e.offSchema, k)
 			continue
 		}
-		if err := decodeValue(pv.Field(f.index), v); err != nil {
+		if err := decodeValue(pv.Field(fields[i].index), v); err != nil {
 			e.offSchema = append(e.offSchema, k+" ("+err.Error()+")")
 		}
 	}
