@@ -40,7 +40,7 @@ type Reconcile struct {
 	CauseEvent string  `json:"cause_event,omitempty" trace:"reconcile.start"` // "UPDATE Deployment/echo-hello → Echo/hello"
 	Causes     int     `json:"causes,omitempty" trace:"reconcile.start"`      // how many enqueues it answers
 	Result     string  `json:"result,omitempty" trace:"reconcile.end"`        // ResultOK, ResultError
-	DurationMS float64 `json:"duration_ms,omitempty" trace:"reconcile.end"`   //
+	DurationMS float64 `json:"duration_ms,omitempty" trace:"reconcile.end"`   // how long the call took
 	Changed    string  `json:"changed,omitempty" trace:"reconcile.end"`       // ChangedNone, "created", "updated"
 	Status     string  `json:"status,omitempty" trace:"reconcile.end"`        // status.ready written, "2/2"
 	Error      string  `json:"error,omitempty" trace:"reconcile.end"`         // with ResultError: the error
