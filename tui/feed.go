@@ -104,7 +104,7 @@ func (f *feed) pull() bool {
 
 // dropEvent says that n events never reached the screen.
 func dropEvent(at time.Time, n int) trace.Event {
-	return trace.Event{Time: at, Source: trace.SourceRlab, Kind: trace.Dropped, Fields: map[string]any{trace.FieldCount: n}}
+	return trace.Event{Time: at, Source: trace.SourceRlab, Kind: trace.Dropped, Payload: trace.Loss{Count: int(n)}}
 }
 
 // ingest folds evs, then the backlog, within the budget; what is left

@@ -57,17 +57,17 @@ func (r *rest) due(from, to time.Time) (evs []trace.Event, renewed bool) {
 			for _, st := range []style.Style{style.ClientGo, style.Runtime} {
 				for verb, rep := range map[string]string{"update": "a", "get": "b"} {
 					evs = append(evs, trace.Event{Time: t, Source: "proxy/" + st.Source(rep), Kind: trace.APIRequest, Namespace: st.Namespace(),
-						Object: "Lease/echo-operator", Fields: map[string]any{trace.FieldVerb: verb, trace.FieldResource: "leases", trace.FieldCode: 200}})
+						Object: "Lease/echo-operator", Payload: trace.Request{Verb: verb, Resource: "leases", Code: 200}})
 				}
 			}
 		}
 		if t.Unix()%5 == 0 {
 			sh, ns := style.Shell.Source("a"), style.Shell.Namespace()
 			evs = append(evs,
-				trace.Event{Time: t, Source: sh, Kind: trace.PollTick, Namespace: ns, Fields: map[string]any{trace.FieldIntervalS: 5}},
-				trace.Event{Time: t.Add(40 * time.Millisecond), Source: sh, Kind: trace.Kubectl, Namespace: ns, Fields: map[string]any{trace.FieldVerb: "get echoes", trace.FieldCode: 0}},
+				trace.Event{Time: t, Source: sh, Kind: trace.PollTick, Namespace: ns, Payload: trace.Poll{IntervalS: 5}},
+				trace.Event{Time: t.Add(40 * time.Millisecond), Source: sh, Kind: trace.Kubectl, Namespace: ns, Payload: trace.Command{Verb: "get echoes", Code: 0}},
 				trace.Event{Time: t.Add(40 * time.Millisecond), Source: "proxy/" + sh, Kind: trace.APIRequest, Namespace: ns,
-					Fields: map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes", trace.FieldCode: 200}})
+					Payload: trace.Request{Verb: "list", Resource: "echoes", Code: 200}})
 		}
 	}
 	return evs, renewed

@@ -337,7 +337,7 @@ func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
 	cg := style.ClientGo
 	lease := func(src string) trace.Event {
 		return trace.Event{Time: now40, Source: "proxy/" + src, Kind: trace.APIRequest, Namespace: cg.Namespace(),
-			Fields: map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases", trace.FieldCode: 200}}
+			Payload: trace.Request{Verb: "update", Resource: "leases", Code: 200}}
 	}
 	renewed := func(s world.Snapshot) world.Snapshot {
 		out := world.Snapshot{Namespaces: map[string]*world.NamespaceView{}}
@@ -362,11 +362,11 @@ func TestTUIBackgroundDoesNotRedraw(t *testing.T) {
 		{"lease renewals, timeline showing API requests", 1, func(m *Model) { m.Ingest([]trace.Event{lease(cg.Source("a"))}) }, true},
 		{"a reconcile among them", 0, func(m *Model) {
 			m.Ingest([]trace.Event{lease(cg.Source("a")), {Time: now40, Source: cg.Source("a"), Kind: trace.ReconcileStart,
-				Namespace: cg.Namespace(), Object: "Echo/hello", Fields: map[string]any{trace.FieldID: 9, trace.FieldCause: trace.CauseEvent}}})
+				Namespace: cg.Namespace(), Object: "Echo/hello", Payload: trace.Reconcile{ID: 9, Cause: trace.CauseEvent}}})
 		}, true},
 		{"a status write", 0, func(m *Model) {
 			m.Ingest([]trace.Event{{Time: now40, Source: "proxy/" + cg.Source("a"), Kind: trace.APIRequest, Namespace: cg.Namespace(),
-				Fields: map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}}})
+				Payload: trace.Request{Verb: "update", Resource: "echoes/status", Code: 200}}})
 		}, true},
 		{"a Lease renewed in the world", 0, func(m *Model) { m.SetSnapshot(renewed(m.feed.snap)) }, false},
 		{"a new Lease holder in the world", 0, func(m *Model) {
@@ -424,13 +424,13 @@ func TestTUIRaceFromStart(t *testing.T) {
 			}
 		}), []trace.Event{
 			{Time: fixture.At(3 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.ClientGo.Namespace(), Object: "Echo/hello",
-				Fields: map[string]any{trace.FieldLatencyMS: 1100.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+				Payload: trace.Convergence{LatencyMS: 1100.0, Echo: "hello", Created: true}},
 			{Time: fixture.At(3 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.Runtime.Namespace(), Object: "Echo/hello",
-				Fields: map[string]any{trace.FieldLatencyMS: 1020.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+				Payload: trace.Convergence{LatencyMS: 1020.0, Echo: "hello", Created: true}},
 		}, []string{"waiting for pods 0/2", "converged in 1.10s", "converged in 1.02s"}},
 		{"the shell loop last", fixture.Snapshot(), []trace.Event{
 			{Time: fixture.At(11 * time.Second), Source: trace.SourceWorld, Kind: trace.Converged, Namespace: style.Shell.Namespace(), Object: "Echo/hello",
-				Fields: map[string]any{trace.FieldLatencyMS: 9300.0, trace.FieldEcho: "hello", trace.FieldCreated: true}},
+				Payload: trace.Convergence{LatencyMS: 9300.0, Echo: "hello", Created: true}},
 		}, []string{"converged in 9.30s", "converged in 1.10s", "converged in 1.02s"}},
 	}
 	src := fixture.NewSource(world.Snapshot{})

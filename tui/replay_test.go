@@ -3,6 +3,7 @@ package tui_test
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -73,15 +74,15 @@ func TestReplaySameScreenAsLive(t *testing.T) {
 	at := fixture.At
 	evs := append(fixture.Events(),
 		trace.Event{Time: at(20 * time.Second), Source: supervisor.Source, Kind: trace.ProcessStart, Object: style.Shell.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldRestarts: 0}},
+			Payload: trace.Process{PID: 4300, Restarts: 0}},
 		trace.Event{Time: at(30 * time.Second), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Shell.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4300, trace.FieldCode: 0, trace.FieldRemoved: true}},
+			Payload: trace.Process{PID: 4300, Code: trace.ExitCode(0), Removed: true}},
 		trace.Event{Time: at(39 * time.Second), Source: supervisor.Source, Kind: trace.ProcessPause, Object: style.ClientGo.Source("b"),
-			Fields: map[string]any{trace.FieldPID: 4126}},
+			Payload: trace.Process{PID: 4126}},
 		trace.Event{Time: at(39500 * time.Millisecond), Source: supervisor.Source, Kind: trace.ProcessExit, Object: style.Runtime.Source("a"),
-			Fields: map[string]any{trace.FieldPID: 4129, trace.FieldRestarts: 0, trace.FieldSignal: "killed", trace.FieldBackoffMS: 500}},
+			Payload: trace.Process{PID: 4129, Restarts: 0, Signal: "killed", BackoffMS: 500}},
 		trace.Event{Time: at(40 * time.Second), Source: "proxy/" + style.ClientGo.Source("a"), Kind: trace.Dropped,
-			Fields: map[string]any{trace.FieldCount: 100}},
+			Payload: trace.Loss{Count: 100}},
 	)
 	slices.SortStableFunc(evs, func(a, b trace.Event) int { return a.Time.Compare(b.Time) })
 	now := at(40 * time.Second) // the last event: where a replay ends
@@ -146,5 +147,81 @@ func TestReplaySameScreenAsLive(t *testing.T) {
 		if !strings.Contains(got, fact) {
 			t.Errorf("replayed panes do not say %q:\n%s", fact, got)
 		}
+	}
+}
+
+// TestSessionTyped: the recording of 2026-11-22, written before events had
+// typed payloads, decodes through the one decode into the payload each kind
+// carries: every event on the schema, the counts per kind as recorded, and
+// known events of the Go proxies and of bash (numbers written as JSON
+// numbers by printf) read field by field. Written again, each event decodes
+// to the same payload.
+func TestSessionTyped(t *testing.T) {
+	rec := loadSession(t)
+	counts := map[trace.Kind]int{}
+	var evs []trace.Event
+	for _, r := range rec.Records {
+		if r.Event == nil {
+			continue
+		}
+		e := *r.Event
+		evs = append(evs, e)
+		counts[e.Kind]++
+		if err := trace.CheckSchema(e); err != nil {
+			t.Errorf("recorded event off the schema: %v", err)
+		}
+		if e.Payload == nil {
+			t.Errorf("recorded %s without a payload", e.Kind)
+		}
+		var buf bytes.Buffer
+		if err := trace.Encode(&buf, e); err != nil {
+			t.Fatal(err)
+		}
+		back, err := trace.ParseLine(bytes.TrimSpace(buf.Bytes()))
+		if err != nil || !reflect.DeepEqual(back.Payload, e.Payload) {
+			t.Errorf("%s written again: %+v, %v; want %+v", e.Kind, back.Payload, err, e.Payload)
+		}
+	}
+	wantCounts := map[trace.Kind]int{
+		trace.APIRequest: 247, trace.DriftDetected: 3, trace.DriftRepaired: 3, trace.Converged: 9, trace.GCCollected: 12,
+		trace.InformerAdd: 8, trace.InformerDelete: 2, trace.InformerUpdate: 78, trace.Kubectl: 33,
+		trace.LeaderAcquired: 3, trace.LeaderLost: 2, trace.LeaderObserved: 9, trace.PollTick: 8,
+		trace.ProcessExit: 1, trace.ProcessStart: 6, trace.QueueAdd: 88, trace.QueueDone: 74, trace.QueueGet: 74,
+		trace.ReconcileEnd: 80, trace.ReconcileStart: 81,
+	}
+	if !reflect.DeepEqual(counts, wantCounts) {
+		t.Errorf("events per kind = %v, want %v", counts, wantCounts)
+	}
+
+	first := func(source string, kind trace.Kind) trace.Event {
+		for _, e := range evs {
+			if e.Source == source && e.Kind == kind {
+				return e
+			}
+		}
+		t.Fatalf("no %s from %s", kind, source)
+		return trace.Event{}
+	}
+	tests := []struct {
+		name string
+		got  func() (trace.Payload, bool)
+		want trace.Payload
+	}{
+		{"the first request of client-go's a", func() (trace.Payload, bool) { return first("proxy/clientgo/a", trace.APIRequest).Request() },
+			trace.Request{Verb: "get", Resource: "leases", Code: 404, LatencyMS: 8.664, UserAgent: "echo-clientgo/a"}},
+		{"bash's first kubectl", func() (trace.Payload, bool) { return first("shell/a", trace.Kubectl).Command() },
+			trace.Command{Verb: "get echoes", Code: 0, DurationMS: 270}},
+		{"bash's first reconcile.end", func() (trace.Payload, bool) { return first("shell/a", trace.ReconcileEnd).Reconcile() },
+			trace.Reconcile{ID: 1, Result: trace.ResultOK, DurationMS: 446, Changed: "created", Status: "0/2"}},
+		{"the supervisor's first start", func() (trace.Payload, bool) { return first("supervisor", trace.ProcessStart).Process() },
+			trace.Process{PID: 8481}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.got()
+			if !ok || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("payload = %#v, %v; want %#v", got, ok, tt.want)
+			}
+		})
 	}
 }

@@ -527,11 +527,11 @@ func doPartitionHeal(t *testing.T, e sandboxEnv, r *run) {
 	cut := m[1]
 	tl := &timeline{r: r}
 	tl.wait(t, 10*time.Second, "the act of rlab do partition", func(e trace.Event) bool {
-		return e.Kind == trace.Act && e.Str(trace.FieldAction) == "partition_leader" &&
-			e.Str(trace.FieldStyle) == "clientgo" && e.Str(trace.FieldVia) == trace.ViaCommand
+		return e.Kind == trace.Act && trace.As[trace.Action](e).Action == "partition_leader" &&
+			trace.As[trace.Action](e).Style == "clientgo" && trace.As[trace.Action](e).Via == trace.ViaCommand
 	})
 	refused := func(e trace.Event) bool {
-		c, _ := e.Num(trace.FieldCode)
+		c := e.Code()
 		return e.Kind == trace.APIRequest && e.Source == "proxy/"+cut && c == 503
 	}
 	tl.wait(t, 30*time.Second, "a request of "+cut+" refused (503)", refused)
@@ -545,7 +545,7 @@ func doPartitionHeal(t *testing.T, e sandboxEnv, r *run) {
 	}
 	healed := time.Now()
 	tl.wait(t, 60*time.Second, cut+" answered again after the heal", func(e trace.Event) bool {
-		c, _ := e.Num(trace.FieldCode)
+		c := e.Code()
 		return e.Kind == trace.APIRequest && e.Source == "proxy/"+cut && c == 200 && e.Time.After(healed)
 	})
 	_, stderr, code = cli(t, e.env, rlabBin, "do", "partition", "shell")

@@ -177,7 +177,7 @@ func printTimeline(sub *bus.Sub, format string, w io.Writer) (stop func()) {
 	c := sub.Collect(func(events []trace.Event, dropped int) {
 		if dropped > 0 {
 			events = append([]trace.Event{{Time: time.Now(), Source: "rlab", Kind: trace.Dropped,
-				Fields: map[string]any{trace.FieldCount: dropped}}}, events...)
+				Payload: trace.Loss{Count: int(dropped)}}}, events...)
 		}
 		for _, e := range events {
 			if format == "json" {

@@ -583,15 +583,15 @@ func (p *Player) DoVia(ctx context.Context, op lessons.Op, via string) error {
 // act publishes that op begins: the time a step's acting began, whoever
 // asked for it.
 func (p *Player) act(op lessons.Op, via string) {
-	f := map[string]any{trace.FieldAction: op.Name, trace.FieldVia: via}
+	f := trace.Action{Action: op.Name, Via: via}
 	st := op.Args.Str("style")
 	if st == "" {
 		st = op.Args.Str("operator")
 	}
 	if st != "" {
-		f[trace.FieldStyle] = st
+		f.Style = st
 	}
-	p.sb.Bus().Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Act, Fields: f})
+	p.sb.Bus().Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Act, Payload: f})
 }
 
 func (p *Player) do(ctx context.Context, op lessons.Op) error {

@@ -17,5 +17,5 @@ var at, ev = simtest.At, simtest.Ev
 func setConverged(st, prefix string, i, ms int, took float64) trace.Event {
 	name := sandbox.SetName(prefix, i)
 	return ev(ms, world.Source, trace.Converged, style.Style(st).Namespace(), "Echo/"+name,
-		map[string]any{trace.FieldEcho: name, trace.FieldLatencyMS: took, trace.FieldCreated: true})
+		trace.Convergence{Echo: name, LatencyMS: took, Created: true})
 }

@@ -180,7 +180,7 @@ func (p *Player) noteSets(evs []trace.Event) {
 		if !ok {
 			continue
 		}
-		name := e.Str(trace.FieldEcho)
+		name := trace.As[trace.Convergence](e).Echo
 		i := strings.LastIndexByte(name, '-')
 		if i <= 0 {
 			continue

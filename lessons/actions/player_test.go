@@ -12,8 +12,8 @@ import (
 // across steps; a set made again later is a new batch, and edits and
 // Echoes of no set count in none.
 func TestNoteSets(t *testing.T) {
-	edit := ev(500, world.Source, trace.Converged, "echo-clientgo", "Echo/base-001", map[string]any{trace.FieldEcho: "base-001", trace.FieldLatencyMS: 40.0})
-	hello := ev(600, world.Source, trace.Converged, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldEcho: "hello", trace.FieldCreated: true, trace.FieldLatencyMS: 40.0})
+	edit := ev(500, world.Source, trace.Converged, "echo-clientgo", "Echo/base-001", trace.Convergence{Echo: "base-001", LatencyMS: 40.0})
+	hello := ev(600, world.Source, trace.Converged, "echo-clientgo", "Echo/hello", trace.Convergence{Echo: "hello", Created: true, LatencyMS: 40.0})
 	tests := []struct {
 		name string
 		evs  []trace.Event

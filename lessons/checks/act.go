@@ -82,16 +82,16 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 		}
 		switch e.Kind {
 		case trace.Act:
-			a.Note(e.Time, lessons.ExpandStyle(e.Str(trace.FieldStyle))...)
+			a.Note(e.Time, lessons.ExpandStyle(trace.As[trace.Action](e).Style)...)
 		case trace.ProcessExit:
 			// Killed by a signal: a person's kill, or rlab's. An operator
 			// that exits on its own (a lost Lease, an error) says a code.
-			if e.Str(trace.FieldSignal) != "" {
+			if trace.As[trace.Process](e).Signal != "" {
 				a.Note(e.Time, style.FromSource(e.Object))
 			}
 		case trace.LeaderLost:
 			// Released on the way out: the replica was told to stop.
-			if e.Str(trace.FieldReason) == trace.ReasonReleased {
+			if trace.As[trace.Leader](e).Reason == trace.ReasonReleased {
 				a.Note(e.Time, style.FromSource(e.Source))
 			}
 		case trace.Handover:
@@ -99,7 +99,7 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			// Deployment: a hand's write, seen at once (drift is confirmed
 			// only once it has stood a while, and a fight never stands).
 			if st := styleOfNS(e.Namespace); st != "" && e.Source == trace.SourceWorld &&
-				!slices.Contains(strings.Split(e.Str(trace.FieldTo), ","), st.ManagedBy()) {
+				!slices.Contains(strings.Split(trace.As[trace.Ownership](e).To, ","), st.ManagedBy()) {
 				a.Note(e.Time, st)
 			}
 		case trace.EchoDeleting, trace.EchoDeleted, trace.DriftDetected:

@@ -25,7 +25,7 @@ func TestFindActs(t *testing.T) {
 		return sn
 	}
 	kill := func(ms int, replica string) trace.Event {
-		return ev(ms, supervisor.Source, trace.ProcessExit, "", replica, map[string]any{trace.FieldSignal: "killed"})
+		return ev(ms, supervisor.Source, trace.ProcessExit, "", replica, trace.Process{Signal: "killed"})
 	}
 	tests := []struct {
 		name   string
@@ -38,18 +38,18 @@ func TestFindActs(t *testing.T) {
 		{"a kill before the step was shown", []trace.Event{kill(500, "clientgo/a")}, quiet, -1, nil},
 		{"a kill after it", []trace.Event{kill(500, "clientgo/a"), kill(2000, "clientgo/b"), kill(2010, "runtime/a")}, quiet, 2000,
 			map[style.Style]int{style.ClientGo: 2000, style.Runtime: 2010}},
-		{"an exit of its own is no act", []trace.Event{ev(2000, supervisor.Source, trace.ProcessExit, "", "clientgo/a", map[string]any{trace.FieldCode: 1.0})}, quiet, -1, nil},
-		{"a Lease lost is no act", []trace.Event{ev(2000, "clientgo/a", trace.LeaderLost, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonLost})}, quiet, -1, nil},
-		{"a Lease released on SIGTERM", []trace.Event{ev(2000, "runtime/b", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased})}, quiet, 2000,
+		{"an exit of its own is no act", []trace.Event{ev(2000, supervisor.Source, trace.ProcessExit, "", "clientgo/a", trace.Process{Code: trace.ExitCode(1)})}, quiet, -1, nil},
+		{"a Lease lost is no act", []trace.Event{ev(2000, "clientgo/a", trace.LeaderLost, "echo-clientgo", "Lease/echo-operator", trace.Leader{Reason: trace.ReasonLost})}, quiet, -1, nil},
+		{"a Lease released on SIGTERM", []trace.Event{ev(2000, "runtime/b", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", trace.Leader{Reason: trace.ReasonReleased})}, quiet, 2000,
 			map[style.Style]int{style.Runtime: 2000}},
-		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", trace.Act, "", "", map[string]any{"action": "partition_leader", trace.FieldStyle: lessons.StyleGo})}, quiet, 3000,
+		{"rlab's action on both Go styles", []trace.Event{ev(3000, "rlab", trace.Act, "", "", trace.Action{Action: "partition_leader", Style: lessons.StyleGo})}, quiet, 3000,
 			map[style.Style]int{style.ClientGo: 3000, style.Runtime: 3000}},
 		{"a delete the world saw", []trace.Event{ev(2500, world.Source, trace.EchoDeleting, "echo-shell", "Echo/hello", nil)}, quiet, 2500,
 			map[style.Style]int{style.Shell: 2500}},
 		{"a field taken by hand", []trace.Event{ev(2600, world.Source, trace.Handover, "echo-shell", "Deployment/echo-hello",
-			map[string]any{trace.FieldFrom: "echo-shell", trace.FieldTo: "student"})}, quiet, 2600, map[style.Style]int{style.Shell: 2600}},
+			trace.Ownership{From: "echo-shell", To: "student"})}, quiet, 2600, map[style.Style]int{style.Shell: 2600}},
 		{"a field taken back by the operator is no act", []trace.Event{ev(2600, world.Source, trace.Handover, "echo-shell", "Deployment/echo-hello",
-			map[string]any{trace.FieldFrom: "student", trace.FieldTo: "echo-shell"})}, quiet, -1, nil},
+			trace.Ownership{From: "student", To: "echo-shell"})}, quiet, -1, nil},
 		{"an Echo with no finalizer deleted", []trace.Event{ev(2700, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", nil)}, quiet, 2700,
 			map[style.Style]int{style.Runtime: 2700}},
 		{"a Deployment scaled by hand", []trace.Event{ev(2600, world.Source, trace.DriftDetected, "echo-clientgo", "Deployment/echo-hello", nil)}, quiet, 2600,
@@ -98,7 +98,7 @@ func TestActsMerge(t *testing.T) {
 // takeover before the act do not count.
 func TestNewLeaderFromTheAct(t *testing.T) {
 	lease := func(ms int, id string) trace.Event {
-		return ev(ms, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: id})
+		return ev(ms, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", trace.Leader{Identity: id})
 	}
 	min2 := lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0}
 	max4 := lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "max": 4 * time.Second}, Line: 0}

@@ -18,9 +18,9 @@ func BenchmarkCheckEval(b *testing.B) {
 	evs := make([]trace.Event, 0, 10000)
 	for i := range 10000 {
 		st := style.All()[i%3]
-		e := ev(i*60, "proxy/"+st.Source("a"), trace.APIRequest, st.Namespace(), "", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases", trace.FieldCode: 200})
+		e := ev(i*60, "proxy/"+st.Source("a"), trace.APIRequest, st.Namespace(), "", trace.Request{Verb: "update", Resource: "leases", Code: 200})
 		if i%50 == 0 {
-			e = ev(i*60, st.Source("a"), trace.ReconcileStart, st.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: "event", trace.FieldID: i})
+			e = ev(i*60, st.Source("a"), trace.ReconcileStart, st.Namespace(), "Echo/hello", trace.Reconcile{Cause: "event", ID: i})
 		}
 		evs = append(evs, e)
 	}

@@ -170,11 +170,8 @@ const WorldLag = 200 * time.Millisecond
 func Secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // msField is a field in milliseconds, in seconds for a sentence.
-func msField(e trace.Event, k string) string {
-	if n, ok := e.Num(k); ok {
-		return Secs(time.Duration(n * float64(time.Millisecond)))
-	}
-	return "?"
+func msField(ms float64) string {
+	return Secs(time.Duration(ms * float64(time.Millisecond)))
 }
 
 // bounds says whether n is within the min and max arguments, and what they

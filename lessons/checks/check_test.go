@@ -61,12 +61,12 @@ func withEcho(v View, fn func(e *world.EchoView, ns *world.NamespaceView)) View 
 func setConverged(st, prefix string, i, ms int, took float64) trace.Event {
 	name := sandbox.SetName(prefix, i)
 	return ev(ms, world.Source, trace.Converged, style.Style(st).Namespace(), "Echo/"+name,
-		map[string]any{trace.FieldEcho: name, trace.FieldLatencyMS: took, trace.FieldCreated: true})
+		trace.Convergence{Echo: name, LatencyMS: took, Created: true})
 }
 
 // limits is replica's report of its client-side limit.
 func limits(replica string, qps float64, burst int) trace.Event {
-	return ev(10, replica, trace.ClientLimits, style.FromSource(replica).Namespace(), "", map[string]any{trace.FieldQPS: qps, trace.FieldBurst: burst})
+	return ev(10, replica, trace.ClientLimits, style.FromSource(replica).Namespace(), "", trace.Limits{QPS: qps, Burst: burst})
 }
 
 func TestCondEval(t *testing.T) {
@@ -96,115 +96,115 @@ func TestCondEval(t *testing.T) {
 		{"pods not ready yet is not behind", lessons.Cond{Kind: "status_behind", Args: Args{"style": "runtime", "name": "hello"}, Line: 0},
 			withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Ready, e.Deployment.ReadyReplicas = "1/2", 1 }), false, false, "Deployment 1 of 2 ready"},
 		{"status updates let through", lessons.Cond{Kind: "informer_updates", Args: Args{"style": "runtime", "resource": "Echo", "name": "hello", "change": "status", "min": 1}, Line: 0},
-			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status"}),
-				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true}),
-				ev(30, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "spec"})),
+			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", trace.Informer{Change: "status"}),
+				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", trace.Informer{Change: "status", Filtered: true}),
+				ev(30, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", trace.Informer{Change: "spec"})),
 			true, false, "runtime 1 (want ≥1)"},
 		{"filtered Deployment updates counted apart", lessons.Cond{Kind: "informer_updates", Args: Args{"style": "runtime", "resource": "Deployment", "name": "hello", "filtered": true, "max": 0}, Line: 0},
-			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Deployment/echo-hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true}),
-				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", map[string]any{trace.FieldChange: "status", trace.FieldFiltered: true})),
+			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Deployment/echo-hello", trace.Informer{Change: "status", Filtered: true}),
+				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", trace.Informer{Change: "status", Filtered: true})),
 			false, false, "runtime 1 (want ≤0)"},
 		{"replicas ready", lessons.Cond{Kind: "deployment_replicas", Args: Args{"style": "all", "name": "hello", "replicas": 2, "ready": true}, Line: 0}, base, true, false, "replicas 2, 2 ready"},
 		{"owned", lessons.Cond{Kind: "owned", Args: Args{"style": "all", "name": "hello"}, Line: 0}, base, true, false, `controller "Echo/hello"`},
 		{"not orphaned while owned", lessons.Cond{Kind: "orphaned", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "still controlled by Echo/hello"},
 		{"new leader in time", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
-			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
+			with(ev(4500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", trace.Leader{Identity: "clientgo-b-3"})),
 			true, false, "clientgo-b-3 took over from clientgo-a-1 after 4.50s"},
 		{"new leader too soon is final", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 2 * time.Second}, Line: 0},
-			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"})),
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", trace.Leader{Identity: "clientgo-b-3"})),
 			false, true, "sooner than 2s"},
 		{"a takeover soon after the kill, long after the last renewal", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
-			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
+			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", trace.Leader{Identity: "clientgo-b-3"}))
 			v.Renewed = map[string]time.Time{"clientgo/a": at(-2600)} // renewals lagged before the kill at 0
 			return v
 		}(), true, false, "after 1.50s (4.10s after its last renewal)"},
 		{"a takeover too soon after the last renewal", lessons.Cond{Kind: "new_leader", Args: Args{"style": "clientgo", "min": 3 * time.Second}, Line: 0}, func() View {
-			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "clientgo-b-3"}))
+			v := with(ev(1500, world.Source, trace.LeaderObserved, "echo-clientgo", "Lease/echo-operator", trace.Leader{Identity: "clientgo-b-3"}))
 			v.Renewed = map[string]time.Time{"clientgo/a": at(-100), "clientgo/b": at(1400)}
 			return v
 		}(), false, true, "(1.60s after its last renewal), sooner than 3s"},
 		{"same holder is no new leader", lessons.Cond{Kind: "new_leader", Args: Args{"style": "runtime"}, Line: 0},
-			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldIdentity: "runtime-a-2"})),
+			with(ev(500, world.Source, trace.LeaderObserved, "echo-runtime", "Lease/echo-operator", trace.Leader{Identity: "runtime-a-2"})),
 			false, false, "still runtime-a-2"},
 		{"retries growing", lessons.Cond{Kind: "retries", Args: Args{"style": "clientgo", "name": "x", "min": 3}, Line: 0}, with(
-			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
-			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
-			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonAfter, trace.FieldAfterMS: 1.0}),
-			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 20.0}),
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonError, AfterMS: 5.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonError, AfterMS: 10.0}),
+			ev(3, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonAfter, AfterMS: 1.0}),
+			ev(4, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonError, AfterMS: 20.0}),
 		), true, false, "3 retries, backoff 5ms 10ms 20ms"},
 		{"retries not growing", lessons.Cond{Kind: "retries", Args: Args{"style": "clientgo", "name": "x", "min": 2}, Line: 0}, with(
-			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 10.0}),
-			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", map[string]any{trace.FieldReason: trace.ReasonError, trace.FieldAfterMS: 5.0}),
+			ev(1, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonError, AfterMS: 10.0}),
+			ev(2, "clientgo/a", trace.QueueRequeue, "echo-clientgo", "Echo/x", trace.Queue{Reason: trace.ReasonError, AfterMS: 5.0}),
 		), false, false, "2 retries"},
 		{"api requests counted by verb, resource, code", lessons.Cond{Kind: "api_requests", Args: Args{"style": "go", "verbs": []string{"update"}, "resource": "echoes/status", "code": 409, "min": 1}, Line: 0}, with(
-			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 409}),
-			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: 200}),
-			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "echoes/status", trace.FieldCode: float64(409)}),
+			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", trace.Request{Verb: "update", Resource: "echoes/status", Code: 409}),
+			ev(2, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/hello", trace.Request{Verb: "update", Resource: "echoes/status", Code: 200}),
+			ev(3, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "Echo/hello", trace.Request{Verb: "update", Resource: "echoes/status", Code: 409}),
 		), true, false, "clientgo 1 update echoes/status → 409 (want ≥1), runtime 1"},
 		{"the restarted standby tries for the Lease", lessons.Cond{Kind: "campaigning", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
-			v := with(ev(300, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}))
+			v := with(ev(300, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", trace.Request{Verb: "get", Resource: "leases"}))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
 			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
 			return v
 		}(), true, false, "1 standby trying"},
 		{"a standby that has not asked yet", lessons.Cond{Kind: "campaigning", Args: Args{"style": "clientgo"}, Line: 0}, func() View {
-			v := with(ev(300, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases"}))
+			v := with(ev(300, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "Lease/echo-operator", trace.Request{Verb: "update", Resource: "leases"}))
 			v.Replicas = []supervisor.Status{{Name: "clientgo/a", Replica: "a", Style: "clientgo", Running: true}, {Name: "clientgo/b", Replica: "b", Style: "clientgo", Running: true}}
 			v.Snapshot.Namespaces["echo-clientgo"].Lease = &world.LeaseView{Holder: "clientgo-b-7"}
 			return v
 		}(), false, false, "not asked for the Lease yet: clientgo/a"},
 		{"a warm standby watches", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, with(
-			ev(100, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
-			ev(120, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
-			ev(130, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "deployments"}),
+			ev(100, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
+			ev(120, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
+			ev(130, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "deployments"}),
 			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/b 1)"},
 		{"a cold standby does not", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "max": 0, "over": 5 * time.Second}, Line: 0}, with(
 			ev(900, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
-			ev(901, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
-			ev(950, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(901, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
+			ev(950, "proxy/clientgo/b", trace.APIRequest, "echo-clientgo", "", trace.Request{Verb: "watch", Resource: "echoes"}),
 		), true, false, "0 watches of echoes by a standby (want ≤0)"},
 		{"a leader that released, restarted warm, watches as a standby", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, with(
 			ev(100, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
-			ev(200, "runtime/a", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", map[string]any{trace.FieldReason: trace.ReasonReleased}),
-			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(200, "runtime/a", trace.LeaderLost, "echo-runtime", "Lease/echo-operator", trace.Leader{Reason: trace.ReasonReleased}),
+			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
 			ev(3100, "runtime/b", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "1 watch of echoes by a standby (want ≥1) (runtime/a 1)"},
 		{"a leader's watch a moment before its LeaderAcquired", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "max": 0}, Line: 0}, with(
-			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(3000, "proxy/runtime/a", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
 			ev(3010, "runtime/a", trace.LeaderAcquired, "echo-runtime", "Lease/echo-operator", nil),
 		), true, false, "0 watches"},
 		{"a standby's watch after the window", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1, "over": 5 * time.Second}, Line: 0}, with(
-			ev(6000, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}),
+			ev(6000, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}),
 		), false, false, "0 watches"},
 		{"a standby's watch before the act", lessons.Cond{Kind: "standby_watches", Args: Args{"style": "runtime", "min": 1}, Line: 0}, func() View {
-			v := with(ev(100, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}))
+			v := with(ev(100, "proxy/runtime/b", trace.APIRequest, "echo-runtime", "", trace.Request{Verb: "watch", Resource: "echoes"}))
 			v.Acted = at(500)
 			return v
 		}(), false, false, "0 watches"},
 		{"your refused patch", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
-			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes", trace.FieldCode: 200}),
-			ev(2, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: float64(422)}),
+			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", trace.Request{Verb: "get", Resource: "echoes", Code: 200}),
+			ev(2, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", trace.Request{Verb: "patch", Resource: "echoes", Code: 422}),
 		), true, false, "1 request of yours"},
 		{"an operator's refused patch is not yours", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "resource": "echoes", "code": 422}, Line: 0}, with(
-			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 422}),
+			ev(1, "proxy/clientgo/a", trace.APIRequest, "echo-clientgo", "Echo/world", trace.Request{Verb: "patch", Resource: "echoes", Code: 422}),
 		), false, false, "0 requests of yours"},
 		{"your patch, accepted", lessons.Cond{Kind: "you_asked", Args: Args{"verbs": []string{"patch"}, "code": 422}, Line: 0}, with(
-			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 200}),
+			ev(1, trace.SourceYou, trace.APIRequest, "echo-clientgo", "Echo/world", trace.Request{Verb: "patch", Resource: "echoes", Code: 200}),
 		), false, false, "0 requests of yours (1 more answered otherwise)"},
 		{"api requests over a window not yet elapsed", lessons.Cond{Kind: "api_requests", Args: Args{"style": "shell", "over": 20 * time.Second}, Line: 0}, base, false, false, "measuring"},
 		{"api requests over a window", lessons.Cond{Kind: "api_requests", Args: Args{"style": "shell", "verbs": []string{"get"}, "max": 1, "over": 5 * time.Second}, Line: 0}, with(
-			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
-			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}),
+			ev(100, "proxy/shell/a", trace.APIRequest, "echo-shell", "", trace.Request{Verb: "get", Resource: "echoes"}),
+			ev(6000, "proxy/shell/a", trace.APIRequest, "echo-shell", "", trace.Request{Verb: "get", Resource: "echoes"}),
 		), true, false, "1 get in 5.00s"},
 		{"coalesced", lessons.Cond{Kind: "coalesced", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			ev(1, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
 			ev(2, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", nil),
-			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", map[string]any{trace.FieldCauses: 2}),
+			ev(3, "runtime/a", trace.ReconcileStart, "echo-runtime", "Echo/hello", trace.Reconcile{Causes: 2}),
 		), true, false, "2 Echo updates → 1 reconciles, one answered 2 at once"},
 		{"noticed only after the action", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
-			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}),
-				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll", trace.FieldCauseEvent: "poll tick"}))
+			v := with(ev(100, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", trace.Reconcile{Cause: "poll", CauseEvent: "poll tick"}),
+				ev(900, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", trace.Reconcile{Cause: "poll", CauseEvent: "poll tick"}))
 			v.Acted = at(500)
 			return v
 		}(), true, false, "after 0.40s (poll: poll tick)"},
@@ -227,30 +227,30 @@ func TestCondEval(t *testing.T) {
 		}), true, false, "held by [kkloud.io/echo-registry]"},
 		{"not deleting", lessons.Cond{Kind: "echo_deleting", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, base, false, false, "not being deleted"},
 		{"cleaned up, not gone", lessons.Cond{Kind: "finalized", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
-			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", trace.FinalizerChange{Action: trace.FinalizerRemoved}),
 		), false, false, "clientgo/b cleaned up; the Echo is not gone yet"},
 		{"cleaned up, its trace line lost", lessons.Cond{Kind: "finalized", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
-			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
+			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", trace.Deleted{WaitedMS: 5040.0}),
 		), true, false, "proxy/runtime/b (its proxy saw patch echoes → 200) cleaned up; gone after"},
 		{"a status write, the student's patch, a refused one: no cleanup", lessons.Cond{Kind: "finalized", Args: Args{"style": "runtime", "name": "hello"}, Line: 0}, with(
 			trace.Request{Verb: "patch", Resource: "echoes/status", Code: 200}.Event(at(1), "proxy/runtime/b", "echo-runtime", "Echo/hello"),
 			trace.Request{Verb: "patch", Resource: "echoes", Code: 200}.Event(at(1), "proxy/you", "echo-runtime", "Echo/hello"),
 			trace.Request{Verb: "update", Resource: "echoes", Code: 409}.Event(at(1), "proxy/runtime/a", "echo-runtime", "Echo/hello"),
-			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
+			ev(2, world.Source, trace.EchoDeleted, "echo-runtime", "Echo/hello", trace.Deleted{WaitedMS: 5040.0}),
 		), false, false, "no cleanup yet"},
 		{"finalized", lessons.Cond{Kind: "finalized", Args: Args{"style": "clientgo", "name": "hello"}, Line: 0}, with(
-			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldAction: trace.FinalizerRemoved}),
-			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", map[string]any{trace.FieldWaitedMS: 5040.0}),
+			ev(1, "clientgo/b", trace.Finalizer, "echo-clientgo", "Echo/hello", trace.FinalizerChange{Action: trace.FinalizerRemoved}),
+			ev(2, world.Source, trace.EchoDeleted, "echo-clientgo", "Echo/hello", trace.Deleted{WaitedMS: 5040.0}),
 		), true, false, "gone after waiting 5.04s"},
 		{"a poll before the student's edit noticed nothing", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, func() View {
 			v := withEcho(base, func(e *world.EchoView, _ *world.NamespaceView) { e.Edited = at(3000) })
-			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"}),
-				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})}
+			v.Events = []trace.Event{ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", trace.Reconcile{Cause: "poll"}),
+				ev(4500, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", trace.Reconcile{Cause: "poll"})}
 			return v
 		}(), true, false, "after 1.70s (poll)"},
 		{"no edit yet", lessons.Cond{Kind: "noticed", Args: Args{"style": "shell", "name": "hello"}, Line: 0},
-			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", map[string]any{trace.FieldCause: "poll"})), false, false, "no edit yet"},
+			with(ev(1000, "shell/a", trace.ReconcileStart, "echo-shell", "Echo/hello", trace.Reconcile{Cause: "poll"})), false, false, "no edit yet"},
 		{"a set converged, slower than the floor", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "base", "count": 3, "min": 20 * time.Second}, Line: 0},
 			with(setConverged("clientgo", "base", 1, 1000, 500), setConverged("clientgo", "base", 2, 15000, 14400),
 				setConverged("clientgo", "base", 3, 24000, 23300), setConverged("runtime", "base", 1, 900, 400)),
@@ -263,7 +263,7 @@ func TestCondEval(t *testing.T) {
 			false, true, "later than 10s"},
 		{"a set half converged; edits, other sets and Echoes past count are not its", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "runtime", "prefix": "fast", "count": 2}, Line: 0},
 			with(setConverged("runtime", "fast", 1, 1000, 500), setConverged("runtime", "fast", 3, 1000, 500), setConverged("runtime", "faster", 2, 1000, 500),
-				ev(2000, world.Source, trace.Converged, "echo-runtime", "Echo/fast-002", map[string]any{trace.FieldEcho: "fast-002", trace.FieldLatencyMS: 40.0})),
+				ev(2000, world.Source, trace.Converged, "echo-runtime", "Echo/fast-002", trace.Convergence{Echo: "fast-002", LatencyMS: 40.0})),
 			false, false, "runtime 1 of 2 converged"},
 		{"a set faster than an earlier one", lessons.Cond{Kind: "echoes_converged", Args: Args{"style": "clientgo", "prefix": "tuned", "count": 1, "faster_than": "base"}, Line: 0}, func() View {
 			v := with(setConverged("clientgo", "tuned", 1, 3000, 2500))

@@ -127,7 +127,7 @@ var checks = map[string]checkKind{
 			detail := fmt.Sprintf("%d%s", len(evs), want)
 			if len(evs) > 0 {
 				last := evs[len(evs)-1]
-				detail += ", last " + last.Str(trace.FieldFrom) + " → " + last.Str(trace.FieldTo)
+				detail += ", last " + trace.As[trace.Ownership](last).From + " → " + trace.As[trace.Ownership](last).To
 			}
 			return styleResult{ok: ok, detail: detail}
 		},
@@ -283,13 +283,13 @@ var checks = map[string]checkKind{
 			}
 			// Only the Echo as it is now: an earlier edit may converge late.
 			evs := eventsOf(v, st, trace.Converged, func(ev trace.Event) bool {
-				g, _ := ev.Num(trace.FieldGeneration)
-				return ev.Str(trace.FieldEcho) == a.Str("name") && int64(g) == e.Generation
+				g := trace.As[trace.Convergence](ev).Generation
+				return trace.As[trace.Convergence](ev).Echo == a.Str("name") && g == e.Generation
 			})
 			if len(evs) == 0 {
 				return styleResult{detail: "not yet"}
 			}
-			return styleResult{ok: true, detail: "in " + msField(evs[0], trace.FieldLatencyMS)}
+			return styleResult{ok: true, detail: "in " + msField(trace.As[trace.Convergence](evs[0]).LatencyMS)}
 		},
 	},
 
@@ -313,8 +313,8 @@ var checks = map[string]checkKind{
 			}
 			for _, e := range eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == trace.Object(echov1.Kind, a.Str("name")) }) {
 				if e.Time.After(from) {
-					why := e.Str(trace.FieldCause)
-					if ev := e.Str(trace.FieldCauseEvent); ev != "" {
+					why := trace.As[trace.Reconcile](e).Cause
+					if ev := trace.As[trace.Reconcile](e).CauseEvent; ev != "" {
 						why += ": " + ev
 					}
 					return styleResult{ok: true, detail: fmt.Sprintf("after %s (%s)", Secs(e.Time.Sub(from)), why)}
@@ -328,12 +328,12 @@ var checks = map[string]checkKind{
 	"drift_repaired": {
 		eval: func(a Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
-				return e.Str(trace.FieldEcho) == a.Str("name") && (a.Str("what") == "" || e.Str(trace.FieldWhat) == a.Str("what"))
+				return trace.As[trace.Drift](e).Echo == a.Str("name") && (a.Str("what") == "" || trace.As[trace.Drift](e).What == a.Str("what"))
 			})
 			if len(evs) == 0 {
 				return styleResult{detail: "not repaired"}
 			}
-			return styleResult{ok: true, detail: evs[0].Str(trace.FieldWhat) + " repaired in " + msField(evs[0], trace.FieldLatencyMS)}
+			return styleResult{ok: true, detail: trace.As[trace.Drift](evs[0]).What + " repaired in " + msField(trace.As[trace.Drift](evs[0]).LatencyMS)}
 		},
 	},
 
@@ -375,9 +375,9 @@ var checks = map[string]checkKind{
 			var took *trace.Event
 			prev := old
 			for _, e := range eventsOf(v, st, trace.LeaderObserved, func(e trace.Event) bool {
-				return e.Source == trace.SourceWorld && e.Str(trace.FieldIdentity) != ""
+				return e.Source == trace.SourceWorld && trace.As[trace.Leader](e).Identity != ""
 			}) {
-				id := e.Str(trace.FieldIdentity)
+				id := trace.As[trace.Leader](e).Identity
 				if id != prev && !e.Time.Before(from) {
 					took = &e
 					break
@@ -388,7 +388,7 @@ var checks = map[string]checkKind{
 				return styleResult{detail: "still " + prev}
 			}
 			d := took.Time.Sub(from)
-			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", took.Str(trace.FieldIdentity), prev, Secs(d))}
+			r := styleResult{ok: true, detail: fmt.Sprintf("%s took over from %s after %s", trace.As[trace.Leader](*took).Identity, prev, Secs(d))}
 			if mn := a.Dur("min"); mn > 0 {
 				// A standby takes a Lease nobody renews only once it has
 				// seen no renewal for the lease duration: counted from the
@@ -419,7 +419,7 @@ var checks = map[string]checkKind{
 	// A replica lost the Lease (not released it).
 	"leader_lost": {
 		eval: func(a Args, v View, st style.Style) styleResult {
-			evs := eventsOf(v, st, trace.LeaderLost, func(e trace.Event) bool { return e.Str(trace.FieldReason) == trace.ReasonLost })
+			evs := eventsOf(v, st, trace.LeaderLost, func(e trace.Event) bool { return trace.As[trace.Leader](e).Reason == trace.ReasonLost })
 			if len(evs) == 0 {
 				return styleResult{detail: "nobody lost the Lease"}
 			}
@@ -469,8 +469,8 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			said := map[string]string{}
 			for _, e := range eventsOf(v, st, trace.ClientLimits, nil) {
-				q, _ := e.Num(trace.FieldQPS)
-				b, _ := e.Num(trace.FieldBurst)
+				q := trace.As[trace.Limits](e).QPS
+				b := trace.As[trace.Limits](e).Burst
 				said[e.Source] = limitWords(q, int(b))
 				if q != float64(a.QPS("qps")) && !(q < 0 && a.QPS("qps") < 0) {
 					continue
@@ -696,7 +696,7 @@ var checks = map[string]checkKind{
 	// the traffic it is for.
 	"faults_injected": {
 		eval: func(a Args, v View, st style.Style) styleResult {
-			n := len(eventsOf(v, st, trace.FaultInjected, func(e trace.Event) bool { return e.Str(trace.FieldFault) == a.Str("fault") }))
+			n := len(eventsOf(v, st, trace.FaultInjected, func(e trace.Event) bool { return trace.As[trace.Injection](e).Fault == a.Str("fault") }))
 			ok, want := bounds(a, n)
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d touched by the %s fault%s", n, a.Str("fault"), want)}
 		},
@@ -716,8 +716,8 @@ var checks = map[string]checkKind{
 			kind := map[string]trace.Kind{"": trace.InformerUpdate, "update": trace.InformerUpdate,
 				"add": trace.InformerAdd, "delete": trace.InformerDelete}[a.Str("event")]
 			evs := eventsOf(v, st, kind, func(e trace.Event) bool {
-				return e.Object == obj && (a.Str("change") == "" || e.Str(trace.FieldChange) == a.Str("change")) &&
-					e.Bool(trace.FieldFiltered) == a.Bool("filtered")
+				return e.Object == obj && (a.Str("change") == "" || trace.As[trace.Informer](e).Change == a.Str("change")) &&
+					trace.As[trace.Informer](e).Filtered == a.Bool("filtered")
 			})
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d%s", len(evs), want)}
@@ -729,7 +729,7 @@ var checks = map[string]checkKind{
 	"reconciles_after_edit": {
 		eval: func(a Args, v View, st style.Style) styleResult {
 			evs := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool {
-				return e.Object == trace.Object(echov1.Kind, a.Str("name")) && strings.Contains(e.Str(trace.FieldCauseEvent), a.Str("cause"))
+				return e.Object == trace.Object(echov1.Kind, a.Str("name")) && strings.Contains(trace.As[trace.Reconcile](e).CauseEvent, a.Str("cause"))
 			})
 			ok, want := bounds(a, len(evs))
 			return styleResult{ok: ok, detail: fmt.Sprintf("%d reconciles%s", len(evs), want)}
@@ -744,7 +744,7 @@ var checks = map[string]checkKind{
 			starts := eventsOf(v, st, trace.ReconcileStart, func(e trace.Event) bool { return e.Object == obj })
 			most := 0
 			for _, e := range starts {
-				if n, ok := e.Num(trace.FieldCauses); ok && int(n) > most {
+				if n := trace.As[trace.Reconcile](e).Causes; n > most {
 					most = int(n)
 				}
 			}
@@ -758,13 +758,13 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			evs := eventsOf(v, st, trace.QueueRequeue, func(e trace.Event) bool {
-				return e.Object == obj && e.Str(trace.FieldReason) == trace.ReasonError
+				return e.Object == obj && trace.As[trace.Queue](e).Reason == trace.ReasonError
 			})
 			var backoffs []string
 			growing := true
 			prev := -1.0
 			for _, e := range evs {
-				ms, _ := e.Num(trace.FieldAfterMS)
+				ms := trace.As[trace.Queue](e).AfterMS
 				if ms < prev {
 					growing = false
 				}
@@ -784,7 +784,7 @@ var checks = map[string]checkKind{
 	"flapping": {
 		eval: func(a Args, v View, st style.Style) styleResult {
 			n := len(eventsOf(v, st, trace.DriftRepaired, func(e trace.Event) bool {
-				return e.Str(trace.FieldEcho) == a.Str("name") && e.Str(trace.FieldWhat) == trace.DriftMessage
+				return trace.As[trace.Drift](e).Echo == a.Str("name") && trace.As[trace.Drift](e).What == trace.DriftMessage
 			}))
 			mn, _ := a.Int("min")
 			return styleResult{ok: n >= mn, detail: fmt.Sprintf("message changed and put back %d times (want ≥%d)", n, mn)}
@@ -867,7 +867,7 @@ var checks = map[string]checkKind{
 		eval: func(a Args, v View, st style.Style) styleResult {
 			obj := trace.Object(echov1.Kind, a.Str("name"))
 			removed := eventsOf(v, st, trace.Finalizer, func(e trace.Event) bool {
-				return e.Object == obj && e.Str(trace.FieldAction) == trace.FinalizerRemoved
+				return e.Object == obj && trace.As[trace.FinalizerChange](e).Action == trace.FinalizerRemoved
 			})
 			who := ""
 			if len(removed) > 0 {
@@ -888,7 +888,7 @@ var checks = map[string]checkKind{
 			case len(gone) == 0:
 				return styleResult{detail: who + " cleaned up; the Echo is not gone yet"}
 			}
-			return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", who, msField(gone[0], trace.FieldWaitedMS))}
+			return styleResult{ok: true, detail: fmt.Sprintf("%s cleaned up; gone after waiting %s", who, msField(trace.As[trace.Deleted](gone[0]).WaitedMS))}
 		},
 	},
 }
@@ -921,7 +921,7 @@ func setBatch(v View, st style.Style, prefix string, n int) world.Batch {
 	var b world.Batch
 	seen := map[string]bool{}
 	for _, e := range eventsOf(v, st, trace.Converged, nil) {
-		name := e.Str(trace.FieldEcho)
+		name := trace.As[trace.Convergence](e).Echo
 		created, ok := world.CreationConverged(e)
 		if !ok || seen[name] || !inSet(name, prefix, n) {
 			continue

@@ -121,7 +121,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				leading.Store(true)
-				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{trace.FieldIdentity: id})
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, trace.Leader{Identity: id})
 				log.Info("became leader", "identity", id)
 				runErr <- run(ctx)
 			},
@@ -134,11 +134,11 @@ func Run(ctx context.Context, o echo.Options) error {
 				if ctx.Err() == nil {
 					reason = trace.ReasonLost
 				}
-				em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{trace.FieldIdentity: id, trace.FieldReason: reason})
+				em.Emit(trace.LeaderLost, o.Namespace, lease, trace.Leader{Identity: id, Reason: reason})
 				log.Info("stopped leading", "identity", id, "reason", reason)
 			},
 			OnNewLeader: func(holder string) {
-				em.Emit(trace.LeaderObserved, o.Namespace, lease, map[string]any{trace.FieldIdentity: holder})
+				em.Emit(trace.LeaderObserved, o.Namespace, lease, trace.Leader{Identity: holder})
 			},
 		},
 	})

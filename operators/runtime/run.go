@@ -149,7 +149,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		case <-mgr.Elected():
 			if o.LeaderElect {
 				leading.Store(true)
-				em.Emit(trace.LeaderAcquired, o.Namespace, lease, map[string]any{trace.FieldIdentity: id})
+				em.Emit(trace.LeaderAcquired, o.Namespace, lease, trace.Leader{Identity: id})
 				log.Info("became leader", "identity", id)
 			}
 		case <-ctx.Done():
@@ -164,7 +164,7 @@ func Run(ctx context.Context, o echo.Options) error {
 		if ctx.Err() == nil {
 			reason = trace.ReasonLost
 		}
-		em.Emit(trace.LeaderLost, o.Namespace, lease, map[string]any{trace.FieldIdentity: id, trace.FieldReason: reason})
+		em.Emit(trace.LeaderLost, o.Namespace, lease, trace.Leader{Identity: id, Reason: reason})
 		log.Info("stopped leading", "identity", id, "reason", reason)
 	}
 	if err != nil && ctx.Err() == nil {

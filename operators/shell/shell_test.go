@@ -27,6 +27,7 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
+	"github.com/kkloud/rlab/operators/internal/optest"
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
@@ -134,7 +135,7 @@ func (s *script) events(t *testing.T) []trace.Event {
 func count(evs []trace.Event, k trace.Kind, key, value string) int {
 	n := 0
 	for _, e := range evs {
-		if e.Kind == k && (key == "" || e.Str(key) == value) {
+		if e.Kind == k && (key == "" || optest.Wire(e, key) == value) {
 			n++
 		}
 	}
@@ -303,10 +304,10 @@ func TestKubectlFailures(t *testing.T) {
 				if err := trace.CheckSchema(e); err != nil {
 					t.Errorf("bash event off the schema: %v", err)
 				}
-				if e.Kind == trace.Kubectl && e.Object != "" && e.Str("code") != "1" {
-					t.Errorf("kubectl event about an Echo with code %s, want 1: %+v", e.Str("code"), e)
+				if e.Kind == trace.Kubectl && e.Object != "" && e.Code() != 1 {
+					t.Errorf("kubectl event about an Echo with code %d, want 1: %+v", e.Code(), e)
 				}
-				if e.Kind == trace.ReconcileEnd && e.Str("error") == "" {
+				if e.Kind == trace.ReconcileEnd && trace.As[trace.Reconcile](e).Error == "" {
 					t.Errorf("reconcile.end without its error: %+v", e)
 				}
 			}
@@ -594,8 +595,8 @@ func TestAgainstControlPlane(t *testing.T) {
 	// The apiserver took every status written: one off the CRD's schema (a
 	// bad reason, a missing field) gets 422 and kubectl exits 1.
 	for _, e := range evs {
-		if e.Kind == trace.Kubectl && e.Str(trace.FieldVerb) == "patch echoes/status" && e.Str(trace.FieldCode) != "0" {
-			t.Errorf("status patch failed with code %s", e.Str(trace.FieldCode))
+		if e.Kind == trace.Kubectl && e.Verb() == "patch echoes/status" && e.Code() != 0 {
+			t.Errorf("status patch failed with code %d", e.Code())
 		}
 	}
 	if n := count(evs, trace.ReconcileEnd, "changed", "created"); n != 2 {

@@ -80,7 +80,7 @@ func reconciles(evs []trace.Event) []reconcileCall {
 			calls = append(calls, reconcileCall{start: e.Time})
 			in = true
 		case in && e.Kind == trace.Kubectl:
-			calls[len(calls)-1].verbs = append(calls[len(calls)-1].verbs, e.Str(trace.FieldVerb))
+			calls[len(calls)-1].verbs = append(calls[len(calls)-1].verbs, e.Verb())
 		case in && e.Kind == trace.ReconcileEnd:
 			calls[len(calls)-1].ended = true
 			in = false

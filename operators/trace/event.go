@@ -7,7 +7,6 @@
 package trace
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kkloud/rlab/operators/style"
@@ -16,8 +15,8 @@ import (
 // Kind names what happened. The prefix before the dot is the family.
 type Kind string
 
-// The kinds every source uses. Schema (fields.go) lists the keys each one
-// carries; the Field* constants say what each key means.
+// The kinds every source uses. Each carries one payload (payload.go), whose
+// tags name the keys it is written with; Schema lists them per kind.
 const (
 	// InformerAdd/Update/Delete: an informer delivered an event to an
 	// operator (mapped to the Echo that controls the object, if any).
@@ -97,15 +96,15 @@ const (
 	Log Kind = "log"
 
 	// FaultSet: a fault was turned on or off for a replica, at its proxy
-	// (FieldFault its kind, FieldSpec how it was given, FieldOn).
+	// (FaultSwitch).
 	// FaultInjected: the fault touched one request or one watch event of
-	// that replica: which, and how (FieldFault, and the fields of what it
+	// that replica: which, and how (Injection: the fault, and the fields of what it
 	// touched).
 	FaultSet      Kind = "fault.set"
 	FaultInjected Kind = "fault.injected"
 
-	// Act: rlab performed a lesson action (FieldAction) on the sandbox,
-	// for autoplay or for `rlab do` (FieldVia), at the time it began: what
+	// Act: rlab performed a lesson action (Action.Action) on the sandbox,
+	// for autoplay or for `rlab do` (Action.Via), at the time it began: what
 	// only rlab can do (partition, pause, slow down …) made visible.
 	Act Kind = "rlab.act"
 )
@@ -139,47 +138,22 @@ const (
 	CauseInitial = "initial-list" // an object present when the informer started
 )
 
-// Event is one thing that happened, from one source.
+// Event is one thing that happened, from one source. It travels as JSON
+// (wire.go): the payload under "fields", by the keys of its json tags.
 type Event struct {
-	Time time.Time `json:"time"`
+	Time time.Time
 	// Source is who saw it: "clientgo/a", "proxy/runtime/b", "world", "supervisor".
-	Source string `json:"source"`
-	Kind   Kind   `json:"kind"`
+	Source string
+	Kind   Kind
 	// Namespace and Object ("Echo/hello") name what it is about, if anything.
-	Namespace string         `json:"ns,omitempty"`
-	Object    string         `json:"object,omitempty"`
-	Fields    map[string]any `json:"fields,omitempty"`
-}
-
-// Str returns a string field, or "".
-func (e Event) Str(k string) string {
-	switch v := e.Fields[k].(type) {
-	case string:
-		return v
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
-// Num returns a numeric field as float64 (JSON numbers decode as float64).
-func (e Event) Num(k string) (float64, bool) {
-	switch v := e.Fields[k].(type) {
-	case float64:
-		return v, true
-	case float32:
-		return float64(v), true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case time.Duration:
-		return float64(v.Milliseconds()), true
-	}
-	return 0, false
+	Namespace string
+	Object    string
+	// Payload is what the kind carries (payloadOf): a Queue for queue.add.
+	// Read it with the typed views, e.Queue().
+	Payload Payload
+	// offSchema are the keys a decoded line carried that its kind does
+	// not, or whose values did not fit: CheckSchema reports them.
+	offSchema []string
 }
 
 // Style is the operator style of the source ("clientgo" for "clientgo/a" and

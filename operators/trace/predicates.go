@@ -2,32 +2,55 @@ package trace
 
 import "strings"
 
-// Bool returns a boolean field: true whether the producer wrote a JSON true
-// (Go, and bash's jq) or the string "true"; false if absent.
-func (e Event) Bool(k string) bool {
-	switch v := e.Fields[k].(type) {
-	case bool:
-		return v
-	case string:
-		return v == "true"
+// Verb is the request's verb of an api.request ("get", "patch"), the
+// kubectl command of a kubectl event ("get echoes"), or the verb of the
+// request a fault touched.
+func (e Event) Verb() string {
+	switch p := e.Payload.(type) {
+	case Request:
+		return p.Verb
+	case Command:
+		return p.Verb
+	case Injection:
+		return p.Verb
 	}
-	return false
+	return ""
 }
 
-// Verb is the request's verb of an api.request ("get", "patch"), or the
-// kubectl command of a kubectl event ("get echoes").
-func (e Event) Verb() string { return e.Str(FieldVerb) }
-
-// Resource is the resource of an api.request or api.watch_event
-// ("deployments", "echoes/status", "discovery"), or the kind an informer
-// event is of ("Echo").
-func (e Event) Resource() string { return e.Str(FieldResource) }
+// Resource is the resource of an api.request, api.watch_event or
+// fault.injected ("deployments", "echoes/status", "discovery"), or the kind
+// an informer event is of ("Echo").
+func (e Event) Resource() string {
+	switch p := e.Payload.(type) {
+	case Request:
+		return p.Resource
+	case WatchEvent:
+		return p.Resource
+	case Informer:
+		return p.Resource
+	case Injection:
+		return p.Resource
+	}
+	return ""
+}
 
 // Code is the HTTP code of an api.request (0 if it had none: the client
-// left), or the exit code of a kubectl or process.exit event.
+// left) or the one a fault answered with, or the exit code of a kubectl or
+// process.exit event.
 func (e Event) Code() int {
-	c, _ := e.Num(FieldCode)
-	return int(c)
+	switch p := e.Payload.(type) {
+	case Request:
+		return p.Code
+	case Command:
+		return p.Code
+	case Injection:
+		return p.Code
+	case Process:
+		if p.Code != nil {
+			return *p.Code
+		}
+	}
+	return 0
 }
 
 // IsWrite says whether e is an API request that asks to change something.
@@ -75,4 +98,18 @@ func IsWriteVerb(verb string) bool {
 func IsHousekeepingResource(resource string) bool {
 	r, _, _ := strings.Cut(resource, "/")
 	return r == ResourceLeases || r == ResourceEvents
+}
+
+// Echo is the name of the Echo a world event is about (drift.*,
+// echo.converged, field.handover), or "".
+func (e Event) Echo() string {
+	switch p := e.Payload.(type) {
+	case Drift:
+		return p.Echo
+	case Convergence:
+		return p.Echo
+	case Ownership:
+		return p.Echo
+	}
+	return ""
 }

@@ -47,7 +47,7 @@ func TestRequestRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := (Event{Kind: Kubectl, Fields: map[string]any{FieldVerb: "get echoes"}}).Request(); ok {
+	if _, ok := (Event{Kind: Kubectl, Payload: Command{Verb: "get echoes"}}).Request(); ok {
 		t.Fatal("a kubectl event decoded as an api.request")
 	}
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,155 +20,201 @@ func (e Event) Line() string {
 
 // Summary says the event's fields in words, for the timeline.
 func (e Event) Summary() string {
-	ms := func(k string) string {
-		v, ok := e.Num(k)
-		if !ok {
-			return "?"
-		}
-		return fmt.Sprintf("%.1fms", v)
+	ms := func(v float64) string { return fmt.Sprintf("%.1fms", v) }
+	str := func(v any) string { return fmt.Sprint(v) }
+	if _, ok := e.Payload.(Unknown); ok {
+		return e.fieldsText()
 	}
 	switch e.Kind {
 	case InformerAdd, InformerUpdate, InformerDelete:
+		p, _ := e.Informer()
 		s := ""
-		if e.Bool(FieldInitial) {
+		if p.Initial {
 			s = "(initial list)"
 		}
-		if c := e.Str(FieldChange); c != "" {
-			s = "(" + c + ")"
+		if p.Change != "" {
+			s = "(" + p.Change + ")"
 		}
-		if m := e.Str(FieldMappedTo); m != "" {
-			s += " → " + m
+		if p.MappedTo != "" {
+			s += " → " + p.MappedTo
 		}
-		if e.Bool(FieldFiltered) {
+		if p.Filtered {
 			s += " filtered: not queued"
 		}
 		return strings.TrimSpace(s)
 	case QueueAdd:
-		s := "depth " + e.Str(FieldDepth)
-		if e.Bool(FieldCoalesced) {
+		p, _ := e.Queue()
+		s := "depth " + str(p.Depth)
+		if p.Coalesced {
 			s += ", coalesced"
 		}
 		return s
 	case QueueGet, QueueDone:
-		return "depth " + e.Str(FieldDepth)
+		p, _ := e.Queue()
+		return "depth " + str(p.Depth)
 	case QueueRequeue:
-		return fmt.Sprintf("%s, after %s (retry %s)", e.Str(FieldReason), ms(FieldAfterMS), e.Str(FieldRetries))
+		p, _ := e.Queue()
+		return fmt.Sprintf("%s, after %s (retry %d)", p.Reason, ms(p.AfterMS), p.Retries)
 	case ReconcileStart:
-		s := "cause: " + e.Str(FieldCause)
-		if ev := e.Str(FieldCauseEvent); ev != "" {
-			s = "cause: " + ev
+		p, _ := e.Reconcile()
+		s := "cause: " + p.Cause
+		if p.CauseEvent != "" {
+			s = "cause: " + p.CauseEvent
 		}
-		if n, _ := e.Num(FieldCauses); n > 1 {
-			s += fmt.Sprintf(" (+%d more)", int(n)-1)
+		if p.Causes > 1 {
+			s += fmt.Sprintf(" (+%d more)", p.Causes-1)
 		}
 		return s
 	case ReconcileEnd:
-		s := fmt.Sprintf("%s in %s, %s", e.Str(FieldResult), ms(FieldDurationMS), e.Str(FieldChanged))
-		if st := e.Str(FieldStatus); st != "" {
-			s += ", status " + st
+		p, _ := e.Reconcile()
+		s := fmt.Sprintf("%s in %s, %s", p.Result, ms(p.DurationMS), p.Changed)
+		if p.Status != "" {
+			s += ", status " + p.Status
 		}
-		if er := e.Str(FieldError); er != "" {
-			s += ": " + er
+		if p.Error != "" {
+			s += ": " + p.Error
 		}
 		return s
 	case APIRequest:
-		return fmt.Sprintf("%s %s → %s in %s", e.Str(FieldVerb), e.Str(FieldResource), e.Str(FieldCode), ms(FieldLatencyMS))
+		p, _ := e.Request()
+		return fmt.Sprintf("%s %s → %d in %s", p.Verb, p.Resource, p.Code, ms(p.LatencyMS))
 	case APIWatchEvent:
-		typ := e.Str(FieldType)
+		p, _ := e.WatchEvent()
+		typ := p.Type
 		if typ == "" {
 			typ = "unreadable event"
 		}
-		return "watch " + e.Str(FieldResource) + " delivered " + typ
+		return "watch " + p.Resource + " delivered " + typ
 	case Kubectl:
-		return fmt.Sprintf("kubectl %s → exit %s in %s", e.Str(FieldVerb), e.Str(FieldCode), ms(FieldDurationMS))
+		p, _ := e.Command()
+		return fmt.Sprintf("kubectl %s → exit %d in %s", p.Verb, p.Code, ms(p.DurationMS))
 	case LeaderAcquired, LeaderLost, LeaderObserved:
-		s := e.Str(FieldIdentity)
-		if r := e.Str(FieldReason); r != "" {
-			s += " (" + r + ")"
+		p, _ := e.Leader()
+		s := p.Identity
+		if p.Reason != "" {
+			s += " (" + p.Reason + ")"
 		}
 		return s
 	case GCCollected:
-		return "collected by GC: owner " + e.Str(FieldOwner) + " is gone"
+		p, _ := e.GC()
+		return "collected by GC: owner " + p.Owner + " is gone"
 	case DriftDetected:
-		return "drift: " + e.Str(FieldWhat)
+		p, _ := e.Drift()
+		return "drift: " + p.What
 	case Handover:
-		return e.Str(FieldPath) + " changed owners: " + e.Str(FieldFrom) + " → " + e.Str(FieldTo)
+		p, _ := e.Ownership()
+		return p.Path + " changed owners: " + p.From + " → " + p.To
 	case DriftRepaired:
-		return fmt.Sprintf("repaired %s in %s", e.Str(FieldWhat), ms(FieldLatencyMS))
+		p, _ := e.Drift()
+		return fmt.Sprintf("repaired %s in %s", p.What, ms(p.LatencyMS))
 	case Converged:
-		return "converged in " + ms(FieldLatencyMS)
+		p, _ := e.Convergence()
+		return "converged in " + ms(p.LatencyMS)
 	case Finalizer:
-		if e.Str(FieldAction) == FinalizerRemoved {
-			return "cleaned up; finalizer " + e.Str(FieldFinalizer) + " removed"
+		p, _ := e.FinalizerChange()
+		if p.Action == FinalizerRemoved {
+			return "cleaned up; finalizer " + p.Finalizer + " removed"
 		}
-		return "finalizer " + e.Str(FieldFinalizer) + " " + e.Str(FieldAction)
+		return "finalizer " + p.Finalizer + " " + p.Action
 	case EchoDeleting:
-		return "deletion waits for finalizers: " + e.Str(FieldFinalizers)
+		p, _ := e.Deleting()
+		return "deletion waits for finalizers: " + p.Finalizers
 	case EchoDeleted:
-		return "gone after waiting " + ms(FieldWaitedMS)
+		p, _ := e.Deleted()
+		return "gone after waiting " + ms(p.WaitedMS)
 	case ProcessStart:
-		return "started, pid " + e.Str(FieldPID)
+		p, _ := e.Process()
+		return "started, pid " + str(p.PID)
 	case ProcessExit:
-		s := "exited, pid " + e.Str(FieldPID)
-		if sig := e.Str(FieldSignal); sig != "" {
-			s += ", " + sig
-		} else if code := e.Str(FieldCode); code != "" {
-			s += ", code " + code
+		p, _ := e.Process()
+		s := "exited, pid " + str(p.PID)
+		if p.Signal != "" {
+			s += ", " + p.Signal
+		} else if p.Code != nil {
+			s += ", code " + str(*p.Code)
 		}
-		if e.Bool(FieldRemoved) {
+		if p.Removed {
 			return s + ", removed for good"
 		}
-		return s + ", restart in " + e.Str(FieldBackoffMS) + "ms"
+		return s + ", restart in " + str(p.BackoffMS) + "ms"
 	case ProcessPause:
-		return "frozen (SIGSTOP), pid " + e.Str(FieldPID)
+		p, _ := e.Process()
+		return "frozen (SIGSTOP), pid " + str(p.PID)
 	case ProcessResume:
-		return "let go on (SIGCONT), pid " + e.Str(FieldPID)
+		p, _ := e.Process()
+		return "let go on (SIGCONT), pid " + str(p.PID)
 	case Malformed:
-		return fmt.Sprintf("malformed trace line #%s: %q", e.Str(FieldCount), e.Str(FieldLine))
+		p, _ := e.BadLine()
+		return fmt.Sprintf("malformed trace line #%d: %q", p.Count, p.Line)
 	case Dropped:
-		return e.Str(FieldCount) + " events dropped"
+		p, _ := e.Loss()
+		return str(p.Count) + " events dropped"
 	case Log:
-		return e.Str(FieldMsg)
+		p, _ := e.Message()
+		return p.Msg
 	case Act:
+		p, _ := e.Action()
 		s := "autoplay: "
-		if e.Str(FieldVia) == ViaCommand {
+		if p.Via == ViaCommand {
 			s = "rlab do: "
 		}
-		s += e.Str(FieldAction)
-		if st := e.Str(FieldStyle); st != "" {
-			s += " (" + st + ")"
+		s += p.Action
+		if p.Style != "" {
+			s += " (" + p.Style + ")"
 		}
 		return s
 	case FaultSet:
-		if e.Bool(FieldOn) {
-			return "fault on: " + e.Str(FieldSpec)
+		p, _ := e.FaultSwitch()
+		if p.On {
+			return "fault on: " + p.Spec
 		}
-		return "fault off: " + e.Str(FieldSpec)
+		return "fault off: " + p.Spec
 	case FaultInjected:
-		return e.faultSummary(ms(FieldDelayMS))
+		p, _ := e.Injection()
+		return p.summary()
 	case ClientLimits:
-		if q, _ := e.Num(FieldQPS); q < 0 {
+		p, _ := e.Limits()
+		if p.QPS < 0 {
 			return "client-side rate limit: none (left to the apiserver)"
 		}
-		return "client-side rate limit: " + e.Str(FieldQPS) + " req/s, burst " + e.Str(FieldBurst)
+		return "client-side rate limit: " + str(p.QPS) + " req/s, burst " + str(p.Burst)
 	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
+	return e.fieldsText() // poll.tick: "interval_s=5"
+}
+
+// fieldsText is the fields as written, "key=value" sorted by key: the
+// timeline line of a kind with no words of its own.
+func (e Event) fieldsText() string {
+	raw, err := encodeFields(e.Kind, e.Payload)
+	if err != nil || raw == nil {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, k+"="+e.Str(k))
+		v := m[k]
+		if v == nil {
+			v = ""
+		}
+		parts = append(parts, k+"="+fmt.Sprint(v))
 	}
 	return strings.Join(parts, " ")
 }
 
-// faultSummary says what a fault did to one request or watch event.
-func (e Event) faultSummary(delay string) string {
-	req := e.Str(FieldVerb) + " " + e.Str(FieldResource)
-	ev := "watch event " + e.Str(FieldType) + " of " + e.Str(FieldResource)
-	switch e.Str(FieldFault) {
+// summary says what a fault did to one request or watch event.
+func (p Injection) summary() string {
+	delay := fmt.Sprintf("%.1fms", float64(p.DelayMS))
+	req := p.Verb + " " + p.Resource
+	ev := "watch event " + p.Type + " of " + p.Resource
+	switch p.Fault {
 	case "stale":
 		return "held " + ev + " " + delay + " (stale view)"
 	case "unobserved":
@@ -175,13 +222,13 @@ func (e Event) faultSummary(delay string) string {
 	case "conflict":
 		return "answered " + req + " with 409 Conflict (injected)"
 	case "error":
-		return "answered " + req + " with " + e.Str(FieldCode) + " (injected)"
+		return "answered " + req + " with " + fmt.Sprint(p.Code) + " (injected)"
 	case "latency", "lease":
-		return "delayed " + req + " " + delay + " (" + e.Str(FieldFault) + ")"
+		return "delayed " + req + " " + delay + " (" + p.Fault + ")"
 	case "crash":
 		return "killed the replica as its " + req + " succeeded, before it saw the answer (crash after write)"
 	case "disconnect":
-		return "closed a watch of " + e.Str(FieldResource) + " mid-flight (watch disconnect)"
+		return "closed a watch of " + p.Resource + " mid-flight (watch disconnect)"
 	}
-	return e.Str(FieldFault) + " " + req
+	return p.Fault + " " + req
 }

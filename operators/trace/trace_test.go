@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,10 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 22, 9, 41, 3, 211e6, time.UTC)
 	tests := []Event{
 		{Time: at, Source: "clientgo/a", Kind: ReconcileEnd, Namespace: "echo-clientgo", Object: "Echo/hello",
-			Fields: map[string]any{"result": "ok", "duration_ms": 3.25, "status": "2/2"}},
-		{Time: at, Source: "world", Kind: GCCollected, Object: "Deployment/echo-hello", Fields: map[string]any{"owner": "Echo/hello"}},
+			Payload: Reconcile{Result: "ok", DurationMS: 3.25, Status: "2/2"}},
+		{Time: at, Source: "world", Kind: GCCollected, Object: "Deployment/echo-hello", Payload: GC{Owner: "Echo/hello"}},
+		{Time: at, Source: "supervisor", Kind: ProcessExit, Object: "clientgo/a", Payload: Process{PID: 4121, Restarts: 1, BackoffMS: 500, Code: ExitCode(2)}},
+		{Time: at, Source: "proxy/clientgo/a", Kind: APIRequest, Payload: Request{Verb: "update", Resource: "deployments", Code: 200, Unchanged: true, Differed: []string{"a", "b"}}},
 		{Time: at, Source: "supervisor", Kind: ProcessStart},
 	}
 	for _, want := range tests {
@@ -28,8 +31,12 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			wantPayload := want.Payload
+			if wantPayload == nil { // a kind with no fields set decodes to its zero payload
+				wantPayload = payloadOf[want.Kind]
+			}
 			if !got.Time.Equal(want.Time) || got.Source != want.Source || got.Kind != want.Kind ||
-				got.Object != want.Object || got.Line() != want.Line() {
+				got.Object != want.Object || got.Line() != want.Line() || !reflect.DeepEqual(got.Payload, wantPayload) {
 				t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 			}
 		})
@@ -101,7 +108,7 @@ func TestAPIWatchEvent(t *testing.T) {
 	}
 	for _, tc := range tests {
 		e := Event{Source: "proxy/clientgo/a", Kind: APIWatchEvent, Namespace: "ns", Object: "ConfigMap/a",
-			Fields: map[string]any{FieldResource: "configmaps", FieldType: tc.typ}}
+			Payload: WatchEvent{Resource: "configmaps", Type: tc.typ}}
 		if err := CheckSchema(e); err != nil {
 			t.Error(err)
 		}
@@ -115,18 +122,18 @@ func TestAPIWatchEvent(t *testing.T) {
 func TestAct(t *testing.T) {
 	at := time.Date(2026, 11, 22, 9, 41, 3, 211e6, time.UTC)
 	tests := []struct {
-		name   string
-		fields map[string]any
-		want   string
+		name string
+		act  Action
+		want string
 	}{
-		{"command with a style", map[string]any{FieldAction: "partition_leader", FieldStyle: "clientgo", FieldVia: ViaCommand},
+		{"command with a style", Action{Action: "partition_leader", Style: "clientgo", Via: ViaCommand},
 			"09:41:03.211 rlab             rlab.act          rlab do: partition_leader (clientgo)"},
-		{"autoplay without a style", map[string]any{FieldAction: "remove_shell_replica", FieldVia: ViaPlay},
+		{"autoplay without a style", Action{Action: "remove_shell_replica", Via: ViaPlay},
 			"09:41:03.211 rlab             rlab.act          autoplay: remove_shell_replica"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := Event{Time: at, Source: SourceRlab, Kind: Act, Fields: tt.fields}
+			e := Event{Time: at, Source: SourceRlab, Kind: Act, Payload: tt.act}
 			if err := CheckSchema(e); err != nil {
 				t.Fatal(err)
 			}
@@ -138,8 +145,8 @@ func TestAct(t *testing.T) {
 }
 
 func TestPredicates(t *testing.T) {
-	req := func(verb, resource string, code any) Event {
-		return Event{Kind: APIRequest, Fields: map[string]any{FieldVerb: verb, FieldResource: resource, FieldCode: code}}
+	req := func(verb, resource string, code int) Event {
+		return Event{Kind: APIRequest, Payload: Request{Verb: verb, Resource: resource, Code: code}}
 	}
 	for _, tc := range []struct {
 		name                              string
@@ -149,15 +156,15 @@ func TestPredicates(t *testing.T) {
 	}{
 		{name: "get", e: req("get", "deployments", 200), code: 200},
 		{name: "create", e: req("create", "deployments", 201), write: true, code: 201},
-		{name: "status patch", e: req("patch", "echoes/status", 200.0), write: true, code: 200},
+		{name: "status patch", e: req("patch", "echoes/status", 200), write: true, code: 200},
 		{name: "deletecollection", e: req("deletecollection", "pods", 200), write: true, code: 200},
 		{name: "lease renewal", e: req("update", "leases", 200), write: true, housekeeping: true, lease: true, renew: true, code: 200},
 		{name: "lease renewal refused", e: req("update", "leases", 409), write: true, housekeeping: true, lease: true, code: 409},
 		{name: "lease read", e: req("get", "leases", 200), housekeeping: true, lease: true, code: 200},
 		{name: "event", e: req("create", "events", 201), write: true, housekeeping: true, code: 201},
 		{name: "event subresource", e: req("patch", "events/x", 200), write: true, housekeeping: true, code: 200},
-		{name: "no code", e: req("watch", "echoes", nil)},
-		{name: "kubectl is no request", e: Event{Kind: Kubectl, Fields: map[string]any{FieldVerb: "patch", FieldResource: "leases"}}},
+		{name: "no code", e: req("watch", "echoes", 0)},
+		{name: "kubectl is no request", e: Event{Kind: Kubectl, Payload: Command{Verb: "patch"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.e
@@ -167,25 +174,6 @@ func TestPredicates(t *testing.T) {
 			if e.Code() != tc.code {
 				t.Fatalf("Code() = %d, want %d", e.Code(), tc.code)
 			}
-			if e.Verb() != e.Str(FieldVerb) || e.Resource() != e.Str(FieldResource) {
-				t.Fatalf("Verb, Resource = %q, %q", e.Verb(), e.Resource())
-			}
 		})
-	}
-}
-
-func TestBool(t *testing.T) {
-	for _, tc := range []struct {
-		v    any
-		want bool
-	}{{true, true}, {"true", true}, {false, false}, {"false", false}, {nil, false}, {1, false}, {"yes", false}} {
-		e := Event{Kind: InformerAdd, Fields: map[string]any{FieldInitial: tc.v}}
-		// Bool agrees with the string comparison readers made before it.
-		if got := e.Bool(FieldInitial); got != tc.want || got != (e.Str(FieldInitial) == "true") {
-			t.Errorf("Bool(%#v) = %v, want %v", tc.v, got, tc.want)
-		}
-	}
-	if (Event{}).Bool(FieldInitial) {
-		t.Error("an absent field is not true")
 	}
 }

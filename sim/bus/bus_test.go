@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -12,14 +13,17 @@ func TestBusNeverBlocksAndCountsDrops(t *testing.T) {
 	small := b.Subscribe(3)
 	big := b.Subscribe(100)
 	for i := range 10 {
-		b.Publish(trace.Event{Kind: trace.Log, Fields: map[string]any{"i": i}})
+		b.Publish(trace.Event{Kind: trace.Log, Payload: trace.Message{Msg: fmt.Sprint(i)}})
 	}
 	evs, dropped := small.Drain()
 	if len(evs) != 3 || dropped != 7 {
 		t.Fatalf("small: %d events, %d dropped; want 3, 7", len(evs), dropped)
 	}
-	if evs[0].Str("i") != "7" || evs[2].Str("i") != "9" {
-		t.Fatalf("small keeps the newest, oldest first: %v %v", evs[0].Fields, evs[2].Fields)
+	if m0, _ := evs[0].Message(); m0.Msg != "7" {
+		t.Fatalf("small keeps the newest, oldest first: %v %v", evs[0].Payload, evs[2].Payload)
+	}
+	if m2, _ := evs[2].Message(); m2.Msg != "9" {
+		t.Fatalf("small keeps the newest, oldest first: %v %v", evs[0].Payload, evs[2].Payload)
 	}
 	evs, dropped = big.Drain()
 	if len(evs) != 10 || dropped != 0 || evs[0].Time.IsZero() {

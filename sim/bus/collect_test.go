@@ -2,6 +2,7 @@ package bus
 
 import (
 	"github.com/kkloud/rlab/sim/poll"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func (s *sink) got() (evs []trace.Event, dropped, calls int) {
 
 func publish(b *Bus, from, to int) {
 	for i := from; i < to; i++ {
-		b.Publish(trace.Event{Kind: trace.Log, Fields: map[string]any{"i": i}})
+		b.Publish(trace.Event{Kind: trace.Log, Payload: trace.Message{Msg: strconv.Itoa(i)}})
 	}
 }
 
@@ -41,8 +42,8 @@ func publish(b *Bus, from, to int) {
 func inOrder(t *testing.T, evs []trace.Event, from int) {
 	t.Helper()
 	for j, e := range evs {
-		if n, _ := e.Num("i"); int(n) != from+j {
-			t.Fatalf("event %d is %v, want %d: %v", j, e.Fields["i"], from+j, evs)
+		if m, _ := e.Message(); m.Msg != strconv.Itoa(from+j) {
+			t.Fatalf("event %d is %v, want %d: %v", j, m.Msg, from+j, evs)
 		}
 	}
 }

@@ -578,19 +578,14 @@ func (p *Proxy) faultSet() faults {
 func (p *Proxy) publishFault(f Fault, on bool) {
 	p.log.Info("proxy fault", "fault", f.String(), "on", on)
 	p.enqueue(trace.Event{Time: time.Now(), Source: p.source, Kind: trace.FaultSet,
-		Fields: map[string]any{trace.FieldFault: string(f.Kind), trace.FieldSpec: f.String(), trace.FieldOn: on}})
+		Payload: trace.FaultSwitch{Fault: string(f.Kind), Spec: f.String(), On: on}})
 }
 
 // injected publishes what a fault did to one request.
-func (p *Proxy) injected(k FaultKind, c call, fields map[string]any) {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields[trace.FieldFault] = string(k)
-	fields[trace.FieldVerb] = c.verb
-	fields[trace.FieldResource] = c.resource
+func (p *Proxy) injected(k FaultKind, c call, in trace.Injection) {
+	in.Fault, in.Verb, in.Resource = string(k), c.verb, c.resource
 	p.enqueue(trace.Event{Time: time.Now(), Source: p.source, Kind: trace.FaultInjected,
-		Namespace: c.namespace, Object: c.object, Fields: fields})
+		Namespace: c.namespace, Object: c.object, Payload: in})
 }
 
 // beforeForward applies the request faults (latency, lease, conflict,
@@ -606,7 +601,7 @@ func (p *Proxy) beforeForward(ctx context.Context, w http.ResponseWriter, x *exc
 		if a == nil || !a.hit(x.call) {
 			continue
 		}
-		p.injected(k, x.call, map[string]any{trace.FieldDelayMS: a.Delay.Milliseconds()})
+		p.injected(k, x.call, trace.Injection{DelayMS: a.Delay.Milliseconds()})
 		t := time.NewTimer(a.Delay)
 		select {
 		case <-t.C:
@@ -622,13 +617,13 @@ func (p *Proxy) beforeForward(ctx context.Context, w http.ResponseWriter, x *exc
 	}
 	if a := set[FaultConflict]; a != nil && a.hit(x.call) {
 		x.code = http.StatusConflict
-		p.injected(FaultConflict, x.call, map[string]any{trace.FieldCode: x.code})
+		p.injected(FaultConflict, x.call, trace.Injection{Code: x.code})
 		writeFault(w, x.call, x.code, 0)
 		return false
 	}
 	if a := set[FaultError]; a != nil && a.hit(x.call) {
 		x.code = a.Code
-		p.injected(FaultError, x.call, map[string]any{trace.FieldCode: x.code})
+		p.injected(FaultError, x.call, trace.Injection{Code: x.code})
 		writeFault(w, x.call, x.code, a.RetryAfter)
 		return false
 	}
@@ -643,7 +638,7 @@ func (p *Proxy) afterWrite(x *exchange, code int) {
 	if a == nil || code >= 300 || !a.hit(x.call) {
 		return
 	}
-	p.injected(FaultCrash, x.call, map[string]any{trace.FieldCode: code})
+	p.injected(FaultCrash, x.call, trace.Injection{Code: code})
 	if err := p.kill(); err != nil {
 		p.log.Warn("crash fault: kill", "err", err)
 	}

@@ -236,7 +236,7 @@ func setFault(t *testing.T, p *Proxy, spec string) {
 
 func (fx *faultFixture) injected(fault string) []trace.Event {
 	return fx.events.matching(func(e trace.Event) bool {
-		return e.Kind == trace.FaultInjected && e.Str(trace.FieldFault) == fault
+		return e.Kind == trace.FaultInjected && trace.As[trace.Injection](e).Fault == fault
 	})
 }
 
@@ -285,7 +285,7 @@ func TestFaultConflict(t *testing.T) {
 	}
 	got := fx.events.waitEvents(t, 2, func(e trace.Event) bool { return e.Kind == trace.FaultInjected })
 	for _, e := range got {
-		if e.Str(trace.FieldFault) != "conflict" || e.Code() != 409 || e.Object != "ConfigMap/c" || e.Namespace != fx.ns {
+		if trace.As[trace.Injection](e).Fault != "conflict" || e.Code() != 409 || e.Object != "ConfigMap/c" || e.Namespace != fx.ns {
 			t.Errorf("fault.injected = %+v", e)
 		}
 	}
@@ -367,7 +367,7 @@ func TestFaultLatencyAndLease(t *testing.T) {
 	}
 	fx.p.ClearFault(FaultLatency)
 	timed(list)
-	if got := fx.injected("latency"); len(got) != 1 || got[0].Str(trace.FieldVerb) != "get" || got[0].Str(trace.FieldResource) != "configmaps" {
+	if got := fx.injected("latency"); len(got) != 1 || got[0].Verb() != "get" || got[0].Resource() != "configmaps" {
 		t.Errorf("latency injections = %+v, want the one get of a ConfigMap", got)
 	}
 	if n := len(fx.injected("lease")); n != 1 {
@@ -396,7 +396,7 @@ func TestFaultPartition(t *testing.T) {
 	}
 	var on []bool
 	for _, e := range fx.events.waitEvents(t, 2, func(e trace.Event) bool { return e.Kind == trace.FaultSet }) {
-		on = append(on, e.Bool(trace.FieldOn))
+		on = append(on, trace.As[trace.FaultSwitch](e).On)
 	}
 	if !slices.Equal(on, []bool{true, false}) {
 		t.Errorf("fault.set on = %v, want [true false]", on)
@@ -431,7 +431,7 @@ func TestFaultCrash(t *testing.T) {
 		t.Errorf("faults on after the crash: %v", fx.p.Faults())
 	}
 	got := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Kind == trace.FaultInjected })
-	if e := got[0]; e.Str(trace.FieldFault) != "crash" || e.Str(trace.FieldResource) != "configmaps" || e.Str(trace.FieldVerb) != "create" || e.Code() != 201 {
+	if e := got[0]; trace.As[trace.Injection](e).Fault != "crash" || e.Resource() != "configmaps" || e.Verb() != "create" || e.Code() != 201 {
 		t.Errorf("fault.injected = %+v", e)
 	}
 	if err := (&Proxy{}).SetFault(Fault{Kind: FaultCrash}); err == nil {
@@ -514,9 +514,9 @@ func TestFaultStale(t *testing.T) {
 		t.Errorf("the informer saw it %s after the create, want at least 1s", at.Sub(created))
 	}
 	held := fx.events.waitEvents(t, 1, func(e trace.Event) bool {
-		return e.Kind == trace.FaultInjected && e.Str(trace.FieldFault) == "stale" && e.Object == "ConfigMap/late"
+		return e.Kind == trace.FaultInjected && trace.As[trace.Injection](e).Fault == "stale" && e.Object == "ConfigMap/late"
 	})
-	if d, _ := held[0].Num(trace.FieldDelayMS); d < 1000 || held[0].Str(trace.FieldType) != "ADDED" {
+	if d := trace.As[trace.Injection](held[0]).DelayMS; d < 1000 || trace.As[trace.Injection](held[0]).Type != "ADDED" {
 		t.Errorf("stale injection = %+v", held[0])
 	}
 
@@ -582,10 +582,10 @@ func TestFaultUnobserved(t *testing.T) {
 		t.Errorf("resourceVersions %v out of order", rvs)
 	}
 	dropped := fx.events.waitEvents(t, 2, func(e trace.Event) bool {
-		return e.Kind == trace.FaultInjected && e.Str(trace.FieldFault) == "unobserved"
+		return e.Kind == trace.FaultInjected && trace.As[trace.Injection](e).Fault == "unobserved"
 	})
 	for _, e := range dropped {
-		if e.Object != "ConfigMap/a" || e.Str(trace.FieldType) != string(watch.Modified) {
+		if e.Object != "ConfigMap/a" || trace.As[trace.Injection](e).Type != string(watch.Modified) {
 			t.Errorf("dropped %+v, want a's first two updates", e)
 		}
 	}

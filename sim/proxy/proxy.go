@@ -668,7 +668,7 @@ func (p *Proxy) pump(publish func(trace.Event)) {
 		publish(e)
 		if n := p.dropped.Swap(0); n > 0 {
 			publish(trace.Event{Time: time.Now(), Source: p.source, Kind: trace.Dropped,
-				Fields: map[string]any{trace.FieldCount: int(n)}})
+				Payload: trace.Loss{Count: int(n)}})
 		}
 	}
 }

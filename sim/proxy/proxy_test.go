@@ -219,7 +219,7 @@ func (s *sink) matching(match func(trace.Event) bool) []trace.Event {
 // isCall matches the api.request events of one verb and resource.
 func isCall(verb, resource string) func(trace.Event) bool {
 	return func(e trace.Event) bool {
-		return e.Kind == trace.APIRequest && e.Str(trace.FieldVerb) == verb && e.Str(trace.FieldResource) == resource
+		return e.Kind == trace.APIRequest && e.Verb() == verb && e.Resource() == resource
 	}
 }
 
@@ -577,14 +577,15 @@ func TestCountsAndEvents(t *testing.T) {
 			if e.Source != "proxy/clientgo/a" || e.Kind != trace.APIRequest || e.Namespace != tt.ns || e.Object != tt.object {
 				t.Errorf("event = %+v, want source proxy/clientgo/a ns %q object %q", e, tt.ns, tt.object)
 			}
-			if code, ok := e.Fields[trace.FieldCode].(int); !ok || code != tt.wantCode {
-				t.Errorf("code = %#v, want int %d", e.Fields[trace.FieldCode], tt.wantCode)
+			r, _ := e.Request()
+			if r.Code != tt.wantCode {
+				t.Errorf("code = %d, want %d", r.Code, tt.wantCode)
 			}
-			if ms, ok := e.Fields[trace.FieldLatencyMS].(float64); !ok || ms < 0 {
-				t.Errorf("latency_ms = %#v, want a float64 >= 0", e.Fields[trace.FieldLatencyMS])
+			if r.LatencyMS < 0 {
+				t.Errorf("latency_ms = %v, want >= 0", r.LatencyMS)
 			}
-			if e.Str(trace.FieldUserAgent) != testUA {
-				t.Errorf("user_agent = %q", e.Str(trace.FieldUserAgent))
+			if r.UserAgent != testUA {
+				t.Errorf("user_agent = %q", r.UserAgent)
 			}
 		})
 	}
@@ -610,7 +611,7 @@ func TestWatchStreams(t *testing.T) {
 	}
 	// Published at response-header time, while the watch is still open.
 	evs := fx.events.waitEvents(t, 1, isCall("watch", "configmaps"))
-	if code, _ := evs[0].Num(trace.FieldCode); code != 200 || evs[0].Namespace != testNS {
+	if code := evs[0].Code(); code != 200 || evs[0].Namespace != testNS {
 		t.Errorf("watch event = %+v", evs[0])
 	}
 
@@ -660,8 +661,8 @@ func TestRefuse(t *testing.T) {
 		t.Errorf("refused get counted %d times, want 1", got)
 	}
 	ev := fx.events.waitEvents(t, 1, isCall("get", "configmaps"))[0]
-	if code, _ := ev.Num(trace.FieldCode); code != 503 {
-		t.Errorf("refused event code = %v", ev.Fields[trace.FieldCode])
+	if code := ev.Code(); code != 503 {
+		t.Errorf("refused event code = %v", code)
 	}
 
 	fx.p.SetMode(Normal)
@@ -697,8 +698,8 @@ func TestHang(t *testing.T) {
 			t.Fatalf("upstream saw the held request %d times, want 1", n)
 		}
 		ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/held" })[0]
-		if code, _ := ev.Num(trace.FieldCode); code != 200 {
-			t.Errorf("held event code = %v", ev.Fields[trace.FieldCode])
+		if code := ev.Code(); code != 200 {
+			t.Errorf("held event code = %v", code)
 		}
 	})
 
@@ -712,8 +713,8 @@ func TestHang(t *testing.T) {
 			t.Fatal("abandoned request succeeded")
 		}
 		ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/abandoned" })[0]
-		if code, ok := ev.Fields[trace.FieldCode].(int); !ok || code != 0 {
-			t.Errorf("abandoned event code = %#v, want 0", ev.Fields[trace.FieldCode])
+		if r, ok := ev.Request(); !ok || r.Code != 0 {
+			t.Errorf("abandoned event code = %#v, want 0", r.Code)
 		}
 		if n := fx.api.upstreamGets("abandoned"); n != 0 {
 			t.Errorf("abandoned request reached the upstream %d times", n)
@@ -746,7 +747,7 @@ func TestLatency(t *testing.T) {
 				t.Errorf("request took %s, want at least %s", r.took, d)
 			}
 			ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/"+name })[0]
-			if ms, _ := ev.Num(trace.FieldLatencyMS); ms < float64(d.Milliseconds()) {
+			if ms := trace.As[trace.Request](ev).LatencyMS; ms < float64(d.Milliseconds()) {
 				t.Errorf("latency_ms = %v, want >= %d", ms, d.Milliseconds())
 			}
 		})
@@ -779,8 +780,8 @@ func TestClose(t *testing.T) {
 		t.Errorf("request open at Close reached the upstream %d times", n)
 	}
 	ev := fx.events.waitEvents(t, 1, func(e trace.Event) bool { return e.Object == "ConfigMap/delayed" })[0]
-	if code, _ := ev.Num(trace.FieldCode); code != 0 {
-		t.Errorf("delayed event code = %v, want 0", ev.Fields[trace.FieldCode])
+	if code := ev.Code(); code != 0 {
+		t.Errorf("delayed event code = %v, want 0", code)
 	}
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fx.p.URL()+"/version", nil)
@@ -830,7 +831,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 		case trace.APIRequest:
 			requests++
 		case trace.Dropped:
-			c, _ := e.Num(trace.FieldCount)
+			c := trace.As[trace.Loss](e).Count
 			dropped += int(c)
 		}
 		if e.Source != "proxy/runtime/b" {
@@ -863,7 +864,7 @@ func TestEventJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if code, ok := back.Num(trace.FieldCode); !ok || code != 200 || back.Str(trace.FieldVerb) != "get" || back.Object != "ConfigMap/x" {
+	if code := back.Code(); code != 200 || back.Verb() != "get" || back.Object != "ConfigMap/x" {
 		t.Errorf("round trip = %+v", back)
 	}
 }

@@ -136,7 +136,7 @@ func TestRealControlPlane(t *testing.T) {
 		t.Errorf("list configmaps = %d after a List", got)
 	}
 	wev := events.waitEvents(t, 1, isCall("watch", "configmaps"))[0]
-	if code, _ := wev.Num(trace.FieldCode); code != 200 || wev.Namespace != ns || wev.Source != "proxy/clientgo/a" {
+	if code := wev.Code(); code != 200 || wev.Namespace != ns || wev.Source != "proxy/clientgo/a" {
 		t.Errorf("watch event = %+v", wev)
 	}
 
@@ -147,7 +147,7 @@ func TestRealControlPlane(t *testing.T) {
 		t.Fatalf("create through the proxy as a reader: %v, want Forbidden", err)
 	}
 	fev := events.waitEvents(t, 1, isCall("create", "configmaps"))[0]
-	if code, _ := fev.Num(trace.FieldCode); code != 403 || p.Counts()["create configmaps"] != 1 {
+	if code := fev.Code(); code != 403 || p.Counts()["create configmaps"] != 1 {
 		t.Errorf("forbidden create: event %+v, counts %v", fev, p.Counts())
 	}
 
@@ -170,7 +170,7 @@ func TestRealControlPlane(t *testing.T) {
 		t.Errorf("kubectl get configmaps = %q", out.String())
 	}
 	kev := events.waitEvents(t, 1, func(e trace.Event) bool {
-		return isCall("list", "configmaps")(e) && strings.HasPrefix(e.Str(trace.FieldUserAgent), "kubectl")
+		return isCall("list", "configmaps")(e) && strings.HasPrefix(trace.As[trace.Request](e).UserAgent, "kubectl")
 	})[0]
 	if kev.Namespace != ns {
 		t.Errorf("kubectl list event = %+v", kev)
@@ -185,12 +185,12 @@ func TestRealControlPlane(t *testing.T) {
 	}
 	simtest.Eventually(t, 30*time.Second, "informer retries and is refused", simtest.True(func() bool {
 		for _, e := range events.matching(isCall("watch", "configmaps")) {
-			if c, _ := e.Num(trace.FieldCode); c == 503 {
+			if c := e.Code(); c == 503 {
 				return true
 			}
 		}
 		for _, e := range events.matching(isCall("list", "configmaps")) {
-			if c, _ := e.Num(trace.FieldCode); c == 503 {
+			if c := e.Code(); c == 503 {
 				return true
 			}
 		}
@@ -362,10 +362,10 @@ func TestRealWatchEvents(t *testing.T) {
 					if e.Object != "ConfigMap/"+name {
 						continue
 					}
-					if e.Namespace != ns || e.Str(trace.FieldResource) != "configmaps" || e.Source != "proxy/clientgo/a" {
+					if e.Namespace != ns || e.Resource() != "configmaps" || e.Source != "proxy/clientgo/a" {
 						t.Errorf("watch event = %+v", e)
 					}
-					got = append(got, e.Str(trace.FieldType))
+					got = append(got, trace.As[trace.WatchEvent](e).Type)
 				}
 				return len(got) >= len(want)
 			}))

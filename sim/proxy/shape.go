@@ -67,7 +67,7 @@ func (p *Proxy) closeWatches() {
 
 // disconnect closes one watch mid-flight and says so.
 func (p *Proxy) disconnect(x *exchange, cancel context.CancelCauseFunc) {
-	p.injected(FaultDisconnect, x.call, nil)
+	p.injected(FaultDisconnect, x.call, trace.Injection{})
 	cancel(errDisconnected)
 }
 
@@ -193,7 +193,7 @@ func (b *shapedBody) flushLocked(now time.Time) {
 	for i, f := range b.window {
 		if f.typ != "BOOKMARK" && last[[2]string{f.ns, f.name}] != i {
 			b.p.enqueue(b.p.watchEvent(b.x, trace.FaultInjected, f.typ, f.name, f.ns,
-				map[string]any{trace.FieldFault: string(FaultUnobserved), trace.FieldVerb: "watch"}))
+				&trace.Injection{Fault: string(FaultUnobserved), Verb: "watch"}))
 			continue
 		}
 		b.pushLocked(f, now)
@@ -262,8 +262,8 @@ func (b *shapedBody) wait(next, now time.Time) error {
 func (b *shapedBody) deliver(f frame, now time.Time) {
 	b.p.watchEvents.Add(1)
 	if f.held {
-		b.p.enqueue(b.p.watchEvent(b.x, trace.FaultInjected, f.typ, f.name, f.ns, map[string]any{
-			trace.FieldFault: string(FaultStale), trace.FieldVerb: "watch", trace.FieldDelayMS: now.Sub(f.at).Milliseconds()}))
+		b.p.enqueue(b.p.watchEvent(b.x, trace.FaultInjected, f.typ, f.name, f.ns, &trace.Injection{
+			Fault: string(FaultStale), Verb: "watch", DelayMS: now.Sub(f.at).Milliseconds()}))
 	}
 	b.p.enqueue(b.p.watchEvent(b.x, trace.APIWatchEvent, f.typ, f.name, f.ns, nil))
 }

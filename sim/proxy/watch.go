@@ -315,13 +315,14 @@ func (p *Proxy) countWatch(x *exchange, res *http.Response) {
 }
 
 // watchEvent is an event of kind about one event a watch delivered.
-func (p *Proxy) watchEvent(x *exchange, kind trace.Kind, typ, name, namespace string, fields map[string]any) trace.Event {
-	if fields == nil {
-		fields = map[string]any{}
+// A fault's injection is given as in, nil for the watch event itself.
+func (p *Proxy) watchEvent(x *exchange, kind trace.Kind, typ, name, namespace string, in *trace.Injection) trace.Event {
+	var payload trace.Payload = trace.WatchEvent{Resource: x.call.resource, Type: typ}
+	if in != nil {
+		in.Resource, in.Type = x.call.resource, typ
+		payload = *in
 	}
-	fields[trace.FieldResource] = x.call.resource
-	fields[trace.FieldType] = typ
-	e := trace.Event{Time: time.Now(), Source: p.source, Kind: kind, Namespace: x.call.namespace, Fields: fields}
+	e := trace.Event{Time: time.Now(), Source: p.source, Kind: kind, Namespace: x.call.namespace, Payload: payload}
 	if e.Namespace == "" {
 		e.Namespace = namespace // a watch across all namespaces
 	}

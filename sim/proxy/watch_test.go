@@ -263,8 +263,8 @@ func TestWatchEventsPublished(t *testing.T) {
 	w := fx.startWatch(t)
 	check := func(e trace.Event, typ string) {
 		t.Helper()
-		if e.Str(trace.FieldType) != typ || e.Object != "ConfigMap/one" || e.Namespace != testNS ||
-			e.Str(trace.FieldResource) != "configmaps" || e.Source != "proxy/clientgo/a" {
+		if trace.As[trace.WatchEvent](e).Type != typ || e.Object != "ConfigMap/one" || e.Namespace != testNS ||
+			e.Resource() != "configmaps" || e.Source != "proxy/clientgo/a" {
 			t.Errorf("watch event = %+v, want %s of ConfigMap/one", e, typ)
 		}
 	}
@@ -288,7 +288,7 @@ func TestWatchEventsPublished(t *testing.T) {
 	// Events are delivered in order: once the refused watch's request event
 	// is in, any watch event the requests before it caused is too.
 	refused := fx.events.waitEvents(t, 1, isCall("watch", "secrets"))[0]
-	if code, _ := refused.Num(trace.FieldCode); code != http.StatusForbidden {
+	if code := refused.Code(); code != http.StatusForbidden {
 		t.Errorf("refused watch = %+v", refused)
 	}
 	if n := len(fx.events.matching(isWatchEvent)); n != 2 {

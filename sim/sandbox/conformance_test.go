@@ -289,7 +289,7 @@ func TestConformance(t *testing.T) {
 				// The world saw the delete (drift) and then the new Deployment.
 				waitEvent(t, "drift.repaired (deleted)", func(e trace.Event) bool {
 					return e.Kind == trace.DriftRepaired && e.Namespace == sb.Namespace(st) &&
-						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftDeleted
+						trace.As[trace.Drift](e).Echo == name && trace.As[trace.Drift](e).What == trace.DriftDeleted
 				})
 				eventually(t, time.Minute, "recreated 4/4", converged(st, name, 4, "xin chào, second"))
 			}},
@@ -297,7 +297,7 @@ func TestConformance(t *testing.T) {
 			func(t *testing.T, st style.Style) {
 				waitEvent(t, "drift.repaired (replicas)", func(e trace.Event) bool {
 					return e.Kind == trace.DriftRepaired && e.Namespace == sb.Namespace(st) &&
-						e.Str(trace.FieldEcho) == name && e.Str(trace.FieldWhat) == trace.DriftReplicas
+						trace.As[trace.Drift](e).Echo == name && trace.As[trace.Drift](e).What == trace.DriftReplicas
 				})
 				eventually(t, time.Minute, "scaled back to 4", converged(st, name, 4, "xin chào, second"))
 			}},
@@ -364,7 +364,7 @@ func TestSameDeploymentSpec(t *testing.T) {
 func eventsOf(kind trace.Kind, st style.Style, echoName string) []trace.Event {
 	var out []trace.Event
 	for _, e := range events.All() {
-		if e.Kind == kind && e.Namespace == sb.Namespace(st) && (e.Str(trace.FieldEcho) == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
+		if e.Kind == kind && e.Namespace == sb.Namespace(st) && (e.Echo() == echoName || strings.HasSuffix(e.Object, "/"+echoName)) {
 			out = append(out, e)
 		}
 	}
@@ -623,9 +623,9 @@ func TestClientLimits(t *testing.T) {
 				continue
 			}
 			e := got[len(got)-1]
-			q, _ := e.Num(trace.FieldQPS)
-			b, _ := e.Num(trace.FieldBurst)
-			if q != w.qps || b != w.burst {
+			q := trace.As[trace.Limits](e).QPS
+			b := trace.As[trace.Limits](e).Burst
+			if q != w.qps || float64(b) != w.burst {
 				t.Errorf("%s: qps %v burst %v, want %v and %v", src, q, b, w.qps, w.burst)
 			}
 		}
@@ -668,9 +668,9 @@ func TestTuning(t *testing.T) {
 					e := waitEvent(t, "client.limits of "+src+" restarted", func(e trace.Event) bool {
 						return e.Kind == trace.ClientLimits && e.Source == src && e.Time.After(since)
 					})
-					q, _ := e.Num(trace.FieldQPS)
-					b, _ := e.Num(trace.FieldBurst)
-					if q != step.qps || b != step.burst {
+					q := trace.As[trace.Limits](e).QPS
+					b := trace.As[trace.Limits](e).Burst
+					if q != step.qps || float64(b) != step.burst {
 						t.Errorf("%s: %s says qps %v burst %v, want %v and %v", step.name, src, q, b, step.qps, step.burst)
 					}
 				}

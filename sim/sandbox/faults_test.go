@@ -38,7 +38,7 @@ func TestFaults(t *testing.T) {
 	injected := func(st style.Style, kind proxy.FaultKind, since time.Time) func(trace.Event) bool {
 		return func(e trace.Event) bool {
 			return e.Kind == trace.FaultInjected && strings.HasPrefix(e.Source, "proxy/"+st.String()+"/") &&
-				e.Str(trace.FieldFault) == string(kind) && e.Time.After(since)
+				trace.As[trace.Injection](e).Fault == string(kind) && e.Time.After(since)
 		}
 	}
 
@@ -70,7 +70,7 @@ func TestFaults(t *testing.T) {
 			t.Errorf("the crash hit %s, want the leader %s: only it writes", hit.Source, leader)
 		}
 		waitEvent(t, "the leader killed", func(e trace.Event) bool {
-			return e.Kind == trace.ProcessExit && e.Object == leader && e.Str(trace.FieldSignal) == "killed" && e.Time.After(since)
+			return e.Kind == trace.ProcessExit && e.Object == leader && trace.As[trace.Process](e).Signal == "killed" && e.Time.After(since)
 		})
 		// One kill per style: the replica that takes over is not killed
 		// at its first write as well.

@@ -66,7 +66,7 @@ func TestNotControlledByUs(t *testing.T) {
 			// written the Deployment, it would have by now.
 			waitEvent(t, st.String()+" reconcile.end error for "+name, func(e trace.Event) bool {
 				return e.Kind == trace.ReconcileEnd && e.Namespace == sb.Namespace(st) && e.Object == "Echo/"+name &&
-					e.Str(trace.FieldResult) == trace.ResultError
+					trace.As[trace.Reconcile](e).Result == trace.ResultError
 			})
 			d := deployment(t, st, name)
 			if len(d.OwnerReferences) != 0 {

@@ -190,6 +190,6 @@ var T0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func At(ms int) time.Time { return T0.Add(time.Duration(ms) * time.Millisecond) }
 
 // Ev is a made-up trace event at At(ms).
-func Ev(ms int, source string, kind trace.Kind, ns, obj string, f map[string]any) trace.Event {
-	return trace.Event{Time: At(ms), Source: source, Kind: kind, Namespace: ns, Object: obj, Fields: f}
+func Ev(ms int, source string, kind trace.Kind, ns, obj string, p trace.Payload) trace.Event {
+	return trace.Event{Time: At(ms), Source: source, Kind: kind, Namespace: ns, Object: obj, Payload: p}
 }

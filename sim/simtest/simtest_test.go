@@ -44,8 +44,8 @@ func TestRecorderFromBus(t *testing.T) {
 	defer cancel()
 	go r.Run(ctx, b.Subscribe(16))
 	b.Publish(trace.Event{Kind: trace.Log, Object: "x"})
-	b.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Object: "Deployment/echo-hello", Fields: map[string]any{trace.FieldOwner: "Echo/hello"}})
-	got := r.Wait(t, 5*time.Second, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
+	b.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Object: "Deployment/echo-hello", Payload: trace.GC{Owner: "Echo/hello"}})
+	got := r.Wait(t, 5*time.Second, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return trace.As[trace.GC](e).Owner == "Echo/hello" })
 	if got.Source != "world" {
 		t.Fatalf("Wait returned %+v", got)
 	}
@@ -74,8 +74,13 @@ func (e *errorsTB) Errorf(format string, args ...any) {
 
 func TestCheckSchema(t *testing.T) {
 	var r EventLog
-	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{trace.FieldOwner: "Echo/hello"}})
-	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Fields: map[string]any{"ownr": "Echo/hello"}})
+	r.Publish(trace.Event{Kind: trace.GCCollected, Source: "world", Payload: trace.GC{Owner: "Echo/hello"}})
+	// A key misspelt by hand (bash) comes through the decode.
+	typo, err := trace.ParseLine([]byte(`{"kind":"gc.collected","source":"world","fields":{"ownr":"Echo/hello"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Publish(typo)
 	r.Publish(trace.Event{Kind: "no.such.kind", Source: "proxy/clientgo/a"})
 	tb := &errorsTB{TB: t}
 	r.CheckSchema(tb)

@@ -165,7 +165,7 @@ func (s *Supervisor) start(r *replica) error {
 			r.malformed++
 			n := r.malformed
 			s.mu.Unlock()
-			s.opts.Publish(trace.Event{Source: name, Kind: trace.Malformed, Fields: map[string]any{trace.FieldLine: line, trace.FieldCount: n}})
+			s.opts.Publish(trace.Event{Source: name, Kind: trace.Malformed, Payload: trace.BadLine{Line: line, Count: n}})
 		})
 	}()
 	go func() {
@@ -174,7 +174,7 @@ func (s *Supervisor) start(r *replica) error {
 		logf.Close()
 	}()
 	s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessStart, Object: name,
-		Fields: map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts}})
+		Payload: trace.Process{PID: c.PID(), Restarts: r.restarts}})
 	s.opts.Log.Info("replica started", "replica", name, "pid", c.PID(), "restarts", r.restarts)
 	return nil
 }
@@ -203,24 +203,26 @@ func (s *Supervisor) watch(r *replica) {
 		if time.Since(started) > s.opts.StableAfter {
 			backoff = s.opts.Backoff
 		}
-		fields := map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldBackoffMS: backoff.Milliseconds()}
+		exit := trace.Process{PID: c.PID(), Restarts: r.restarts, BackoffMS: backoff.Milliseconds()}
 		if ps := c.ProcessState(); ps != nil {
-			fields[trace.FieldCode] = ps.ExitCode()
+			code := ps.ExitCode()
+			exit.Code = &code
 			if ps.ExitCode() != 0 {
 				r.failed++ // -1: by a signal
 			}
 			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				fields[trace.FieldSignal] = ws.Signal().String()
+				exit.Signal = ws.Signal().String()
 			}
 		}
 		removed := r.removed
 		if removed {
 			delete(s.replicas, name)
-			fields[trace.FieldRemoved] = true
+			exit.Removed = true
 		}
 		s.mu.Unlock()
-		s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: name, Fields: fields})
-		s.opts.Log.Info("replica exited", "replica", name, "fields", fields)
+		ev := trace.Event{Source: Source, Kind: trace.ProcessExit, Object: name, Payload: exit}
+		s.opts.Publish(ev)
+		s.opts.Log.Info("replica exited", "replica", name, "exit", ev.Summary())
 		if removed {
 			close(r.gone)
 			return
@@ -242,7 +244,7 @@ func (s *Supervisor) watch(r *replica) {
 			s.mu.Unlock()
 			// Its exit said it would restart: say it will not.
 			s.opts.Publish(trace.Event{Source: Source, Kind: trace.ProcessExit, Object: name,
-				Fields: map[string]any{trace.FieldPID: c.PID(), trace.FieldRestarts: r.restarts, trace.FieldRemoved: true}})
+				Payload: trace.Process{PID: c.PID(), Restarts: r.restarts, Removed: true}})
 			close(r.gone)
 			return
 		}
@@ -252,7 +254,7 @@ func (s *Supervisor) watch(r *replica) {
 		if err != nil {
 			s.opts.Log.Error("restart failed", "replica", name, "error", err)
 			s.opts.Publish(trace.Event{Source: Source, Kind: trace.Log, Object: name,
-				Fields: map[string]any{trace.FieldMsg: "restart failed: " + err.Error()}})
+				Payload: trace.Message{Msg: "restart failed: " + err.Error()}})
 			return
 		}
 	}
@@ -299,7 +301,7 @@ func (s *Supervisor) setPaused(r *replica, paused bool) {
 		kind = trace.ProcessPause
 	}
 	s.opts.Publish(trace.Event{Source: Source, Kind: kind, Object: r.spec.Name(),
-		Fields: map[string]any{trace.FieldPID: r.child.PID()}})
+		Payload: trace.Process{PID: r.child.PID()}})
 }
 
 // Kill crashes a replica (SIGKILL): no chance to release its Lease.

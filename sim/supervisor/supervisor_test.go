@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +63,7 @@ func TestSupervisorRestartsAndReadsTrace(t *testing.T) {
 		}
 		var said []string
 		for _, e := range rec.Of(step.kind) {
-			said = append(said, e.Object+" pid "+e.Str(trace.FieldPID))
+			said = append(said, e.Object+" pid "+strconv.Itoa(trace.As[trace.Process](e).PID))
 		}
 		if want := []string{fmt.Sprintf("clientgo/a pid %d", first.PID)}; !slices.Equal(said, want) {
 			t.Fatalf("%s events: %q, want %q", step.kind, said, want)
@@ -179,7 +180,7 @@ func TestSupervisorRemove(t *testing.T) {
 	for _, r := range []string{"shell/a", "shell/b"} {
 		removed := 0
 		for _, e := range rec.Of(trace.ProcessExit) {
-			if e.Object == r && e.Str(trace.FieldRemoved) == "true" {
+			if e.Object == r && trace.As[trace.Process](e).Removed {
 				removed++
 			}
 		}
@@ -214,7 +215,7 @@ func TestSupervisorSetArgsWhileWaiting(t *testing.T) {
 	if err := s.SetArgs("runtime/a", []string{"-c", v2}); err != nil {
 		t.Fatalf("SetArgs while waiting to restart: %v", err)
 	}
-	rec.Wait(t, timeout, trace.Log, "", func(e trace.Event) bool { return e.Str(trace.FieldMsg) == "v2" })
+	rec.Wait(t, timeout, trace.Log, "", func(e trace.Event) bool { return trace.As[trace.Message](e).Msg == "v2" })
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("restarted with the new arguments after %s: it waited out the 10 s backoff", took)
 	}

@@ -32,10 +32,11 @@ func (b Batch) Takes(created time.Time) bool {
 // converged (echo.converged with created), and when the world saw that
 // Echo created: the report's time less its latency.
 func CreationConverged(e trace.Event) (created time.Time, ok bool) {
-	if e.Kind != trace.Converged || !e.Bool(trace.FieldCreated) {
+	c, _ := e.Convergence()
+	if e.Kind != trace.Converged || !c.Created {
 		return time.Time{}, false
 	}
-	ms, _ := e.Num(trace.FieldLatencyMS)
+	ms := c.LatencyMS
 	return e.Time.Add(-time.Duration(ms * float64(time.Millisecond))), true
 }
 

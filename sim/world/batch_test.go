@@ -17,10 +17,10 @@ func TestCreationConverged(t *testing.T) {
 		wantOK      bool
 		wantCreated time.Time
 	}{
-		{"created", trace.Event{Time: t0, Kind: trace.Converged, Fields: map[string]any{trace.FieldCreated: true, trace.FieldLatencyMS: 1500.0}}, true, t0.Add(-1500 * time.Millisecond)},
-		{"created, no latency", trace.Event{Time: t0, Kind: trace.Converged, Fields: map[string]any{trace.FieldCreated: true}}, true, t0},
-		{"an edit", trace.Event{Time: t0, Kind: trace.Converged, Fields: map[string]any{trace.FieldLatencyMS: 40.0}}, false, time.Time{}},
-		{"another kind", trace.Event{Time: t0, Kind: trace.DriftRepaired, Fields: map[string]any{trace.FieldCreated: true, trace.FieldLatencyMS: 40.0}}, false, time.Time{}},
+		{"created", trace.Event{Time: t0, Kind: trace.Converged, Payload: trace.Convergence{Created: true, LatencyMS: 1500.0}}, true, t0.Add(-1500 * time.Millisecond)},
+		{"created, no latency", trace.Event{Time: t0, Kind: trace.Converged, Payload: trace.Convergence{Created: true}}, true, t0},
+		{"an edit", trace.Event{Time: t0, Kind: trace.Converged, Payload: trace.Convergence{LatencyMS: 40.0}}, false, time.Time{}},
+		{"another kind", trace.Event{Time: t0, Kind: trace.DriftRepaired, Payload: trace.Drift{LatencyMS: 40.0}}, false, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

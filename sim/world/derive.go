@@ -59,8 +59,8 @@ type converge struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func (m *nsModel) event(now time.Time, kind trace.Kind, object string, fields map[string]any) trace.Event {
-	return trace.Event{Time: now, Source: Source, Kind: kind, Namespace: m.name, Object: object, Fields: fields}
+func (m *nsModel) event(now time.Time, kind trace.Kind, object string, p trace.Payload) trace.Event {
+	return trace.Event{Time: now, Source: Source, Kind: kind, Namespace: m.name, Object: object, Payload: p}
 }
 
 func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trace.Event {
@@ -79,7 +79,7 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		if tr.deleting.IsZero() {
 			tr.deleting = now
 			evs = append(evs, m.event(now, trace.EchoDeleting, trace.Object(echov1.Kind, e.Name),
-				map[string]any{trace.FieldFinalizers: strings.Join(e.Finalizers, ",")}))
+				trace.Deleting{Finalizers: strings.Join(e.Finalizers, ",")}))
 		}
 	case fresh && !initial:
 		tr.converge = &converge{since: now, created: true}
@@ -107,7 +107,7 @@ func (m *nsModel) deleteEcho(e *echov1.Echo, now time.Time) []trace.Event {
 	}
 	delete(m.echoes, e.Name)
 	delete(m.tracks, e.Name)
-	return []trace.Event{m.event(now, trace.EchoDeleted, trace.Object(echov1.Kind, e.Name), map[string]any{trace.FieldWaitedMS: ms(waited)})}
+	return []trace.Event{m.event(now, trace.EchoDeleted, trace.Object(echov1.Kind, e.Name), trace.Deleted{WaitedMS: ms(waited)})}
 }
 
 // setRegistry records the registry ConfigMap (nil: deleted).
@@ -164,9 +164,9 @@ func (m *nsModel) upsertDeployment(d *appsv1.Deployment, now time.Time) []trace.
 	// forced apply, an Update). One that joins by applying the same value
 	// takes nothing from anyone.
 	if len(had) > 0 && len(owners) > 0 && slices.ContainsFunc(had, func(o string) bool { return !slices.Contains(owners, o) }) {
-		fields := map[string]any{trace.FieldPath: "spec.replicas", trace.FieldFrom: strings.Join(had, ","), trace.FieldTo: strings.Join(owners, ",")}
+		fields := trace.Ownership{Path: "spec.replicas", From: strings.Join(had, ","), To: strings.Join(owners, ",")}
 		if ok {
-			fields[trace.FieldEcho] = name
+			fields.Echo = name
 		}
 		evs = append(evs, m.event(now, trace.Handover, trace.Object("Deployment", d.Name), fields))
 	}
@@ -261,7 +261,7 @@ func (m *nsModel) collected(o metav1.Object, kind string, now time.Time) []trace
 	}
 	owner := ref.Kind + "/" + ref.Name
 	object := kind + "/" + o.GetName()
-	fields := map[string]any{trace.FieldOwner: owner}
+	fields := trace.GC{Owner: owner}
 	alive, known := m.ownerAlive(ref.Kind, ref.UID)
 	switch {
 	case !known:
@@ -339,9 +339,9 @@ func (m *nsModel) evaluate(name string, fromDeployment bool, now time.Time) []tr
 	}
 	if c := tr.converge; c != nil && statusCaughtUp(e, c.created) {
 		tr.converge = nil
-		fields := map[string]any{trace.FieldLatencyMS: ms(now.Sub(c.since)), trace.FieldGeneration: e.Generation, trace.FieldEcho: name}
+		fields := trace.Convergence{LatencyMS: ms(now.Sub(c.since)), Generation: e.Generation, Echo: name}
 		if c.created {
-			fields[trace.FieldCreated] = true
+			fields.Created = true
 		}
 		evs = append(evs, m.event(now, trace.Converged, trace.Object(echov1.Kind, name), fields))
 	}
@@ -360,7 +360,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 		return nil
 	}
 	evs := []trace.Event{m.event(dr.since, trace.DriftDetected, trace.Object("Deployment", echo.DeploymentName(name)),
-		map[string]any{trace.FieldWhat: dr.what, trace.FieldEcho: name})}
+		trace.Drift{What: dr.what, Echo: name})}
 	if dr.repaired.IsZero() {
 		dr.confirmed = true
 		return evs
@@ -371,7 +371,7 @@ func (m *nsModel) confirmDrift(name string, dr *drift) []trace.Event {
 
 func (m *nsModel) repaired(name string, dr *drift, at time.Time) trace.Event {
 	return m.event(at, trace.DriftRepaired, trace.Object("Deployment", echo.DeploymentName(name)),
-		map[string]any{trace.FieldWhat: dr.what, trace.FieldLatencyMS: ms(at.Sub(dr.since)), trace.FieldEcho: name})
+		trace.Drift{What: dr.what, LatencyMS: ms(at.Sub(dr.since)), Echo: name})
 }
 
 // statusCaughtUp: after an edit, status.ready is written for the new replica
@@ -409,8 +409,8 @@ func (m *nsModel) setLease(name string, l *coordinationv1.Lease, now time.Time) 
 	if l != nil && l.Spec.LeaseTransitions != nil {
 		transitions = *l.Spec.LeaseTransitions
 	}
-	return []trace.Event{m.event(now, trace.LeaderObserved, "Lease/"+name, map[string]any{
-		trace.FieldIdentity: cur, trace.FieldPrevious: prev, trace.FieldTransitions: transitions, trace.FieldLease: name,
+	return []trace.Event{m.event(now, trace.LeaderObserved, "Lease/"+name, trace.Leader{
+		Identity: cur, Previous: prev, Transitions: int(transitions), Lease: name,
 	})}
 }
 

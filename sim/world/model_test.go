@@ -82,7 +82,7 @@ func TestLeaseOfOwnOperator(t *testing.T) {
 				if got := len(evs) == 1; got != s.event || len(evs) > 1 {
 					t.Fatalf("step %d (%s): events %v, want one: %v", i, s.name, evs, s.event)
 				}
-				if s.event && (evs[0].Kind != trace.LeaderObserved || evs[0].Object != s.eventOf || evs[0].Str(trace.FieldIdentity) != s.holder) {
+				if s.event && (evs[0].Kind != trace.LeaderObserved || evs[0].Object != s.eventOf || trace.As[trace.Leader](evs[0]).Identity != s.holder) {
 					t.Errorf("step %d: event %+v, want leader.observed of %s by %q", i, evs[0], s.eventOf, s.holder)
 				}
 				v := m.view().Lease

@@ -272,7 +272,7 @@ func (w *World) update(ns string, fn func(m *nsModel, now time.Time) []trace.Eve
 	}
 	// Published outside the lock, so a subscriber may call Snapshot.
 	for _, e := range evs {
-		w.log.Debug("world event", "kind", e.Kind, "ns", e.Namespace, "object", e.Object, "fields", e.Fields)
+		w.log.Debug("world event", "kind", e.Kind, "ns", e.Namespace, "object", e.Object, "summary", e.Summary())
 		if w.opts.Publish != nil {
 			w.opts.Publish(e)
 		}

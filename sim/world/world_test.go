@@ -384,11 +384,11 @@ func TestTree(t *testing.T) {
 
 	// created → ready is a convergence too.
 	c := rec.Wait(t, timeout, trace.Converged, "Echo/hello", nil)
-	if c.Source != world.Source || c.Namespace != ns || c.Fields[trace.FieldCreated] != true || c.Fields[trace.FieldGeneration] != int64(1) || c.Str(trace.FieldEcho) != "hello" {
+	if cv, _ := c.Convergence(); c.Source != world.Source || c.Namespace != ns || !cv.Created || cv.Generation != 1 || cv.Echo != "hello" {
 		t.Errorf("created convergence: %+v", c)
 	}
-	if ms, ok := c.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
-		t.Errorf("created convergence latency_ms = %v", c.Fields[trace.FieldLatencyMS])
+	if cv, ok := c.Convergence(); !ok || cv.LatencyMS <= 0 {
+		t.Errorf("created convergence latency_ms = %v", cv.LatencyMS)
 	}
 	judged(t, w)
 	rec.None(t, trace.DriftDetected)
@@ -479,17 +479,17 @@ func TestDrift(t *testing.T) {
 
 			tc.breakIt(t, f.ns)
 			det := f.rec.Wait(t, timeout, trace.DriftDetected, "Deployment/echo-hello", nil)
-			if det.Str(trace.FieldWhat) != tc.what || det.Str(trace.FieldEcho) != "hello" || det.Namespace != f.ns || det.Source != world.Source {
+			if trace.As[trace.Drift](det).What != tc.what || trace.As[trace.Drift](det).Echo != "hello" || det.Namespace != f.ns || det.Source != world.Source {
 				t.Errorf("drift.detected: %+v, want what=%s", det, tc.what)
 			}
 
 			reconcile(t, f.ns, "hello") // the operator repairs it
 			rep := f.rec.Wait(t, timeout, trace.DriftRepaired, "Deployment/echo-hello", nil)
-			if rep.Str(trace.FieldWhat) != tc.what || rep.Str(trace.FieldEcho) != "hello" {
+			if d, _ := rep.Drift(); d.What != tc.what || d.Echo != "hello" {
 				t.Errorf("drift.repaired: %+v, want what=%s", rep, tc.what)
 			}
-			if ms, ok := rep.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
-				t.Errorf("drift.repaired latency_ms = %v, want > 0", rep.Fields[trace.FieldLatencyMS])
+			if d, _ := rep.Drift(); d.LatencyMS <= 0 {
+				t.Errorf("drift.repaired latency_ms = %v, want > 0", d.LatencyMS)
 			}
 
 			// Wait until scale-downs and rollouts have finished, so every Pod
@@ -516,11 +516,11 @@ func TestDrift(t *testing.T) {
 			}
 			// The hand-deleted Deployment's ReplicaSet and Pods are collected.
 			f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+oldRS, func(e trace.Event) bool {
-				return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
+				return trace.As[trace.GC](e).Owner == "Deployment/echo-hello"
 			})
 			for _, p := range before.Namespaces[f.ns].Echoes["hello"].Deployment.Pods {
 				f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-					return e.Str(trace.FieldOwner) == "ReplicaSet/"+oldRS
+					return trace.As[trace.GC](e).Owner == "ReplicaSet/"+oldRS
 				})
 			}
 			for _, e := range f.rec.Of(trace.GCCollected) {
@@ -552,12 +552,12 @@ func TestConverge(t *testing.T) {
 			editEcho(t, f.ns, "hello", tc.edit)
 			reconcile(t, f.ns, "hello")
 
-			c := f.rec.Wait(t, timeout, trace.Converged, "Echo/hello", func(e trace.Event) bool { return e.Fields[trace.FieldCreated] == nil })
-			if c.Fields[trace.FieldGeneration] != int64(2) || c.Str(trace.FieldEcho) != "hello" || c.Namespace != f.ns {
+			c := f.rec.Wait(t, timeout, trace.Converged, "Echo/hello", func(e trace.Event) bool { cv, _ := e.Convergence(); return !cv.Created })
+			if cv, _ := c.Convergence(); cv.Generation != 2 || cv.Echo != "hello" || c.Namespace != f.ns {
 				t.Errorf("echo.converged: %+v, want generation 2", c)
 			}
-			if ms, ok := c.Num(trace.FieldLatencyMS); !ok || ms <= 0 {
-				t.Errorf("echo.converged latency_ms = %v, want > 0", c.Fields[trace.FieldLatencyMS])
+			if cv, _ := c.Convergence(); cv.LatencyMS <= 0 {
+				t.Errorf("echo.converged latency_ms = %v, want > 0", cv.LatencyMS)
 			}
 			s := waitFor(t, f.w, "hello converged in the model", func(s world.Snapshot) bool {
 				e := s.Namespaces[f.ns].Echoes["hello"]
@@ -588,15 +588,15 @@ func TestGarbageCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rec.Wait(t, timeout, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return e.Str(trace.FieldOwner) == "Echo/hello" })
+	f.rec.Wait(t, timeout, trace.GCCollected, "Deployment/echo-hello", func(e trace.Event) bool { return trace.As[trace.GC](e).Owner == "Echo/hello" })
 	for _, rs := range before.ReplicaSets {
 		f.rec.Wait(t, timeout, trace.GCCollected, "ReplicaSet/"+rs.Name, func(e trace.Event) bool {
-			return e.Str(trace.FieldOwner) == "Deployment/echo-hello"
+			return trace.As[trace.GC](e).Owner == "Deployment/echo-hello"
 		})
 	}
 	for _, p := range before.Pods {
 		f.rec.Wait(t, timeout, trace.GCCollected, "Pod/"+p.Name, func(e trace.Event) bool {
-			return e.Str(trace.FieldOwner) == "ReplicaSet/"+before.ReplicaSets[0].Name
+			return trace.As[trace.GC](e).Owner == "ReplicaSet/"+before.ReplicaSets[0].Name
 		})
 	}
 	waitFor(t, f.w, "everything gone from the model", func(s world.Snapshot) bool {
@@ -721,8 +721,8 @@ func TestLeader(t *testing.T) {
 				return
 			}
 			e := got[len(got)-1]
-			if e.Object != "Lease/"+echo.LeaseName || e.Namespace != f.ns || e.Str(trace.FieldIdentity) != st.identity ||
-				e.Str(trace.FieldPrevious) != st.previous || e.Fields[trace.FieldTransitions] != st.transitions {
+			if l, _ := e.Leader(); e.Object != "Lease/"+echo.LeaseName || e.Namespace != f.ns || l.Identity != st.identity ||
+				l.Previous != st.previous || l.Transitions != int(st.transitions) {
 				t.Errorf("leader.observed: %+v, want identity=%q previous=%q transitions=%d",
 					e, st.identity, st.previous, st.transitions)
 			}
@@ -761,7 +761,7 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleting := f.rec.Wait(t, timeout, trace.EchoDeleting, "Echo/held", nil)
-	if got := deleting.Str(trace.FieldFinalizers); got != echo.Finalizer {
+	if got := trace.As[trace.Deleting](deleting).Finalizers; got != echo.Finalizer {
 		t.Errorf("echo.deleting finalizers = %q, want %q", got, echo.Finalizer)
 	}
 	if v := f.w.Snapshot().Namespaces[f.ns].Echoes["held"]; v == nil || !v.Deleting {
@@ -785,7 +785,7 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := f.rec.Wait(t, timeout, trace.EchoDeleted, "Echo/held", nil)
-	if waited, _ := deleted.Num(trace.FieldWaitedMS); waited <= 0 || deleted.Time.Before(deleting.Time) {
+	if waited := trace.As[trace.Deleted](deleted).WaitedMS; waited <= 0 || deleted.Time.Before(deleting.Time) {
 		t.Errorf("echo.deleted waited_ms = %v at %v, want > 0 and after echo.deleting at %v", waited, deleted.Time, deleting.Time)
 	}
 	s := waitFor(t, f.w, "held gone and unlisted", func(s world.Snapshot) bool {
@@ -835,9 +835,9 @@ func TestHandover(t *testing.T) {
 	owners("joiner")
 	took := f.rec.Wait(t, timeout, trace.Handover, "Deployment/echo-hello", nil)
 	both := strings.Join(slices.Sorted(slices.Values([]string{creator, "joiner"})), ",")
-	if took.Str(trace.FieldPath) != "spec.replicas" || took.Str(trace.FieldFrom) != both ||
-		took.Str(trace.FieldTo) != "joiner" || took.Str(trace.FieldEcho) != "hello" {
-		t.Errorf("field.handover %+v, want spec.replicas from %s and joiner to joiner, Echo hello", took.Fields, creator)
+	if o, _ := took.Ownership(); o.Path != "spec.replicas" || o.From != both ||
+		o.To != "joiner" || o.Echo != "hello" {
+		t.Errorf("field.handover %+v, want spec.replicas from %s and joiner to joiner, Echo hello", took.Payload, creator)
 	}
 
 	// A conflicting apply is refused: nothing changes hands.
@@ -849,8 +849,8 @@ func TestHandover(t *testing.T) {
 	changeDeployment(t, f.ns, "echo-hello", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) })
 	owners(creator)
 	waitFor(t, f.w, "two handovers", func(world.Snapshot) bool { return len(handovers()) == 2 })
-	if last := handovers()[1]; last.Str(trace.FieldFrom) != "joiner" || last.Str(trace.FieldTo) != creator {
-		t.Errorf("second field.handover %+v, want joiner → %s", last.Fields, creator)
+	if last, _ := handovers()[1].Ownership(); last.From != "joiner" || last.To != creator {
+		t.Errorf("second field.handover %+v, want joiner → %s", last, creator)
 	}
 	if n := len(handovers()); n != 2 {
 		t.Errorf("field.handover events %v, want 2", handovers())

@@ -186,7 +186,7 @@ func TestTUIPaneConverging(t *testing.T) {
 // faultSet is the event of a fault turned on or off at a replica's proxy.
 func faultSet(replica, kind string, on bool) trace.Event {
 	return trace.Event{Time: fixture.At(39 * time.Second), Source: "proxy/" + replica, Kind: trace.FaultSet,
-		Fields: map[string]any{trace.FieldFault: kind, trace.FieldSpec: kind, trace.FieldOn: on}}
+		Payload: trace.FaultSwitch{Fault: kind, Spec: kind, On: on}}
 }
 
 func TestTUIPaneClientLimit(t *testing.T) {

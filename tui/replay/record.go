@@ -131,7 +131,7 @@ func (r *Recorder) Run(ctx context.Context, src Live) error {
 		defer mu.Unlock()
 		if dropped > 0 {
 			_ = r.Event(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.Dropped,
-				Fields: map[string]any{trace.FieldCount: dropped}})
+				Payload: trace.Loss{Count: int(dropped)}})
 		}
 		for _, e := range evs {
 			_ = r.Event(e)

@@ -20,7 +20,8 @@ func (s *Stats) Apply(e trace.Event) {
 		s.Last = e.Time
 	}
 	if e.Kind == trace.Dropped {
-		s.Dropped += num(e, trace.FieldCount)
+		l, _ := e.Loss()
+		s.Dropped += l.Count
 	}
 	name := StyleOf(e)
 	st := s.Styles[name]
@@ -35,11 +36,6 @@ func (st *Operator) stage(i int, at time.Time) {
 		return // out of order across sources: keep the newest
 	}
 	st.Stage, st.StageAt = i, at
-}
-
-func num(e trace.Event, k string) int {
-	v, _ := e.Num(k)
-	return int(v)
 }
 
 func (st *Operator) apply(e trace.Event) {
@@ -63,17 +59,18 @@ func (st *Operator) apply(e trace.Event) {
 	case trace.GCCollected, trace.DriftDetected, trace.DriftRepaired, trace.Converged, trace.EchoDeleted, trace.Handover:
 		st.observed(e)
 	case trace.FaultSet:
-		r, kind := replicaOf(e.Source), e.Str(trace.FieldFault)
+		f, _ := e.FaultSwitch()
+		r, kind := replicaOf(e.Source), f.Fault
 		on := slices.DeleteFunc(st.Faults[r], func(k string) bool { return k == kind })
-		if e.Bool(trace.FieldOn) {
+		if f.On {
 			on = append(on, kind)
 		}
 		st.Faults[r] = on
 	case trace.FaultInjected:
 		st.Injected++
 	case trace.ClientLimits:
-		qps, _ := e.Num(trace.FieldQPS)
-		st.Limit = &ClientLimit{QPS: qps, Burst: num(e, trace.FieldBurst)}
+		l, _ := e.Limits()
+		st.Limit = &ClientLimit{QPS: l.QPS, Burst: l.Burst}
 	}
 }
 
@@ -81,8 +78,8 @@ func (st *Operator) apply(e trace.Event) {
 func (st *Operator) shellLoop(e trace.Event) {
 	if e.Kind == trace.PollTick {
 		st.PollAt, st.PollLast = e.Time, e.Time
-		if v, ok := e.Num(trace.FieldIntervalS); ok {
-			st.PollInterval = time.Duration(v * float64(time.Second))
+		if p, _ := e.Poll(); p.IntervalS > 0 {
+			st.PollInterval = time.Duration(p.IntervalS * float64(time.Second))
 		}
 		st.stage(stPoll, e.Time)
 		return
@@ -90,7 +87,7 @@ func (st *Operator) shellLoop(e trace.Event) {
 	if e.Time.After(st.PollLast) {
 		st.PollLast = e.Time
 	}
-	switch verb := e.Str(trace.FieldVerb); {
+	switch verb := e.Verb(); {
 	case strings.HasPrefix(verb, "get"):
 		st.stage(stGet, e.Time)
 	case strings.HasPrefix(verb, "apply"):
@@ -127,8 +124,9 @@ func (st *Operator) queue(e trace.Event) {
 func (st *Operator) reconcile(e trace.Event) {
 	st.track(e)
 	if e.Kind == trace.ReconcileStart {
-		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: e.Str(trace.FieldCause),
-			CauseEvent: e.Str(trace.FieldCauseEvent), Causes: num(e, trace.FieldCauses)}
+		p, _ := e.Reconcile()
+		st.Running = &Reconcile{Object: e.Object, Start: e.Time, Cause: p.Cause,
+			CauseEvent: p.CauseEvent, Causes: p.Causes}
 	} else {
 		r := st.Running
 		if r == nil || r.Object != e.Object {
@@ -136,9 +134,10 @@ func (st *Operator) reconcile(e trace.Event) {
 		}
 		st.Running = nil
 		r.End = e.Time
-		r.DurationMS, _ = e.Num(trace.FieldDurationMS)
-		r.Result, r.Changed = e.Str(trace.FieldResult), e.Str(trace.FieldChanged)
-		r.Status, r.Error = e.Str(trace.FieldStatus), e.Str(trace.FieldError)
+		p, _ := e.Reconcile()
+		r.DurationMS = p.DurationMS
+		r.Result, r.Changed = p.Result, p.Changed
+		r.Status, r.Error = p.Status, p.Error
 		st.Last = r
 		st.Reconciles++
 		if r.Result == trace.ResultError {
@@ -161,7 +160,8 @@ func (st *Operator) api(e trace.Event) {
 		if fromProxy {
 			// A proxy drops only its own api.request events: the requests
 			// were made, and count.
-			st.APITotal += num(e, trace.FieldCount)
+			l, _ := e.Loss()
+			st.APITotal += l.Count
 		}
 		return
 	}
@@ -198,16 +198,18 @@ func (st *Operator) api(e trace.Event) {
 func (st *Operator) watchEvent(e trace.Event) {
 	w := &st.Watch
 	w.N++
-	r := e.Str(trace.FieldResource)
+	p, _ := e.WatchEvent()
+	r := p.Resource
 	w.ByResource[r]++
 	if !e.Time.Before(w.Last.At) {
-		w.Last = WatchEvent{Type: e.Str(trace.FieldType), Resource: r, Object: e.Object, At: e.Time}
+		w.Last = WatchEvent{Type: p.Type, Resource: r, Object: e.Object, At: e.Time}
 	}
 }
 
 // leader folds what the replicas say of their Lease, and what the world
 // observer sees of it.
 func (st *Operator) leader(e trace.Event) {
+	l, _ := e.Leader()
 	switch e.Kind {
 	case trace.LeaderAcquired:
 		st.Leader, st.LeaderAt = replicaOf(e.Source), e.Time
@@ -219,12 +221,12 @@ func (st *Operator) leader(e trace.Event) {
 		}
 		st.LeaderAt = e.Time
 		st.LeaderEvent = "lost by " + replicaOf(e.Source)
-		if why := e.Str(trace.FieldReason); why != "" {
+		if why := l.Reason; why != "" {
 			st.LeaderEvent += " (" + why + ")"
 		}
 	case trace.LeaderObserved:
 		if e.Source == trace.SourceWorld {
-			if id := e.Str(trace.FieldIdentity); id != "" {
+			if id := l.Identity; id != "" {
 				st.Leader = ReplicaOfIdentity(id)
 			} else {
 				st.Leader = ""
@@ -239,32 +241,37 @@ func (st *Operator) leader(e trace.Event) {
 func (st *Operator) observed(e trace.Event) {
 	switch e.Kind {
 	case trace.GCCollected:
-		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: e.Str(trace.FieldOwner), At: e.Time})
+		g, _ := e.GC()
+		st.CollectedRecv = append(st.CollectedRecv, Collected{Object: e.Object, Owner: g.Owner, At: e.Time})
 		if n := len(st.CollectedRecv); n > maxCollected {
 			st.CollectedRecv = append(st.CollectedRecv[:0], st.CollectedRecv[n-maxCollected:]...)
 		}
 	case trace.DriftDetected:
-		st.Drift = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat), Detected: e.Time}
+		p, _ := e.Drift()
+		st.Drift = &Drift{Object: e.Object, What: p.What, Detected: e.Time}
 	case trace.Handover:
 		n := 1
 		if st.Handover != nil {
 			n = st.Handover.Count + 1
 		}
-		st.Handover = &Handover{Object: e.Object, Path: e.Str(trace.FieldPath), From: e.Str(trace.FieldFrom),
-			To: e.Str(trace.FieldTo), At: e.Time, Count: n}
+		o, _ := e.Ownership()
+		st.Handover = &Handover{Object: e.Object, Path: o.Path, From: o.From,
+			To: o.To, At: e.Time, Count: n}
 	case trace.DriftRepaired:
+		p, _ := e.Drift()
 		d := st.Drift
 		if d == nil || d.Object != e.Object {
-			d = &Drift{Object: e.Object, What: e.Str(trace.FieldWhat)}
+			d = &Drift{Object: e.Object, What: p.What}
 		}
 		d.Repaired = e.Time
-		d.LatencyMS, _ = e.Num(trace.FieldLatencyMS)
+		d.LatencyMS = p.LatencyMS
 		if d.Detected.IsZero() {
 			d.Detected = e.Time.Add(-time.Duration(d.LatencyMS * float64(time.Millisecond)))
 		}
 		st.Drift = d
 	case trace.Converged:
-		name := e.Str(trace.FieldEcho)
+		p, _ := e.Convergence()
+		name := p.Echo
 		if name == "" {
 			name = strings.TrimPrefix(e.Object, "Echo/")
 		}
@@ -273,7 +280,7 @@ func (st *Operator) observed(e trace.Event) {
 			c = &Convergence{}
 			st.Converged[name] = c
 		}
-		ms, _ := e.Num(trace.FieldLatencyMS)
+		ms := p.LatencyMS
 		if created, ok := world.CreationConverged(e); ok {
 			if c.CreatedAt.IsZero() {
 				st.createdN++
@@ -299,7 +306,8 @@ func (st *Operator) observed(e trace.Event) {
 // process folds the supervisor's events about one replica process.
 func (st *Operator) process(e trace.Event) {
 	name := replicaOf(e.Object)
-	if e.Kind == trace.ProcessExit && e.Bool(trace.FieldRemoved) {
+	p, _ := e.Process()
+	if e.Kind == trace.ProcessExit && p.Removed {
 		delete(st.Replicas, name) // removed for good (the second shell loop): it leaves the pane
 		if st.Leader == name {
 			st.Leader = ""
@@ -312,14 +320,14 @@ func (st *Operator) process(e trace.Event) {
 		r = &Replica{Name: name}
 		st.Replicas[name] = r
 	}
-	r.PID = num(e, trace.FieldPID)
+	r.PID = p.PID
 	switch e.Kind {
 	case trace.ProcessStart:
 		r.Running, r.Paused, r.Signal = true, false, ""
-		r.Restarts = num(e, trace.FieldRestarts)
+		r.Restarts = p.Restarts
 	case trace.ProcessExit:
-		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, e.Str(trace.FieldSignal), e.Time
-		r.Restarts = num(e, trace.FieldRestarts)
+		r.Running, r.Paused, r.Signal, r.ExitAt = false, false, p.Signal, e.Time
+		r.Restarts = p.Restarts
 		if st.Leader == name {
 			st.Leader = "" // a dead replica leads no more, whatever the Lease says
 		}
@@ -332,8 +340,9 @@ func (st *Operator) process(e trace.Event) {
 
 // track counts the calls under way, by replica and id.
 func (st *Operator) track(e trace.Event) {
-	id, ok := e.Num(trace.FieldID) // a call number within the replica
-	if !ok {
+	p, _ := e.Reconcile()
+	id := float64(p.ID) // a call number within the replica, from 1
+	if p.ID == 0 {
 		return
 	}
 	r := replicaOf(e.Source)

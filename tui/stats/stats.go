@@ -277,11 +277,11 @@ func (st *Operator) InFlight() int {
 }
 
 func (st *Operator) depth(e trace.Event) {
-	v, ok := e.Num(trace.FieldDepth)
+	q, ok := e.Queue()
 	if !ok {
 		return
 	}
-	st.Depth = int(v)
+	st.Depth = q.Depth
 	st.MaxDepth = max(st.MaxDepth, st.Depth)
 	sec := e.Time.Unix()
 	b := &st.spark[sec%SparkLen]

@@ -23,17 +23,17 @@ func TestTUIStatsStage(t *testing.T) {
 		stage string
 	}{
 		{"informer", style.ClientGo, ev(1, style.ClientGo.Source("a"), trace.InformerUpdate, style.ClientGo.Namespace(), "Echo/hello", nil), "informer"},
-		{"queue add", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueAdd, style.Runtime.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}), "queue"},
-		{"queue get", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueGet, style.Runtime.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 0}), "reconcile"},
+		{"queue add", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueAdd, style.Runtime.Namespace(), "Echo/hello", trace.Queue{Depth: 1}), "queue"},
+		{"queue get", style.Runtime, ev(1, style.Runtime.Source("b"), trace.QueueGet, style.Runtime.Namespace(), "Echo/hello", trace.Queue{Depth: 0}), "reconcile"},
 		{"reconcile start", style.ClientGo, ev(1, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", nil), "reconcile"},
-		{"api create", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "create", trace.FieldResource: "deployments"}), "API"},
-		{"api watch", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "watch", trace.FieldResource: "echoes"}), "watch"},
-		{"lease renewal moves nothing", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "update", trace.FieldResource: "leases"}), ""},
-		{"poll tick", style.Shell, ev(1, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", map[string]any{trace.FieldIntervalS: 5}), "poll"},
-		{"kubectl get", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get echoes"}), "get"},
-		{"kubectl apply", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "apply deployments"}), "apply"},
-		{"kubectl patch", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "patch echoes/status"}), "patch"},
-		{"shell api is not a stage", style.Shell, ev(1, "proxy/"+style.Shell.Source("a"), trace.APIRequest, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}), ""},
+		{"api create", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "create", Resource: "deployments"}), "API"},
+		{"api watch", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "watch", Resource: "echoes"}), "watch"},
+		{"lease renewal moves nothing", style.ClientGo, ev(1, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "update", Resource: "leases"}), ""},
+		{"poll tick", style.Shell, ev(1, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", trace.Poll{IntervalS: 5}), "poll"},
+		{"kubectl get", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", trace.Command{Verb: "get echoes"}), "get"},
+		{"kubectl apply", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", trace.Command{Verb: "apply deployments"}), "apply"},
+		{"kubectl patch", style.Shell, ev(1, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", trace.Command{Verb: "patch echoes/status"}), "patch"},
+		{"shell api is not a stage", style.Shell, ev(1, "proxy/"+style.Shell.Source("a"), trace.APIRequest, style.Shell.Namespace(), "", trace.Request{Verb: "get", Resource: "echoes"}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,24 +54,24 @@ func TestTUIStatsStage(t *testing.T) {
 func TestTUIStatsFold(t *testing.T) {
 	s := New([]style.Style{style.Shell, style.ClientGo})
 	for _, e := range []trace.Event{
-		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldRestarts: 0}),
-		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("b"), map[string]any{trace.FieldPID: 12, trace.FieldRestarts: 0}),
-		ev(10, style.ClientGo.Source("a"), trace.LeaderAcquired, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("a", 11)}),
-		ev(100, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
-		ev(101, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 2}),
-		ev(102, style.ClientGo.Source("a"), trace.QueueGet, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1}),
-		ev(103, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldCause: trace.CauseEvent, trace.FieldCauseEvent: "UPDATE Echo/hello", trace.FieldCauses: 2}),
-		ev(110, style.ClientGo.Source("a"), trace.ReconcileEnd, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldResult: trace.ResultError, trace.FieldDurationMS: 7.0, trace.FieldError: "conflict"}),
-		ev(111, style.ClientGo.Source("a"), trace.QueueRequeue, style.ClientGo.Namespace(), "Echo/hello", map[string]any{trace.FieldDepth: 1, trace.FieldReason: "error"}),
-		ev(120, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
-		ev(61_000, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "list", trace.FieldResource: "echoes"}),
-		ev(61_500, "proxy/"+style.ClientGo.Source("b"), trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}),
-		ev(62_000, world.Source, trace.DriftDetected, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: trace.DriftReplicas}),
-		ev(62_021, world.Source, trace.DriftRepaired, style.ClientGo.Namespace(), "Deployment/echo-hello", map[string]any{trace.FieldWhat: trace.DriftReplicas, trace.FieldLatencyMS: 21.0}),
-		ev(62_100, world.Source, trace.GCCollected, style.ClientGo.Namespace(), "Pod/echo-hello-x", map[string]any{trace.FieldOwner: "ReplicaSet/echo-hello-1"}),
-		ev(63_000, supervisor.Source, trace.ProcessExit, "", style.ClientGo.Source("a"), map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
-		ev(64_000, world.Source, trace.LeaderObserved, style.ClientGo.Namespace(), "Lease/echo-operator", map[string]any{trace.FieldIdentity: style.ClientGo.Identity("b", 12)}),
-		ev(64_000, "rlab", trace.Dropped, "", "", map[string]any{trace.FieldCount: 5}),
+		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("a"), trace.Process{PID: 11, Restarts: 0}),
+		ev(0, supervisor.Source, trace.ProcessStart, "", style.ClientGo.Source("b"), trace.Process{PID: 12, Restarts: 0}),
+		ev(10, style.ClientGo.Source("a"), trace.LeaderAcquired, style.ClientGo.Namespace(), "Lease/echo-operator", trace.Leader{Identity: style.ClientGo.Identity("a", 11)}),
+		ev(100, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", trace.Queue{Depth: 1}),
+		ev(101, style.ClientGo.Source("a"), trace.QueueAdd, style.ClientGo.Namespace(), "Echo/hello", trace.Queue{Depth: 2}),
+		ev(102, style.ClientGo.Source("a"), trace.QueueGet, style.ClientGo.Namespace(), "Echo/hello", trace.Queue{Depth: 1}),
+		ev(103, style.ClientGo.Source("a"), trace.ReconcileStart, style.ClientGo.Namespace(), "Echo/hello", trace.Reconcile{Cause: trace.CauseEvent, CauseEvent: "UPDATE Echo/hello", Causes: 2}),
+		ev(110, style.ClientGo.Source("a"), trace.ReconcileEnd, style.ClientGo.Namespace(), "Echo/hello", trace.Reconcile{Result: trace.ResultError, DurationMS: 7.0, Error: "conflict"}),
+		ev(111, style.ClientGo.Source("a"), trace.QueueRequeue, style.ClientGo.Namespace(), "Echo/hello", trace.Queue{Depth: 1, Reason: "error"}),
+		ev(120, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "list", Resource: "echoes"}),
+		ev(61_000, "proxy/"+style.ClientGo.Source("a"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "list", Resource: "echoes"}),
+		ev(61_500, "proxy/"+style.ClientGo.Source("b"), trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "get", Resource: "leases"}),
+		ev(62_000, world.Source, trace.DriftDetected, style.ClientGo.Namespace(), "Deployment/echo-hello", trace.Drift{What: trace.DriftReplicas}),
+		ev(62_021, world.Source, trace.DriftRepaired, style.ClientGo.Namespace(), "Deployment/echo-hello", trace.Drift{What: trace.DriftReplicas, LatencyMS: 21.0}),
+		ev(62_100, world.Source, trace.GCCollected, style.ClientGo.Namespace(), "Pod/echo-hello-x", trace.GC{Owner: "ReplicaSet/echo-hello-1"}),
+		ev(63_000, supervisor.Source, trace.ProcessExit, "", style.ClientGo.Source("a"), trace.Process{PID: 11, Signal: "killed"}),
+		ev(64_000, world.Source, trace.LeaderObserved, style.ClientGo.Namespace(), "Lease/echo-operator", trace.Leader{Identity: style.ClientGo.Identity("b", 12)}),
+		ev(64_000, "rlab", trace.Dropped, "", "", trace.Loss{Count: 5}),
 	} {
 		s.Apply(e)
 	}
@@ -114,7 +114,7 @@ func TestTUIStatsFold(t *testing.T) {
 // requests (the screen and a replay need nothing else).
 func TestTUIStatsProcesses(t *testing.T) {
 	a, b := style.ClientGo.Source("a"), style.ClientGo.Source("b")
-	proc := func(ms int, kind trace.Kind, object string, f map[string]any) trace.Event {
+	proc := func(ms int, kind trace.Kind, object string, f trace.Payload) trace.Event {
 		return ev(ms, supervisor.Source, kind, "", object, f)
 	}
 	type want struct {
@@ -127,30 +127,30 @@ func TestTUIStatsProcesses(t *testing.T) {
 		a    *want // nil: a is not on the pane
 		api  int
 	}{
-		{"started", []trace.Event{proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11})}, &want{running: true}, 0},
+		{"started", []trace.Event{proc(0, trace.ProcessStart, a, trace.Process{PID: 11})}, &want{running: true}, 0},
 		{"frozen", []trace.Event{
-			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
-			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
+			proc(0, trace.ProcessStart, a, trace.Process{PID: 11}),
+			proc(1, trace.ProcessPause, a, trace.Process{PID: 11}),
 		}, &want{running: true, paused: true}, 0},
 		{"let go on", []trace.Event{
-			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
-			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
-			proc(2, trace.ProcessResume, a, map[string]any{trace.FieldPID: 11}),
+			proc(0, trace.ProcessStart, a, trace.Process{PID: 11}),
+			proc(1, trace.ProcessPause, a, trace.Process{PID: 11}),
+			proc(2, trace.ProcessResume, a, trace.Process{PID: 11}),
 		}, &want{running: true}, 0},
 		{"killed while frozen", []trace.Event{
-			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
-			proc(1, trace.ProcessPause, a, map[string]any{trace.FieldPID: 11}),
-			proc(2, trace.ProcessExit, a, map[string]any{trace.FieldPID: 11, trace.FieldSignal: "killed"}),
+			proc(0, trace.ProcessStart, a, trace.Process{PID: 11}),
+			proc(1, trace.ProcessPause, a, trace.Process{PID: 11}),
+			proc(2, trace.ProcessExit, a, trace.Process{PID: 11, Signal: "killed"}),
 		}, &want{signal: "killed"}, 0},
 		{"removed for good", []trace.Event{
-			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
-			proc(1, trace.ProcessExit, a, map[string]any{trace.FieldPID: 11, trace.FieldRemoved: true}),
+			proc(0, trace.ProcessStart, a, trace.Process{PID: 11}),
+			proc(1, trace.ProcessExit, a, trace.Process{PID: 11, Removed: true}),
 		}, nil, 0},
 		{"a proxy's drops are requests, the screen's are not", []trace.Event{
-			proc(0, trace.ProcessStart, a, map[string]any{trace.FieldPID: 11}),
-			ev(1, "proxy/"+b, trace.APIRequest, style.ClientGo.Namespace(), "", map[string]any{trace.FieldVerb: "get", trace.FieldResource: "leases"}),
-			ev(2, "proxy/"+b, trace.Dropped, "", "", map[string]any{trace.FieldCount: 7}),
-			ev(3, "rlab", trace.Dropped, "", "", map[string]any{trace.FieldCount: 5}),
+			proc(0, trace.ProcessStart, a, trace.Process{PID: 11}),
+			ev(1, "proxy/"+b, trace.APIRequest, style.ClientGo.Namespace(), "", trace.Request{Verb: "get", Resource: "leases"}),
+			ev(2, "proxy/"+b, trace.Dropped, "", "", trace.Loss{Count: 7}),
+			ev(3, "rlab", trace.Dropped, "", "", trace.Loss{Count: 5}),
 		}, &want{running: true}, 8},
 	}
 	for _, tt := range tests {
@@ -183,10 +183,10 @@ func TestTUIStatsSpark(t *testing.T) {
 		t.Fatalf("empty spark = %v", got)
 	}
 	for _, e := range []trace.Event{
-		ev(1000, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 1}),
-		ev(1100, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 3}),
-		ev(1200, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 2}),
-		ev(3000, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", map[string]any{trace.FieldDepth: 0}),
+		ev(1000, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", trace.Queue{Depth: 1}),
+		ev(1100, style.Runtime.Source("a"), trace.QueueAdd, style.Runtime.Namespace(), "", trace.Queue{Depth: 3}),
+		ev(1200, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", trace.Queue{Depth: 2}),
+		ev(3000, style.Runtime.Source("a"), trace.QueueGet, style.Runtime.Namespace(), "", trace.Queue{Depth: 0}),
 	} {
 		s.Apply(e)
 	}
@@ -203,8 +203,8 @@ func TestTUIStatsNextPoll(t *testing.T) {
 	if _, ok := st.NextPoll(); ok {
 		t.Fatal("next poll known before any tick")
 	}
-	s.Apply(ev(0, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", map[string]any{trace.FieldIntervalS: 5}))
-	s.Apply(ev(600, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", map[string]any{trace.FieldVerb: "get echoes"}))
+	s.Apply(ev(0, style.Shell.Source("a"), trace.PollTick, style.Shell.Namespace(), "", trace.Poll{IntervalS: 5}))
+	s.Apply(ev(600, style.Shell.Source("a"), trace.Kubectl, style.Shell.Namespace(), "", trace.Command{Verb: "get echoes"}))
 	next, ok := st.NextPoll()
 	if !ok || !next.Equal(at(5600)) {
 		t.Fatalf("next poll = %v %v, want %v", next, ok, at(5600))
@@ -225,18 +225,15 @@ func TestTUIReplicaOfIdentity(t *testing.T) {
 func TestTUIStatsConvergence(t *testing.T) {
 	cg, ns := style.ClientGo, style.ClientGo.Namespace()
 	conv := func(ms int, name string, took float64, created bool) trace.Event {
-		f := map[string]any{trace.FieldLatencyMS: took, trace.FieldEcho: name}
-		if created {
-			f[trace.FieldCreated] = true
-		}
+		f := trace.Convergence{LatencyMS: took, Echo: name, Created: created}
 		return ev(ms, trace.SourceWorld, trace.Converged, ns, "Echo/"+name, f)
 	}
 	rec := func(ms int, src string, kind trace.Kind, id int) trace.Event {
-		return ev(ms, src, kind, ns, "Echo/x", map[string]any{trace.FieldID: id})
+		return ev(ms, src, kind, ns, "Echo/x", trace.Reconcile{ID: id})
 	}
 	s := New([]style.Style{cg})
 	for _, e := range []trace.Event{
-		ev(1, cg.Source("a"), trace.ClientLimits, ns, "", map[string]any{trace.FieldQPS: 5.0, trace.FieldBurst: 10}),
+		ev(1, cg.Source("a"), trace.ClientLimits, ns, "", trace.Limits{QPS: 5.0, Burst: 10}),
 		conv(10, "hello", 1234, true),
 		conv(11, "other", 800, true),
 		conv(20, "hello", 45, false),
@@ -245,7 +242,7 @@ func TestTUIStatsConvergence(t *testing.T) {
 		rec(41, cg.Source("a"), trace.ReconcileStart, 2),
 		rec(42, cg.Source("b"), trace.ReconcileStart, 1),
 		rec(43, cg.Source("a"), trace.ReconcileEnd, 1),
-		ev(44, supervisor.Source, trace.ProcessExit, "", cg.Source("b"), map[string]any{trace.FieldPID: 9}),
+		ev(44, supervisor.Source, trace.ProcessExit, "", cg.Source("b"), trace.Process{PID: 9}),
 	} {
 		s.Apply(e)
 	}
@@ -275,10 +272,10 @@ func TestTUIStatsCustom(t *testing.T) {
 	mine := style.Style("mine")
 	ns, proxy := mine.Namespace(), "proxy/"+mine.Source("a")
 	req := func(ms int, verb, resource string, code int) trace.Event {
-		return ev(ms, proxy, trace.APIRequest, ns, "", map[string]any{trace.FieldVerb: verb, trace.FieldResource: resource, trace.FieldCode: code})
+		return ev(ms, proxy, trace.APIRequest, ns, "", trace.Request{Verb: verb, Resource: resource, Code: code})
 	}
 	watched := func(ms int, typ, resource, obj string) trace.Event {
-		return ev(ms, proxy, trace.APIWatchEvent, ns, obj, map[string]any{trace.FieldType: typ, trace.FieldResource: resource})
+		return ev(ms, proxy, trace.APIWatchEvent, ns, obj, trace.WatchEvent{Type: typ, Resource: resource})
 	}
 	s := New([]style.Style{style.ClientGo, mine})
 	for _, e := range []trace.Event{
@@ -340,7 +337,7 @@ func TestTUIStatsYourRequests(t *testing.T) {
 	s := New([]style.Style{style.ClientGo})
 	for _, src := range []string{trace.SourceYou, "proxy/clientgo/a"} {
 		s.Apply(trace.Event{Time: time.Unix(1, 0), Source: src, Kind: trace.APIRequest, Namespace: "echo-clientgo",
-			Fields: map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 200}})
+			Payload: trace.Request{Verb: "patch", Resource: "echoes", Code: 200}})
 	}
 	if got := s.Styles[style.ClientGo].Verbs[VerbKey{"patch", "echoes"}]; got != 1 {
 		t.Errorf("clientgo's patch echoes = %d, want 1: the operator's only", got)
@@ -391,10 +388,7 @@ func TestTUIStatsBatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New([]style.Style{cg})
 			for _, c := range tt.convs {
-				f := map[string]any{trace.FieldLatencyMS: c.took, trace.FieldEcho: c.name}
-				if c.created {
-					f[trace.FieldCreated] = true
-				}
+				f := trace.Convergence{LatencyMS: c.took, Echo: c.name, Created: c.created}
 				s.Apply(ev(c.ms, trace.SourceWorld, trace.Converged, ns, "Echo/"+c.name, f))
 			}
 			b := s.Styles[cg].Batch

@@ -303,9 +303,10 @@ func (m *Model) Lines(w, h int, s *common.Theme) []string {
 func isError(e trace.Event) bool {
 	switch e.Kind {
 	case trace.ReconcileEnd:
-		return e.Str(trace.FieldResult) == trace.ResultError
+		r, _ := e.Reconcile()
+		return r.Result == trace.ResultError
 	case trace.APIRequest:
-		c, _ := e.Num(trace.FieldCode)
+		c := e.Code()
 		return c >= 400 && c != 404 && c != 409
 	case trace.ProcessExit, trace.Dropped, trace.Malformed:
 		return true

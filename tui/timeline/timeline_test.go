@@ -45,7 +45,7 @@ func TestTUITimelineGolden(t *testing.T) {
 			m.TogglePause()
 			for i := range 5 {
 				m.Add(trace.Event{Time: fixture.At(time.Minute + time.Duration(i)*time.Millisecond), Source: style.Shell.Source("a"), Kind: trace.PollTick,
-					Namespace: style.Shell.Namespace(), Fields: map[string]any{trace.FieldIntervalS: 5}})
+					Namespace: style.Shell.Namespace(), Payload: trace.Poll{IntervalS: 5}})
 			}
 		}},
 		{"scrolled-to-top", func(m *Model) { m.Top() }},
@@ -69,7 +69,7 @@ func TestTUITimelineRing(t *testing.T) {
 	m := New(4, styles)
 	for i := range 10 {
 		m.Add(trace.Event{Time: fixture.At(time.Duration(i) * time.Second), Source: style.ClientGo.Source("a"), Kind: trace.Log,
-			Fields: map[string]any{trace.FieldMsg: fmt.Sprintf("event %d", i)}})
+			Payload: trace.Message{Msg: fmt.Sprintf("event %d", i)}})
 	}
 	if m.Len() != 4 {
 		t.Fatalf("Len = %d, want 4", m.Len())
@@ -101,10 +101,10 @@ func TestTUITimelineWatchEvents(t *testing.T) {
 	mine := style.Style("mine")
 	watched := func(st style.Style) trace.Event {
 		return trace.Event{Source: "proxy/" + st.Source("a"), Kind: trace.APIWatchEvent, Namespace: st.Namespace(),
-			Object: "Deployment/echo-hello", Fields: map[string]any{trace.FieldResource: "deployments", trace.FieldType: "MODIFIED"}}
+			Object: "Deployment/echo-hello", Payload: trace.WatchEvent{Resource: "deployments", Type: "MODIFIED"}}
 	}
 	req := trace.Event{Source: "proxy/" + mine.Source("a"), Kind: trace.APIRequest, Namespace: mine.Namespace(),
-		Fields: map[string]any{trace.FieldVerb: "get", trace.FieldResource: "echoes"}}
+		Payload: trace.Request{Verb: "get", Resource: "echoes"}}
 	tests := []struct {
 		name  string
 		kinds int // CycleKind presses
@@ -135,7 +135,7 @@ func TestTUITimelineWatchEvents(t *testing.T) {
 // style filter, in the default kind filter and in its own.
 func TestTUITimelineActs(t *testing.T) {
 	act := trace.Event{Time: fixture.At(time.Second), Source: trace.SourceRlab, Kind: trace.Act,
-		Fields: map[string]any{trace.FieldAction: "partition_leader", trace.FieldStyle: "go", trace.FieldVia: trace.ViaCommand}}
+		Payload: trace.Action{Action: "partition_leader", Style: "go", Via: trace.ViaCommand}}
 	tests := []struct {
 		name          string
 		styles, kinds int // CycleStyle and CycleKind presses
@@ -167,7 +167,7 @@ func TestTUITimelineActs(t *testing.T) {
 func TestTUITimelineYourRequests(t *testing.T) {
 	yours := trace.Event{Time: fixture.At(time.Second), Source: trace.SourceYou, Kind: trace.APIRequest,
 		Namespace: "echo-clientgo", Object: "Echo/world",
-		Fields: map[string]any{trace.FieldVerb: "patch", trace.FieldResource: "echoes", trace.FieldCode: 422, trace.FieldLatencyMS: 3.0}}
+		Payload: trace.Request{Verb: "patch", Resource: "echoes", Code: 422, LatencyMS: 3.0}}
 	operators := yours
 	operators.Source = "proxy/clientgo/a"
 	tests := []struct {
@@ -208,7 +208,7 @@ func TestTUITimelineYourRequests(t *testing.T) {
 func TestTUITimelineTimeOrder(t *testing.T) {
 	ev := func(ms int, msg string) trace.Event {
 		return trace.Event{Time: fixture.At(time.Duration(ms) * time.Millisecond), Source: style.Shell.Source("a"), Kind: trace.Log,
-			Fields: map[string]any{trace.FieldMsg: msg}}
+			Payload: trace.Message{Msg: msg}}
 	}
 	s := common.NewTheme(false)
 	rows := func(m *Model, h int) []string {
@@ -257,7 +257,7 @@ func TestTUITimelineInsertRing(t *testing.T) {
 				late = 0
 			}
 			e := trace.Event{Time: fixture.At(time.Duration(i)*time.Millisecond - late), Kind: trace.Log,
-				Fields: map[string]any{trace.FieldMsg: strconv.Itoa(i)}}
+				Payload: trace.Message{Msg: strconv.Itoa(i)}}
 			m.Add(e)
 			p := len(want)
 			for p > 0 && want[p-1].Time.After(e.Time) {
@@ -275,8 +275,8 @@ func TestTUITimelineInsertRing(t *testing.T) {
 			t.Fatalf("size %d: Len = %d, want %d", size, m.Len(), len(want))
 		}
 		for p := range want {
-			if got := m.entry(p).ev; got.Fields[trace.FieldMsg] != want[p].Fields[trace.FieldMsg] {
-				t.Fatalf("size %d: position %d holds event %v, want %v", size, p, got.Fields[trace.FieldMsg], want[p].Fields[trace.FieldMsg])
+			if got := m.entry(p).ev; got.Payload != want[p].Payload {
+				t.Fatalf("size %d: position %d holds event %v, want %v", size, p, got.Payload, want[p].Payload)
 			}
 		}
 	}

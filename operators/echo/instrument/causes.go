@@ -55,15 +55,15 @@ func (c *causeSet) Take(key string) []Cause {
 	return cs
 }
 
-// startFields are the reconcile.start fields for the causes a reconcile answers.
-func startFields(id int64, cs []Cause) map[string]any {
-	f := map[string]any{trace.FieldID: id, trace.FieldCauses: len(cs)}
+// startPayload is the reconcile.start payload for the causes a reconcile answers.
+func startPayload(id int64, cs []Cause) trace.Reconcile {
+	f := trace.Reconcile{ID: int(id), Causes: len(cs)}
 	if len(cs) > 0 {
-		f[trace.FieldCause], f[trace.FieldCauseEvent] = cs[0].Kind, cs[0].Event
+		f.Cause, f.CauseEvent = cs[0].Kind, cs[0].Event
 	} else {
 		// Nothing recorded it: the informer's periodic resync, or an add the
 		// trace did not see.
-		f[trace.FieldCause] = trace.CauseResync
+		f.Cause = trace.CauseResync
 	}
 	return f
 }

@@ -42,8 +42,8 @@ func TestEmitClientLimits(t *testing.T) {
 			if len(got) != 1 || got[0].Kind != trace.ClientLimits {
 				t.Fatalf("events %+v, want one %s", got, trace.ClientLimits)
 			}
-			q, _ := got[0].Num(trace.FieldQPS)
-			b, _ := got[0].Num(trace.FieldBurst)
+			q := trace.As[trace.Limits](got[0]).QPS
+			b := trace.As[trace.Limits](got[0]).Burst
 			if q != tt.wantQPS || int(b) != tt.wantBurst {
 				t.Errorf("event says qps %v burst %v, want %v and %v", q, b, tt.wantQPS, tt.wantBurst)
 			}

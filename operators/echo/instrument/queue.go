@@ -42,9 +42,9 @@ func (q *tracedQueue[T]) requeued(item T, reason string, after time.Duration, re
 		ev = fmt.Sprintf("retry %d after error, backoff %s", retries, after)
 	}
 	q.causes.Add(k, Cause{Kind: kind, Event: ev})
-	q.em.Emit(trace.QueueRequeue, q.ns, q.object(k), map[string]any{
-		trace.FieldKey: k, trace.FieldReason: reason, trace.FieldAfterMS: float64(after.Microseconds()) / 1000,
-		trace.FieldRetries: retries, trace.FieldDepth: q.depth.Value(),
+	q.em.Emit(trace.QueueRequeue, q.ns, q.object(k), trace.Queue{
+		Key: k, Reason: reason, AfterMS: float64(after.Microseconds()) / 1000,
+		Retries: retries, Depth: int(q.depth.Value()),
 	})
 }
 
@@ -53,8 +53,8 @@ func (q *tracedQueue[T]) Add(item T) {
 	q.TypedRateLimitingInterface.Add(item)
 	k := q.key(item)
 	last, waiting := q.causes.Last(k)
-	q.em.Emit(trace.QueueAdd, q.ns, q.object(k), map[string]any{
-		trace.FieldKey: k, trace.FieldDepth: q.depth.Value(), trace.FieldCoalesced: waiting > 1, trace.FieldCauseEvent: last.Event,
+	q.em.Emit(trace.QueueAdd, q.ns, q.object(k), trace.Queue{
+		Key: k, Depth: int(q.depth.Value()), Coalesced: waiting > 1, CauseEvent: last.Event,
 	})
 }
 
@@ -64,7 +64,7 @@ func (q *tracedQueue[T]) Get() (T, bool) {
 	item, shutdown := q.TypedRateLimitingInterface.Get()
 	if !shutdown {
 		k := q.key(item)
-		q.em.Emit(trace.QueueGet, q.ns, q.object(k), map[string]any{trace.FieldKey: k, trace.FieldDepth: q.depth.Value()})
+		q.em.Emit(trace.QueueGet, q.ns, q.object(k), trace.Queue{Key: k, Depth: int(q.depth.Value())})
 	}
 	return item, shutdown
 }
@@ -73,7 +73,7 @@ func (q *tracedQueue[T]) Get() (T, bool) {
 func (q *tracedQueue[T]) Done(item T) {
 	q.TypedRateLimitingInterface.Done(item)
 	k := q.key(item)
-	q.em.Emit(trace.QueueDone, q.ns, q.object(k), map[string]any{trace.FieldKey: k, trace.FieldDepth: q.depth.Value()})
+	q.em.Emit(trace.QueueDone, q.ns, q.object(k), trace.Queue{Key: k, Depth: int(q.depth.Value())})
 }
 
 // object is what a key's events are about: "Echo/hello".

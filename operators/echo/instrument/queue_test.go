@@ -3,6 +3,7 @@ package instrument
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestTracedQueue(t *testing.T) {
 		t.Fatalf("depth after Get = %d", depth.Value())
 	}
 	cs := causes.Take(key)
-	if f := startFields(1, cs); f["causes"] != 2 || f["cause_event"] != "UPDATE Echo/hello" {
+	if f := startPayload(1, cs); f.Causes != 2 || f.CauseEvent != "UPDATE Echo/hello" {
 		t.Fatalf("start fields %v", f)
 	}
 	q.AddRateLimited(key) // the reconcile failed
@@ -52,7 +53,12 @@ func TestTracedQueue(t *testing.T) {
 
 	var kinds []string
 	_ = trace.Decode(strings.NewReader(out.String()), func(e trace.Event) {
-		kinds = append(kinds, string(e.Kind)+":"+e.Str("coalesced")+e.Str("reason"))
+		q := trace.As[trace.Queue](e)
+		said := q.Reason
+		if e.Kind == trace.QueueAdd { // queue.add says whether it coalesced, either way
+			said = strconv.FormatBool(q.Coalesced) + said
+		}
+		kinds = append(kinds, string(e.Kind)+":"+said)
 	}, func(l string) { t.Fatalf("malformed %q", l) })
 	if want := "queue.add:false queue.add:true queue.get: queue.requeue:error queue.done: queue.get: queue.done:"; strings.Join(kinds, " ") != want {
 		t.Fatalf("trace kinds %q, want %q", strings.Join(kinds, " "), want)
@@ -76,7 +82,7 @@ func TestEmitterDropsInsteadOfBlocking(t *testing.T) {
 	var dropped float64
 	_ = trace.Decode(bytes.NewReader(<-read), func(e trace.Event) {
 		if e.Kind == trace.Dropped {
-			n, _ := e.Num("count")
+			n := float64(trace.As[trace.Loss](e).Count)
 			dropped += n
 		}
 	}, func(string) {})
@@ -91,12 +97,12 @@ func TestEmitterDropsInsteadOfBlocking(t *testing.T) {
 func TestEmitterAfterClose(t *testing.T) {
 	var buf bytes.Buffer
 	em := NewEmitter(&buf, "x")
-	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "before"})
+	em.Emit(trace.Log, "ns", "Echo/a", trace.Message{Msg: "before"})
 	em.Close()
-	em.Emit(trace.Log, "ns", "Echo/a", map[string]any{"msg": "after"})
+	em.Emit(trace.Log, "ns", "Echo/a", trace.Message{Msg: "after"})
 	em.Close() // twice is fine
 	var msgs []string
-	_ = trace.Decode(&buf, func(e trace.Event) { msgs = append(msgs, e.Str("msg")) }, func(string) {})
+	_ = trace.Decode(&buf, func(e trace.Event) { msgs = append(msgs, trace.As[trace.Message](e).Msg) }, func(string) {})
 	if len(msgs) != 1 || msgs[0] != "before" {
 		t.Fatalf("written %q, want only the event emitted before Close", msgs)
 	}

@@ -42,18 +42,18 @@ func (e *Emitter) write(w io.Writer) {
 	defer close(e.done)
 	for ev := range e.ch {
 		if n := e.dropped.Swap(0); n > 0 {
-			_ = trace.Encode(w, trace.Event{Time: ev.Time, Source: e.source, Kind: trace.Dropped, Fields: map[string]any{trace.FieldCount: n}})
+			_ = trace.Encode(w, trace.Event{Time: ev.Time, Source: e.source, Kind: trace.Dropped, Payload: trace.Loss{Count: int(n)}})
 		}
 		_ = trace.Encode(w, ev)
 	}
 }
 
 // Emit records one event about ns/object.
-func (e *Emitter) Emit(kind trace.Kind, ns, object string, fields map[string]any) {
+func (e *Emitter) Emit(kind trace.Kind, ns, object string, p trace.Payload) {
 	if e == nil || e.ch == nil {
 		return
 	}
-	ev := trace.Event{Time: time.Now(), Source: e.source, Kind: kind, Namespace: ns, Object: object, Fields: fields}
+	ev := trace.Event{Time: time.Now(), Source: e.source, Kind: kind, Namespace: ns, Object: object, Payload: p}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
@@ -95,5 +95,5 @@ func (e *Emitter) EmitClientLimits(ns string, cfg *rest.Config) {
 	if burst == 0 {
 		burst = rest.DefaultBurst
 	}
-	e.Emit(trace.ClientLimits, ns, "", map[string]any{trace.FieldQPS: qps, trace.FieldBurst: burst})
+	e.Emit(trace.ClientLimits, ns, "", trace.Limits{QPS: qps, Burst: burst})
 }

@@ -59,8 +59,8 @@ func (t *Tracer) Mapped(keys func(obj any) []string) *Tracer {
 }
 
 // emit records one event about object in the tracer's namespace.
-func (t *Tracer) emit(kind trace.Kind, object string, fields map[string]any) {
-	t.em.Emit(kind, t.ns, object, fields)
+func (t *Tracer) emit(kind trace.Kind, object string, p trace.Payload) {
+	t.em.Emit(kind, t.ns, object, p)
 }
 
 // NewQueue is the rate-limiting workqueue of the operator, traced: see
@@ -128,18 +128,17 @@ func (t *Tracer) Reconcile(ctx context.Context, key string, reconcile func(ctx c
 	id := t.ids.Add(1)
 	name := objectName(key)
 	object := trace.Object(echov1.Kind, name)
-	t.emit(trace.ReconcileStart, object, startFields(id, t.causes.Take(key)))
+	t.emit(trace.ReconcileStart, object, startPayload(id, t.causes.Take(key)))
 	start := time.Now()
 
 	out := &outcome{tracer: t, object: object, changed: trace.ChangedNone}
 	err := reconcile(context.WithValue(ctx, outcomeKey{}, out), key)
 
 	ms := float64(time.Since(start).Microseconds()) / 1000
-	end := map[string]any{trace.FieldID: id, trace.FieldDurationMS: ms, trace.FieldChanged: out.changed,
-		trace.FieldStatus: out.status, trace.FieldResult: trace.ResultOK}
+	end := trace.Reconcile{ID: int(id), DurationMS: ms, Changed: out.changed, Status: out.status, Result: trace.ResultOK}
 	log := t.log.With("echo", name, "ns", t.ns, "changed", out.changed, "ready", out.status, "duration_ms", ms)
 	if err != nil {
-		end[trace.FieldResult], end[trace.FieldError] = trace.ResultError, err.Error()
+		end.Result, end.Error = trace.ResultError, err.Error()
 		log.Error("reconcile failed", "error", err)
 	} else {
 		log.Info("reconcile done")
@@ -167,7 +166,7 @@ func ReportStatus(ctx context.Context, ready string) {
 // of its Echo (trace.FinalizerAdded, trace.FinalizerRemoved).
 func ReportFinalizer(ctx context.Context, action string) {
 	if out, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
-		out.tracer.emit(trace.Finalizer, out.object, map[string]any{trace.FieldAction: action, trace.FieldFinalizer: echo.Finalizer})
+		out.tracer.emit(trace.Finalizer, out.object, trace.FinalizerChange{Action: action, Finalizer: echo.Finalizer})
 	}
 }
 
@@ -194,16 +193,7 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 	}
 	resource := kindOf(obj)
 	name := resource + "/" + o.GetName()
-	fields := map[string]any{trace.FieldResource: resource}
-	if kind == trace.InformerAdd {
-		fields[trace.FieldInitial] = initial
-	}
-	if change != "" {
-		fields[trace.FieldChange] = change
-	}
-	if filtered {
-		fields[trace.FieldFiltered] = true
-	}
+	fields := trace.Informer{Resource: resource, Initial: initial && kind == trace.InformerAdd, Change: change, Filtered: filtered}
 	cause := Cause{Kind: trace.CauseEvent, Event: verb(kind) + " " + name}
 	if initial {
 		cause.Kind = trace.CauseInitial
@@ -224,7 +214,7 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 			return
 		}
 		echoName = owner.Name
-		fields[trace.FieldMappedTo] = trace.Object(echov1.Kind, owner.Name)
+		fields.MappedTo = trace.Object(echov1.Kind, owner.Name)
 		cause.Event += " → " + trace.Object(echov1.Kind, owner.Name)
 	}
 	t.emit(kind, name, fields)
@@ -236,7 +226,7 @@ func (t *Tracer) observe(kind trace.Kind, obj any, initial bool, change string, 
 // observeMapped traces an event that the operator's map function turns into
 // keys (none when a predicate stopped it), and remembers it as a cause of
 // each one.
-func (t *Tracer) observeMapped(kind trace.Kind, name string, fields map[string]any, cause Cause, keys []string) {
+func (t *Tracer) observeMapped(kind trace.Kind, name string, fields trace.Informer, cause Cause, keys []string) {
 	if len(keys) == 0 {
 		t.emit(kind, name, fields) // no Echo to queue, or a predicate stopped it
 		return
@@ -245,8 +235,8 @@ func (t *Tracer) observeMapped(kind trace.Kind, name string, fields map[string]a
 	for i, k := range keys {
 		echoes[i] = trace.Object(echov1.Kind, objectName(k))
 	}
-	fields[trace.FieldMappedTo] = strings.Join(echoes, ", ")
-	cause.Event += " → " + fields[trace.FieldMappedTo].(string)
+	fields.MappedTo = strings.Join(echoes, ", ")
+	cause.Event += " → " + fields.MappedTo
 	t.emit(kind, name, fields)
 	for _, k := range keys {
 		t.causes.Add(k, cause)

@@ -42,7 +42,7 @@ func TestTracerCauses(t *testing.T) {
 				cur.ResourceVersion = "2"
 				tr.Handler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { *handled++ }}).OnUpdate(old, cur)
 			},
-			wantField: map[string]string{trace.FieldResource: "Deployment", trace.FieldMappedTo: "Echo/hello", trace.FieldChange: "status"},
+			wantField: map[string]string{"resource": "Deployment", "mapped_to": "Echo/hello", "change": "status"},
 			wantCause: "UPDATE Deployment/echo-hello → Echo/hello",
 		},
 		{
@@ -50,7 +50,7 @@ func TestTracerCauses(t *testing.T) {
 			deliver: func(tr *instrument.Tracer, handled *int) {
 				tr.Handler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { *handled++ }}).OnAdd(orphan, false)
 			},
-			wantField: map[string]string{trace.FieldResource: "Deployment", trace.FieldInitial: "false"},
+			wantField: map[string]string{"resource": "Deployment", "initial": "false"},
 		},
 		{
 			name: "tombstone of a deleted Deployment",
@@ -58,7 +58,7 @@ func TestTracerCauses(t *testing.T) {
 				tr.Handler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { *handled++ }}).
 					OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/echo-hello", Obj: ownedBy("hello")})
 			},
-			wantField: map[string]string{trace.FieldMappedTo: "Echo/hello"},
+			wantField: map[string]string{"mapped_to": "Echo/hello"},
 			wantCause: "DELETE Deployment/echo-hello → Echo/hello",
 		},
 		{
@@ -70,7 +70,7 @@ func TestTracerCauses(t *testing.T) {
 				keys := func(any) []string { return []string{"ns/blank", "ns/hello"} }
 				tr.Mapped(keys).Handler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { *handled++ }}).OnUpdate(old, cur)
 			},
-			wantField: map[string]string{trace.FieldResource: "ConfigMap", trace.FieldMappedTo: "Echo/blank, Echo/hello"},
+			wantField: map[string]string{"resource": "ConfigMap", "mapped_to": "Echo/blank, Echo/hello"},
 			wantCause: "UPDATE ConfigMap/echo-defaults → Echo/blank, Echo/hello",
 		},
 	}
@@ -88,16 +88,16 @@ func TestTracerCauses(t *testing.T) {
 				t.Fatalf("events %+v, want informer, reconcile.start, reconcile.end", evs)
 			}
 			for k, v := range tt.wantField {
-				if got := evs[0].Str(k); got != v {
+				if got := optest.Wire(evs[0], k); got != v {
 					t.Errorf("informer event %s = %q, want %q", k, got, v)
 				}
 			}
 			start := evs[1]
-			if got := start.Str(trace.FieldCauseEvent); got != tt.wantCause {
+			if got := trace.As[trace.Reconcile](start).CauseEvent; got != tt.wantCause {
 				t.Errorf("reconcile cause_event = %q, want %q", got, tt.wantCause)
 			}
-			if tt.wantCause == "" && start.Str(trace.FieldCause) != trace.CauseResync {
-				t.Errorf("a reconcile nothing traced is a %q, want %q", start.Str(trace.FieldCause), trace.CauseResync)
+			if tt.wantCause == "" && trace.As[trace.Reconcile](start).Cause != trace.CauseResync {
+				t.Errorf("a reconcile nothing traced is a %q, want %q", trace.As[trace.Reconcile](start).Cause, trace.CauseResync)
 			}
 		})
 	}
@@ -140,17 +140,17 @@ func TestTracerReconcile(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
 			end := optest.Ended(t, evs)
-			for k, want := range map[string]string{trace.FieldResult: tt.wantResult, trace.FieldChanged: tt.wantChanged, trace.FieldStatus: tt.want} {
-				if got := end.Str(k); got != want {
+			for k, want := range map[string]string{"result": tt.wantResult, "changed": tt.wantChanged, "status": tt.want} {
+				if got := optest.Wire(end, k); got != want {
 					t.Errorf("end %s = %q, want %q", k, got, want)
 				}
 			}
-			if tt.wantErr != nil && end.Str(trace.FieldError) != tt.wantErr.Error() {
-				t.Errorf("end error = %q", end.Str(trace.FieldError))
+			if tt.wantErr != nil && trace.As[trace.Reconcile](end).Error != tt.wantErr.Error() {
+				t.Errorf("end error = %q", trace.As[trace.Reconcile](end).Error)
 			}
 			found := false
 			for _, e := range evs {
-				found = found || (e.Kind == trace.Finalizer && e.Str(trace.FieldAction) == "added" && e.Object == "Echo/hello")
+				found = found || (e.Kind == trace.Finalizer && trace.As[trace.FinalizerChange](e).Action == "added" && e.Object == "Echo/hello")
 			}
 			if found != tt.wantFinalizer {
 				t.Errorf("finalizer event seen: %v, want %v", found, tt.wantFinalizer)

@@ -1,6 +1,8 @@
 package optest
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -50,4 +52,21 @@ func Ended(t *testing.T, evs []trace.Event) trace.Event {
 // DiscardTracer traces nowhere: for tests of the operator, not its trace.
 func DiscardTracer(ns string) *instrument.Tracer {
 	return instrument.NewTracer(instrument.NewEmitter(nil, "test"), ns, Log())
+}
+
+// Wire is the value e carries under key as it is written on the wire ("" if
+// absent), as text: the tests of what an operator writes (bash by hand)
+// check its keys, not the payload Go reads them into.
+func Wire(e trace.Event, key string) string {
+	var b strings.Builder
+	if err := trace.Encode(&b, e); err != nil {
+		return ""
+	}
+	var line struct {
+		Fields map[string]any `json:"fields"`
+	}
+	if json.Unmarshal([]byte(b.String()), &line) != nil || line.Fields[key] == nil {
+		return ""
+	}
+	return fmt.Sprint(line.Fields[key])
 }

@@ -3,6 +3,7 @@ package crtrace
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,10 +37,10 @@ func TestPredicate(t *testing.T) {
 	if len(evs) != 3 || evs[0].Kind != trace.InformerAdd {
 		t.Fatalf("events %+v, want informer.add, reconcile.start, reconcile.end", evs)
 	}
-	if got := evs[0].Str(trace.FieldResource) + " " + evs[0].Str(trace.FieldInitial); got != echov1.Kind+" true" {
+	if got := evs[0].Resource() + " " + strconv.FormatBool(trace.As[trace.Informer](evs[0]).Initial); got != echov1.Kind+" true" {
 		t.Errorf("informer event resource, initial = %q, want %q", got, echov1.Kind+" true")
 	}
-	if got := evs[1].Str(trace.FieldCauseEvent); got != "ADD Echo/hello" {
+	if got := trace.As[trace.Reconcile](evs[1]).CauseEvent; got != "ADD Echo/hello" {
 		t.Errorf("reconcile cause_event = %q, want %q", got, "ADD Echo/hello")
 	}
 }
@@ -78,11 +79,11 @@ func TestPredicateFiltered(t *testing.T) {
 			if len(evs) != 3 || evs[0].Kind != trace.InformerUpdate {
 				t.Fatalf("events %+v, want informer.update, reconcile.start, reconcile.end", evs)
 			}
-			if evs[0].Bool(trace.FieldFiltered) == tc.pass || evs[0].Str(trace.FieldChange) != tc.change {
-				t.Errorf("informer.update filtered=%v change=%q, want filtered=%v change=%q", evs[0].Bool(trace.FieldFiltered), evs[0].Str(trace.FieldChange), !tc.pass, tc.change)
+			if trace.As[trace.Informer](evs[0]).Filtered == tc.pass || trace.As[trace.Informer](evs[0]).Change != tc.change {
+				t.Errorf("informer.update filtered=%v change=%q, want filtered=%v change=%q", trace.As[trace.Informer](evs[0]).Filtered, trace.As[trace.Informer](evs[0]).Change, !tc.pass, tc.change)
 			}
-			if n, _ := evs[1].Num(trace.FieldCauses); evs[1].Str(trace.FieldCauseEvent) != tc.wantCause || n != tc.wantCauseLen {
-				t.Errorf("reconcile cause_event %q causes %v, want %q %v", evs[1].Str(trace.FieldCauseEvent), n, tc.wantCause, tc.wantCauseLen)
+			if n := trace.As[trace.Reconcile](evs[1]).Causes; trace.As[trace.Reconcile](evs[1]).CauseEvent != tc.wantCause || float64(n) != tc.wantCauseLen {
+				t.Errorf("reconcile cause_event %q causes %v, want %q %v", trace.As[trace.Reconcile](evs[1]).CauseEvent, n, tc.wantCause, tc.wantCauseLen)
 			}
 		})
 	}
@@ -111,8 +112,8 @@ func TestTraced(t *testing.T) {
 		t.Fatalf("result %+v, err %v: want the Reconciler's own", res, err)
 	}
 	end := optest.Ended(t, evs)
-	if end.Str(trace.FieldResult) != trace.ResultError || end.Str(trace.FieldChanged) != "created" {
-		t.Errorf("end %s = %q, %s = %q", trace.FieldResult, end.Str(trace.FieldResult), trace.FieldChanged, end.Str(trace.FieldChanged))
+	if trace.As[trace.Reconcile](end).Result != trace.ResultError || trace.As[trace.Reconcile](end).Changed != "created" {
+		t.Errorf("end result = %q, changed = %q", trace.As[trace.Reconcile](end).Result, trace.As[trace.Reconcile](end).Changed)
 	}
 }
 
@@ -124,7 +125,7 @@ func TestRequestQueue(t *testing.T) {
 		defer q.ShutDown()
 		q.Add(hello)
 	})
-	if len(evs) != 1 || evs[0].Kind != trace.QueueAdd || evs[0].Object != "Echo/hello" || evs[0].Str(trace.FieldKey) != "ns/hello" {
+	if len(evs) != 1 || evs[0].Kind != trace.QueueAdd || evs[0].Object != "Echo/hello" || trace.As[trace.Queue](evs[0]).Key != "ns/hello" {
 		t.Fatalf("events %+v, want one queue.add of ns/hello about Echo/hello", evs)
 	}
 }

@@ -67,9 +67,8 @@ func (b *Bench) Tune(ctx context.Context, t sandbox.Tuning) error {
 			case trace.ProcessStart:
 				starts[e.Object] = e.Time
 			case trace.ClientLimits:
-				q, _ := e.Num(trace.FieldQPS)
-				bu, _ := e.Num(trace.FieldBurst)
-				limits[e.Source] = Limit{QPS: q, Burst: int(bu)}
+				l, _ := e.Limits()
+				limits[e.Source] = Limit{QPS: l.QPS, Burst: l.Burst}
 			case trace.ReconcileEnd:
 				ends = append(ends, e)
 			}

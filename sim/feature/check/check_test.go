@@ -161,7 +161,7 @@ func logOf(t *testing.T, qs []Request) *RequestLog {
 // event is q as its proxy publishes it: for tests of what reads requests.
 func (q Request) event(st string) trace.Event {
 	return trace.Event{Time: q.Time, Source: "proxy/" + st + "/" + q.Replica, Kind: trace.APIRequest, Namespace: q.Namespace, Object: q.Object,
-		Fields: map[string]any{trace.FieldVerb: q.Verb, trace.FieldResource: q.Resource, trace.FieldCode: q.Code}}
+		Payload: trace.Request{Verb: q.Verb, Resource: q.Resource, Code: q.Code}}
 }
 
 // imageTarget is a Target with a backend and an image alone.
