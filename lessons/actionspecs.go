@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/kkloud/rlab/operators/echo"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 )
 
 // actionSpec is what a lesson says of an action: the arguments it takes
@@ -224,7 +224,7 @@ var actions = map[string]actionSpec{
 	"fault": {
 		args: spec{required: argTypes{"style": tStyle, "fault": tFault}},
 		words: func(a Args) string {
-			f, off, _ := proxy.ParseFaultArg(a.Str("fault"))
+			f, off, _ := fault.ParseArg(a.Str("fault"))
 			switch {
 			case off && f.Kind == "":
 				return "turn every fault off"

@@ -14,7 +14,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 )
 
 // argType is the type of one argument of an action or a check.
@@ -42,7 +42,7 @@ const (
 	tDefaultsCache // what controller-runtime caches of ConfigMaps: all or named
 	tEvent         // an informer event: add, update or delete
 	tMessage       // an Echo's spec.message: any text, "" too (the namespace's default); the CRD's rule refuses spaces only
-	tFault         // a fault as proxy.ParseFault reads it (stale:2s, conflict,p=0.5), or off, or off:KIND
+	tFault         // a fault as fault.Parse reads it (stale:2s, conflict,p=0.5), or off, or off:KIND
 	tFaultKind     // the kind of a fault: stale, conflict, crash …
 )
 
@@ -312,13 +312,13 @@ func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 		}
 		return v, true
 	case tFault:
-		if _, _, err := proxy.ParseFaultArg(v); err != nil {
+		if _, _, err := fault.ParseArg(v); err != nil {
 			p.errorf(n, "%s: %v", what, err)
 			return nil, false
 		}
 		return v, true
 	case tFaultKind:
-		if !slices.Contains(proxy.FaultKinds, proxy.FaultKind(v)) {
+		if !slices.Contains(fault.Kinds, fault.Kind(v)) {
 			return bad("a fault: " + strings.Join(faultKindNames(), ", "))
 		}
 		return v, true
@@ -386,8 +386,8 @@ func isProjectName(name string) bool { return projectRE.MatchString(name) }
 
 // faultKindNames are the faults' names, for an error.
 func faultKindNames() []string {
-	out := make([]string, len(proxy.FaultKinds))
-	for i, k := range proxy.FaultKinds {
+	out := make([]string, len(fault.Kinds))
+	for i, k := range fault.Kinds {
 		out[i] = string(k)
 	}
 	return out

@@ -13,8 +13,8 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/feature/check"
-	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -168,7 +168,7 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	var chaos []proxy.Fault
+	var chaos []fault.Fault
 	if f.Chaos != "" {
 		if chaos, err = check.ParseChaos(f.Chaos); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/control"
 	"github.com/kkloud/rlab/lessons"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 )
 
 func newDoCmd() *cobra.Command {
@@ -83,7 +83,7 @@ Verbs:
 		}
 	}
 	b.WriteString("\nFaults, for rlab do fault STYLE FAULT, typed KIND[:DURATION][,key=value]…:\n")
-	for _, k := range proxy.FaultKinds {
+	for _, k := range fault.Kinds {
 		fmt.Fprintf(&b, "  %-11s %s\n", k, k.Help())
 	}
 	b.WriteString("Keys: n, p, code, retry-after, verbs, resources (joined with +), seed. Every fault\n" +

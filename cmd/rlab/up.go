@@ -14,7 +14,7 @@ import (
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
 	"github.com/kkloud/rlab/operators/style"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/tui"
 )
@@ -45,8 +45,8 @@ type (
 	}
 	// proxyFaults are the fault prompt's (sandbox.Faults).
 	proxyFaults interface {
-		SetFault(st style.Style, f proxy.Fault) error
-		ClearFault(st style.Style, kind proxy.FaultKind)
+		SetFault(st style.Style, f fault.Fault) error
+		ClearFault(st style.Style, kind fault.Kind)
 	}
 )
 
@@ -56,7 +56,7 @@ var _ tui.Actions = screenActions{}
 // ApplyFault turns a fault on or off at a style's replicas, from the
 // screen's fault prompt: the words of rlab do fault.
 func (a screenActions) ApplyFault(_ context.Context, st style.Style, spec string) (string, error) {
-	f, off, err := proxy.ParseFaultArg(spec)
+	f, off, err := fault.ParseArg(spec)
 	switch {
 	case err != nil:
 		return "", err

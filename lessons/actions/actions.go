@@ -18,6 +18,7 @@ import (
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -360,7 +361,7 @@ var actions = map[string]actionKind{
 	// Turn a fault on at every replica's proxy, or off.
 	"fault": {
 		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
-			f, off, err := proxy.ParseFaultArg(a.Str("fault"))
+			f, off, err := fault.ParseArg(a.Str("fault"))
 			if err != nil {
 				return err
 			}

@@ -24,67 +24,9 @@ import (
 
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/simtest"
 )
-
-func TestParseFault(t *testing.T) {
-	tests := []struct {
-		in, want, err string
-	}{
-		{in: "stale", want: "stale:2s"},
-		{in: "stale:500ms", want: "stale:500ms"},
-		{in: "unobserved:3s", want: "unobserved:3s"},
-		{in: "conflict", want: "conflict,p=0.5"},
-		{in: "conflict,n=3", want: "conflict,n=3"},
-		{in: "conflict,p=1,resources=echoes/status", want: "conflict,p=1,resources=echoes/status"},
-		{in: "error", want: "error,p=0.5,code=500"},
-		{in: "error,code=429,retry-after=1s,n=2,verbs=create+patch", want: "error,n=2,code=429,retry-after=1s,verbs=create+patch"},
-		{in: "latency:300ms,verbs=get", want: "latency:300ms,verbs=get"},
-		{in: "crash", want: "crash,n=1"},
-		{in: "crash,n=2,seed=7", want: "crash,n=2,seed=7"},
-		{in: "lease", want: "lease:5s"},
-		{in: "partition:1s", want: "partition:1s"},
-		{in: "disconnect", want: "disconnect"},
-		{in: "disconnect:10s", want: "disconnect:10s"},
-
-		{in: "flaky", err: `no fault "flaky"; want one of stale, unobserved`},
-		{in: "stale:soon", err: `duration "soon"`},
-		{in: "latency", err: "latency needs a duration: latency:2s"},
-		{in: "conflict,p=2", err: "p=2: want a probability from 0 to 1"},
-		{in: "conflict,n=2,p=0.5", err: "give n (every Nth request) or p"},
-		{in: "conflict,verbs=create", err: `verb "create": a conflict is an update's or a patch's`},
-		{in: "error,code=404", err: "code=404: want 500, 502, 503, 504 or 429"},
-		{in: "crash,p=0.5", err: "crash takes n"},
-		{in: "error,colour=red", err: `unknown key "colour"`},
-		{in: "error,p", err: `"p" is not key=value`},
-		{in: "latency:1s,verbs=poke", err: `verb "poke"`},
-		{in: "stale:-1s", err: "must not be negative"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			f, err := ParseFault(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("ParseFault(%q) = %v, %v; want error containing %q", tc.in, f, err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := f.String(); got != tc.want {
-				t.Errorf("ParseFault(%q).String() = %q, want %q", tc.in, got, tc.want)
-			}
-			if d := f.Describe(); strings.Contains(d, "DURATION") || strings.Contains(d, "Nth") || d == f.String() {
-				t.Errorf("Describe() = %q: the parameters are not spelt out", d)
-			}
-			again, err := ParseFault(f.String())
-			if err != nil || again.String() != f.String() {
-				t.Errorf("ParseFault(%q) = %v, %v: String does not read back", f.String(), again, err)
-			}
-		})
-	}
-}
 
 func TestFaultMatches(t *testing.T) {
 	get := func(res string) call { return call{verb: "get", resource: res} }
@@ -115,22 +57,14 @@ func TestFaultMatches(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.fault+" "+tc.c.key(), func(t *testing.T) {
-			f, err := ParseFault(tc.fault)
+			f, err := fault.Parse(tc.fault)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.matches(tc.c); got != tc.want {
+			if got := matches(f, tc.c); got != tc.want {
 				t.Errorf("%s matches %s = %v, want %v", tc.fault, tc.c.key(), got, tc.want)
 			}
 		})
-	}
-}
-
-func TestOrdinal(t *testing.T) {
-	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st", 22: "22nd", 101: "101st", 111: "111th"} {
-		if got := ordinal(n); got != want {
-			t.Errorf("ordinal(%d) = %q, want %q", n, got, want)
-		}
 	}
 }
 
@@ -138,7 +72,7 @@ func TestOrdinal(t *testing.T) {
 func TestFaultHits(t *testing.T) {
 	c := call{verb: "update", resource: "echoes"}
 	hits := func(spec string, n int) []int {
-		f, err := ParseFault(spec)
+		f, err := fault.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +159,7 @@ func (fx *faultFixture) set(t *testing.T, spec string) {
 // setFault turns the fault spec on at p.
 func setFault(t *testing.T, p *Proxy, spec string) {
 	t.Helper()
-	f, err := ParseFault(spec)
+	f, err := fault.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +299,7 @@ func TestFaultLatencyAndLease(t *testing.T) {
 	if d := timed(lease); d < 600*time.Millisecond || d >= time.Second {
 		t.Errorf("a Lease get took %s, want the lease fault's 600ms and not the latency's 400ms more: Leases are the lease fault's alone", d)
 	}
-	fx.p.ClearFault(FaultLatency)
+	fx.p.ClearFault(fault.Latency)
 	timed(list)
 	if got := fx.injected("latency"); len(got) != 1 || got[0].Verb() != "get" || got[0].Resource() != "configmaps" {
 		t.Errorf("latency injections = %+v, want the one get of a ConfigMap", got)
@@ -373,7 +307,7 @@ func TestFaultLatencyAndLease(t *testing.T) {
 	if n := len(fx.injected("lease")); n != 1 {
 		t.Errorf("%d lease injections, want 1", n)
 	}
-	if got := fx.p.Faults(); len(got) != 1 || got[0].Kind != FaultLease {
+	if got := fx.p.Faults(); len(got) != 1 || got[0].Kind != fault.Lease {
 		t.Errorf("faults on = %v, want the lease fault alone", got)
 	}
 }
@@ -434,7 +368,7 @@ func TestFaultCrash(t *testing.T) {
 	if e := got[0]; trace.As[trace.Injection](e).Fault != "crash" || e.Resource() != "configmaps" || e.Verb() != "create" || e.Code() != 201 {
 		t.Errorf("fault.injected = %+v", e)
 	}
-	if err := (&Proxy{}).SetFault(Fault{Kind: FaultCrash}); err == nil {
+	if err := (&Proxy{}).SetFault(fault.Fault{Kind: fault.Crash}); err == nil {
 		t.Error("a proxy without Kill took the crash fault")
 	}
 }
@@ -520,7 +454,7 @@ func TestFaultStale(t *testing.T) {
 		t.Errorf("stale injection = %+v", held[0])
 	}
 
-	fx.p.ClearFault(FaultStale)
+	fx.p.ClearFault(fault.Stale)
 	fx.configMap(t, "now")
 	simtest.Eventually(t, 20*time.Second, "the informer sees ConfigMap now", simtest.True(func() bool { _, ok := s.when("ADD now=0"); return ok }))
 	if n := len(fx.events.matching(func(e trace.Event) bool { return e.Kind == trace.FaultInjected && e.Object == "ConfigMap/now" })); n != 0 {
@@ -611,7 +545,7 @@ func TestFaultDisconnect(t *testing.T) {
 	fx.set(t, "disconnect:300ms")
 	n := fx.watches()
 	simtest.Eventually(t, 30*time.Second, "two watches more, each closed", simtest.True(func() bool { return fx.watches() >= n+2 }))
-	fx.p.ClearFault(FaultDisconnect)
+	fx.p.ClearFault(fault.Disconnect)
 	if got := len(fx.injected("disconnect")); got < 3 {
 		t.Errorf("%d disconnect injections, want at least 3", got)
 	}
@@ -636,7 +570,7 @@ func BenchmarkFaultLayer(b *testing.B) {
 			}
 			defer p.Close()
 			if tc.fault != "" {
-				f, err := ParseFault(tc.fault)
+				f, err := fault.Parse(tc.fault)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -674,7 +608,7 @@ func BenchmarkFaultCheck(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			p := &Proxy{}
 			if tc.fault != "" {
-				f, err := ParseFault(tc.fault)
+				f, err := fault.Parse(tc.fault)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -711,7 +645,7 @@ func TestFaultPartitionTimers(t *testing.T) {
 	if got := fx.p.Faults(); len(got) != 1 || got[0].String() != "partition:1m0s" {
 		t.Errorf("faults = %v, want partition:1m0s", got)
 	}
-	fx.p.ClearFault(FaultPartition)
+	fx.p.ClearFault(fault.Partition)
 	if fx.p.Mode() != Normal || len(fx.p.Faults()) != 0 {
 		t.Errorf("after ClearFault: mode %s, faults %v", fx.p.Mode(), fx.p.Faults())
 	}

@@ -44,6 +44,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/fault"
 )
 
 // Mode is how the proxy treats its replica's traffic.
@@ -599,7 +600,7 @@ func (p *Proxy) onResponse(res *http.Response) error {
 	if ok && !x.watch && res.StatusCode/100 == 2 && tracksVersion(x.call) {
 		x.unchanged, x.differed = p.unchangedWrite(x, res)
 	}
-	if ok && isWrite(x.call.verb) {
+	if ok && fault.IsWrite(x.call.verb) {
 		p.afterWrite(x, res.StatusCode)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/fault"
 )
 
 // errFrameTooLarge ends a shaped watch whose event outgrew maxFrame: it
@@ -23,7 +24,7 @@ var errFrameTooLarge = errors.New("rlab proxy: a watch event over 8 MiB cannot b
 
 // shaped says whether a watch started under set goes through a shapedBody.
 func shaped(set faults) bool {
-	return set[FaultStale] != nil || set[FaultUnobserved] != nil
+	return set[fault.Stale] != nil || set[fault.Unobserved] != nil
 }
 
 // openWatch registers a watch about to be forwarded, so that the faults
@@ -35,9 +36,9 @@ func (p *Proxy) openWatch(x *exchange, cancel context.CancelCauseFunc) func() {
 	x.at = p.faultSet()
 	p.mu.Unlock()
 	var t *time.Timer
-	if d := x.at[FaultDisconnect]; d != nil && d.Delay > 0 {
+	if d := x.at[fault.Disconnect]; d != nil && d.Delay > 0 {
 		t = time.AfterFunc(d.Delay, func() {
-			if p.faultSet()[FaultDisconnect] == d { // not turned off or replaced since
+			if p.faultSet()[fault.Disconnect] == d { // not turned off or replaced since
 				p.disconnect(x, cancel)
 			}
 		})
@@ -67,7 +68,7 @@ func (p *Proxy) closeWatches() {
 
 // disconnect closes one watch mid-flight and says so.
 func (p *Proxy) disconnect(x *exchange, cancel context.CancelCauseFunc) {
-	p.injected(FaultDisconnect, x.call, trace.Injection{})
+	p.injected(fault.Disconnect, x.call, trace.Injection{})
 	cancel(errDisconnected)
 }
 
@@ -149,7 +150,7 @@ func (b *shapedBody) add(raw []byte, typ, name, ns string) {
 	now := time.Now()
 	f := frame{data: raw, typ: typ, name: name, ns: ns, at: now}
 	set := b.p.faultSet()
-	if u := set[FaultUnobserved]; u != nil {
+	if u := set[fault.Unobserved]; u != nil {
 		if len(b.window) == 0 {
 			b.windowEnd = now.Add(u.Delay)
 		}
@@ -164,7 +165,7 @@ func (b *shapedBody) add(raw []byte, typ, name, ns string) {
 // pushLocked queues f behind the frames ahead of it, held if stale is on.
 func (b *shapedBody) pushLocked(f frame, now time.Time) {
 	f.due = now
-	if s := b.p.faultSet()[FaultStale]; s != nil {
+	if s := b.p.faultSet()[fault.Stale]; s != nil {
 		f.due, f.held = f.at.Add(s.Delay), true
 	}
 	if f.due.Before(b.lastDue) {
@@ -193,7 +194,7 @@ func (b *shapedBody) flushLocked(now time.Time) {
 	for i, f := range b.window {
 		if f.typ != "BOOKMARK" && last[[2]string{f.ns, f.name}] != i {
 			b.p.enqueue(b.p.watchEvent(b.x, trace.FaultInjected, f.typ, f.name, f.ns,
-				&trace.Injection{Fault: string(FaultUnobserved), Verb: "watch"}))
+				&trace.Injection{Fault: string(fault.Unobserved), Verb: "watch"}))
 			continue
 		}
 		b.pushLocked(f, now)
@@ -263,7 +264,7 @@ func (b *shapedBody) deliver(f frame, now time.Time) {
 	b.p.watchEvents.Add(1)
 	if f.held {
 		b.p.enqueue(b.p.watchEvent(b.x, trace.FaultInjected, f.typ, f.name, f.ns, &trace.Injection{
-			Fault: string(FaultStale), Verb: "watch", DelayMS: now.Sub(f.at).Milliseconds()}))
+			Fault: string(fault.Stale), Verb: "watch", DelayMS: now.Sub(f.at).Milliseconds()}))
 	}
 	b.p.enqueue(b.p.watchEvent(b.x, trace.APIWatchEvent, f.typ, f.name, f.ns, nil))
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/world"
@@ -19,9 +19,9 @@ import (
 // operator, restarted or failed over, finishes the work from what it finds.
 func TestFaults(t *testing.T) {
 	simtest.NeedsControlPlane(t)
-	fault := func(t *testing.T, st style.Style, spec string) time.Time {
+	setFault := func(t *testing.T, st style.Style, spec string) time.Time {
 		t.Helper()
-		f, err := proxy.ParseFault(spec)
+		f, err := fault.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestFaults(t *testing.T) {
 		}
 		return since
 	}
-	injected := func(st style.Style, kind proxy.FaultKind, since time.Time) func(trace.Event) bool {
+	injected := func(st style.Style, kind fault.Kind, since time.Time) func(trace.Event) bool {
 		return func(e trace.Event) bool {
 			return e.Kind == trace.FaultInjected && strings.HasPrefix(e.Source, "proxy/"+st.String()+"/") &&
 				trace.As[trace.Injection](e).Fault == string(kind) && e.Time.After(since)
@@ -44,14 +44,14 @@ func TestFaults(t *testing.T) {
 
 	t.Run("conflict/runtime", func(t *testing.T) {
 		st := style.Runtime
-		since := fault(t, st, "conflict,n=2")
+		since := setFault(t, st, "conflict,n=2")
 		for _, msg := range []string{"under conflicts", sandbox.SampleMessage} {
 			if err := sb.Student().SetMessageIn(t.Context(), []style.Style{st}, sandbox.SampleName, msg); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Minute, "converged on "+msg+" under conflicts", converged(st, sandbox.SampleName, 2, msg))
 		}
-		waitEvent(t, "a conflict injected at runtime's proxy", injected(st, proxy.FaultConflict, since))
+		waitEvent(t, "a conflict injected at runtime's proxy", injected(st, fault.Conflict, since))
 		waitEvent(t, "an update answered 409 at runtime's proxy", func(e trace.Event) bool {
 			r, ok := e.Request()
 			return ok && r.Code == 409 && strings.HasPrefix(e.Source, "proxy/runtime/") && e.Time.After(since)
@@ -61,11 +61,11 @@ func TestFaults(t *testing.T) {
 	t.Run("crash/clientgo", func(t *testing.T) {
 		st := style.ClientGo
 		leader := holder(t, st, "")
-		since := fault(t, st, "crash,n=1")
+		since := setFault(t, st, "crash,n=1")
 		if err := sb.Student().ScaleDeployment(t.Context(), st, sandbox.SampleName, 1); err != nil {
 			t.Fatal(err)
 		}
-		hit := waitEvent(t, "the crash after the repair's write", injected(st, proxy.FaultCrash, since))
+		hit := waitEvent(t, "the crash after the repair's write", injected(st, fault.Crash, since))
 		if hit.Source != "proxy/"+leader {
 			t.Errorf("the crash hit %s, want the leader %s: only it writes", hit.Source, leader)
 		}
@@ -89,7 +89,7 @@ func TestFaults(t *testing.T) {
 	t.Run("world untouched", func(t *testing.T) {
 		since := time.Now()
 		for _, st := range style.All() {
-			fault(t, st, "partition:2m")
+			setFault(t, st, "partition:2m")
 		}
 		const msg = "while the operators are cut off"
 		if err := sb.Student().SetMessageIn(t.Context(), style.All(), sandbox.SampleName, msg); err != nil {

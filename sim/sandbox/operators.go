@@ -23,6 +23,7 @@ import (
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -483,7 +484,7 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 				// per style, so the replica that takes over is not
 				// killed at its first write as well.
 				Kill: func() error {
-					s.faults.ClearFault(st, proxy.FaultCrash)
+					s.faults.ClearFault(st, fault.Crash)
 					return super.Kill(name)
 				}})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/proxy"
 	"github.com/kkloud/rlab/sim/supervisor"
 )
@@ -131,10 +132,10 @@ func (f *Faults) Partition(replica string, mode proxy.Mode) error {
 }
 
 // SetFault turns f on at the proxy of every replica of st, in place of a
-// fault of its kind (proxy.Fault says what each does). The crash fault
+// fault of its kind (fault.Fault says what each does). The crash fault
 // kills the first replica to reach its Nth write, through the supervisor,
 // which restarts it; it is then off at every replica of st.
-func (fs *Faults) SetFault(st style.Style, f proxy.Fault) error {
+func (fs *Faults) SetFault(st style.Style, f fault.Fault) error {
 	for _, r := range fs.plan.of(st) {
 		p, ok := fs.proxies[st.Source(r)]
 		if !ok {
@@ -149,7 +150,7 @@ func (fs *Faults) SetFault(st style.Style, f proxy.Fault) error {
 
 // ClearFault turns off the fault of kind at every replica of st; kind ""
 // turns every fault off.
-func (f *Faults) ClearFault(st style.Style, kind proxy.FaultKind) {
+func (f *Faults) ClearFault(st style.Style, kind fault.Kind) {
 	for _, r := range f.plan.of(st) {
 		if p, ok := f.proxies[st.Source(r)]; ok {
 			if kind == "" {
@@ -163,7 +164,7 @@ func (f *Faults) ClearFault(st style.Style, kind proxy.FaultKind) {
 
 // Faults are the faults on at replica a of st (SetFault gives every
 // replica the same; crash, once fired, is off at the replica it killed).
-func (f *Faults) Faults(st style.Style) []proxy.Fault {
+func (f *Faults) Faults(st style.Style) []fault.Fault {
 	if p, ok := f.proxies[st.Source("a")]; ok {
 		return p.Faults()
 	}

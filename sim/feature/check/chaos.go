@@ -22,8 +22,8 @@ import (
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/poll"
-	"github.com/kkloud/rlab/sim/proxy"
 )
 
 // ChaosScenarios are the faults rlab check --chaos runs, by kind, as each
@@ -54,13 +54,13 @@ const retryWindow = 75 * time.Second
 
 // refuses says whether fault kind k turns writes down, so that an operator
 // must retry them.
-func refuses(k proxy.FaultKind) bool {
-	return k == proxy.FaultConflict || k == proxy.FaultError || k == proxy.FaultPartition
+func refuses(k fault.Kind) bool {
+	return k == fault.Conflict || k == fault.Error || k == fault.Partition
 }
 
 // window is how long a run under f may take to converge after the fault
 // ends: --within, and for a fault that refuses writes at least retryWindow.
-func (r *run) window(f *proxy.Fault) time.Duration {
+func (r *run) window(f *fault.Fault) time.Duration {
 	if f != nil && refuses(f.Kind) {
 		return max(r.opts.Within, retryWindow)
 	}
@@ -71,7 +71,7 @@ func (r *run) window(f *proxy.Fault) time.Duration {
 func ChaosKinds() []string {
 	out := make([]string, len(ChaosScenarios))
 	for i, s := range ChaosScenarios {
-		f, _ := proxy.ParseFault(s)
+		f, _ := fault.Parse(s)
 		out[i] = string(f.Kind)
 	}
 	return out
@@ -79,7 +79,7 @@ func ChaosKinds() []string {
 
 // ParseChaos reads --chaos: "all", or kinds joined with commas, each with
 // its scenario's parameters, or KIND:DURATION for another duration.
-func ParseChaos(v string) ([]proxy.Fault, error) {
+func ParseChaos(v string) ([]fault.Fault, error) {
 	var specs []string
 	switch v = strings.TrimSpace(v); v {
 	case "", "all":
@@ -101,9 +101,9 @@ func ParseChaos(v string) ([]proxy.Fault, error) {
 			specs = append(specs, spec)
 		}
 	}
-	out := make([]proxy.Fault, 0, len(specs))
+	out := make([]fault.Fault, 0, len(specs))
 	for _, s := range specs {
-		f, err := proxy.ParseFault(s)
+		f, err := fault.Parse(s)
 		if err != nil {
 			return nil, fmt.Errorf("--chaos: %w", err)
 		}
@@ -113,13 +113,13 @@ func ParseChaos(v string) ([]proxy.Fault, error) {
 }
 
 // ChaosID is the result ID of a fault's scenario: "chaos-stale".
-func ChaosID(k proxy.FaultKind) string { return "chaos-" + string(k) }
+func ChaosID(k fault.Kind) string { return "chaos-" + string(k) }
 
 // Faults is what chaos needs of a Target besides the rest: the faults at
 // the style's proxies.
 type Faults interface {
-	SetFault(st style.Style, f proxy.Fault) error
-	ClearFault(st style.Style, kind proxy.FaultKind)
+	SetFault(st style.Style, f fault.Fault) error
+	ClearFault(st style.Style, kind fault.Kind)
 }
 
 // The workload's timing: the fault is on chaosSettle before the first
@@ -166,7 +166,7 @@ func (c chaosRun) changing() int { return c.writes - c.unchanged }
 
 // chaos runs the clean workload, then one run per fault, and returns a
 // result per fault.
-func (r *run) chaos(ctx context.Context, faults []proxy.Fault) ([]Result, error) {
+func (r *run) chaos(ctx context.Context, faults []fault.Fault) ([]Result, error) {
 	ft, ok := r.sb.(Faults)
 	if !ok {
 		return nil, fmt.Errorf("this sandbox cannot inject faults")
@@ -212,7 +212,7 @@ func (r *run) chaos(ctx context.Context, faults []proxy.Fault) ([]Result, error)
 // judge compares a faulty run with the clean one. A run that did not
 // converge because its retry backs off past the window passes with a
 // warning: waiting longer would measure the backoff, not the operator.
-func judge(f proxy.Fault, clean, got chaosRun) (pass bool, reason, warning string) {
+func judge(f fault.Fault, clean, got chaosRun) (pass bool, reason, warning string) {
 	under := "under " + f.String()
 	bound := 4*clean.changing() + 10
 	switch {
@@ -253,7 +253,7 @@ func judge(f proxy.Fault, clean, got chaosRun) (pass bool, reason, warning strin
 // the fault ended ("" when it was: then it is slow, or wrong, not stuck).
 // slow is set instead when the operator was retrying with a backoff whose
 // next try fell after the window.
-func stuckCause(f proxy.Fault, got chaosRun) (cause, slow string) {
+func stuckCause(f fault.Fault, got chaosRun) (cause, slow string) {
 	after, what, tr := got.deploysAfter, "no Deployment", got.deployTrail
 	if strings.Contains(got.why, "status.") {
 		after, what, tr = got.statusAfter, "no status", got.statusTrail
@@ -262,7 +262,7 @@ func stuckCause(f proxy.Fault, got chaosRun) (cause, slow string) {
 		return "", ""
 	}
 	switch f.Kind {
-	case proxy.FaultConflict, proxy.FaultError, proxy.FaultPartition:
+	case fault.Conflict, fault.Error, fault.Partition:
 		ft := judgeTrail(tr, got.refused, got.ended, got.deadline)
 		switch {
 		case ft.backingOff:
@@ -271,7 +271,7 @@ func stuckCause(f proxy.Fault, got chaosRun) (cause, slow string) {
 			return fmt.Sprintf("; it wrote %s after the fault ended, so the %d writes refused under it were dropped, not retried: %s. "+
 				"Return the error (requeue it), since no event comes for a refusal that changed nothing", what, got.refused, ft.line), ""
 		}
-	case proxy.FaultCrash:
+	case fault.Crash:
 		return fmt.Sprintf("; after its restart it wrote %s: it did not compare what the Echo asks with what it found, "+
 			"so the edits made while it was down were never applied", what), ""
 	}
@@ -280,7 +280,7 @@ func stuckCause(f proxy.Fault, got chaosRun) (cause, slow string) {
 
 // workload creates an Echo, scales it and changes its message, under f
 // (nil: clean), then waits until it converges, and deletes it.
-func (r *run) workload(ctx context.Context, ft Faults, f *proxy.Fault) (chaosRun, error) {
+func (r *run) workload(ctx context.Context, ft Faults, f *fault.Fault) (chaosRun, error) {
 	name := "chaos-clean"
 	if f != nil {
 		name = "chaos-" + string(f.Kind)

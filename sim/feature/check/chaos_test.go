@@ -14,7 +14,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/bus"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
@@ -142,7 +142,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := proxy.ParseFault(tc.fault)
+			f, err := fault.Parse(tc.fault)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,18 +300,18 @@ func TestChaosBackoffWarning(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	f, err := proxy.ParseFault("error,n=2,code=500")
+	f, err := fault.Parse("error,n=2,code=500")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := Run(ctx, Sandbox(sb), rec, Options{Operator: mine, Only: []string{Deployment}, Chaos: []proxy.Fault{f}})
+	rs, err := Run(ctx, Sandbox(sb), rec, Options{Operator: mine, Only: []string{Deployment}, Chaos: []fault.Fault{f}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
 		t.Logf("%-17s %v %5.1fs %s | %s", r.ID, r.Pass, r.Seconds, r.Reason, r.Warning)
 	}
-	i := slices.IndexFunc(rs, func(r Result) bool { return r.ID == ChaosID(proxy.FaultError) })
+	i := slices.IndexFunc(rs, func(r Result) bool { return r.ID == ChaosID(fault.Error) })
 	if i < 0 {
 		t.Fatal("chaos-error did not run")
 	}

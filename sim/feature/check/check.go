@@ -27,7 +27,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/backend"
-	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/supervisor"
@@ -126,7 +126,7 @@ type Options struct {
 	Waiting func(id string, waited time.Duration, why string)
 	// Chaos, if set, runs the chaos workload after the checks, clean and
 	// under each of these faults (chaos.go).
-	Chaos []proxy.Fault
+	Chaos []fault.Fault
 	// RBAC is what the operator was granted instead of the course's Role
 	// (sandbox.Custom.RBAC), if it was: privilege then compares what it
 	// declared, what it used and what the course needs.
