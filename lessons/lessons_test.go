@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/kkloud/rlab/lessons/lessontest"
 )
 
 func TestLoadEmbedded(t *testing.T) {
@@ -97,21 +99,8 @@ func TestUnnamespaced(t *testing.T) {
 	}
 }
 
-// lesson wraps steps in a valid lesson header (3 lines).
-func lesson(steps string) string {
-	return "title: T\nsummary: S\nsteps:\n" + steps
-}
-
-const okStep = `  - title: a
-    text: b
-    action:
-      kubectl: kubectl -n echo-shell get ec
-      play:
-        - set_replicas: {name: hello, replicas: 3}
-    check:
-      echo_status: {style: all, name: hello, ready: 3/3}
-    hint: h
-`
+// A lesson.yaml around steps, and a step that loads.
+var lesson, okStep = lessontest.Lesson, lessontest.OKStep
 
 func TestParse(t *testing.T) {
 	l, err := Parse("x/lesson.yaml", []byte(lesson(okStep)))

@@ -1,22 +1,9 @@
 package checks
 
-// What these tests share with lessons' (copies: a test file is no
-// package's to import).
+import "github.com/kkloud/rlab/lessons/lessontest"
 
-func lesson(steps string) string {
-	return "title: T\nsummary: S\nsteps:\n" + steps
-}
-
-const okStep = `  - title: a
-    text: b
-    action:
-      kubectl: kubectl -n echo-shell get ec
-      play:
-        - set_replicas: {name: hello, replicas: 3}
-    check:
-      echo_status: {style: all, name: hello, ready: 3/3}
-    hint: h
-`
+// A lesson.yaml around steps, and a step that loads.
+var lesson, okStep = lessontest.Lesson, lessontest.OKStep
 
 // withOperator is a lesson of steps that runs the student's operator mine.
 func withOperator(steps string) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// Player is a actions.Player with what the runners add: the sandbox they
+// Player is an actions.Player with what the runners add: the sandbox they
 // name, and whom to tell where the student is.
 type Player struct {
 	*actions.Player

@@ -1,27 +1,15 @@
 package runner
 
 import (
+	"github.com/kkloud/rlab/lessons/lessontest"
 	"github.com/kkloud/rlab/sim/simtest"
 )
 
-// What the moved tests share with lessons' own (copies: a test file is
-// no package's to import).
+// t0 is the moment the made-up events count from.
 var t0 = simtest.T0
 
-func lesson(steps string) string {
-	return "title: T\nsummary: S\nsteps:\n" + steps
-}
-
-const okStep = `  - title: a
-    text: b
-    action:
-      kubectl: kubectl -n echo-shell get ec
-      play:
-        - set_replicas: {name: hello, replicas: 3}
-    check:
-      echo_status: {style: all, name: hello, ready: 3/3}
-    hint: h
-`
+// A lesson.yaml around steps, and a step that loads.
+var lesson, okStep = lessontest.Lesson, lessontest.OKStep
 
 func predictStep(choices, answer string) string {
 	s := okStep + "    predict:\n      question: Which style repairs first?\n      choices: " + choices + "\n"
