@@ -42,7 +42,7 @@ var Rules = []Rule{
 		Why:   "the screen draws small view types (trace events, world snapshots, lesson views); it never calls the apiserver"},
 	{From: "lessons", Not: []string{"tui"},
 		Why: "lessons run without a screen (rlab lesson verify, by hand in a terminal)"},
-	{From: "lessons", Except: []string{"lessons/checks", "lessons/actions", "lessons/runner"},
+	{From: "lessons", Except: []string{"lessons/checks", "lessons/actions", "lessons/runner", "lessons/e2e"},
 		Not: []string{"sim", "lessons/checks", "lessons/actions", "lessons/runner"}, Allow: []string{"sim/fault"},
 		Why: "the course (lessons, their loader, handouts, translations) needs no engine: rlab lesson list, show and handout start none; sim/fault is the faults' words, which import nothing"},
 	{From: "lessons/checks", Not: []string{"lessons/actions", "lessons/runner"},
