@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/sim/marks"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/startup"
 )
@@ -86,6 +87,8 @@ type App struct {
 	stopTook    time.Duration
 	startErr    error
 	interrupted bool
+	// mainShown: the main screen's first frame was drawn (and marked).
+	mainShown bool
 }
 
 // NewApp returns the App in its start-up state.
@@ -283,13 +286,28 @@ func (a *App) SetScreen(s *Screen) { a.opts.Screen = s }
 func (a *App) View() tea.View {
 	v := a.view()
 	if a.opts.Screen == nil {
+		// Bubble Tea's renderer writes it at its next frame.
+		a.markMain(v)
 		return v
 	}
 	a.opts.Screen.Draw(v.Content, v.Cursor, a.w, a.h)
+	if a.opts.Screen.Showing() {
+		a.markMain(v) // the frame is on the terminal: Draw wrote it
+	}
 	// A view of one blank cell: Bubble Tea's renderer draws it once and
 	// then finds it unchanged (with no content at all it erases the
 	// screen at every frame).
 	return tea.View{Content: " ", AltScreen: v.AltScreen, WindowTitle: v.WindowTitle}
+}
+
+// markMain marks the first frame of the main screen (marks.ScreenMain):
+// what `rlab bench` times `rlab up` to.
+func (a *App) markMain(v tea.View) {
+	if a.mainShown || a.state != stateRunning || a.main == nil || v.Content == "" {
+		return
+	}
+	a.mainShown = true
+	marks.Write(marks.ScreenMain)
 }
 
 func (a *App) view() tea.View {

@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/sim/marks"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
 
@@ -111,5 +114,69 @@ func TestTUIAppSignals(t *testing.T) {
 	a.state = stateDone
 	if _, ok := Filter(a, tea.QuitMsg{}).(tea.QuitMsg); !ok {
 		t.Fatal("quit held back once done")
+	}
+}
+
+// frameLog is a terminal that notes when it was first written a frame
+// holding text, and whether the marks file had the mark by then.
+type frameLog struct {
+	text, file string
+	wrote      time.Time // the first write holding text
+	markedThen bool      // the mark was written before that write
+}
+
+func (f *frameLog) Write(p []byte) (int, error) {
+	if f.wrote.IsZero() && strings.Contains(ansi.Strip(string(p)), f.text) {
+		f.wrote = time.Now()
+		m, _ := marks.Read(f.file)
+		_, f.markedThen = m[marks.ScreenMain]
+	}
+	return len(p), nil
+}
+
+// TestTUIAppMarksMainScreen: with $RLAB_MARKS set, the App marks
+// marks.ScreenMain once its first frame of the main screen (the panes) is
+// on the terminal: not during start-up, not before Bubble Tea entered the
+// alternate screen (nothing is drawn then), and once.
+func TestTUIAppMarksMainScreen(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "marks")
+	t.Setenv(marks.Env, file)
+	marked := func() (time.Time, bool) {
+		t.Helper()
+		m, err := marks.Read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, ok := m[marks.ScreenMain]
+		return at, ok
+	}
+	term := &frameLog{text: "shell loop", file: file}
+	s := NewScreen(term)
+	a := NewApp(AppOptions{Title: "starting the sandbox", Screen: s,
+		Main: Options{Info: Info{Backend: "envtest", Version: "v1.36.3"}, Frame: 10 * time.Millisecond}})
+	a.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+	a.Update(PhaseMsg{Name: "apiserver+etcd", Took: 3 * time.Second})
+	a.View()
+	if _, ok := marked(); ok {
+		t.Fatal("marked during start-up")
+	}
+	a.Update(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}})
+	a.View() // the main screen, but Bubble Tea has not entered the alternate screen: not drawn
+	if _, ok := marked(); ok || !term.wrote.IsZero() {
+		t.Fatalf("marked %v, the panes written at %v: before anything was drawn", ok, term.wrote)
+	}
+	if _, err := s.Output().Write([]byte(ansi.SetModeAltScreenSaveCursor)); err != nil {
+		t.Fatal(err)
+	}
+	a.View()
+	at, ok := marked()
+	if !ok || term.wrote.IsZero() || term.markedThen || at.Before(term.wrote) {
+		t.Fatalf("mark %v (%v), panes written at %v (marked by then: %v): want the mark once the panes were written",
+			at, ok, term.wrote, term.markedThen)
+	}
+	a.Update(keyMsg("+"))
+	a.View()
+	if b, err := os.ReadFile(file); err != nil || strings.Count(string(b), marks.ScreenMain) != 1 {
+		t.Fatalf("marks file %q (%v): want %s once", b, err, marks.ScreenMain)
 	}
 }

@@ -458,3 +458,46 @@ func TestTUIRaceFromStart(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIStartupLine: while the start-up goes on behind the screen, the
+// status line says what is still starting; once it is over, nothing; a
+// failure stays there, with the way out.
+func TestTUIStartupLine(t *testing.T) {
+	step := func(p trace.Startup) trace.Event {
+		return trace.Event{Time: now40, Source: trace.SourceRlab, Kind: trace.StartupStep, Payload: p}
+	}
+	tests := []struct {
+		name string
+		evs  []trace.Event
+		want []string
+		not  []string
+	}{
+		{"starting", []trace.Event{step(trace.Startup{Done: "the apiserver serves", Next: "the Nodes untainted, the controllers healthy"})},
+			[]string{"starting: the Nodes untainted, the controllers healthy"}, []string{"failed"}},
+		{"started", []trace.Event{
+			step(trace.Startup{Done: "the apiserver serves", Next: "the Nodes untainted, the controllers healthy"}),
+			step(trace.Startup{Done: "started"}),
+		}, nil, []string{"starting:", "failed"}},
+		{"failed", []trace.Event{step(trace.Startup{Error: "kube-controller-manager exited: exit status 1"})},
+			[]string{"✗ start-up failed: kube-controller-manager exited: exit status 1 · q quits"}, []string{"starting:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := newModel(t, nil)
+			m.Ingest(tt.evs)
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+			m.Update(FrameMsg{})
+			out := ansi.Strip(m.View().Content)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q on the screen:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(out, w) {
+					t.Errorf("%q on the screen:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

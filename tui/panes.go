@@ -101,6 +101,8 @@ func (p *panes) data(f *feed, echo string, st style.Style, now time.Time, single
 		Focused: st == p.focused(),
 		Summary: f.shown[st].sum,
 		Words:   ws,
+		// Before the operators start, their panes say so.
+		Starting: f.stats.Startup.Starting(),
 	}
 }
 

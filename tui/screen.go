@@ -136,6 +136,14 @@ func (s *Screen) Draw(content string, cur *tea.Cursor, w, h int) {
 	}
 }
 
+// Showing says whether the frames are drawn (Bubble Tea is in the
+// alternate screen): the last one given to Draw is then on the terminal.
+func (s *Screen) Showing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.on
+}
+
 // flush writes before (Bubble Tea's own bytes), then the lines of the
 // frame that differ from the terminal's, then places the cursor: one
 // write. s.mu is held.

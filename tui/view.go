@@ -6,10 +6,12 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/lessonpanel"
 	"github.com/kkloud/rlab/tui/pane"
+	"github.com/kkloud/rlab/tui/stats"
 )
 
 const freshFor = 2 * time.Second // as pane.freshFor
@@ -209,6 +211,9 @@ func (m *Model) header(now time.Time, w int) string {
 // short help.
 func (m *Model) footer(w int) []string {
 	out := m.ctl.lines(w, m.styles, m.opts.Hint)
+	if up := m.feed.stats.Startup; up.Error != "" || (up.Starting() && len(out) == 0) {
+		out = m.startupLine(up, w)
+	}
 	switch {
 	case m.lesson.on():
 		// The lesson line takes the place of an empty status line.
@@ -224,6 +229,23 @@ func (m *Model) footer(w int) []string {
 		r.helpW, r.helpDark = w, m.styles.Dark
 	}
 	return append(out, r.helpLine)
+}
+
+// startupLine says what of the start-up goes on behind the screen, or why
+// it failed: the status line while nothing else is said there.
+func (m *Model) startupLine(up stats.Startup, w int) []string {
+	words := m.lesson.st.Words
+	if up.Error != "" {
+		text := "✗ " + words.T("start-up failed: ") + up.Error + " · " + words.F("%s quits", m.keys.Quit.Help().Key)
+		var out []string
+		for _, l := range strings.Split(ansi.Hardwrap(text, w-1, true), "\n") {
+			if out = append(out, m.styles.Err.S(common.Fit(" "+l, w))); len(out) == 3 {
+				break
+			}
+		}
+		return out
+	}
+	return []string{m.styles.Dim.S(common.Fit(" "+words.T("starting: ")+words.T(up.Next), w))}
 }
 
 func (m *Model) helpBox(w, h int) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,7 @@ type benchFlags struct {
 	Output       string
 	JSON         string
 	Kwokctl      string
+	Screens      bool   // also rlab up and rlab lesson start 1 --text, in a terminal
 	Operators    string // the styles to measure
 	// The Go operators' tuning for the scale run; TuneCompare runs it at
 	// the libraries' defaults first.
@@ -52,8 +54,10 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure the sandbox: start-up, convergence, repair, GC, failover, API cost, scale, idle CPU",
 		Long: `Run the standard measurements on fresh sandboxes in your state dir and print
 one table (or JSON): start-up over --rounds rounds, each one launch of
-` + "`rlab run --operators none`" + ` timed to its cluster ready line (alternated with
-kwokctl's bare cluster in its default work dir if --kwokctl is given) and one
+` + "`rlab run --operators none`" + ` timed to its cluster ready line, of ` + "`rlab up`" + ` to
+its main screen drawn and of ` + "`rlab lesson start 1 --text`" + ` to step 1 shown (both
+in a tmux terminal; --screens=false skips them), alternated with kwokctl's
+bare cluster in its default work dir if --kwokctl is given, and one
 sandbox started in process, phase by phase; then on the last sandbox
 edit → converged, drift → repaired, garbage collection and failover per style,
 API requests at rest and per edit, CPU at rest of every process and of rlab,
@@ -83,6 +87,7 @@ beyond the burst, at its rate.`,
 	fs.DurationVar(&f.Idle, "idle", 30*time.Second, "window for API cost and CPU at rest")
 	fs.StringVar(&f.Output, "output", "text", "text (a table) or json")
 	fs.StringVar(&f.JSON, "json", "", "also write the report as JSON to `FILE`")
+	fs.BoolVar(&f.Screens, "screens", true, "also time rlab up to its main screen drawn and rlab lesson start 1 --text to step 1 shown, in a terminal (tmux; skipped without it)")
 	fs.StringVar(&f.Kwokctl, "kwokctl", os.Getenv("RLAB_KWOKCTL"), "kwokctl `BINARY` whose bare cluster (same control-plane binaries) to time alternately with the sandbox (or $RLAB_KWOKCTL)")
 	f.clusterFlags.register(fs)
 	return cmd
@@ -272,9 +277,10 @@ func (f benchFlags) start(ctx context.Context) (*launch.Launcher, *sandbox.Sandb
 
 // launches times, on the local control plane, one start and stop of rlab
 // as a user launches it (`rlab run --operators none`, to its cluster ready
-// line) and, with --kwokctl, one of kwokctl's bare cluster, who goes first
-// alternating by round: neither always runs on a machine the other has
-// just warmed up or left busy.
+// line), with --screens one of `rlab up` (to its main screen drawn) and one
+// of `rlab lesson start 1 --text` (to step 1 shown), and with --kwokctl one
+// of kwokctl's bare cluster; their order reverses by round: none always
+// runs on a machine another has just warmed up or left busy.
 func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, say func(string, ...any)) error {
 	if b, err := backend.Parse(f.Backend); err != nil || !b.LocalControlPlane {
 		return err // the other backends start no control plane of rlab's
@@ -309,11 +315,15 @@ func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, sa
 		return os.RemoveAll(dir)
 	}
 	order := []func() error{proc}
+	if f.Screens {
+		order = append(order, func() error { return f.screen(ctx, self, round, bench.UpMain, &r.Screens, r, say) },
+			func() error { return f.screen(ctx, self, round, bench.LessonStep, &r.Lessons, r, say) })
+	}
 	if f.Kwokctl != "" {
 		order = append(order, func() error { return f.peer(ctx, r, say) })
-		if round%2 == 1 {
-			slices.Reverse(order)
-		}
+	}
+	if round%2 == 1 {
+		slices.Reverse(order)
 	}
 	for _, run := range order {
 		if err := run(); err != nil {
@@ -321,6 +331,30 @@ func (f benchFlags) launches(ctx context.Context, round int, r *bench.Report, sa
 		}
 	}
 	return nil
+}
+
+// screen times one start and stop of rlab in a terminal, as s says, into
+// runs; without tmux it notes once that those are skipped.
+func (f benchFlags) screen(ctx context.Context, self string, round int, s bench.Screened, runs *[]bench.Peer, r *bench.Report, say func(string, ...any)) error {
+	if r.ScreensSkipped != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "rlab-bench-screen-")
+	if err != nil {
+		return err
+	}
+	say("round %d/%d: rlab %s, in a terminal", round, f.Rounds, strings.Join(s.Args, " "))
+	start, stop, err := bench.ScreenStartStop(ctx, self, dir, s)
+	if errors.Is(err, bench.ErrNoTmux) {
+		r.ScreensSkipped = "no tmux"
+		say("no tmux on PATH: rlab up and rlab lesson start are not timed")
+		return os.RemoveAll(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("rlab %s in a terminal: %w", strings.Join(s.Args, " "), err)
+	}
+	*runs = append(*runs, bench.Peer{Start: msOf(start), Stop: msOf(stop)})
+	return os.RemoveAll(dir)
 }
 
 // peer times one start and stop of kwokctl's bare cluster, in kwokctl's

@@ -27,7 +27,8 @@ func TestBench(t *testing.T) {
 		t.Fatalf("rlab bench: %v\nstderr:\n%s", err, r.stderr)
 	}
 	// The table on stdout, the same report as JSON in the file.
-	for _, row := range []string{"rlab run --operators none, launched: cluster ready line", "in process: cluster ready, operators started", "edit → converged p50", "API at rest, requests/min", "5 Echoes (replicas 1) → converged", "CPU at rest, sandbox"} {
+	for _, row := range []string{"rlab run --operators none, launched: cluster ready line",
+		"rlab up: main screen drawn (median of 1)", "rlab lesson start 1 --text: step 1 shown (median of 1)", "in process: cluster ready, operators started", "edit → converged p50", "API at rest, requests/min", "5 Echoes (replicas 1) → converged", "CPU at rest, sandbox"} {
 		if !strings.Contains(r.stdout.String(), row) {
 			t.Errorf("table lacks %q:\n%s", row, r.stdout)
 		}
@@ -47,6 +48,21 @@ func TestBench(t *testing.T) {
 	// cluster ready line and from SIGINT to its exit.
 	if len(rep.Launches) != 1 || rep.Launches[0].Start <= 0 || rep.Launches[0].Stop <= 0 {
 		t.Errorf("launches = %+v, want one with a start and a stop", rep.Launches)
+	}
+	// One `rlab up` and one `rlab lesson start 1 --text` in a terminal,
+	// timed to the main screen drawn and to step 1 shown, and from q to
+	// their exit. The lesson's step waits for every style's sample at 2/2:
+	// it comes after the bare cluster's ready line.
+	if rep.ScreensSkipped != "" {
+		t.Errorf("screens skipped: %s (this tier has tmux)", rep.ScreensSkipped)
+	}
+	for name, runs := range map[string][]bench.Peer{"rlab up": rep.Screens, "rlab lesson start": rep.Lessons} {
+		if len(runs) != 1 || runs[0].Start <= 0 || runs[0].Stop <= 0 {
+			t.Errorf("%s runs = %+v, want one with a start and a stop", name, runs)
+		}
+	}
+	if len(rep.Lessons) == 1 && len(rep.Launches) == 1 && rep.Lessons[0].Start <= rep.Launches[0].Start {
+		t.Errorf("step 1 shown after %.0f ms, before a bare cluster is ready (%.0f ms)", rep.Lessons[0].Start, rep.Launches[0].Start)
 	}
 	if !strings.Contains(rep.SlowestLaunch, "kube-apiserver           serving") || !strings.Contains(r.stdout.String(), "the slowest launch's start-up timeline") {
 		t.Errorf("no start-up timeline of the slowest launch in the report:\n%s\n%s", rep.SlowestLaunch, r.stdout)

@@ -180,6 +180,9 @@ func printTimeline(sub *bus.Sub, format string, w io.Writer) (stop func()) {
 				Payload: trace.Loss{Count: int(dropped)}}}, events...)
 		}
 		for _, e := range events {
+			if e.Kind == trace.StartupStep {
+				continue // stderr says how start-up goes, in its own words
+			}
 			if format == "json" {
 				_ = trace.Encode(bw, e)
 			} else {

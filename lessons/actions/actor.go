@@ -46,6 +46,10 @@ func (a *Actor) Do(ctx context.Context, op lessons.Op) ([]string, error) {
 			return nil, fmt.Errorf("this sandbox runs no %s operator (it runs: %s)", st, orNone(runs))
 		}
 	}
+	// The screen opens before the operators run: what acts on them waits.
+	if err := a.p.sb.WaitOperators(ctx); err != nil {
+		return nil, err
+	}
 	ctx, r := withReport(ctx)
 	if err := a.p.Do(ctx, op); err != nil {
 		return r.said(), err

@@ -67,6 +67,12 @@ var Formats = []string{
 	// What the session says of itself.
 	"the sandbox to start: every style's Echo %s ready, the Go styles led", "starting: ",
 	"the sandbox is still starting", "nothing to play in this step", "saving progress: ",
+	// The status line while the start-up goes on behind the screen (tui),
+	// with sim/sandbox's Next* words.
+	"start-up failed: ", "%s quits", "%s starting", "replica %s starting",
+	"the operators; the apiserver's post-start hooks, then kube-controller-manager (no pods before it)",
+	"the apiserver's post-start hooks, then kube-controller-manager (no pods before it)",
+	"the Nodes untainted, the controllers healthy",
 	"resetting the sandbox for lesson %d",
 	// The text guide (rlab lesson start N --text).
 	"Lesson %d: %s",

@@ -12,6 +12,7 @@ import (
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/lessons/checks"
 	"github.com/kkloud/rlab/lessons/lessonview"
+	"github.com/kkloud/rlab/sim/marks"
 )
 
 // Guide commands, one per line on the student's input.
@@ -160,6 +161,7 @@ func (p *Player) guideStep(ctx context.Context, l *lessons.Lesson, i int, in <-c
 	} else {
 		fmt.Fprintf(out, "\n  %s\n%s\n", w.T("waiting for:"), indent("• "+strings.ReplaceAll(l.Waits(i), "\n", "\n• ")))
 	}
+	marks.Write(marks.LessonStep) // printed: what `rlab bench` times the text mode to
 	// The check runs until it passes, fails for good, or the student moves;
 	// commands arrive meanwhile. Each wait has its own context: a step
 	// played with a is measured again from the moment it was played.

@@ -12,6 +12,7 @@ import (
 	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/marks"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
@@ -353,6 +354,7 @@ func (s *Session) show(i int) {
 	s.began, s.hold = s.p.Begin()
 	s.ready = true
 	s.tell()
+	marks.Write(marks.LessonStep) // on the screen at its next frame
 	// Measured from the student's act, whenever it comes.
 	s.watch(time.Time{})
 }

@@ -92,6 +92,11 @@ func (p *Player) AwaitBaseline(ctx context.Context) (string, error) {
 // awaitBaseline waits until Baseline holds; tick, if not nil, gets what is
 // missing each time it looks.
 func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (string, error) {
+	// The operators may still be starting behind the screen (an Early
+	// Start): nothing of theirs holds before they run.
+	if err := p.sb.WaitOperators(ctx); err != nil {
+		return "the operators to start", err
+	}
 	var last string
 	for {
 		var running []string

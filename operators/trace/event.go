@@ -107,6 +107,10 @@ const (
 	// for autoplay or for `rlab do` (Action.Via), at the time it began: what
 	// only rlab can do (partition, pause, slow down …) made visible.
 	Act Kind = "rlab.act"
+
+	// StartupStep: a step of the sandbox's start-up that goes on behind
+	// the screen ended (Startup: what is done, what is next), or it failed.
+	StartupStep Kind = "rlab.startup"
 )
 
 // Object is how an event names what it is about: "Echo/hello",

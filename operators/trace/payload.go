@@ -157,6 +157,14 @@ type Action struct {
 	Via    string `json:"via"`             // ViaPlay, ViaCommand, ViaKey
 }
 
+// Startup is the payload of rlab.startup: how the sandbox's start-up goes
+// on behind the screen, which opens as the apiserver serves.
+type Startup struct {
+	Done  string `json:"done,omitempty"`  // what is done: "the operators started"
+	Next  string `json:"next,omitempty"`  // what is still starting; "" once all is
+	Error string `json:"error,omitempty"` // why the start-up failed: the sandbox is of no more use
+}
+
 // FaultSwitch is the payload of fault.set.
 type FaultSwitch struct {
 	Fault string `json:"fault"` // the fault's kind, "stale"
@@ -204,6 +212,7 @@ func (Message) isPayload()         {}
 func (Action) isPayload()          {}
 func (FaultSwitch) isPayload()     {}
 func (Injection) isPayload()       {}
+func (Startup) isPayload()         {}
 func (Unknown) isPayload()         {}
 
 // payloadOf says which payload each kind carries: every kind has one.
@@ -219,7 +228,7 @@ var payloadOf = map[Kind]Payload{
 	EchoDeleting: Deleting{}, EchoDeleted: Deleted{}, Converged: Convergence{},
 	ProcessStart: Process{}, ProcessExit: Process{}, ProcessPause: Process{}, ProcessResume: Process{},
 	ClientLimits: Limits{}, Malformed: BadLine{}, Dropped: Loss{}, Log: Message{},
-	Act: Action{}, FaultSet: FaultSwitch{}, FaultInjected: Injection{},
+	Act: Action{}, FaultSet: FaultSwitch{}, FaultInjected: Injection{}, StartupStep: Startup{},
 }
 
 // Kinds lists every kind rlab knows.
@@ -274,6 +283,7 @@ func (e Event) Message() (Message, bool)         { return payloadAs[Message](e) 
 func (e Event) Action() (Action, bool)           { return payloadAs[Action](e) }
 func (e Event) FaultSwitch() (FaultSwitch, bool) { return payloadAs[FaultSwitch](e) }
 func (e Event) Injection() (Injection, bool)     { return payloadAs[Injection](e) }
+func (e Event) Startup() (Startup, bool)         { return payloadAs[Startup](e) }
 
 // ExitCode is c as Process.Code takes it.
 func ExitCode(c int) *int { return &c }

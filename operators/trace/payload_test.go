@@ -48,9 +48,10 @@ func TestSchema(t *testing.T) {
 		Act:            {"action", "style", "via"},
 		FaultSet:       {"fault", "spec", "on"},
 		FaultInjected:  {"fault", "verb", "resource", "type", "code", "delay_ms", "count"},
+		StartupStep:    {"done", "next", "error"},
 	}
-	if len(Kinds()) != 35 {
-		t.Errorf("%d kinds have a payload, want 35", len(Kinds()))
+	if len(Kinds()) != 36 {
+		t.Errorf("%d kinds have a payload, want 36", len(Kinds()))
 	}
 	for k, keys := range want {
 		got := slices.Clone(Schema[k])

@@ -54,6 +54,19 @@ type (
 	// WorkloadImager is a backend with a default Echo image of its own, as
 	// kind's offline node image has.
 	WorkloadImager interface{ WorkloadImage(fallback string) string }
+	// Phased is a backend that starts in three phases, so that rlab can
+	// set up its namespaces, the world and the sample while the rest comes
+	// up. Serve returns once the apiserver serves, the Echo CRD is
+	// established, the Nodes are Ready and a ServiceAccount may discover
+	// the API; Ready once the apiserver is healthy (its post-start hooks
+	// done) and every component runs, as kwokctl's --wait means it; Settle
+	// once the Nodes are untainted and every component is healthy, as
+	// Start's return means it. Start is the three in turn.
+	Phased interface {
+		Serve(ctx context.Context) error
+		Ready(ctx context.Context) error
+		Settle(ctx context.Context) error
+	}
 )
 
 var (

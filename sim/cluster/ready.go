@@ -11,6 +11,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
@@ -99,6 +100,22 @@ func installEchoCRDMarked(ctx context.Context, cfg *rest.Config, poll pollFunc, 
 		return err
 	}
 	mark("Echo CRD served (in discovery)")
+	// And listed: for about a second after it is established, a list of
+	// a new CRD's objects can fail, and an informer started then (the
+	// world's) waits out its reflector's backoff before it tries again.
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	var last error
+	err = poll(ctx, 30*time.Second, "Echo CRD listed", func(ctx context.Context) (bool, error) {
+		_, last = dyn.Resource(echov1.Resource).List(ctx, metav1.ListOptions{Limit: 1})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	mark("Echo CRD listed")
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -44,8 +45,10 @@ type Cluster struct {
 
 	began    time.Time
 	progress func(cluster.Phase)
-	phases   []cluster.Phase
-	marks    []cluster.Mark // the sandbox's own start-up moments, since began
+	// Start's second phase adds to them behind an Early Start.
+	mu     sync.Mutex
+	phases []cluster.Phase
+	marks  []cluster.Mark // the sandbox's own start-up moments, since began
 }
 
 // Type is which backend the cluster runs on, and so what it can do.
@@ -88,10 +91,16 @@ func (c *Cluster) Began() time.Time { return c.began }
 
 // Marks are the sandbox's own start-up moments (the backend's are its
 // Timeline), each since Began.
-func (c *Cluster) Marks() []cluster.Mark { return append([]cluster.Mark(nil), c.marks...) }
+func (c *Cluster) Marks() []cluster.Mark {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]cluster.Mark(nil), c.marks...)
+}
 
 // Phases are the backend's start-up phases followed by the sandbox's own.
 func (c *Cluster) Phases() []cluster.Phase {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return append(c.backend.Phases(), c.phases...)
 }
 
@@ -114,12 +123,16 @@ func kubectlCacheDir(tmp string) string { return filepath.Join(tmp, "kubectl-cac
 
 // mark records a moment of the sandbox's own start-up, for the timeline.
 func (c *Cluster) mark(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.marks = append(c.marks, cluster.Mark{At: time.Since(c.began), Who: "rlab", What: what})
 }
 
 func (c *Cluster) phase(name string, took time.Duration) {
 	p := cluster.Phase{Name: name, Took: took}
+	c.mu.Lock()
 	c.phases = append(c.phases, p)
+	c.mu.Unlock()
 	if c.progress != nil {
 		c.progress(p)
 	}

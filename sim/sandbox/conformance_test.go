@@ -54,6 +54,10 @@ const testPrefix = "rlab-test-"
 
 var (
 	sb *sandbox.Sandbox
+	// What TestMain built the shared sandbox from, for tests that start
+	// one of their own.
+	rlabBin, assetsDir string
+	underTest          backend.Backend
 	// realPods says the pods are real containers (kind, own or shared).
 	realPods bool
 	events   = &simtest.EventLog{}
@@ -100,6 +104,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	rlabBin, assetsDir, underTest = self, dir, under
 	defer os.RemoveAll(filepath.Dir(self))
 	root, err := os.MkdirTemp("", "rlab-sandbox-test-")
 	if err != nil {
@@ -143,6 +148,9 @@ func run(m *testing.M) int {
 	b := bus.New()
 	go events.Run(context.Background(), b.Subscribe(1<<18))
 	opts.Bus = b
+	// As rlab's commands start it: Start returns as the apiserver serves,
+	// and WaitSample waits for the rest (TestStartupPhases).
+	opts.Early = true
 	sb, err = sandbox.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sandbox:", err, "logs in", filepath.Join(root, "state", "logs"))

@@ -431,14 +431,14 @@ func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig, shellScript, 
 // startOperators gives each style one proxy per replica (Faults') and the
 // replicas themselves (the supervisor, which Operators, Flags and Customs
 // drive), running as the style's identity.
-func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, webhook *webhookServer) error {
+func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, webhook *webhookServer) (run func() error, err error) {
 	dir := s.customs.dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("operators dir: %w", err)
+		return nil, fmt.Errorf("operators dir: %w", err)
 	}
 	shellScript := filepath.Join(dir, "echo-operator.sh")
 	if err := os.WriteFile(shellScript, shell.Script, 0o700); err != nil {
-		return fmt.Errorf("shell operator: %w", err)
+		return nil, fmt.Errorf("shell operator: %w", err)
 	}
 	// kubectl runs as it is: it stays in bash's process group, which dies
 	// with rlab (its lifeline watcher), when the supervisor signals the
@@ -453,7 +453,7 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 	s.ops.super, s.flags.super, s.customs.super = super, super, super
 	bin := filepath.Join(dir, "bin")
 	if err := linkKubectl(bin, kubectl); err != nil {
-		return err
+		return nil, err
 	}
 	for i := range s.opts.Custom {
 		// Before any replica starts, and only here: Custom's fields stay
@@ -461,18 +461,19 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 		if c := &s.opts.Custom[i]; c.Script != nil && c.Command == "" {
 			command, err := writeScript(dir, c.Name, "starter.sh", c.Script)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.Command = command
 		}
 		if c := &s.opts.Custom[i]; c.Project != nil && c.Command == "" {
 			command, err := writeProject(dir, c.Name, "starter", c.Project)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.Command = command
 		}
 	}
+	var specs []supervisor.Spec
 	tmp := s.cluster.tmp
 	cacheEnv := kubectlCacheEnv(tmp)
 	for _, st := range s.sc.styles {
@@ -488,16 +489,16 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 					return super.Kill(name)
 				}})
 			if err != nil {
-				return fmt.Errorf("proxy for %s: %w", name, err)
+				return nil, fmt.Errorf("proxy for %s: %w", name, err)
 			}
 			s.faults.proxies[name] = p
 			kc, err := p.Kubeconfig(s.sc.namespace(st))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			kcPath := replicaFile(dir, st, r, ".kubeconfig")
 			if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-				return fmt.Errorf("kubeconfig for %s: %w", name, err)
+				return nil, fmt.Errorf("kubeconfig for %s: %w", name, err)
 			}
 			path, args := s.replicaArgs(st, r, kcPath, shellScript, kubectl, webhook)
 			spec := supervisor.Spec{
@@ -517,12 +518,17 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 					cacheEnv,
 				}
 			}
+			specs = append(specs, spec)
+		}
+	}
+	return func() error {
+		for _, spec := range specs {
 			if err := super.Add(spec); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }
 
 // kubectlCacheEnv points kubectl's discovery and HTTP cache (kubectl's

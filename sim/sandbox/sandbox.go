@@ -76,6 +76,14 @@ type Options struct {
 	NamespacePrefix string
 	// Note, if set, is told of things worth a line to the user.
 	Note func(string)
+	// Early makes Start return after its first phase: the apiserver
+	// serves, the Echo CRD is established, the Nodes are Ready and the
+	// engine is set up (namespaces, identities, the world, the sample, the
+	// proxies). The rest (the operators, the apiserver's post-start hooks,
+	// the controllers) comes up behind it, traced as rlab.startup;
+	// WaitClusterReady and WaitOperators wait for it. Without Early, Start
+	// waits itself.
+	Early bool
 }
 
 // Sample Echo created at start.
@@ -106,15 +114,27 @@ type Sandbox struct {
 
 	// Reaped lists processes a previous, killed run had left behind.
 	Reaped []proc.Entry
-	// ClusterReady is how long Start took: the cluster is ready and the
-	// operators have started. Ready is that plus the sample's convergence,
-	// once WaitSample has returned (until then it equals ClusterReady).
-	ClusterReady, Ready time.Duration
+	// How long after Start was called the apiserver served (Start's first
+	// phase), the cluster was ready (kwokctl's --wait: the apiserver
+	// healthy, every component running) and the sample was 2/2 everywhere.
+	// ClusterReady is set once WaitClusterReady has returned; Ready once
+	// WaitSample has (until then it equals ClusterReady).
+	Serving, ClusterReady, Ready time.Duration
 	// Converged is, per style, how long after the operators started its
 	// replicas reported the sample 2/2 (set by WaitSample).
 	Converged map[style.Style]time.Duration
 
 	operatorsStarted time.Time
+	// second is Start's second phase, running behind an Early Start.
+	second *phase
+}
+
+// phase is the work Start leaves running: ready closes once the cluster is
+// ready, done once the phase ends, with err.
+type phase struct {
+	ready, done chan struct{}
+	err         error
+	cancel      context.CancelFunc
 }
 
 // Start checks opts as Validate does, takes the state dir (or fails with
@@ -178,10 +198,18 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	c.mark("previous run cleaned up; the backend starts")
-	if err := c.backend.Start(ctx); err != nil {
-		return nil, err
+	phased, threePhases := c.backend.(cluster.Phased)
+	if threePhases {
+		if err := phased.Serve(ctx); err != nil {
+			return nil, err
+		}
+		c.mark("backend serving")
+	} else {
+		if err := c.backend.Start(ctx); err != nil {
+			return nil, err
+		}
+		c.mark("backend started")
 	}
-	c.mark("backend started")
 	if c.backend.Type().Shared {
 		c.shared, prefix = true, c.backend.(cluster.Tenant).Prefix()
 	}
@@ -189,23 +217,122 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	c.sc = s.sc
 	s.opts.Image = workloadImage(c.backend, opts.Image)
 	c.image = s.opts.Image
-	if err := s.startEngine(ctx); err != nil {
-		return nil, err
-	}
-	// Written last: `rlab env` hands it out, so it must point at a ready
-	// cluster. It is the student's proxy, with the backend's identity behind
-	// it: what the student types is traced as theirs.
-	kc, err := s.student.you.Kubeconfig("")
+	startOperators, err := s.startEngine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(opts.State.Kubeconfig(), kc, 0o600); err != nil {
-		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	s.Serving = time.Since(began)
+	s.second = &phase{ready: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
+	s.starting("the apiserver serves", NextOperators)
+	second := func(ctx context.Context) error {
+		// The operators need of the apiserver's bootstrap only the
+		// discovery roles, which the backend's first phase made.
+		if err := startOperators(); err != nil {
+			return err
+		}
+		if threePhases {
+			s.starting("the operators started", NextControllers)
+			if err := phased.Ready(ctx); err != nil {
+				return err
+			}
+		}
+		// Written at cluster ready: `rlab env` hands it out, so it must
+		// point at a ready cluster. It is the student's proxy, with the
+		// backend's identity behind it: what the student types is traced
+		// as theirs.
+		kc, err := s.student.you.Kubeconfig("")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.State.Kubeconfig(), kc, 0o600); err != nil {
+			return fmt.Errorf("write kubeconfig: %w", err)
+		}
+		s.ClusterReady = time.Since(began)
+		s.Ready = s.ClusterReady
+		c.mark("kubeconfig written: cluster ready")
+		close(s.second.ready)
+		if threePhases {
+			s.starting("the cluster is ready", NextSettle)
+			if err := phased.Settle(ctx); err != nil {
+				return err
+			}
+			c.mark("backend started")
+		}
+		s.starting("started", "")
+		return nil
 	}
-	s.ClusterReady = time.Since(began)
-	s.Ready = s.ClusterReady
-	c.mark("kubeconfig written: cluster ready")
+	end := func(ctx context.Context, err error) {
+		s.second.err = err
+		// Stop cancels a second phase under way: that is no failure to show.
+		if err != nil && ctx.Err() == nil {
+			s.bus.Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.StartupStep,
+				Payload: trace.Startup{Error: err.Error()}})
+		}
+		close(s.second.done)
+	}
+	if !opts.Early {
+		err := second(ctx)
+		end(ctx, err)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	// It outlives Start's ctx, as the sandbox does: Stop ends it.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.second.cancel = cancel
+	go func() { end(pctx, second(pctx)) }()
 	return s, nil
+}
+
+// What goes on behind the screen while the sandbox starts (rlab.startup's
+// Next). The screen translates them: lessonview.Formats holds each.
+const (
+	NextOperators   = "the operators; the apiserver's post-start hooks, then kube-controller-manager (no pods before it)"
+	NextControllers = "the apiserver's post-start hooks, then kube-controller-manager (no pods before it)"
+	NextSettle      = "the Nodes untainted, the controllers healthy"
+)
+
+// starting tells the trace (and so the screen) what of the start-up is
+// done, and what goes on behind it.
+func (s *Sandbox) starting(done, next string) {
+	s.bus.Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.StartupStep,
+		Payload: trace.Startup{Done: done, Next: next}})
+}
+
+// WaitClusterReady waits until the cluster is ready, as kwokctl's --wait
+// means it: the apiserver healthy, every component running. It returns at
+// once after a Start that was not Early, and the start-up's error if it
+// failed first; the sandbox must then be stopped.
+func (s *Sandbox) WaitClusterReady(ctx context.Context) error {
+	select {
+	case <-s.second.ready:
+		return nil
+	case <-s.second.done:
+		return s.secondErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WaitOperators waits until Start's second phase is done: the cluster
+// ready, the operators started, the controllers healthy. It returns at
+// once after a Start that was not Early, and the phase's error if it
+// failed; the sandbox must then be stopped.
+func (s *Sandbox) WaitOperators(ctx context.Context) error {
+	select {
+	case <-s.second.done:
+		return s.secondErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Sandbox) secondErr() error {
+	if s.second.err != nil {
+		return fmt.Errorf("starting the cluster's controllers and the operators: %w", s.second.err)
+	}
+	return nil
 }
 
 // OptionError is an Options field that cannot work, said before anything
@@ -307,11 +434,11 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 // startEngine builds the parts on top of the cluster and starts what runs
 // there: the world observer, the operators with their proxies, and the
 // sample Echo.
-func (s *Sandbox) startEngine(ctx context.Context) error {
+func (s *Sandbox) startEngine(ctx context.Context) (startOperators func() error, err error) {
 	c := s.cluster
 	admin, err := newClients(c.backend.Config())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.admin = admin
 	// Others' credentials pass through it: its kubeconfig can be another
@@ -319,13 +446,13 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	you, err := proxy.Start(proxy.Options{Name: trace.YouProxy, Upstream: c.backend.Config(),
 		Publish: s.bus.Publish, Log: s.opts.Log, PassForeign: true})
 	if err != nil {
-		return fmt.Errorf("your proxy: %w", err)
+		return nil, fmt.Errorf("your proxy: %w", err)
 	}
 	s.student = &Student{you: you, sc: s.sc}
 	youConfig := &rest.Config{Host: you.URL(), BearerToken: you.Token(),
 		TLSClientConfig: rest.TLSClientConfig{CAData: you.CAData()}}
 	if s.student.hands, err = newClients(youConfig); err != nil {
-		return err
+		return nil, err
 	}
 	s.api = &StudentAPI{hands: s.student.hands, youConfig: youConfig, admin: admin, sc: s.sc}
 	s.admin = &Admin{admin: admin, sc: s.sc, shared: c.shared}
@@ -336,17 +463,17 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	s.flags = &Flags{plan: plan}
 	s.customs = &Customs{plan: plan, dir: filepath.Join(s.opts.State.Run(), "operators")}
 	if len(s.sc.styles) == 0 {
-		return nil
+		return func() error { return nil }, nil
 	}
 	for _, st := range s.sc.styles {
 		if ns := s.sc.namespace(st); len(ns) > 63 {
-			return fmt.Errorf("namespace %s is longer than 63 characters: use a shorter operator name or namespace prefix", ns)
+			return nil, fmt.Errorf("namespace %s is longer than 63 characters: use a shorter operator name or namespace prefix", ns)
 		}
 	}
 	if c.shared {
 		t0 := time.Now()
 		if err := c.removeLeftovers(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		c.phase("namespaces "+string(s.sc.prefix)+"*", time.Since(t0))
 	}
@@ -357,6 +484,7 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	if c.shared {
 		labels = tenancy.OwnedLabels(s.sc.prefix)
 	}
+	c.mark("clients and your proxy made")
 	identities := map[style.Style]*cluster.Identity{}
 	for _, st := range s.sc.styles {
 		ns := s.sc.namespace(st)
@@ -374,22 +502,23 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 			c.owned = append(c.owned, ns)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if role == roleOwn {
 			if err := c.grantRBAC(ctx, ns, id.Subject, cu.RBAC, owned); err != nil {
-				return fmt.Errorf("operator %s's own RBAC: %w", st, err)
+				return nil, fmt.Errorf("operator %s's own RBAC: %w", st, err)
 			}
 		}
 		identities[st] = id
 	}
+	c.mark("namespaces and identities made")
 	// The world outlives Start's ctx: it runs until Stop.
 	wctx, cancel := context.WithCancel(context.Background())
 	s.world.cancel = cancel
 	w, err := world.Start(wctx, world.Options{Config: c.backend.Config(), Namespaces: nss, Publish: s.bus.Publish,
 		Log: s.opts.Log, Image: s.opts.Image})
 	if err != nil {
-		return fmt.Errorf("world: %w", err)
+		return nil, fmt.Errorf("world: %w", err)
 	}
 	s.world.w = w
 	c.mark("namespaces and identities made, world synced")
@@ -398,28 +527,39 @@ func (s *Sandbox) startEngine(ctx context.Context) error {
 	// the race together and the screen can show it from the start.
 	if s.opts.Sample {
 		if err := s.admin.applySample(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	webhook, noWebhook, err := s.setupWebhook(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.api.webhook, s.api.noWebhook = webhook, noWebhook
 	c.mark("sample created")
-	t0 := time.Now()
-	if err := s.startOperators(identities, webhook); err != nil {
-		return err
+	// The supervisor and the proxies are made now, so that every part is
+	// whole when an Early Start returns; the replicas start later.
+	run, err := s.startOperators(identities, webhook)
+	if err != nil {
+		return nil, err
 	}
-	s.operatorsStarted = t0
-	c.phase("operators started", time.Since(t0))
-	return nil
+	return func() error {
+		t0 := time.Now()
+		if err := run(); err != nil {
+			return err
+		}
+		s.operatorsStarted = t0
+		c.phase("operators started", time.Since(t0))
+		return nil
+	}, nil
 }
 
 // WaitSample waits until every style reports the sample Echo 2/2, records
 // each style's time since the operators started (Converged) and the phase,
 // and moves Ready on. Start must have created the sample (Options.Sample).
 func (s *Sandbox) WaitSample(ctx context.Context) error {
+	if err := s.WaitOperators(ctx); err != nil {
+		return err
+	}
 	if !s.opts.Sample || len(s.sc.styles) == 0 {
 		return nil
 	}
@@ -531,6 +671,11 @@ func (s *Sandbox) Styles() []style.Style { return s.sc.styles }
 // state dir. It is safe to call more than once.
 func (s *Sandbox) Stop() error {
 	var errs []error
+	if s.second != nil {
+		// The second phase starts what the rest stops: end it first.
+		s.second.cancel()
+		<-s.second.done
+	}
 	if s.ops != nil {
 		errs = append(errs, s.ops.close())
 	}

@@ -35,6 +35,9 @@ type Data struct {
 	// Words are the pane's own words in the screen's language (nil:
 	// English).
 	Words lessonview.Words
+	// Starting: the sandbox's start-up goes on behind the screen, and a
+	// replica not seen yet is starting, not waiting.
+	Starting bool
 }
 
 // Summary is what a pane says of all its style's Echoes: a class runs
@@ -381,7 +384,7 @@ func Spark(v []int) string {
 func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 	ws := d.Words
 	if !d.Style.Traits().ElectsLeader {
-		return noElection(st, w, s, ws)
+		return noElection(st, w, d.Starting, s, ws)
 	}
 	var lease *world.LeaseView
 	if d.NS != nil {
@@ -403,14 +406,14 @@ func leader(d Data, st *stats.Operator, w int, s *common.Theme) []string {
 		if i > 0 || holder == "" {
 			l1.Plain("  ")
 		}
-		candidate(l1, n, st.Replicas[n], n == holder, s, ws)
+		candidate(l1, n, st.Replicas[n], n == holder, d.Starting, s, ws)
 		faultMark(l1, st.Faults[n], s)
 	}
 	return []string{l1.Fit(w), leaseLine(lease, d.Now, s, ws).Fit(w)}
 }
 
 // noElection is the shell loop's leader lines: none, and how many act.
-func noElection(st *stats.Operator, w int, s *common.Theme, ws lessonview.Words) []string {
+func noElection(st *stats.Operator, w int, starting bool, s *common.Theme, ws lessonview.Words) []string {
 	l1, l2 := &common.Line{}, &common.Line{}
 	l1.Plain(ws.T("leader: ")).Add(s.Dim, ws.T("none"))
 	running := 0
@@ -427,6 +430,8 @@ func noElection(st *stats.Operator, w int, s *common.Theme, ws lessonview.Words)
 	if r := st.Replicas["a"]; r != nil {
 		replicaState(l2, r, s, ws)
 		faultMark(l2, st.Faults["a"], s)
+	} else if starting {
+		l2.Add(s.Dim, ws.F("replica %s starting", "a"))
 	}
 	return []string{l1.Fit(w), l2.Fit(w)}
 }
@@ -446,7 +451,7 @@ func holderFirst(st *stats.Operator, holder string) []string {
 }
 
 // candidate says how replica n (r, nil if never seen) stands.
-func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common.Theme, ws lessonview.Words) {
+func candidate(l *common.Line, n string, r *stats.Replica, holds, starting bool, s *common.Theme, ws lessonview.Words) {
 	switch {
 	case r != nil && r.Running && r.Paused:
 		l.Add(s.Warn, ws.F("%s frozen", n))
@@ -462,6 +467,8 @@ func candidate(l *common.Line, n string, r *stats.Replica, holds bool, s *common
 		if r.Signal != "" {
 			l.Add(s.Dim, " ("+r.Signal+")")
 		}
+	case r == nil && starting:
+		l.Add(s.Dim, ws.F("%s starting", n))
 	default:
 		l.Add(s.Dim, ws.F("%s waiting", n))
 	}

@@ -316,3 +316,27 @@ func TestTUIPaneWords(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIPaneStarting: before the operators start, a replica the trace has
+// not shown is starting, not waiting; once the start-up is over, it waits.
+func TestTUIPaneStarting(t *testing.T) {
+	tests := []struct {
+		name     string
+		style    style.Style
+		starting bool
+		want     string
+	}{
+		{"client-go starting", style.ClientGo, true, "a starting  b starting"},
+		{"client-go started", style.ClientGo, false, "a waiting  b waiting"},
+		{"shell starting", style.Shell, true, "replica a starting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := stats.New([]style.Style{tt.style}).Styles[tt.style]
+			body := ansi.Strip(strings.Join(Body(Data{Style: tt.style, Stats: st, Echo: "hello", Starting: tt.starting}, 100, common.NewTheme(true)), "\n"))
+			if !strings.Contains(body, tt.want) {
+				t.Fatalf("no %q in:\n%s", tt.want, body)
+			}
+		})
+	}
+}

@@ -19,9 +19,14 @@ func (s *Stats) Apply(e trace.Event) {
 	if e.Time.After(s.Last) {
 		s.Last = e.Time
 	}
-	if e.Kind == trace.Dropped {
+	switch e.Kind {
+	case trace.Dropped:
 		l, _ := e.Loss()
 		s.Dropped += l.Count
+	case trace.StartupStep:
+		p, _ := e.Startup()
+		s.Startup = Startup{Next: p.Next, Error: p.Error}
+		return
 	}
 	name := StyleOf(e)
 	st := s.Styles[name]

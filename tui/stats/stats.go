@@ -211,7 +211,19 @@ type Stats struct {
 	Events  int
 	Dropped int
 	Last    time.Time // time of the newest event
+	Startup Startup
 }
+
+// Startup is how the sandbox's start-up goes on behind the screen
+// (rlab.startup). A trace without those events (recorded before they
+// existed) leaves it zero: nothing is said to be starting.
+type Startup struct {
+	Next  string // what is still starting; "" before the first word and once all has
+	Error string // why the start-up failed
+}
+
+// Starting says whether the start-up is still under way.
+func (s Startup) Starting() bool { return s.Next != "" && s.Error == "" }
 
 // New returns empty stats for the given styles.
 func New(styles []style.Style) *Stats {

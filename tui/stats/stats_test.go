@@ -404,3 +404,45 @@ func TestTUIStatsBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestTUIStatsStartup: rlab.startup says what is still starting until the
+// last step, and an error stays.
+func TestTUIStatsStartup(t *testing.T) {
+	step := func(ms int, p trace.Startup) trace.Event {
+		return ev(ms, trace.SourceRlab, trace.StartupStep, "", "", p)
+	}
+	tests := []struct {
+		name     string
+		evs      []trace.Event
+		starting bool
+		err      string
+	}{
+		{"no word: an old recording", nil, false, ""},
+		{"serving", []trace.Event{step(0, trace.Startup{Done: "the apiserver serves", Next: "the operators"})}, true, ""},
+		{"all started", []trace.Event{
+			step(0, trace.Startup{Done: "the apiserver serves", Next: "the operators"}),
+			step(1, trace.Startup{Done: "started"}),
+		}, false, ""},
+		{"failed", []trace.Event{
+			step(0, trace.Startup{Done: "the apiserver serves", Next: "the operators"}),
+			step(1, trace.Startup{Error: "kube-controller-manager exited"}),
+		}, false, "kube-controller-manager exited"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New([]style.Style{style.ClientGo})
+			for _, e := range tt.evs {
+				s.Apply(e)
+			}
+			if got := s.Startup.Starting(); got != tt.starting {
+				t.Errorf("Starting() = %v, want %v (%+v)", got, tt.starting, s.Startup)
+			}
+			if s.Startup.Error != tt.err {
+				t.Errorf("Error = %q, want %q", s.Startup.Error, tt.err)
+			}
+			if s.Styles[style.ClientGo].Events != 0 {
+				t.Error("a start-up step was folded into an operator's pane")
+			}
+		})
+	}
+}

@@ -14,6 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeRlabEnv); mode != "" {
+		os.Exit(fakeRlab(mode)) // this binary is ScreenStartStop's rlab
+	}
 	// envtest's CRD installer logs through controller-runtime, which prints a
 	// warning with a stack trace after 30 s if no logger was ever set.
 	ctrllog.SetLogger(logr.Discard())

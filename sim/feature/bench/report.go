@@ -45,6 +45,15 @@ type Report struct {
 	// SlowestLaunch is the start-up timeline the slowest of them printed
 	// (rlab run --timings): where an outlier's time went.
 	SlowestLaunch string `json:"slowest_launch_timeline,omitempty"`
+	// Screens are `rlab up` launched in a terminal (tmux), timed to the
+	// first frame of its main screen (Start) and from q to its exit
+	// (Stop); Lessons are `rlab lesson start 1 --text --from-start` so
+	// launched, timed to lesson 1's step 1 printed and from q to its exit.
+	// Both alternate with the launches and the peer (ScreenStartStop).
+	Screens []Peer `json:"screen_runs,omitempty"`
+	Lessons []Peer `json:"lesson_runs,omitempty"`
+	// ScreensSkipped says why there are none of either (no tmux).
+	ScreensSkipped string `json:"screens_skipped,omitempty"`
 
 	Edit     *EditResult                     `json:"edit,omitempty"`
 	Drift    map[style.Style]Dist            `json:"drift_repair,omitempty"`
@@ -110,6 +119,21 @@ func WriteTable(w io.Writer, r Report, styles []style.Style) error {
 			one("  ratio: rlab launched / "+r.PeerName, fmt.Sprintf("%.2f", launched/peer))
 		}
 	}
+	screened := func(s Screened, runs []Peer) {
+		switch {
+		case r.ScreensSkipped != "":
+			one(s.Name, "skipped ("+r.ScreensSkipped+")")
+		case len(runs) > 0:
+			m := starts(runs)
+			one(fmt.Sprintf("%s (median of %d)", s.Name, len(runs)), secs(m))
+			if peer > 0 {
+				cmd, _, _ := strings.Cut(s.Name, ":")
+				one("  ratio: "+cmd+" / "+r.PeerName, fmt.Sprintf("%.2f", m/peer))
+			}
+		}
+	}
+	screened(UpMain, r.Screens)
+	screened(LessonStep, r.Lessons)
 	if n := len(r.Startups); n > 0 {
 		sfx := fmt.Sprintf(" (median of %d)", n)
 		one("in process: cluster ready, operators started"+sfx, secs(medianOf(r.Startups, func(s Startup) float64 { return s.ClusterReady })))

@@ -177,6 +177,11 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 	}
 	so := o.Options
 	so.State, so.Assets, so.Log, so.Bus, so.Progress, so.Note = l.Dir, assetsDir, l.log, l.Bus, o.Report.Phase, o.Report.Note
+	// Start returns as the apiserver serves; the rest comes up behind it.
+	// The screen opens then, and its panes say what is still starting;
+	// every other caller waits here, and reports the cluster ready as it
+	// comes.
+	so.Early = true
 	sb, err := sandbox.Start(ctx, so)
 	if busy := (*state.BusyError)(nil); errors.As(err, &busy) {
 		return nil, err
@@ -189,16 +194,41 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 			o.Report.Note(fmt.Sprintf("cleaned up %s (pid %d) left by a previous run", e.Name, e.PID))
 		}
 	}
+	if o.Report.Serving != nil {
+		o.Report.Serving(sb)
+	}
+	if o.Screen {
+		go awaitOperators(ctx, sb, o.Report)
+		return sb, nil
+	}
+	failed := func(err error) (*sandbox.Sandbox, error) {
+		_ = sb.Stop()
+		return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
+	}
+	if err := sb.WaitClusterReady(ctx); err != nil {
+		return failed(err)
+	}
 	if o.Report.ClusterReady != nil {
 		o.Report.ClusterReady(sb)
 	}
-	if o.Sample && !o.Screen && !o.NoWait {
+	if err := sb.WaitOperators(ctx); err != nil {
+		return failed(err)
+	}
+	if o.Sample && !o.NoWait {
 		if err := sb.WaitSample(ctx); err != nil {
-			_ = sb.Stop()
-			return nil, &StartError{Err: err, Logs: l.Dir.Logs()}
+			return failed(err)
 		}
 	}
 	return sb, nil
+}
+
+// awaitOperators waits, behind the screen, for the cluster to be ready and
+// reports it. A failure is the screen's to show: the sandbox traced it
+// (rlab.startup).
+func awaitOperators(ctx context.Context, sb *sandbox.Sandbox, r Report) {
+	if err := sb.WaitClusterReady(ctx); err == nil && r.ClusterReady != nil {
+		r.ClusterReady(sb)
+	}
 }
 
 // ensureAssets finds the control plane, getting it (assets.Get) if it is missing, and

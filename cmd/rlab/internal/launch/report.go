@@ -28,8 +28,12 @@ type Report struct {
 	Phase func(cluster.Phase)
 	// Note is told what is worth saying: processes a previous run left.
 	Note func(string)
-	// ClusterReady is told when the cluster is ready and the operators have
-	// started, before Start waits for the sample Echo (if it does).
+	// Serving is told when the apiserver serves, the Echo CRD and the
+	// Nodes are there, and rlab's engine is set up: the screen opens then.
+	Serving func(sb *sandbox.Sandbox)
+	// ClusterReady is told when the cluster is ready, as kwokctl's --wait
+	// means it (the apiserver healthy, every component running), before
+	// Start waits for the operators and the sample Echo (if it does).
 	ClusterReady func(sb *sandbox.Sandbox)
 }
 
@@ -41,6 +45,9 @@ func Print(w io.Writer) Report {
 			fmt.Fprintf(w, "starting sandbox (%s, state in %s)\n", b.Title(), d.Root)
 		},
 		Note: func(s string) { fmt.Fprintln(w, s) },
+		Serving: func(sb *sandbox.Sandbox) {
+			fmt.Fprintf(w, "apiserver serving in %.2fs\n", sb.Serving.Seconds())
+		},
 		ClusterReady: func(sb *sandbox.Sandbox) {
 			fmt.Fprintf(w, "cluster ready in %.2fs on %s\n", sb.ClusterReady.Seconds(), Info(sb.Cluster()).Backend)
 		},
