@@ -30,7 +30,7 @@ for ((r = 1; r <= rounds; r++)); do
 		while (( ($(now) - t0) < 60000000000 )); do
 			s=$(t capture-pane -p -t ab 2>/dev/null || true)
 			if [ -z "$p" ] && grep -q 'shell loop.*controller-runtime' <<<"$s"; then p=$(ms "$t0"); fi
-			n=$(grep -o 'Echo/hello 2/2' <<<"$s" | wc -l)
+			n=$( { grep -o 'Echo/hello 2/2' <<<"$s" || true; } | wc -l)
 			if [ -n "$p" ] && [ -z "$f" ] && [ "$n" -ge 1 ]; then f=$(ms "$t0"); fi
 			if [ "$n" -ge 3 ]; then a=$(ms "$t0"); break; fi
 			sleep 0.05
