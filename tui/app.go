@@ -32,6 +32,10 @@ type (
 	}
 	// FailedMsg: start-up failed (everything started was stopped).
 	FailedMsg struct{ Err error }
+	// BehindFailedMsg: the start-up that went on behind the running screen
+	// failed. The status line says so (the trace's rlab.startup); the App
+	// keeps running until the user quits, and Err returns it then.
+	BehindFailedMsg struct{ Err error }
 	// StoppedMsg: the sandbox has stopped after a quit.
 	StoppedMsg struct {
 		Err  error
@@ -206,6 +210,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.onStartUp(msg)
 	case ReadyMsg:
 		return a, a.onReady(msg)
+	case BehindFailedMsg:
+		a.startErr = msg.Err
+		return a, nil
 	case StoppedMsg:
 		a.stopErr, a.stopTook = msg.Err, msg.Took
 		return a, a.quit()

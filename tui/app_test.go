@@ -85,6 +85,23 @@ func TestTUIAppStartFailed(t *testing.T) {
 	}
 }
 
+// TestTUIAppFailedBehind: a start-up that fails behind the open screen
+// leaves the screen up until q, and rlab then exits with its error.
+func TestTUIAppFailedBehind(t *testing.T) {
+	a := NewApp(AppOptions{Title: "starting the sandbox", Stop: func() error { return nil },
+		Main: Options{Info: Info{Backend: "envtest", Version: "v1.36.3"}, Frame: 10 * time.Millisecond}})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(160, 45))
+	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}})
+	appWaitFor(t, tm, "echo-hello")
+	failed := errors.New("start sandbox: kube-controller-manager exited (exit status 1) (logs in /tmp/logs)")
+	tm.Send(BehindFailedMsg{Err: failed})
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if !errors.Is(a.Err(), failed) || a.Interrupted() {
+		t.Fatalf("Err = %v, Interrupted = %v: want the failure behind the screen", a.Err(), a.Interrupted())
+	}
+}
+
 // TestTUIAppQuitDuringStartUp: q cancels the start-up and waits for it.
 func TestTUIAppQuitDuringStartUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

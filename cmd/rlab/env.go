@@ -27,7 +27,7 @@ func newEnvCmd() *cobra.Command {
 				return exitCode(1)
 			}
 			if _, err := os.Stat(d.Kubeconfig()); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rlab: the sandbox (pid %d) is still starting; try again when it prints `ready`\n", pid)
+				fmt.Fprintf(cmd.ErrOrStderr(), "rlab: the sandbox (pid %d) is still starting; try again in a moment (its kubeconfig is written once the cluster is ready)\n", pid)
 				return exitCode(1)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", d.Kubeconfig())

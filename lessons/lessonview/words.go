@@ -72,7 +72,7 @@ var Formats = []string{
 	"start-up failed: ", "%s quits", "%s starting", "replica %s starting",
 	"the operators; the apiserver's post-start hooks, then kube-controller-manager (no pods before it)",
 	"the apiserver's post-start hooks, then kube-controller-manager (no pods before it)",
-	"the Nodes untainted, the controllers healthy",
+	"the Nodes untainted, the controllers healthy", "the operators",
 	"resetting the sandbox for lesson %d",
 	// The text guide (rlab lesson start N --text).
 	"Lesson %d: %s",

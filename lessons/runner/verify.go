@@ -124,6 +124,10 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 // Restore brings the sandbox back to its baseline after a lesson that
 // failed half-way: every change a lesson can make is undone.
 func (p *Player) Restore(ctx context.Context) error {
+	// A reset may come while the operators still start behind the screen.
+	if err := p.sb.WaitOperators(ctx); err != nil {
+		return err
+	}
 	var errs []error
 	for _, st := range p.sb.Styles() {
 		for _, r := range p.sb.Operators().Replicas(st) {

@@ -3,9 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -18,18 +16,19 @@ import (
 )
 
 // The apiserver's RBAC post-start hook (rbac/bootstrap-roles) first tries a
-// fixed second after the apiserver serves, then creates its 133 default
-// roles and bindings one by one; /healthz fails until it is done, and the
-// operators, which are ServiceAccounts, cannot discover the API before it
-// (system:discovery). rlab makes the same objects the moment the apiserver
-// serves, so that the operators start a second sooner and the hook, when it
-// runs, only reads them: it reconciles each object it finds and writes
-// nothing when it finds it as it would have made it.
+// fixed second after the apiserver serves, then creates its default roles
+// and bindings one by one (133 in v1.36.3); /healthz fails until it is
+// done, and the operators, which are ServiceAccounts, cannot discover the
+// API before it (system:discovery). rlab makes the same objects the moment
+// the apiserver serves, so that the operators start a second sooner and
+// the hook, when it runs, only reads them: it reconciles each object it
+// finds and writes nothing when it finds it as it would have made it.
 //
 // Where the objects come from: a copy of what the hook itself made, taken
-// from the first start of these binaries (bootstrapCache, in the control
-// plane's directory). Before there is one, rlab makes only the three roles
-// the operators' discovery needs (bootstrapRoles).
+// after the first start of this kube-apiserver binary that got to /healthz
+// (bootstrapCache, in the control plane's directory, if rlab may write
+// there). Before there is one, rlab makes only the three roles the
+// operators' discovery needs (bootstrapRoles).
 
 // bootstrapLabel marks the hook's objects (bootstrappolicy's
 // addDefaultMetadata).
@@ -43,6 +42,9 @@ const bootstrapCache = "bootstrap-rbac.json"
 // name, namespace, labels, annotations and content, nothing the apiserver
 // sets.
 type bootstrapObjects struct {
+	// Binary names the kube-apiserver binary that made them (binaryID):
+	// another binary in the same directory makes the copy stale.
+	Binary              string                      `json:"binary"`
 	ClusterRoles        []rbacv1.ClusterRole        `json:"clusterRoles"`
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding `json:"clusterRoleBindings"`
 	Roles               []rbacv1.Role               `json:"roles"`
@@ -84,34 +86,53 @@ func bootstrapRoles() *bootstrapObjects {
 		return rbacv1.ClusterRoleBinding{ObjectMeta: meta(name), Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}}
 	}
+	// In this order, one at a time (seedBootstrap's parallel 1): the
+	// split binding before the one it would be split from.
 	return &bootstrapObjects{ClusterRoles: roles, ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
-		bind("system:discovery", group("system:authenticated")),
-		bind("system:basic-user", group("system:authenticated")),
 		bind("system:public-info-viewer", group("system:authenticated"), group("system:unauthenticated")),
+		bind("system:basic-user", group("system:authenticated")),
+		bind("system:discovery", group("system:authenticated")),
 	}}
 }
 
-// loadBootstrap reads dir's bootstrapCache; with none (or one that cannot
-// be read: it is only a head start), bootstrapRoles. cached says which.
-func loadBootstrap(dir string) (objs *bootstrapObjects, cached bool) {
-	data, err := os.ReadFile(filepath.Join(dir, bootstrapCache))
-	if err == nil {
-		var b bootstrapObjects
-		if json.Unmarshal(data, &b) == nil && len(b.ClusterRoles) > 0 && len(b.ClusterRoleBindings) > 0 {
-			return &b, true
-		}
+// binaryID names dir's kube-apiserver binary by its size and modification
+// time: a rebuilt or replaced binary has another.
+func binaryID(dir string) (string, error) {
+	fi, err := os.Stat(filepath.Join(dir, "kube-apiserver"))
+	if err != nil {
+		return "", err
 	}
-	return bootstrapRoles(), false
+	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
+// loadBootstrap reads dir's bootstrapCache, if there is one that the
+// binary there made: ok says so. One that cannot be read or that another
+// binary made is no copy (saveBootstrap writes it again).
+func loadBootstrap(dir string) (objs *bootstrapObjects, ok bool) {
+	id, err := binaryID(dir)
+	if err != nil {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(dir, bootstrapCache))
+	if err != nil {
+		return nil, false
+	}
+	var b bootstrapObjects
+	if json.Unmarshal(data, &b) != nil || b.Binary != id || len(b.ClusterRoles) == 0 || len(b.ClusterRoleBindings) == 0 {
+		return nil, false
+	}
+	return &b, true
 }
 
 // bootstrapFieldManager names rlab in the objects' managedFields: a student
 // who looks sees who made them.
 const bootstrapFieldManager = "rlab"
 
-// seedBootstrap makes objs, in parallel, leaving any that exist. The
-// namespaced ones live in kube-system and kube-public, which the apiserver
-// makes a moment after it serves: whichever comes second finds them.
-func seedBootstrap(ctx context.Context, cs kubernetes.Interface, objs *bootstrapObjects) error {
+// seedBootstrap makes objs, parallel at a time (1: in order), leaving any
+// that exist. The namespaced ones live in kube-system and kube-public, which
+// the apiserver makes a moment after it serves: whichever comes second
+// finds them.
+func seedBootstrap(ctx context.Context, cs kubernetes.Interface, objs *bootstrapObjects, parallel int) error {
 	opts := metav1.CreateOptions{FieldManager: bootstrapFieldManager}
 	nss := map[string]bool{}
 	for _, r := range objs.Roles {
@@ -126,7 +147,7 @@ func seedBootstrap(ctx context.Context, cs kubernetes.Interface, objs *bootstrap
 		}
 	}
 	var g errgroup.Group
-	g.SetLimit(8)
+	g.SetLimit(parallel)
 	create := func(what, name string, fn func() error) {
 		g.Go(func() error {
 			if err := fn(); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -195,22 +216,28 @@ func readBootstrap(ctx context.Context, cs kubernetes.Interface) (*bootstrapObje
 	return b, nil
 }
 
-// saveBootstrap writes the hook's objects to dir's bootstrapCache, once:
-// the same binaries make the same objects. A directory rlab may not write
-// to (a shared install) only means no head start.
+// saveBootstrap writes the hook's objects to dir's bootstrapCache, unless a
+// copy the binary there made is in place: the same binary makes the same
+// objects. A directory rlab may not write to (a shared install) only
+// means no head start.
 func saveBootstrap(ctx context.Context, cs kubernetes.Interface, dir string) error {
-	path := filepath.Join(dir, bootstrapCache)
-	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	if _, ok := loadBootstrap(dir); ok {
 		return nil
+	}
+	id, err := binaryID(dir)
+	if err != nil {
+		return err
 	}
 	b, err := readBootstrap(ctx, cs)
 	if err != nil {
 		return fmt.Errorf("read the bootstrap RBAC: %w", err)
 	}
+	b.Binary = id
 	data, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
+	path := filepath.Join(dir, bootstrapCache)
 	tmp, err := os.CreateTemp(dir, bootstrapCache+".*")
 	if err != nil {
 		return err

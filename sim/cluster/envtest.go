@@ -106,8 +106,10 @@ type Envtest struct {
 	// endpoints to Complete.
 	cs     kubernetes.Interface
 	health []healthURL
-	// seeded is the rest of the bootstrap RBAC being made (seedRest).
-	seeded <-chan error
+	// seeded closes once rlab's head start on the bootstrap RBAC is over
+	// (bootstrap.go); stopSeeding ends it early (Stop).
+	seeded      <-chan struct{}
+	stopSeeding context.CancelFunc
 }
 
 // NewEnvtest returns an unstarted envtest backend.
@@ -193,20 +195,37 @@ func (e *Envtest) Serve(ctx context.Context) (err error) {
 		e.health = append(e.health, h...)
 		go func() { nodes <- e.createNodes(ctx, cs) }()
 		// The roles the operators' discovery needs first, waited for;
-		// the rest of the hook's objects behind them, for Complete.
-		seeded := make(chan error, 1)
+		// the rest of the hook's objects behind them, for Ready. Both are
+		// a head start on the hook, which makes whatever is missing: a
+		// failure is logged, not fatal. They run on a context of their own
+		// (Stop ends it), since Serve's may end before Ready.
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		e.mu.Lock()
+		e.stopSeeding = cancel
+		e.mu.Unlock()
+		seeded := make(chan struct{})
+		done := make(chan struct{})
+		e.seeded = done
 		go func() {
-			err := seedBootstrap(ctx, cs, bootstrapRoles())
-			if err == nil {
-				e.mark("rlab", "discovery roles made")
-				e.seeded = e.seedRest(ctx, cs)
+			defer close(done)
+			err := seedBootstrap(sctx, cs, bootstrapRoles(), 1)
+			close(seeded)
+			if err != nil {
+				e.opts.Log.Warn("no head start on the apiserver's discovery roles", "err", err)
+				return
 			}
-			seeded <- err
+			e.mark("rlab", "discovery roles made")
+			e.seedRest(sctx, cs)
 		}()
 		if err := e.installCRD(ctx); err != nil {
 			return err
 		}
-		return <-seeded
+		select {
+		case <-seeded:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}); err != nil {
 		return err
 	}
@@ -219,31 +238,28 @@ func (e *Envtest) Serve(ctx context.Context) (err error) {
 }
 
 // seedRest makes the rest of the hook's objects from the copy of an earlier
-// start, if there is one, in the background.
-func (e *Envtest) seedRest(ctx context.Context, cs kubernetes.Interface) <-chan error {
-	done := make(chan error, 1)
-	objs, cached := loadBootstrap(e.opts.Assets)
-	if !cached {
-		done <- nil
-		return done
+// start of the same binaries, if there is one.
+func (e *Envtest) seedRest(ctx context.Context, cs kubernetes.Interface) {
+	objs, ok := loadBootstrap(e.opts.Assets)
+	if !ok {
+		return
 	}
-	go func() {
-		err := seedBootstrap(ctx, cs, objs)
-		if err == nil {
-			e.mark("rlab", fmt.Sprintf("bootstrap RBAC made: %d objects, as the hook made them on an earlier start", objs.count()))
-		}
-		done <- err
-	}()
-	return done
+	if err := seedBootstrap(ctx, cs, objs, 8); err != nil {
+		e.opts.Log.Warn("no head start on the apiserver's bootstrap RBAC", "err", err)
+		return
+	}
+	e.mark("rlab", fmt.Sprintf("bootstrap RBAC made: %d objects, as the hook made them on an earlier start", objs.count()))
 }
 
 // Ready is the second of Start's three phases, after Serve: the apiserver
 // healthy (/healthz, its post-start hooks done) and every component running,
 // kube-controller-manager now too. It is what kwokctl's --wait waits for.
-// On error everything is stopped.
+// On error, unless ctx ended, everything is stopped.
 func (e *Envtest) Ready(ctx context.Context) (err error) {
 	defer func() {
-		if err != nil {
+		// Cancelled, it leaves stopping to its caller, which stops the
+		// operators before the control plane.
+		if err != nil && ctx.Err() == nil {
 			_ = e.Stop()
 		}
 	}()
@@ -252,8 +268,10 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 		return errors.New("envtest: Ready before Serve")
 	}
 	if e.seeded != nil {
-		if err := <-e.seeded; err != nil {
-			return err
+		select {
+		case <-e.seeded:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	if err := e.step("apiserver healthy", func() error { return e.apiserverHealthy(ctx, cs) }); err != nil {
@@ -268,10 +286,12 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 
 // Settle is the last of Start's phases, after Ready: the Nodes untainted
 // (kube-controller-manager's node lifecycle) and every component healthy.
-// On error everything is stopped.
+// On error, unless ctx ended, everything is stopped.
 func (e *Envtest) Settle(ctx context.Context) (err error) {
 	defer func() {
-		if err != nil {
+		// Cancelled, it leaves stopping to its caller, which stops the
+		// operators before the control plane.
+		if err != nil && ctx.Err() == nil {
 			_ = e.Stop()
 		}
 	}()
@@ -342,10 +362,12 @@ func (e *Envtest) start(name string, args []string, core bool) error {
 // allocates about 300 MB in its first two seconds, and its collections
 // then cost 0.15 to 0.25 s of the time to /healthz (medians of 8 starts
 // alternated with the default, 2 cores). The limit makes it collect from
-// there on: its resident memory rests near 465 MB instead of 270 to
-// 365 MB, idle or with 300 Echoes and their pods, whose live heap (126 MB)
-// is far below the limit where it would collect all the time.
-var apiserverGC = []string{"GOGC=off", "GOMEMLIMIT=400MiB"}
+// there on. The price is memory at rest: it climbs toward the limit (580 MB
+// resident after a minute) where the default rests at 270 to 365 MB. At 400 MiB it rested at 465 MB, but with 1,500 Echoes
+// and their pods (a live heap of 221 MB) it collected 135 times where the
+// default did 72, and used 129 s of CPU against 97; at 600 MiB, 36 times
+// and 79 s (652 MB resident, the default's 610).
+var apiserverGC = []string{"GOGC=off", "GOMEMLIMIT=600MiB"}
 
 // startAPIServer starts etcd and kube-apiserver at once and returns when the
 // apiserver answers an admin's request. Their ports are picked free but only
@@ -838,6 +860,9 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 // (see stopCore), then the files.
 func (e *Envtest) Stop() error {
 	e.mu.Lock()
+	if e.stopSeeding != nil {
+		e.stopSeeding()
+	}
 	children := e.children
 	e.children = nil
 	logs := e.logs

@@ -431,7 +431,7 @@ func (s *Sandbox) replicaArgs(st style.Style, replica, kubeconfig, shellScript, 
 // startOperators gives each style one proxy per replica (Faults') and the
 // replicas themselves (the supervisor, which Operators, Flags and Customs
 // drive), running as the style's identity.
-func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, webhook *webhookServer) (run func() error, err error) {
+func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, webhook *webhookServer) (run func(context.Context) error, err error) {
 	dir := s.customs.dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("operators dir: %w", err)
@@ -521,8 +521,11 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 			specs = append(specs, spec)
 		}
 	}
-	return func() error {
+	return func(ctx context.Context) error {
 		for _, spec := range specs {
+			if err := ctx.Err(); err != nil {
+				return err // stopping: start no more
+			}
 			if err := super.Add(spec); err != nil {
 				return err
 			}

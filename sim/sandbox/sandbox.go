@@ -223,11 +223,15 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	s.Serving = time.Since(began)
 	s.second = &phase{ready: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
-	s.starting("the apiserver serves", NextOperators)
+	if threePhases {
+		s.starting("the apiserver serves", NextOperators)
+	} else {
+		s.starting("the cluster is ready", NextOperatorsOnly)
+	}
 	second := func(ctx context.Context) error {
 		// The operators need of the apiserver's bootstrap only the
 		// discovery roles, which the backend's first phase made.
-		if err := startOperators(); err != nil {
+		if err := startOperators(ctx); err != nil {
 			return err
 		}
 		if threePhases {
@@ -291,6 +295,9 @@ const (
 	NextOperators   = "the operators; the apiserver's post-start hooks, then kube-controller-manager (no pods before it)"
 	NextControllers = "the apiserver's post-start hooks, then kube-controller-manager (no pods before it)"
 	NextSettle      = "the Nodes untainted, the controllers healthy"
+	// NextOperatorsOnly: a backend that starts in one phase (kind, an
+	// existing cluster) is ready before the operators start.
+	NextOperatorsOnly = "the operators"
 )
 
 // starting tells the trace (and so the screen) what of the start-up is
@@ -434,7 +441,7 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 // startEngine builds the parts on top of the cluster and starts what runs
 // there: the world observer, the operators with their proxies, and the
 // sample Echo.
-func (s *Sandbox) startEngine(ctx context.Context) (startOperators func() error, err error) {
+func (s *Sandbox) startEngine(ctx context.Context) (startOperators func(context.Context) error, err error) {
 	c := s.cluster
 	admin, err := newClients(c.backend.Config())
 	if err != nil {
@@ -463,7 +470,7 @@ func (s *Sandbox) startEngine(ctx context.Context) (startOperators func() error,
 	s.flags = &Flags{plan: plan}
 	s.customs = &Customs{plan: plan, dir: filepath.Join(s.opts.State.Run(), "operators")}
 	if len(s.sc.styles) == 0 {
-		return func() error { return nil }, nil
+		return func(context.Context) error { return nil }, nil
 	}
 	for _, st := range s.sc.styles {
 		if ns := s.sc.namespace(st); len(ns) > 63 {
@@ -542,9 +549,9 @@ func (s *Sandbox) startEngine(ctx context.Context) (startOperators func() error,
 	if err != nil {
 		return nil, err
 	}
-	return func() error {
+	return func(ctx context.Context) error {
 		t0 := time.Now()
-		if err := run(); err != nil {
+		if err := run(ctx); err != nil {
 			return err
 		}
 		s.operatorsStarted = t0

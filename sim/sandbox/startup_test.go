@@ -50,38 +50,62 @@ func TestStartupPhases(t *testing.T) {
 }
 
 // TestStopWhileStarting: a sandbox stopped while its second phase runs
-// behind an Early Start ends it first, says nothing failed, and leaves no
-// process and no pid file behind.
+// behind an Early Start ends it first and says nothing failed; one whose
+// Start's context ends after Start returned starts all the same (the
+// second phase outlives it, as the sandbox does).
 func TestStopWhileStarting(t *testing.T) {
 	simtest.NeedsControlPlane(t)
 	if underTest != backend.Envtest {
 		t.Skip("the three phases are envtest's; the other backends start in one")
 	}
-	log := &simtest.EventLog{}
-	b := bus.New()
-	go log.Run(t.Context(), b.Subscribe(1<<12))
-	d := state.Dir{Root: t.TempDir()}
-	s, err := sandbox.Start(t.Context(), sandbox.Options{State: d, Assets: assetsDir, Self: rlabBin,
-		Styles: style.All(), Sample: true, Bus: b, Early: true})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		cancel bool // Start's context ends as Start returns
+		stop   bool // Stop at once
+	}{
+		{"stopped while starting", false, true},
+		{"start's context ended", true, false},
 	}
-	if err := s.Stop(); err != nil {
-		t.Fatalf("stop while starting: %v", err)
-	}
-	if err := s.WaitOperators(t.Context()); err == nil || !errors.Is(err, context.Canceled) {
-		t.Errorf("WaitOperators after Stop = %v, want the second phase cancelled", err)
-	}
-	for _, e := range log.Of(trace.StartupStep) {
-		if p, _ := e.Startup(); p.Error != "" {
-			t.Errorf("a stop while starting was shown as a failure: %s", p.Error)
-		}
-	}
-	left, err := os.ReadDir(d.PIDs())
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	if len(left) > 0 {
-		t.Errorf("pid files left: %v", left)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bus.New()
+			sub := b.Subscribe(1 << 12)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			s, err := sandbox.Start(ctx, sandbox.Options{State: state.Dir{Root: t.TempDir()}, Assets: assetsDir, Self: rlabBin,
+				Styles: style.All(), Sample: true, Bus: b, Early: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop() //nolint:errcheck // stopped below; again is harmless
+			if tt.cancel {
+				cancel()
+			}
+			if tt.stop {
+				if err := s.Stop(); err != nil {
+					t.Fatalf("stop while starting: %v", err)
+				}
+			}
+			err = s.WaitOperators(t.Context())
+			switch {
+			case tt.stop && !errors.Is(err, context.Canceled):
+				t.Errorf("WaitOperators after Stop = %v, want the second phase cancelled", err)
+			case !tt.stop && err != nil:
+				t.Errorf("WaitOperators = %v, want the operators started", err)
+			}
+			evs, _ := sub.Drain() // every event of the start-up was published before WaitOperators returned
+			var last trace.Startup
+			for _, e := range evs {
+				if p, ok := e.Startup(); ok {
+					last = p
+					if p.Error != "" {
+						t.Errorf("the start-up was shown as failed: %s", p.Error)
+					}
+				}
+			}
+			if !tt.stop && (last.Done != "started" || last.Next != "") {
+				t.Errorf("the start-up's last word = %+v, want that it started", last)
+			}
+		})
 	}
 }

@@ -198,7 +198,7 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 		o.Report.Serving(sb)
 	}
 	if o.Screen {
-		go awaitOperators(ctx, sb, o.Report)
+		go l.awaitOperators(ctx, sb, o.Report)
 		return sb, nil
 	}
 	failed := func(err error) (*sandbox.Sandbox, error) {
@@ -223,11 +223,19 @@ func (l *Launcher) startSandbox(ctx context.Context, assetsDir string, o Options
 }
 
 // awaitOperators waits, behind the screen, for the cluster to be ready and
-// reports it. A failure is the screen's to show: the sandbox traced it
-// (rlab.startup).
-func awaitOperators(ctx context.Context, sb *sandbox.Sandbox, r Report) {
-	if err := sb.WaitClusterReady(ctx); err == nil && r.ClusterReady != nil {
+// reports it, then for the operators. A failure is shown on the screen's
+// status line (the sandbox traced it, rlab.startup) and told to Failed,
+// with where the logs are: the screen stays until the user quits.
+func (l *Launcher) awaitOperators(ctx context.Context, sb *sandbox.Sandbox, r Report) {
+	err := sb.WaitClusterReady(ctx)
+	if err == nil && r.ClusterReady != nil {
 		r.ClusterReady(sb)
+	}
+	if err == nil {
+		err = sb.WaitOperators(ctx)
+	}
+	if err != nil && ctx.Err() == nil && r.Failed != nil {
+		r.Failed(&StartError{Err: err, Logs: l.Dir.Logs()})
 	}
 }
 

@@ -35,6 +35,10 @@ type Report struct {
 	// means it (the apiserver healthy, every component running), before
 	// Start waits for the operators and the sample Echo (if it does).
 	ClusterReady func(sb *sandbox.Sandbox)
+	// Failed is told when the start-up that went on behind the screen
+	// failed (a *StartError): the screen was open, the sandbox is of no
+	// more use.
+	Failed func(error)
 }
 
 // Print reports start-up as the headless commands do: on w, line by line.
@@ -57,9 +61,10 @@ func Print(w io.Writer) Report {
 // Show reports start-up on the screen, through send (tea.Program.Send).
 func Show(send func(tea.Msg)) Report {
 	return Report{
-		Build: &lineWriter{send: func(s string) { send(tui.BuildLineMsg(s)) }},
-		Phase: func(ph cluster.Phase) { send(tui.PhaseMsg{Name: ph.Name, Took: ph.Took}) },
-		Note:  func(s string) { send(tui.NoteMsg(s)) },
+		Build:  &lineWriter{send: func(s string) { send(tui.BuildLineMsg(s)) }},
+		Phase:  func(ph cluster.Phase) { send(tui.PhaseMsg{Name: ph.Name, Took: ph.Took}) },
+		Note:   func(s string) { send(tui.NoteMsg(s)) },
+		Failed: func(err error) { send(tui.BehindFailedMsg{Err: err}) },
 	}
 }
 

@@ -29,11 +29,6 @@ func (l *Launcher) follow(ctx context.Context, f *Follow) error {
 	}
 	p := runner.NewPlayer(l.sb)
 	if f.Reset {
-		// Restore acts on the operators: they start behind the screen.
-		if err := l.sb.WaitOperators(ctx); err != nil {
-			p.Close()
-			return err
-		}
 		if err := p.Restore(ctx); err != nil {
 			p.Close()
 			return fmt.Errorf("reset the sandbox for lesson %d: %w", f.Lesson.Number, err)
