@@ -211,7 +211,11 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case ReadyMsg:
 		return a, a.onReady(msg)
 	case BehindFailedMsg:
-		a.startErr = msg.Err
+		// Once the user quit, the start-up ends by being stopped: that is
+		// not its failure.
+		if a.state == stateRunning {
+			a.startErr = msg.Err
+		}
 		return a, nil
 	case StoppedMsg:
 		a.stopErr, a.stopTook = msg.Err, msg.Took

@@ -102,6 +102,25 @@ func TestTUIAppFailedBehind(t *testing.T) {
 	}
 }
 
+// TestTUIAppQuitWhileStartingBehind: q while the start-up goes on behind
+// the screen stops it; what that stop ends is no failure.
+func TestTUIAppQuitWhileStartingBehind(t *testing.T) {
+	release := make(chan struct{})
+	a := NewApp(AppOptions{Title: "starting the sandbox", Stop: func() error { <-release; return nil },
+		Main: Options{Info: Info{Backend: "envtest", Version: "v1.36.3"}, Frame: 10 * time.Millisecond}})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(160, 45))
+	tm.Send(ReadyMsg{Source: fixture.NewSource(fixture.Snapshot()), Actions: &fixture.Actions{}})
+	appWaitFor(t, tm, "echo-hello")
+	tm.Send(keyMsg("q"))
+	appWaitFor(t, tm, "stopping the sandbox")
+	tm.Send(BehindFailedMsg{Err: errors.New("start sandbox: the sandbox was stopped while starting: context canceled")})
+	close(release)
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if a.Err() != nil {
+		t.Fatalf("Err = %v: a quit while starting is no failure", a.Err())
+	}
+}
+
 // TestTUIAppQuitDuringStartUp: q cancels the start-up and waits for it.
 func TestTUIAppQuitDuringStartUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -267,6 +267,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	end := func(ctx context.Context, err error) {
 		s.second.err = err
+		if err != nil && ctx.Err() != nil {
+			s.second.err = fmt.Errorf("%w: %w", ErrStopped, err)
+		}
 		// Stop cancels a second phase under way: that is no failure to show.
 		if err != nil && ctx.Err() == nil {
 			s.bus.Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.StartupStep,
@@ -306,6 +309,10 @@ func (s *Sandbox) starting(done, next string) {
 	s.bus.Publish(trace.Event{Time: time.Now(), Source: trace.SourceRlab, Kind: trace.StartupStep,
 		Payload: trace.Startup{Done: done, Next: next}})
 }
+
+// ErrStopped is WaitClusterReady's and WaitOperators' error when Stop ended
+// the start-up before they were ready: no failure of the start-up.
+var ErrStopped = errors.New("the sandbox was stopped while starting")
 
 // WaitClusterReady waits until the cluster is ready, as kwokctl's --wait
 // means it: the apiserver healthy, every component running. It returns at

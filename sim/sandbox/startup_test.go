@@ -88,8 +88,8 @@ func TestStopWhileStarting(t *testing.T) {
 			}
 			err = s.WaitOperators(t.Context())
 			switch {
-			case tt.stop && !errors.Is(err, context.Canceled):
-				t.Errorf("WaitOperators after Stop = %v, want the second phase cancelled", err)
+			case tt.stop && !errors.Is(err, sandbox.ErrStopped):
+				t.Errorf("WaitOperators after Stop = %v, want ErrStopped", err)
 			case !tt.stop && err != nil:
 				t.Errorf("WaitOperators = %v, want the operators started", err)
 			}

@@ -234,7 +234,8 @@ func (l *Launcher) awaitOperators(ctx context.Context, sb *sandbox.Sandbox, r Re
 	if err == nil {
 		err = sb.WaitOperators(ctx)
 	}
-	if err != nil && ctx.Err() == nil && r.Failed != nil {
+	// A quit while starting (Stop) is no failure.
+	if err != nil && ctx.Err() == nil && !errors.Is(err, sandbox.ErrStopped) && r.Failed != nil {
 		r.Failed(&StartError{Err: err, Logs: l.Dir.Logs()})
 	}
 }
