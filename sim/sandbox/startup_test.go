@@ -37,7 +37,7 @@ func TestStartupPhases(t *testing.T) {
 		next = append(next, p.Next)
 	}
 	want := []string{sandbox.NextOperatorsOnly, ""} // kind, an existing cluster: ready before the operators start
-	if sb.Cluster().Type().LocalControlPlane { // envtest: three phases
+	if sb.Cluster().Type().LocalControlPlane {      // envtest: three phases
 
 		want = []string{sandbox.NextOperators, sandbox.NextControllers, sandbox.NextSettle, ""}
 	}
