@@ -271,7 +271,7 @@ func checkTimings(t *testing.T, stderr string) {
 		last = sec
 		at[m[2]+" "+strings.Fields(m[3])[0]] = sec
 	}
-	for _, p := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kwok", "kube-controller-manager"} {
+	for _, p := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kwok", "kube-controller-manager", "garbage-collector"} {
 		if _, ok := at[p+" started"]; !ok {
 			t.Errorf("timeline lacks %s started:\n%s", p, tl)
 		}

@@ -52,10 +52,17 @@ func NodeNames() []string {
 	return names
 }
 
-// Controllers kube-controller-manager runs: the three envtest lacks (garbage
-// collection, Deployments→ReplicaSets→Pods, namespace deletion) and node
-// lifecycle, which lifts the not-ready taint once kwok reports the Node Ready.
-const Controllers = "garbagecollector,deployment,replicaset,nodelifecycle,namespace"
+// Controllers kube-controller-manager runs: two of the three envtest lacks
+// (Deployments→ReplicaSets→Pods, namespace deletion) and node lifecycle,
+// which lifts the not-ready taint once kwok reports the Node Ready. The
+// third, garbage collection, runs in a kube-controller-manager of its own
+// (GarbageCollector), which rlab restarts when a CRD is established after
+// it started (gc.go).
+const Controllers = "deployment,replicaset,nodelifecycle,namespace"
+
+// GarbageCollector names the kube-controller-manager process that runs the
+// garbage collector alone.
+const GarbageCollector = "garbage-collector"
 
 // Client limits of kube-controller-manager and kube-scheduler. Their defaults
 // (20/30 and 50/100 requests per second) would make 3000 Pods take minutes;
@@ -110,6 +117,10 @@ type Envtest struct {
 	// (bootstrap.go); stopSeeding ends it early (Stop).
 	seeded      <-chan struct{}
 	stopSeeding context.CancelFunc
+	// gc is the garbage collector's restarts (gc.go); stopping says Stop
+	// has begun: nothing starts any more.
+	gc       gcState
+	stopping bool
 }
 
 // NewEnvtest returns an unstarted envtest backend.
@@ -277,11 +288,15 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 	if err := e.step("apiserver healthy", func() error { return e.apiserverHealthy(ctx, cs) }); err != nil {
 		return err
 	}
-	return e.step("controllers", func() error {
-		h, err := e.startControllers("kube-controller-manager")
+	if err := e.step("controllers", func() error {
+		h, err := e.startControllers("kube-controller-manager", GarbageCollector)
 		e.health = append(h, e.health...)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	e.watchCRDs()
+	return nil
 }
 
 // Settle is the last of Start's phases, after Ready: the Nodes untainted
@@ -315,8 +330,14 @@ func (e *Envtest) Settle(ctx context.Context) (err error) {
 // healthURL is a controller's /healthz.
 type healthURL struct{ name, url string }
 
-func (e *Envtest) logFile(name string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(e.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+func (e *Envtest) logFile(name string, restart bool) (*os.File, error) {
+	// New at each start of rlab; a component restarted (the garbage
+	// collector) adds to its own.
+	mode := os.O_TRUNC
+	if restart {
+		mode = os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(e.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|mode, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -329,7 +350,13 @@ func (e *Envtest) logFile(name string) (*os.File, error) {
 // start runs one component as a child of rlab (its own process group, killed
 // if rlab dies), output to its log file.
 func (e *Envtest) start(name string, args []string, core bool) error {
-	lf, err := e.logFile(name)
+	return e.startAs(name, name, args, core, false)
+}
+
+// startAs starts binary as the component name; restarted, it adds to the
+// log of its earlier run.
+func (e *Envtest) startAs(name, binary string, args []string, core, restart bool) error {
+	lf, err := e.logFile(name, restart)
 	if err != nil {
 		return err
 	}
@@ -343,7 +370,7 @@ func (e *Envtest) start(name string, args []string, core bool) error {
 		}
 		env = append(env, apiserverGC...)
 	}
-	c, err := proc.StartCmd(e.opts.PIDDir, proc.Cmd{Name: name, Path: filepath.Join(e.opts.Assets, name), Args: args, Env: env, Stdout: lf, Stderr: lf})
+	c, err := proc.StartCmd(e.opts.PIDDir, proc.Cmd{Name: name, Path: filepath.Join(e.opts.Assets, binary), Args: args, Env: env, Stdout: lf, Stderr: lf})
 	if err != nil {
 		return err
 	}
@@ -594,22 +621,35 @@ func (e *Envtest) startControllers(names ...string) ([]healthURL, error) {
 	for _, name := range names {
 		var args []string
 		switch name {
-		case "kube-controller-manager", "kube-scheduler":
+		case "kube-controller-manager", "kube-scheduler", GarbageCollector:
 			a, h, err := serving()
 			if err != nil {
 				return health, err
 			}
 			args = a
 			health = append(health, healthURL{name, h})
-			if name == "kube-controller-manager" {
+			switch name {
+			case "kube-controller-manager":
 				args = append(args,
 					"--controllers="+Controllers,
 					"--use-service-account-credentials=false",
 					// Twice the default workers: thousands of Pods at once.
 					"--concurrent-deployment-syncs=10",
 					"--concurrent-replicaset-syncs=10",
+				)
+			case GarbageCollector:
+				args = append(args,
+					"--controllers=garbagecollector",
+					"--use-service-account-credentials=false",
 					"--concurrent-gc-syncs=40",
 				)
+				if err := e.gcStarting(args); err != nil {
+					return health, err
+				}
+				if err := e.startAs(name, "kube-controller-manager", args, false, false); err != nil {
+					return health, err
+				}
+				continue
 			}
 		case "kwok":
 			cfg := filepath.Join(e.opts.RunDir, "kwok.yaml")
@@ -860,8 +900,12 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 // (see stopCore), then the files.
 func (e *Envtest) Stop() error {
 	e.mu.Lock()
+	e.stopping = true
 	if e.stopSeeding != nil {
 		e.stopSeeding()
+	}
+	if e.gc.stop != nil {
+		e.gc.stop()
 	}
 	children := e.children
 	e.children = nil
