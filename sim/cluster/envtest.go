@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,6 +90,11 @@ type EnvtestOptions struct {
 	Log     *slog.Logger
 	// Progress, if set, is called as each start-up phase ends.
 	Progress func(Phase)
+	// CRDs are installed in Serve beside the Echo CRD, or instead of it
+	// with NoEchoCRD: each is established and served before
+	// kube-controller-manager starts, as the Echo CRD is (sim/testenv).
+	CRDs      []*apiextensionsv1.CustomResourceDefinition
+	NoEchoCRD bool
 }
 
 // Envtest is the default backend: a real control plane from local binaries,
@@ -560,7 +566,23 @@ func (e *Envtest) adminKubeconfig() string { return filepath.Join(e.opts.RunDir,
 // kube-controller-manager starts: the garbage collector discovers resource
 // types at start and only re-syncs every 30 s.
 func (e *Envtest) installCRD(ctx context.Context) error {
-	return installEchoCRDMarked(ctx, e.cfg, e.poll, func(what string) { e.mark("rlab", what) })
+	own := make(chan error, 1)
+	go func() {
+		if len(e.opts.CRDs) == 0 {
+			own <- nil
+			return
+		}
+		err := installCRDs(ctx, e.cfg, e.opts.CRDs, e.poll)
+		if err == nil {
+			e.mark("rlab", fmt.Sprintf("%d CRDs of the project's established and listed", len(e.opts.CRDs)))
+		}
+		own <- err
+	}()
+	var err error
+	if !e.opts.NoEchoCRD {
+		err = installEchoCRDMarked(ctx, e.cfg, e.poll, func(what string) { e.mark("rlab", what) })
+	}
+	return errors.Join(err, <-own)
 }
 
 // freePort is a loopback port free now, for a component to bind a moment
@@ -899,13 +921,10 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 // against a vanishing apiserver), then apiserver and etcd, killed outright
 // (see stopCore), then the files.
 func (e *Envtest) Stop() error {
+	e.stopWatchingCRDs()
 	e.mu.Lock()
-	e.stopping = true
 	if e.stopSeeding != nil {
 		e.stopSeeding()
-	}
-	if e.gc.stop != nil {
-		e.gc.stop()
 	}
 	children := e.children
 	e.children = nil

@@ -35,6 +35,7 @@ type gcState struct {
 	args []string        // its arguments, the same at each restart
 	saw  map[string]bool // CRDs established when it last started
 	stop context.CancelFunc
+	done chan struct{} // closed when the watch and any restart have ended
 	// restarts counts them, for tests and the timeline.
 	restarts int
 }
@@ -104,7 +105,8 @@ func (e *Envtest) watchCRDs() {
 		cancel()
 		return
 	}
-	e.gc.stop = cancel
+	done := make(chan struct{})
+	e.gc.stop, e.gc.done = cancel, done
 	e.mu.Unlock()
 	factory := apiextensionsinformers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Apiextensions().V1().CustomResourceDefinitions().Informer()
@@ -130,10 +132,12 @@ func (e *Envtest) watchCRDs() {
 	}); err != nil {
 		e.opts.Log.Warn("no watch on CRDs: the garbage collector discovers new ones every 30 s", "err", err)
 		cancel()
+		close(done)
 		return
 	}
 	factory.Start(ctx.Done())
 	go func() {
+		defer close(done)
 		defer factory.Shutdown()
 		for {
 			select {
@@ -152,6 +156,19 @@ func (e *Envtest) watchCRDs() {
 			}
 		}
 	}()
+}
+
+// stopWatchingCRDs ends the watch and waits for a restart under way, so
+// that Stop finds the garbage collector it started among the children.
+func (e *Envtest) stopWatchingCRDs() {
+	e.mu.Lock()
+	e.stopping = true
+	stop, done := e.gc.stop, e.gc.done
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 }
 
 // restartGC waits until every CRD established that the garbage collector

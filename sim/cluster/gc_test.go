@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/simtest"
 )
@@ -74,12 +76,30 @@ func TestLateCRDGC(t *testing.T) {
 	if err := foos.Delete(ctx, foo.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	deleted := time.Now()
 	// Well under the resync's 30 s, with room for a busy machine.
 	simtest.Eventually(t, 10*time.Second, "the Foo's ConfigMap collected", func(ctx context.Context) (bool, error) {
 		_, err := shared.cs.CoreV1().ConfigMaps(ns).Get(ctx, "owned", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	t.Logf("the Foo's ConfigMap was collected %v after its CRD was established", time.Since(established).Round(10*time.Millisecond))
+	// The apiserver holds a create for 2 s while the CRD's Established
+	// condition is younger than that (customresource_handler.go, for HA
+	// apiservers), so the Foo is deleted about 2 s after it.
+	t.Logf("the Foo's ConfigMap was collected %v after its CRD was established, %v after the Foo was deleted",
+		time.Since(established).Round(10*time.Millisecond), time.Since(deleted).Round(10*time.Millisecond))
+	// Collected because rlab restarted the garbage collector for this CRD,
+	// not because its own 30 s resync happened to fall in the window.
+	tl := shared.backend.Timeline()
+	restarted := false
+	for _, m := range tl.Marks {
+		if m.Who == cluster.GarbageCollector {
+			t.Logf("%8.3f s after the CRD was established: %s %s", (tl.Began.Add(m.At)).Sub(established).Seconds(), m.Who, m.What)
+			restarted = restarted || strings.Contains(m.What, crd.Name)
+		}
+	}
+	if !restarted {
+		t.Errorf("no mark of the garbage collector restarted for %s: %+v", crd.Name, tl.Marks)
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
