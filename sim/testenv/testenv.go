@@ -7,8 +7,8 @@
 // owner sees its dependents collected; one that deletes a namespace sees it
 // go. A kubebuilder project's suite_test.go switches by changing the import:
 //
-//   - "sigs.k8s.io/controller-runtime/pkg/envtest"
-//   - envtest "github.com/kkloud/rlab/sim/testenv"
+//	import envtest "github.com/kkloud/rlab/sim/testenv"
+//	// instead of "sigs.k8s.io/controller-runtime/pkg/envtest"
 //
 // The binaries are rlab's (`rlab assets get`), found as Start says.
 package testenv
