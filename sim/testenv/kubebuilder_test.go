@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/lessons"
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/simtest"
 )
