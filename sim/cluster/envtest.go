@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +96,10 @@ type EnvtestOptions struct {
 	// kube-controller-manager starts, as the Echo CRD is (sim/testenv).
 	CRDs      []*apiextensionsv1.CustomResourceDefinition
 	NoEchoCRD bool
+	// SettleStopsNothing keeps the control plane up when Settle fails:
+	// sim/testenv runs Settle behind the tests, which may well pass with a
+	// Node still tainted, and reports the failure at Stop.
+	SettleStopsNothing bool
 }
 
 // Envtest is the default backend: a real control plane from local binaries,
@@ -111,6 +116,7 @@ type Envtest struct {
 	core     []*proc.Child // etcd, kube-apiserver
 	children []*proc.Child // the controllers
 	logs     []*os.File
+	logOf    map[string]*os.File // each component's, by name
 	cfg      *rest.Config
 	kubecfg  []byte
 	version  string
@@ -202,14 +208,20 @@ func (e *Envtest) Serve(ctx context.Context) (err error) {
 	}
 	e.cs = cs
 	nodes := make(chan error, 1)
-	if err := e.step("echo crd", func() error {
+	step := "echo crd"
+	if e.opts.NoEchoCRD {
+		step = "crds"
+	}
+	if err := e.step(step, func() error {
 		// The scheduler and kwok need only a serving apiserver: let them
 		// load while the CRD installs.
 		h, err := e.startControllers("kube-scheduler", "kwok")
 		if err != nil {
 			return err
 		}
+		e.mu.Lock()
 		e.health = append(e.health, h...)
+		e.mu.Unlock()
 		go func() { nodes <- e.createNodes(ctx, cs) }()
 		// The roles the operators' discovery needs first, waited for;
 		// the rest of the hook's objects behind them, for Ready. Both are
@@ -296,7 +308,9 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 	}
 	if err := e.step("controllers", func() error {
 		h, err := e.startControllers("kube-controller-manager", GarbageCollector)
+		e.mu.Lock()
 		e.health = append(h, e.health...)
+		e.mu.Unlock()
 		return err
 	}); err != nil {
 		return err
@@ -307,12 +321,12 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 
 // Settle is the last of Start's phases, after Ready: the Nodes untainted
 // (kube-controller-manager's node lifecycle) and every component healthy.
-// On error, unless ctx ended, everything is stopped.
+// On error, unless ctx ended or SettleStopsNothing, everything is stopped.
 func (e *Envtest) Settle(ctx context.Context) (err error) {
 	defer func() {
 		// Cancelled, it leaves stopping to its caller, which stops the
 		// operators before the control plane.
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !e.opts.SettleStopsNothing {
 			_ = e.Stop()
 		}
 	}()
@@ -323,7 +337,7 @@ func (e *Envtest) Settle(ctx context.Context) (err error) {
 	if err := e.step("nodes untainted", func() error { return e.readyNodes(ctx, cs, true) }); err != nil {
 		return err
 	}
-	if err := e.step("healthy", func() error { return e.waitHealthy(ctx, cs, e.health) }); err != nil {
+	if err := e.step("healthy", func() error { return e.waitHealthy(ctx, cs) }); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -338,18 +352,21 @@ type healthURL struct{ name, url string }
 
 func (e *Envtest) logFile(name string, restart bool) (*os.File, error) {
 	// New at each start of rlab; a component restarted (the garbage
-	// collector) adds to its own.
-	mode := os.O_TRUNC
-	if restart {
-		mode = os.O_APPEND
+	// collector) goes on writing to the file its earlier run had open.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.logOf[name]; restart && f != nil {
+		return f, nil
 	}
-	f, err := os.OpenFile(filepath.Join(e.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|mode, 0o600)
+	f, err := os.OpenFile(filepath.Join(e.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
-	e.mu.Lock()
 	e.logs = append(e.logs, f)
-	e.mu.Unlock()
+	if e.logOf == nil {
+		e.logOf = map[string]*os.File{}
+	}
+	e.logOf[name] = f
 	return f, nil
 }
 
@@ -562,9 +579,10 @@ func kubeconfig(cfg *rest.Config) ([]byte, error) {
 
 func (e *Envtest) adminKubeconfig() string { return filepath.Join(e.opts.RunDir, "admin.kubeconfig") }
 
-// installCRD creates the Echo CRD and waits until it is Established, before
-// kube-controller-manager starts: the garbage collector discovers resource
-// types at start and only re-syncs every 30 s.
+// installCRD creates the Echo CRD (unless NoEchoCRD) and the project's
+// (CRDs), and waits until they are Established and served, before the
+// garbage collector starts: it discovers resource types at start and
+// otherwise only every 30 s.
 func (e *Envtest) installCRD(ctx context.Context) error {
 	own := make(chan error, 1)
 	go func() {
@@ -612,46 +630,55 @@ var freePort = func() (int, error) {
 // common ephemeral range.
 var lowPorts = [2]int{20000, 32768}
 
+// servingArgs are the flags of kube-controller-manager and kube-scheduler,
+// on a port of their own, and the health URL there. They serve /healthz on
+// loopback only, and it is the only way to know they have started their
+// controllers. The admin kubeconfig doubles as their delegated authn/authz
+// config. Given a certificate, they skip generating RSA keys for one.
+func (e *Envtest) servingArgs() ([]string, string, error) {
+	kc := e.adminKubeconfig()
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	return []string{
+		"--kubeconfig=" + kc,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + e.pki.servingCert,
+		"--tls-private-key-file=" + e.pki.servingKey,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--kube-api-qps=" + controllerQPS,
+		"--kube-api-burst=" + controllerBurst,
+	}, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil
+}
+
 // startControllers starts the named components (kube-controller-manager,
-// kube-scheduler, kwok) as children of rlab and returns the health URLs of
-// those that serve one.
+// the garbage collector, kube-scheduler, kwok) as children of rlab and
+// returns the health URLs of those that serve one.
 func (e *Envtest) startControllers(names ...string) ([]healthURL, error) {
 	kc := e.adminKubeconfig()
-	// kube-controller-manager and kube-scheduler serve /healthz on loopback
-	// only, and it is the only way to know they have started their
-	// controllers. The admin kubeconfig doubles as their delegated authn/authz
-	// config. Given a certificate, they skip generating RSA keys for one.
-	serving := func() ([]string, string, error) {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", err
-		}
-		return []string{
-			"--kubeconfig=" + kc,
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
-			"--tls-cert-file=" + e.pki.servingCert,
-			"--tls-private-key-file=" + e.pki.servingKey,
-			"--authentication-kubeconfig=" + kc,
-			"--authorization-kubeconfig=" + kc,
-			"--kube-api-qps=" + controllerQPS,
-			"--kube-api-burst=" + controllerBurst,
-		}, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil
-	}
 	var health []healthURL
 	for _, name := range names {
 		var args []string
 		switch name {
-		case "kube-controller-manager", "kube-scheduler", GarbageCollector:
-			a, h, err := serving()
+		case GarbageCollector:
+			h, err := e.startGC(context.Background(), false)
+			if err != nil {
+				return health, err
+			}
+			health = append(health, h)
+			continue
+		case "kube-controller-manager", "kube-scheduler":
+			a, h, err := e.servingArgs()
 			if err != nil {
 				return health, err
 			}
 			args = a
 			health = append(health, healthURL{name, h})
-			switch name {
-			case "kube-controller-manager":
+			if name == "kube-controller-manager" {
 				args = append(args,
 					"--controllers="+Controllers,
 					"--use-service-account-credentials=false",
@@ -659,19 +686,6 @@ func (e *Envtest) startControllers(names ...string) ([]healthURL, error) {
 					"--concurrent-deployment-syncs=10",
 					"--concurrent-replicaset-syncs=10",
 				)
-			case GarbageCollector:
-				args = append(args,
-					"--controllers=garbagecollector",
-					"--use-service-account-credentials=false",
-					"--concurrent-gc-syncs=40",
-				)
-				if err := e.gcStarting(args); err != nil {
-					return health, err
-				}
-				if err := e.startAs(name, "kube-controller-manager", args, false, false); err != nil {
-					return health, err
-				}
-				continue
 			}
 		case "kwok":
 			cfg := filepath.Join(e.opts.RunDir, "kwok.yaml")
@@ -688,6 +702,11 @@ func (e *Envtest) startControllers(names ...string) ([]healthURL, error) {
 	}
 	return health, nil
 }
+
+// Exited names the first component that has exited, with where its log
+// is; nil while every one runs. A garbage collector rlab restarts on
+// purpose does not count.
+func (e *Envtest) Exited() error { return e.exited() }
 
 // exited returns an error naming the first child that has exited, with where
 // to find its log: a component that dies at start-up must not look like a hang.
@@ -874,7 +893,7 @@ func (e *Envtest) apiserverHealthy(ctx context.Context, cs kubernetes.Interface)
 
 // waitHealthy waits for the apiserver's readiness (its post-start hooks: RBAC
 // roles, the default namespace) and for the controllers' health endpoints.
-func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls []healthURL) error {
+func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface) error {
 	err := e.poll(ctx, 60*time.Second, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 			return false, err
@@ -886,34 +905,58 @@ func (e *Envtest) waitHealthy(ctx context.Context, cs kubernetes.Interface, urls
 		return err
 	}
 	e.mark("kube-apiserver", "ready (/readyz, default namespace)")
+	e.mu.Lock()
+	names := make([]string, len(e.health))
+	for i, h := range e.health {
+		names[i] = h.name
+	}
+	e.mu.Unlock()
+	for _, n := range names {
+		if err := e.componentHealthy(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// componentHealthy waits for component name's /healthz, at the URL it has
+// at each try: a restarted garbage collector serves on a new port.
+func (e *Envtest) componentHealthy(ctx context.Context, name string) error {
 	client := &http.Client{
 		Timeout: 2 * time.Second,
 		// Our own serving cert on loopback; only the answer matters.
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
 	defer client.CloseIdleConnections()
-	for _, h := range urls {
-		u := h.url
-		err := e.poll(ctx, 60*time.Second, u, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return false, err
-			}
-			res, err := client.Do(req)
-			if err != nil {
-				return false, err
-			}
-			res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				return false, fmt.Errorf("%s: %s", u, res.Status)
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
+	err := e.poll(ctx, 60*time.Second, name+" /healthz", func(ctx context.Context) (bool, error) {
+		e.mu.Lock()
+		i := slices.IndexFunc(e.health, func(h healthURL) bool { return h.name == name })
+		var u string
+		if i >= 0 {
+			u = e.health[i].url
 		}
-		e.mark(h.name, "healthy (/healthz)")
+		e.mu.Unlock()
+		if u == "" {
+			return false, fmt.Errorf("%s serves no /healthz", name)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return false, err
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("%s: %s", u, res.Status)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
 	}
+	e.mark(name, "healthy (/healthz)")
 	return nil
 }
 
@@ -929,7 +972,7 @@ func (e *Envtest) Stop() error {
 	children := e.children
 	e.children = nil
 	logs := e.logs
-	e.logs = nil
+	e.logs, e.logOf = nil, nil
 	e.mu.Unlock()
 
 	var errs []error

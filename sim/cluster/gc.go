@@ -3,14 +3,18 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 
@@ -20,49 +24,81 @@ import (
 // kube-controller-manager's garbage collector learns which resource types
 // exist from discovery when it starts, and then every 30 s
 // (cmd/kube-controller-manager/app/core.go, `const syncPeriod = 30 *
-// time.Second`, v1.36.3; no flag changes it). A CRD established after it
-// started waits for that resync before a deleted owner's dependents of the
-// new type, or the new type's dependents, are collected: 40.7 s measured
-// with sample-controller's Foo. So the garbage collector runs in a
-// kube-controller-manager of its own, and rlab restarts it, and nothing
-// else, once a CRD it has not discovered is established and served. A
-// garbage collector that starts lists every object again and collects the
-// dependents of owners that are gone: nothing deleted meanwhile is missed.
+// time.Second`, v1.36.3; no flag changes it), counted from the end of the
+// last sync. A CRD established after it started waits for that resync
+// before a deleted owner's dependents of the new type, or the new type's
+// dependents, are collected: 40.7 s measured with sample-controller's Foo.
+// So the garbage collector runs in a kube-controller-manager of its own,
+// and rlab restarts it, and nothing else, once a CRD it has not discovered
+// is established and served. A garbage collector that starts lists every
+// object again, and an owner found missing then has its dependents
+// collected: nothing deleted in between is missed.
 
 // gcState is the garbage collector process's: the CRDs it discovered when
 // it started, and what restarts it.
 type gcState struct {
-	args []string        // its arguments, the same at each restart
-	saw  map[string]bool // CRDs established when it last started
+	// saw holds the CRDs (by uid: one deleted and made again is new) the
+	// running garbage collector discovered.
+	saw  map[types.UID]bool
 	stop context.CancelFunc
 	done chan struct{} // closed when the watch and any restart have ended
-	// restarts counts them, for tests and the timeline.
-	restarts int
 }
 
 // gcDebounce gathers CRDs applied together (a project's config/crd) into
 // one restart.
 const gcDebounce = 100 * time.Millisecond
 
-// gcStarting records what the garbage collector about to start will
-// discover: the CRDs established now. Called with args, before each start.
-func (e *Envtest) gcStarting(args []string) error {
-	names, err := e.establishedCRDs(context.Background())
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.gc.args = args
-	e.gc.saw = map[string]bool{}
-	for _, n := range names {
-		e.gc.saw[n] = true
-	}
-	return nil
+// gcArgs are the garbage collector's flags besides servingArgs'.
+var gcArgs = []string{
+	"--controllers=garbagecollector",
+	"--use-service-account-credentials=false",
+	"--concurrent-gc-syncs=40",
 }
 
-// establishedCRDs names the CRDs established now.
-func (e *Envtest) establishedCRDs(ctx context.Context) ([]string, error) {
+// startGC starts the garbage collector, on a port of its own, and records
+// the CRDs established and served now as the ones it discovers. Restarted,
+// it goes on writing to its log. It returns its health URL.
+func (e *Envtest) startGC(ctx context.Context, restart bool) (healthURL, error) {
+	crds, err := e.crdsNow(ctx)
+	if err != nil {
+		return healthURL{}, err
+	}
+	saw := map[types.UID]bool{}
+	for _, c := range crds {
+		if c.established {
+			saw[c.uid] = true
+		}
+	}
+	args, h, err := e.servingArgs()
+	if err != nil {
+		return healthURL{}, err
+	}
+	e.mu.Lock()
+	if restart {
+		// What was seen before stays seen; a CRD established meanwhile
+		// is either among the fresh ones or kicks the next restart.
+		maps.Copy(saw, e.gc.saw)
+	}
+	e.gc.saw = saw
+	e.mu.Unlock()
+	if err := e.startAs(GarbageCollector, "kube-controller-manager", append(args, gcArgs...), false, restart); err != nil {
+		return healthURL{}, err
+	}
+	return healthURL{GarbageCollector, h}, nil
+}
+
+// crd is what the restarts need of a CRD.
+type crd struct {
+	name        string
+	uid         types.UID
+	established bool
+	// resources are its served versions' "plural.group/version", as
+	// discovery lists them: none if no version is served.
+	resources []string
+}
+
+// crdsNow lists the CRDs.
+func (e *Envtest) crdsNow(ctx context.Context) ([]crd, error) {
 	cs, err := apiextensionsclient.NewForConfig(e.cfg)
 	if err != nil {
 		return nil, err
@@ -71,22 +107,26 @@ func (e *Envtest) establishedCRDs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list CRDs: %w", err)
 	}
-	var names []string
+	out := make([]crd, 0, len(list.Items))
 	for i := range list.Items {
-		if crdEstablished(&list.Items[i]) {
-			names = append(names, list.Items[i].Name)
-		}
+		out = append(out, crdOf(&list.Items[i]))
 	}
-	return names, nil
+	return out, nil
 }
 
-func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
+func crdOf(c *apiextensionsv1.CustomResourceDefinition) crd {
+	r := crd{name: c.Name, uid: c.UID}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			r.established = true
 		}
 	}
-	return false
+	for _, v := range c.Spec.Versions {
+		if v.Served {
+			r.resources = append(r.resources, c.Spec.Names.Plural+"."+c.Spec.Group+"/"+v.Name)
+		}
+	}
+	return r
 }
 
 // watchCRDs restarts the garbage collector when a CRD it has not discovered
@@ -112,14 +152,15 @@ func (e *Envtest) watchCRDs() {
 	inf := factory.Apiextensions().V1().CustomResourceDefinitions().Informer()
 	kick := make(chan struct{}, 1)
 	seen := func(obj any) {
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok || !crdEstablished(crd) {
+		c, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
 			return
 		}
+		r := crdOf(c)
 		e.mu.Lock()
-		known := e.gc.saw[crd.Name]
+		known := e.gc.saw[r.uid]
 		e.mu.Unlock()
-		if !known {
+		if r.established && len(r.resources) > 0 && !known {
 			select {
 			case kick <- struct{}{}:
 			default:
@@ -171,27 +212,57 @@ func (e *Envtest) stopWatchingCRDs() {
 	}
 }
 
-// restartGC waits until every CRD established that the garbage collector
-// has not discovered is served (in discovery, where it will look), then
-// stops it and starts it again.
+// restartGC waits until the CRDs established that the garbage collector
+// has not discovered are in discovery, where it will look (30 s at most:
+// then it goes on with those that are), kills it and starts it again on a
+// new port, and waits for its /healthz.
 func (e *Envtest) restartGC(ctx context.Context) error {
-	names, err := e.establishedCRDs(ctx)
+	dc, err := discovery.NewDiscoveryClientForConfig(e.cfg)
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	var fresh []string
-	for _, n := range names {
-		if !e.gc.saw[n] {
-			fresh = append(fresh, n)
+	var fresh, pending []string
+	err = pollEvery(ctx, startPoll, 30*time.Second, "new CRDs in discovery", nil, func(ctx context.Context) (bool, error) {
+		crds, err := e.crdsNow(ctx)
+		if err != nil {
+			return false, err
 		}
-	}
-	e.mu.Unlock()
-	if len(fresh) == 0 {
-		return nil
-	}
-	if err := e.servedInDiscovery(ctx, fresh); err != nil {
-		return err
+		e.mu.Lock()
+		saw := maps.Clone(e.gc.saw)
+		e.mu.Unlock()
+		_, lists, err := dc.ServerGroupsAndResources()
+		if err != nil && len(lists) == 0 {
+			return false, err
+		}
+		served := map[string]bool{}
+		for _, l := range lists {
+			gv, err := schema.ParseGroupVersion(l.GroupVersion)
+			if err != nil {
+				continue
+			}
+			for _, r := range l.APIResources {
+				served[r.Name+"."+gv.Group+"/"+gv.Version] = true
+			}
+		}
+		fresh, pending = nil, nil
+		for _, c := range crds {
+			if !c.established || len(c.resources) == 0 || saw[c.uid] {
+				continue
+			}
+			fresh = append(fresh, c.name)
+			if !slices.ContainsFunc(c.resources, func(r string) bool { return served[r] }) {
+				pending = append(pending, c.name)
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case len(fresh) == len(pending):
+		return err // none of them served yet
+	case err != nil:
+		e.opts.Log.Warn("restarting the garbage collector for the CRDs served; these are not in discovery", "crds", pending, "err", err)
 	}
 	e.mu.Lock()
 	if e.stopping {
@@ -204,52 +275,25 @@ func (e *Envtest) restartGC(ctx context.Context) error {
 		old = e.children[i]
 		e.children = slices.Delete(e.children, i, i+1)
 	}
-	args := e.gc.args
 	e.mu.Unlock()
 	if old != nil {
-		if err := old.Stop(2 * time.Second); err != nil {
-			e.opts.Log.Warn("garbage collector stopped with an error", "err", err)
-		}
+		// Killed, not stopped: it would wait for its controllers to shut
+		// down, and the next one lists everything again anyway.
+		_ = old.Signal(syscall.SIGKILL)
+		<-old.Done()
 	}
-	if err := e.gcStarting(args); err != nil {
-		return err
-	}
-	if err := e.startAs(GarbageCollector, "kube-controller-manager", args, false, true); err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.gc.restarts++
-	e.mu.Unlock()
-	slices.Sort(fresh)
-	e.mark(GarbageCollector, "restarted to discover "+strings.Join(fresh, ", ")+" (its own look is every 30 s)")
-	return nil
-}
-
-// servedInDiscovery waits until discovery lists a resource of each CRD:
-// the garbage collector finds resource types there.
-func (e *Envtest) servedInDiscovery(ctx context.Context, crds []string) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(e.cfg)
+	h, err := e.startGC(ctx, true)
 	if err != nil {
 		return err
 	}
-	return pollEvery(ctx, startPoll, 30*time.Second, "new CRDs in discovery", nil, func(ctx context.Context) (bool, error) {
-		_, lists, err := dc.ServerGroupsAndResources()
-		if err != nil && len(lists) == 0 {
-			return false, err
+	e.mu.Lock()
+	for i := range e.health {
+		if e.health[i].name == GarbageCollector {
+			e.health[i] = h
 		}
-		served := map[string]bool{}
-		for _, l := range lists {
-			gv := l.GroupVersion
-			group, _, _ := strings.Cut(gv, "/")
-			for _, r := range l.APIResources {
-				served[r.Name+"."+group] = true
-			}
-		}
-		for _, n := range crds {
-			if !served[n] {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	}
+	e.mu.Unlock()
+	slices.Sort(fresh)
+	e.mark(GarbageCollector, "restarted to discover "+strings.Join(fresh, ", ")+" (its own look is every 30 s)")
+	return e.componentHealthy(ctx, GarbageCollector)
 }

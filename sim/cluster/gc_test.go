@@ -89,16 +89,23 @@ func TestLateCRDGC(t *testing.T) {
 		time.Since(established).Round(10*time.Millisecond), time.Since(deleted).Round(10*time.Millisecond))
 	// Collected because rlab restarted the garbage collector for this CRD,
 	// not because its own 30 s resync happened to fall in the window.
+	// And the garbage collector that restarted is healthy.
 	tl := shared.backend.Timeline()
-	restarted := false
+	restarted, healthy := false, false
 	for _, m := range tl.Marks {
 		if m.Who == cluster.GarbageCollector {
 			t.Logf("%8.3f s after the CRD was established: %s %s", (tl.Began.Add(m.At)).Sub(established).Seconds(), m.Who, m.What)
+			if restarted && strings.HasPrefix(m.What, "healthy") {
+				healthy = true
+			}
 			restarted = restarted || strings.Contains(m.What, crd.Name)
 		}
 	}
-	if !restarted {
-		t.Errorf("no mark of the garbage collector restarted for %s: %+v", crd.Name, tl.Marks)
+	if !restarted || !healthy {
+		t.Errorf("no mark of the garbage collector restarted for %s (%v), then healthy (%v): %+v", crd.Name, restarted, healthy, tl.Marks)
+	}
+	if err := shared.backend.Exited(); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -121,18 +121,26 @@ func installEchoCRDMarked(ctx context.Context, cfg *rest.Config, poll pollFunc, 
 
 // waitEstablished waits until the apiserver reports CRD name Established.
 func waitEstablished(ctx context.Context, cs apiextensionsclient.Interface, name string, poll pollFunc) error {
-	return poll(ctx, 30*time.Second, "Echo CRD Established", func(ctx context.Context) (bool, error) {
+	var refused string
+	err := poll(ctx, 30*time.Second, "CRD "+name+" Established", func(ctx context.Context) (bool, error) {
 		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse {
+				refused = c.Message
+			}
 			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
+	if err != nil && refused != "" {
+		return fmt.Errorf("%w: its names were not accepted: %s", err, refused)
+	}
+	return err
 }
 
 // NodeReady is true when n reports Ready and carries no not-ready or

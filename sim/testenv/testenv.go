@@ -1,16 +1,21 @@
 // Package testenv is a test environment for other projects' Go tests, shaped
 // like controller-runtime's envtest.Environment, that runs rlab's control
-// plane instead of envtest's: besides etcd and kube-apiserver, a
-// kube-controller-manager with the garbage collector, the namespace,
-// Deployment and ReplicaSet controllers, kube-scheduler, and kwok's four
-// Nodes, on which Pods are scheduled and become Ready. A test that deletes an
-// owner sees its dependents collected; one that deletes a namespace sees it
-// go. A kubebuilder project's suite_test.go switches by changing the import:
+// plane instead of envtest's: besides etcd and kube-apiserver, two
+// kube-controller-managers (one with the namespace, Deployment, ReplicaSet
+// and node lifecycle controllers, one with the garbage collector alone),
+// kube-scheduler, and kwok's four Nodes, on which Pods are scheduled and
+// become Ready. A test that deletes an owner sees its dependents collected;
+// one that deletes a namespace sees it go; a CRD a test applies gets
+// garbage collection too (rlab restarts the garbage collector for it). A
+// kubebuilder project's controller suite (suite_test.go) switches by
+// changing one import:
 //
 //	import envtest "github.com/kkloud/rlab/sim/testenv"
 //	// instead of "sigs.k8s.io/controller-runtime/pkg/envtest"
 //
-// The binaries are rlab's (`rlab assets get`), found as Start says.
+// A webhook suite does not: there is no WebhookInstallOptions. The binaries
+// are rlab's (`rlab assets get`), found as Environment.BinaryAssetsDirectory
+// says.
 package testenv
 
 import (
@@ -25,7 +30,10 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -36,11 +44,12 @@ import (
 // needed are the binaries a test environment runs (kubectl is not).
 var needed = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"}
 
-// Environment is a control plane for one test binary. The fields that
-// share a name with envtest.Environment's mean the same; those of envtest's
-// that are missing here (ControlPlane, CRDInstallOptions,
-// WebhookInstallOptions, UseExistingCluster, the download settings) have
-// no counterpart.
+// Environment is a control plane for one test binary. Its fields are
+// envtest.Environment's (controller-runtime v0.25.2) where they share a
+// name, with the differences each says; envtest's ControlPlane,
+// CRDInstallOptions, WebhookInstallOptions, UseExistingCluster, the download
+// settings, ControlPlaneStopTimeout and AttachControlPlaneOutput have no
+// counterpart.
 type Environment struct {
 	// CRDDirectoryPaths are directories (or files) of CRDs to install,
 	// read as envtest reads them (.json, .yaml, .yml; several documents a
@@ -48,21 +57,26 @@ type Environment struct {
 	CRDDirectoryPaths []string
 	// ErrorIfCRDPathMissing makes a path that does not exist an error.
 	ErrorIfCRDPathMissing bool
-	// CRDs are installed beside those read from CRDDirectoryPaths.
+	// CRDs are installed beside those read from CRDDirectoryPaths; Start
+	// sets it to all it installed.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
-	// Scheme is accepted for envtest's sake and not used: CRDs are read
-	// with their own.
+	// Scheme, if nil, is set to client-go's scheme.Scheme, as envtest
+	// does; nothing here uses it.
 	Scheme *runtime.Scheme
-	// Config is set by Start: the cluster's admin (system:masters).
+	// Config is set by Start: the cluster's admin (system:masters), 1,000
+	// requests a second (burst 2,000), as envtest's.
 	Config *rest.Config
-	// KubeConfig is set by Start: a kubeconfig for the same user.
+	// KubeConfig, if empty, is set by Start: a kubeconfig for Config.
 	KubeConfig []byte
-	// BinaryAssetsDirectory is looked in first for the binaries; it is used
-	// only if it holds all of them (an envtest assets directory holds no
-	// kube-controller-manager), and then $KUBEBUILDER_ASSETS, $RLAB_ASSETS
-	// and rlab's cache are, in that order.
+	// BinaryAssetsDirectory is where the binaries are, used only if it
+	// holds every one this package runs. As with envtest,
+	// $KUBEBUILDER_ASSETS comes first; then this, $RLAB_ASSETS and rlab's
+	// cache. setup-envtest's directory (a kubebuilder Makefile sets
+	// KUBEBUILDER_ASSETS to it) has no kube-controller-manager: it is
+	// passed over.
 	BinaryAssetsDirectory string
-	// ControlPlaneStartTimeout bounds Start (default 60 s).
+	// ControlPlaneStartTimeout bounds the whole Start (default 60 s);
+	// envtest's bounds each process (default 20 s).
 	ControlPlaneStartTimeout time.Duration
 	// EchoCRD also installs rlab's Echo CRD (echoes.kkloud.io).
 	EchoCRD bool
@@ -72,14 +86,16 @@ type Environment struct {
 	mu      sync.Mutex
 	backend *cluster.Envtest
 	root    string
-	settled chan error // Settle's outcome, after Start returned
+	settled chan error // Settle's failure, nil if none, once it is over
 	cancel  context.CancelFunc
 }
 
-// Start starts the control plane, installs the CRDs, and returns once the
-// apiserver is healthy and kube-controller-manager runs: the garbage
-// collector discovered every CRD installed. The Nodes' not-ready taints are
-// lifted a moment later (a Pod created at once is scheduled then).
+// Start starts the control plane, installs the CRDs before the
+// controllers, and returns once the apiserver is healthy, every component
+// runs and the default namespace exists, as envtest waits for it. The
+// Nodes' not-ready taints are lifted a moment later (a Pod created at once
+// is scheduled then). If Start fails, the components' logs stay in the
+// directory its error names; nothing else does.
 func (te *Environment) Start() (*rest.Config, error) {
 	crds, err := te.readCRDs()
 	if err != nil {
@@ -94,15 +110,21 @@ func (te *Environment) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
+	logs, tmp := filepath.Join(root, "logs"), filepath.Join(root, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 	b := cluster.NewEnvtest(cluster.EnvtestOptions{
 		Assets:    dir,
 		RunDir:    filepath.Join(root, "run"),
-		LogDir:    filepath.Join(root, "logs"),
+		LogDir:    logs,
 		PIDDir:    filepath.Join(root, "pids"),
-		TempDir:   root,
+		TempDir:   tmp,
 		Log:       te.Log,
 		CRDs:      crds,
 		NoEchoCRD: !te.EchoCRD,
+		// Settle runs behind the tests (Start).
+		SettleStopsNothing: true,
 	})
 	timeout := te.ControlPlaneStartTimeout
 	if timeout == 0 {
@@ -110,28 +132,48 @@ func (te *Environment) Start() (*rest.Config, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	logs := filepath.Join(root, "logs")
-	if err := b.Serve(ctx); err != nil {
-		return nil, fmt.Errorf("testenv: start: %w (component logs in %s)", err, logs)
-	}
-	if err := b.Ready(ctx); err != nil {
+	if err := te.start(ctx, b); err != nil {
 		_ = b.Stop()
-		return nil, fmt.Errorf("testenv: start: %w (component logs in %s)", err, logs)
+		// The logs say why; nothing else is kept.
+		for _, d := range []string{"run", "pids", "tmp"} {
+			_ = os.RemoveAll(filepath.Join(root, d))
+		}
+		return nil, fmt.Errorf("testenv: start: %w (the components' logs are kept in %s)", err, logs)
 	}
+	// Behind the tests: the Nodes untainted (a Pod created before is
+	// scheduled then) and every component's /healthz. A failure is said at
+	// once and again by Stop; it stops nothing.
 	sctx, scancel := context.WithCancel(context.Background())
 	settled := make(chan error, 1)
-	go func() { settled <- b.Settle(sctx) }()
+	go func() {
+		err := b.Settle(sctx)
+		if err != nil && sctx.Err() == nil {
+			err = fmt.Errorf("the control plane did not settle: %w", err)
+			te.warn(err, logs)
+		} else {
+			err = nil
+		}
+		settled <- err
+	}()
 	te.mu.Lock()
 	te.backend, te.root, te.settled, te.cancel = b, root, settled, scancel
 	te.mu.Unlock()
-	te.Config = b.Config()
-	te.KubeConfig = b.Kubeconfig()
+	cfg := b.Config()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	te.Config = cfg
+	if len(te.KubeConfig) == 0 {
+		te.KubeConfig = b.Kubeconfig()
+	}
+	if te.Scheme == nil {
+		te.Scheme = scheme.Scheme
+	}
+	te.CRDs = crds
 	return te.Config, nil
 }
 
-// Stop stops every process Start started and removes its files. After a
-// failed settle (a Node never untainted) the logs are kept and the error
-// says where.
+// Stop stops every process Start started and removes its files. A
+// component that exited during the tests is an error naming it; then, or
+// if a component would not stop, the logs are kept where the error says.
 func (te *Environment) Stop() error {
 	te.mu.Lock()
 	b, root, settled, cancel := te.backend, te.root, te.settled, te.cancel
@@ -140,18 +182,46 @@ func (te *Environment) Stop() error {
 	if b == nil {
 		return nil
 	}
+	died := b.Exited()
 	cancel()
-	settleErr := <-settled
-	if errors.Is(settleErr, context.Canceled) {
-		settleErr = nil
-	}
-	if err := errors.Join(settleErr, b.Stop()); err != nil {
-		return fmt.Errorf("testenv: stop: %w (component logs in %s)", err, filepath.Join(root, "logs"))
+	if err := errors.Join(died, <-settled, b.Stop()); err != nil {
+		if died != nil {
+			err = fmt.Errorf("during the tests: %w", err)
+		}
+		return fmt.Errorf("testenv: stop: %w (the components' logs are kept in %s)", err, filepath.Join(root, "logs"))
 	}
 	if err := os.RemoveAll(root); err != nil {
 		return fmt.Errorf("testenv: stop: %w", err)
 	}
 	return nil
+}
+
+// start runs the backend's first two phases and waits for the default
+// namespace.
+func (te *Environment) start(ctx context.Context, b *cluster.Envtest) error {
+	if err := b.Serve(ctx); err != nil {
+		return err
+	}
+	if err := b.Ready(ctx); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(b.Config())
+	if err != nil {
+		return err
+	}
+	return cluster.Poll(ctx, 30*time.Second, "the default namespace", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		return err == nil, err
+	})
+}
+
+// warn says err where the tests' output shows it: te.Log, else stderr.
+func (te *Environment) warn(err error, logs string) {
+	if te.Log != nil {
+		te.Log.Error("testenv", "err", err, "logs", logs)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "testenv: %v (the components' logs: %s)\n", err, logs)
 }
 
 // readCRDs reads CRDDirectoryPaths as envtest does and adds CRDs.
@@ -167,7 +237,7 @@ func (te *Environment) readCRDs() ([]*apiextensionsv1.CustomResourceDefinition, 
 	return o.CRDs, nil
 }
 
-// assetsDir is the first of BinaryAssetsDirectory, $KUBEBUILDER_ASSETS,
+// assetsDir is the first of $KUBEBUILDER_ASSETS, BinaryAssetsDirectory,
 // $RLAB_ASSETS and rlab's cache that holds every binary needed. A
 // kubebuilder Makefile points KUBEBUILDER_ASSETS at setup-envtest's
 // directory, which has no kube-controller-manager: it is passed over.
@@ -179,8 +249,8 @@ func (te *Environment) assetsDir() (string, error) {
 		return ""
 	})
 	places := []struct{ what, dir string }{
-		{"BinaryAssetsDirectory", te.BinaryAssetsDirectory},
 		{"$KUBEBUILDER_ASSETS", os.Getenv("KUBEBUILDER_ASSETS")},
+		{"BinaryAssetsDirectory", te.BinaryAssetsDirectory},
 		{"$RLAB_ASSETS", os.Getenv("RLAB_ASSETS")},
 		{"rlab's cache", cache},
 	}

@@ -7,21 +7,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/proc"
 	"github.com/kkloud/rlab/sim/simtest"
 )
@@ -130,6 +136,12 @@ func TestEnvironment(t *testing.T) {
 		})
 	})
 
+	t.Run("a CRD applied after Start gets garbage collection", func(t *testing.T) {
+		lateCRDCollected(t, te, c)
+	})
+
+	// Read now: the garbage collector has been restarted since Start.
+	pids = entries(t, te)
 	root := te.root
 	stopped = true
 	if err := te.Stop(); err != nil {
@@ -145,6 +157,59 @@ func TestEnvironment(t *testing.T) {
 	}
 	if err := te.Stop(); err != nil {
 		t.Errorf("a second Stop: %v", err)
+	}
+}
+
+// lateCRDCollected applies a CRD, as a spec that installs its own would,
+// and checks that an owner of the new kind has its dependent collected
+// within seconds, not after the garbage collector's 30 s resync.
+func lateCRDCollected(t *testing.T, te *Environment, c client.Client) {
+	ext, err := apiextensionsclient.NewForConfig(te.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bar := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "bars.late.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "late.example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "bars", Singular: "bar", Kind: "Bar", ListKind: "BarList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	ctx := t.Context()
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, bar, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Bar"})
+	owner.SetNamespace("default")
+	owner.SetName("late-owner")
+	// Refused until the CRD is served, then held 2 s by the apiserver.
+	simtest.Eventually(t, 30*time.Second, "a Bar created", func(ctx context.Context) (bool, error) {
+		return c.Create(ctx, owner) == nil, nil
+	})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late-owned", Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "late.example.com/v1", Kind: "Bar", Name: owner.GetName(), UID: owner.GetUID()}}}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	simtest.Eventually(t, 10*time.Second, "the Bar's ConfigMap collected", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), nil
+	})
+	t.Logf("collected %v after the Bar was deleted", time.Since(deleted).Round(time.Millisecond))
+	// Because the garbage collector was restarted for it, not by a lucky
+	// resync.
+	restarted := slices.ContainsFunc(te.backend.Timeline().Marks, func(m cluster.Mark) bool {
+		return m.Who == cluster.GarbageCollector && strings.Contains(m.What, bar.Name)
+	})
+	if !restarted {
+		t.Errorf("the garbage collector was not restarted for %s", bar.Name)
 	}
 }
 
@@ -166,6 +231,9 @@ func entries(t *testing.T, te *Environment) []proc.Entry {
 const helperEnv = "RLAB_TESTENV_HELPER"
 
 func TestMain(m *testing.M) {
+	// controller-runtime's client logs through a logger that complains,
+	// with a stack trace, when none is set.
+	log.SetLogger(logr.Discard())
 	if os.Getenv(helperEnv) == "" {
 		os.Exit(m.Run())
 	}
