@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +16,28 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 )
+
+// applyCRD creates crd, or updates the one of its name.
+func applyCRD(ctx context.Context, api apiextensionsv1client.CustomResourceDefinitionInterface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	crd.ResourceVersion = ""
+	if _, err := api.Create(ctx, crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			cur, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			crd.ResourceVersion = cur.ResourceVersion
+			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("update CRD %s: %w", crd.Name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+	}
+	return nil
+}
 
 // installCRDs creates (or updates) crds, a project's own, and waits until
 // each is Established, served in discovery under every served version and
@@ -27,23 +50,8 @@ func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.
 	}
 	api := cs.ApiextensionsV1().CustomResourceDefinitions()
 	for _, c := range crds {
-		crd := c.DeepCopy()
-		crd.ResourceVersion = ""
-		if _, err := api.Create(ctx, crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-				cur, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				crd.ResourceVersion = cur.ResourceVersion
-				_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("update CRD %s: %w", crd.Name, err)
-			}
-		} else if err != nil {
-			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		if err := applyCRD(ctx, api, c.DeepCopy()); err != nil {
+			return err
 		}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)

@@ -9,11 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 )
@@ -61,21 +59,8 @@ func installEchoCRDMarked(ctx context.Context, cfg *rest.Config, poll pollFunc, 
 		return fmt.Errorf("client: %w", err)
 	}
 	crds := cs.ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			cur, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			crd.ResourceVersion = cur.ResourceVersion
-			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("install: update CRD %s: %w", crd.Name, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("install: create CRD %s: %w", crd.Name, err)
+	if err := applyCRD(ctx, crds, crd); err != nil {
+		return fmt.Errorf("install: %w", err)
 	}
 	mark("Echo CRD created")
 	if err := waitEstablished(ctx, cs, crd.Name, poll); err != nil {
