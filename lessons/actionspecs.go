@@ -322,22 +322,29 @@ func setNames(prefix string, n int) string {
 	return SetName(prefix, 1) + " … " + SetName(prefix, n)
 }
 
+// GradesOperator: c judges the student's operator or project as it is
+// (operator_check, project_test), not an act in the sandbox.
+func (c Cond) GradesOperator() bool {
+	return c.Kind == CondOperatorCheck || c.Kind == CondProjectTest
+}
+
 // Gated says whether the step's check waits for the student to act: it has
 // an action that leaves a trace. A step that only shows something, or whose
 // action is a request the apiserver refuses (nothing changes), is checked
 // from the moment it is shown.
 //
-// A step graded by rlab check's checks (operator_check) is not gated
-// either: the student's act is saving their operator's file, which the
-// operator picks up by re-executing itself, leaving no trace; the checks
-// judge the operator as it runs, whenever that was.
+// A step graded by rlab check's checks (operator_check) or by the
+// project's own tests (project_test) is not gated either: the student's
+// act is saving their operator's file, which the operator picks up by
+// re-executing itself, leaving no trace; the checks judge the operator as
+// it runs, whenever that was.
 func (s *Step) Gated() bool {
 	if s.Action == nil || len(s.Action.Play) == 0 {
 		return false
 	}
 	if s.Check != nil {
 		for _, c := range s.Check.Conds {
-			if c.Kind == CondOperatorCheck {
+			if c.GradesOperator() {
 				return false
 			}
 		}

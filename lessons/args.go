@@ -29,6 +29,7 @@ const (
 	tStyle         // one style; go (the Go styles); all
 	tGoStyle       // one style with a Lease and watches, or go
 	tStrings       // a list of words
+	tTests         // a list of Go test names: TestReconcileMakesDeployment
 	tErrKind       // an apiserver error reason: invalid, conflict, forbidden, internal
 	tMode          // a partition: refuse or hang
 	tOperator      // the name of the student's operator the lesson runs
@@ -212,20 +213,27 @@ func (p *parser) args(n *yaml.Node, what string, sp spec, isOp bool) Args {
 	return out
 }
 
+// testNameRE is a Go test function's name, which go test -run takes whole.
+var testNameRE = regexp.MustCompile(`^Test[A-Z0-9_][A-Za-z0-9_]*$`)
+
 // value reads one scalar (or list) of type t.
 func (p *parser) value(n *yaml.Node, what string, t argType) (any, bool) {
 	if t == tChecks {
 		return p.checkIDs(n, what)
 	}
-	if t == tStrings {
+	if t == tStrings || t == tTests {
+		re, one := wordRE, "a word"
+		if t == tTests {
+			re, one = testNameRE, "a Go test's name (TestSomething)"
+		}
 		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-			p.errorf(n, "%s: want a list of words, got %s", what, kindName(n))
+			p.errorf(n, "%s: want a list of %ss, got %s", what, strings.TrimPrefix(one, "a "), kindName(n))
 			return nil, false
 		}
 		var out []string
 		for _, c := range n.Content {
-			if c.Kind != yaml.ScalarNode || !wordRE.MatchString(c.Value) {
-				p.errorf(c, "%s: want a word, got %s", what, kindName(c))
+			if c.Kind != yaml.ScalarNode || !re.MatchString(c.Value) {
+				p.errorf(c, "%s: want %s, got %s", what, one, kindName(c))
 				return nil, false
 			}
 			out = append(out, c.Value)

@@ -21,8 +21,24 @@ type checkSpec struct {
 // CondOperatorCheck grades the student's operator with rlab check's checks.
 const CondOperatorCheck = "operator_check"
 
+// CondProjectTest runs go test in the student's Go project.
+const CondProjectTest = "project_test"
+
 // checks are the checks a lesson can name.
 var checks = map[string]checkSpec{
+	CondProjectTest: {
+		args: spec{required: argTypes{"operator": tOperator, "tests": tTests}, optional: argTypes{"needs_gc": tBool, "fails_with": tProject}},
+		words: func(s say, a Args) string {
+			w := s.f("go test passes %s in its project", strings.Join(a.List("tests"), ", "))
+			if a.Bool("needs_gc") {
+				w += s.f(", and fails them without the garbage collector")
+			}
+			if a.File("fails_with").Name != "" {
+				w += s.f(", and fails them on the lesson's broken version (%s)", a.File("fails_with").Name)
+			}
+			return w
+		},
+	},
 	CondOperatorCheck: {
 		args: spec{required: argTypes{"operator": tOperator, "checks": tChecks}},
 		words: func(s say, a Args) string {

@@ -208,6 +208,8 @@ func TestCheckWordsEnglish(t *testing.T) {
 // checkVariants take every branch of the checks' words and of who.
 var checkVariants = []Cond{
 	{Kind: "operator_check", Args: Args{"operator": "mine", "checks": []string{"converge", "gc"}}},
+	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA", "TestB"}}},
+	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA"}, "needs_gc": true, "fails_with": File{Name: "_broken/x"}}},
 	{Kind: "echo_status", Args: Args{"style": "all", "name": "hello", "ready": "2/2"}},
 	{Kind: "status_current", Args: Args{"style": "go", "name": "hello", "current": true}},
 	{Kind: "status_current", Args: Args{"style": "shell", "name": "hello", "current": false}},

@@ -27,12 +27,14 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 )
 
-// The Go project of lesson 20 is in folders whose names begin with _, which
-// go build ./... skips: it is a module of its own, not a package of rlab's.
+// The Go projects of lessons 20 and 22 are in folders whose names begin
+// with _, which go build ./... skips: each is a module of its own, not a
+// package of rlab's. _broken holds the versions a project_test's tests must
+// fail on.
 //
 //go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
 //go:embed [0-9][0-9]-*/i18n i18n
-//go:embed all:[0-9][0-9]-*/_project all:[0-9][0-9]-*/_steps
+//go:embed all:[0-9][0-9]-*/_project all:[0-9][0-9]-*/_steps all:[0-9][0-9]-*/_broken
 var embedded embed.FS
 
 // Lesson is one lesson of the course.
@@ -74,7 +76,11 @@ type Operator struct {
 	// folder (a bash script, or a Go project); rlab runs it when the
 	// student brings none.
 	Starter File
-	Line    int
+	// From, if set, is the lesson whose Go project this one continues:
+	// the starter is that lesson's project as its last step leaves it,
+	// with this lesson's folder laid over it.
+	From int
+	Line int
 }
 
 // File is a version of the student's operator in a lesson's folder: a
@@ -272,7 +278,22 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 			continue
 		}
 		l.Number, l.Slug, l.Dir, l.README = n, m[2], e.Name(), string(readme)
-		if err := readFiles(fsys, file, l); err != nil {
+		var base *File
+		if l.Operator != nil && l.Operator.From != 0 {
+			i := slices.IndexFunc(out, func(o *Lesson) bool { return o.Number == l.Operator.From })
+			if i < 0 || out[i].Operator == nil || !out[i].Operator.Starter.IsProject() {
+				errs = append(errs, &Error{File: file, Line: l.Operator.Line,
+					Msg: fmt.Sprintf("operator: from_lesson %d: no earlier lesson with a Go project of the student's", l.Operator.From)})
+				continue
+			}
+			last, err := out[i].Version(len(out[i].Steps) - 1)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			base = &last
+		}
+		if err := readFiles(fsys, file, l, base); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -294,8 +315,9 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 }
 
 // readFiles reads the scripts l names (its starter, the files its actions
-// play) from its folder; file names lesson.yaml in errors.
-func readFiles(fsys fs.FS, file string, l *Lesson) error {
+// play) from its folder; file names lesson.yaml in errors. A project's
+// starter is laid over base, if given (from_lesson).
+func readFiles(fsys fs.FS, file string, l *Lesson, base *File) error {
 	var errs []error
 	read := func(f *File, line int) {
 		if isProjectName(f.Name) {
@@ -316,9 +338,24 @@ func readFiles(fsys fs.FS, file string, l *Lesson) error {
 	var last File // the project as the steps so far leave it
 	if l.Operator != nil {
 		read(&l.Operator.Starter, l.Operator.Line)
+		if base != nil {
+			l.Operator.Starter = overlay(*base, l.Operator.Starter)
+		}
 		last = l.Operator.Starter
 	}
 	for _, s := range l.Steps {
+		if s.Check != nil {
+			// A check's project (project_test's fails_with) is laid over
+			// the student's when it runs: read as it is.
+			for _, c := range s.Check.Conds {
+				for k, v := range c.Args {
+					if f, ok := v.(File); ok {
+						read(&f, c.Line)
+						c.Args[k] = f
+					}
+				}
+			}
+		}
 		if s.Action == nil {
 			continue
 		}
@@ -593,7 +630,7 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 // operator reads `operator: {name: mine, starter: starter.sh}`, or for a Go
 // project `operator: {name: mine, project: _project}`.
 func (p *parser) operator(n *yaml.Node) *Operator {
-	f := p.fields(n, "operator", []string{"name"}, []string{"starter", "project"})
+	f := p.fields(n, "operator", []string{"name"}, []string{"starter", "project", "from_lesson"})
 	if f == nil {
 		return nil
 	}
@@ -611,6 +648,14 @@ func (p *parser) operator(n *yaml.Node) *Operator {
 	if v := f["project"]; v != nil {
 		if file, ok := p.value(v, "operator: project", tProject); ok {
 			o.Starter = file.(File)
+		}
+	}
+	if v := f["from_lesson"]; v != nil {
+		if from, ok := p.value(v, "operator: from_lesson", tInt); ok {
+			o.From = from.(int)
+		}
+		if f["project"] == nil {
+			p.errorf(n, "operator: from_lesson continues a Go project: give project too")
 		}
 	}
 	if (f["starter"] == nil) == (f["project"] == nil) {

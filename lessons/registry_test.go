@@ -18,7 +18,7 @@ func sample(name string, t argType) string {
 	return map[argType]string{
 		tString: "x", tName: "hello", tInt: "1", tDuration: "1s", tBool: "true",
 		tStyle: StyleAll, tGoStyle: StyleGo, tStrings: "[get]", tErrKind: "conflict", tMode: "refuse", tWhere: "echo", tResource: "Echo", tChange: "status", tQPS: "50",
-		tOperator: "mine", tChecks: "[owner, gc]", tFile: "owner.sh", tProject: "_steps/owner", tDefaultsCache: "named", tEvent: "add", tMessage: "x", tFault: "stale:2s", tFaultKind: "conflict",
+		tOperator: "mine", tChecks: "[owner, gc]", tTests: "[TestX]", tFile: "owner.sh", tProject: "_steps/owner", tDefaultsCache: "named", tEvent: "add", tMessage: "x", tFault: "stale:2s", tFaultKind: "conflict",
 	}[t]
 }
 

@@ -19,7 +19,8 @@ import (
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
-// grader runs the operator_checks of one awaited check in the background.
+// grader runs the operator_checks and project_tests of one awaited check
+// in the background.
 type grader struct {
 	mu     sync.Mutex
 	grades map[string]*checks.Grade
@@ -31,6 +32,14 @@ type grader struct {
 func (p *Player) grade(ctx context.Context, c *lessons.Check) *grader {
 	g := &grader{grades: map[string]*checks.Grade{}}
 	for _, cond := range c.Conds {
+		if cond.Kind == lessons.CondProjectTest {
+			key := checks.ProjectTestKey(cond.Args)
+			if g.grades[key] == nil {
+				g.grades[key] = &checks.Grade{}
+				g.wg.Go(func() { p.testLoop(ctx, g, key, cond.Args) })
+			}
+			continue
+		}
 		if cond.Kind != lessons.CondOperatorCheck {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"go/format"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,22 @@ func TestProjectVersions(t *testing.T) {
 				t.Errorf("%s: %s as the last step leaves it still has a TODO", l.Dir, p)
 			}
 		}
+		// A project_test's broken version, laid over the project as its
+		// step leaves it, builds: its tests must fail, not fail to build.
+		for i, step := range l.Steps {
+			if step.Check == nil {
+				continue
+			}
+			for _, c := range step.Check.Conds {
+				if broken := c.Args.File("fails_with"); broken.Name != "" {
+					at, err := l.Version(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					versions = append(versions, lessons.File{Name: broken.Name, Files: overlay(at.Files, broken.Files)})
+				}
+			}
+		}
 		for _, v := range versions {
 			t.Run(l.Dir+"/"+v.Name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -111,6 +128,13 @@ func TestProjectVersions(t *testing.T) {
 	if projects == 0 {
 		t.Fatal("no lesson has a Go project")
 	}
+}
+
+// overlay is files with over laid over them.
+func overlay(files, over map[string][]byte) map[string][]byte {
+	out := maps.Clone(files)
+	maps.Copy(out, over)
+	return out
 }
 
 // readModFile is the modules a go.mod requires, path → version.

@@ -43,6 +43,20 @@ var checks = map[string]checkKind{
 		},
 	},
 
+	// go test passes the tests named in the project the student's
+	// operator runs (and fails them without the garbage collector, or on
+	// the lesson's broken version). The runs go on in the background
+	// (Player.testLoop), as operator_check's.
+	lessons.CondProjectTest: {
+		eval: func(a Args, v View, st style.Style) styleResult {
+			g, ok := v.Grades[ProjectTestKey(a)]
+			if !ok {
+				return styleResult{detail: "not run yet"}
+			}
+			return g.result(ProjectTestIDs(a))
+		},
+	},
+
 	// The Echo's status.ready reads ready.
 	"echo_status": {
 		eval: func(a Args, v View, st style.Style) styleResult {

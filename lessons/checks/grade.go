@@ -38,6 +38,31 @@ func GradeKey(a Args) string {
 	return a.Str("operator") + ":" + strings.Join(a.List("checks"), ",")
 }
 
+// The runs of a project_test besides the one of its tests: each must fail
+// one of them.
+const (
+	WithoutGC = "without the garbage collector"
+	OnBroken  = "on the lesson's broken version"
+)
+
+// ProjectTestKey names the runs of one project_test condition.
+func ProjectTestKey(a Args) string {
+	return "go test:" + a.Str("operator") + ":" + strings.Join(ProjectTestIDs(a), ",")
+}
+
+// ProjectTestIDs are the results a project_test needs, all passed: one per
+// test, then WithoutGC (needs_gc) and OnBroken (fails_with).
+func ProjectTestIDs(a Args) []string {
+	ids := slices.Clone(a.List("tests"))
+	if a.Bool("needs_gc") {
+		ids = append(ids, WithoutGC)
+	}
+	if a.File("fails_with").Name != "" {
+		ids = append(ids, OnBroken)
+	}
+	return ids
+}
+
 // Passed says whether the last finished run passed every check of ids.
 func (g Grade) Passed(ids []string) bool {
 	if g.Runs == 0 {

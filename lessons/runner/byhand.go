@@ -201,15 +201,16 @@ func meantToBeRefused(a *lessons.Action) bool {
 
 // needsAct: step s asks the student to do something in the sandbox,
 // and its check is about that act. Not a step that only shows something,
-// nor one graded by rlab check's checks, which judge the student's
-// operator whenever it changed (lesson 12's starter already passes some).
+// nor one graded by rlab check's checks or the project's tests, which judge
+// the student's operator whenever it changed (lesson 12's starter already
+// passes some).
 func needsAct(s *lessons.Step) bool {
 	a := s.Action
 	if a == nil || a.Kubectl == "" && a.Key == "" && len(a.Play) == 0 {
 		return false
 	}
 	for _, c := range s.Check.Conds {
-		if c.Kind == lessons.CondOperatorCheck {
+		if c.GradesOperator() {
 			return false
 		}
 	}

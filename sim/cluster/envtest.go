@@ -96,6 +96,9 @@ type EnvtestOptions struct {
 	// kube-controller-manager starts, as the Echo CRD is (sim/testenv).
 	CRDs      []*apiextensionsv1.CustomResourceDefinition
 	NoEchoCRD bool
+	// NoGarbageCollector runs no garbage collector: what envtest lacks,
+	// for a test that must fail without it (lesson 22's check).
+	NoGarbageCollector bool
 	// SettleStopsNothing keeps the control plane up when Settle fails:
 	// sim/testenv runs Settle behind the tests, which may well pass with a
 	// Node still tainted, and reports the failure at Stop.
@@ -307,7 +310,11 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 		return err
 	}
 	if err := e.step("controllers", func() error {
-		h, err := e.startControllers("kube-controller-manager", GarbageCollector)
+		names := []string{"kube-controller-manager", GarbageCollector}
+		if e.opts.NoGarbageCollector {
+			names = names[:1]
+		}
+		h, err := e.startControllers(names...)
 		e.mu.Lock()
 		e.health = append(h, e.health...)
 		e.mu.Unlock()
@@ -315,7 +322,9 @@ func (e *Envtest) Ready(ctx context.Context) (err error) {
 	}); err != nil {
 		return err
 	}
-	e.watchCRDs()
+	if !e.opts.NoGarbageCollector {
+		e.watchCRDs()
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/shell"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/proxy"
@@ -294,7 +296,22 @@ func writeScript(dir string, st style.Style, name string, script []byte) (string
 
 // ProjectCommand is the command line that runs the Go module in dir, as a
 // student runs theirs: go run ./cmd, from its folder.
-func ProjectCommand(dir string) string { return "cd " + shellQuote(dir) + " && exec go run ./cmd" }
+func ProjectCommand(dir string) string { return "cd " + shellQuote(dir) + projectRun }
+
+const projectRun = " && exec go run ./cmd"
+
+// projectDirOf is the folder of a command ProjectCommand made.
+func projectDirOf(command string) (string, bool) {
+	q, ok := strings.CutPrefix(command, "cd '")
+	if !ok {
+		return "", false
+	}
+	q, ok = strings.CutSuffix(q, "'"+projectRun)
+	if !ok {
+		return "", false
+	}
+	return strings.ReplaceAll(q, `'\''`, "'"), true
+}
 
 // writeProject writes a custom operator's Go project to folder
 // <style>-<name> in the operators dir, over any version written there
@@ -313,10 +330,24 @@ func writeProject(operators string, st style.Style, name string, files map[strin
 	return ProjectCommand(dir), nil
 }
 
+// SourcePlaceholder, in a project's go.mod, stands for rlab's source tree:
+// a lesson's project whose tests use sim/testenv replaces rlab's module
+// with it (replace github.com/kkloud/rlab => RLAB_SOURCE). WriteProject
+// writes the tree's path in its place.
+const SourcePlaceholder = "RLAB_SOURCE"
+
 // WriteProject writes a Go project's files (by slash-separated path in it)
-// under dir, making the folders they need.
+// under dir, making the folders they need; in go.mod, rlab's source tree
+// for SourcePlaceholder.
 func WriteProject(dir string, files map[string][]byte) error {
 	for p, data := range files {
+		if p == "go.mod" && bytes.Contains(data, []byte("=> "+SourcePlaceholder)) {
+			root, err := assets.SourceRoot(os.Getenv)
+			if err != nil {
+				return fmt.Errorf("this project's tests use rlab's testenv package, from rlab's source tree: %w", err)
+			}
+			data = bytes.ReplaceAll(data, []byte("=> "+SourcePlaceholder), []byte("=> "+root))
+		}
 		rel := filepath.FromSlash(p)
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("%q is not a path inside the project", p)
@@ -345,6 +376,27 @@ func (c *Customs) CustomCommand(st style.Style) (string, error) {
 		return "", fmt.Errorf("operator %s runs %q, not a command line", st, sp.Args)
 	}
 	return sp.Args[1], nil
+}
+
+// ProjectDir is the folder of the Go project custom operator st runs now:
+// the lesson's version written to the run dir, or, for a command of the
+// student's (go run ./cmd), rlab's working directory if it holds a go.mod.
+func (c *Customs) ProjectDir(st style.Style) (string, error) {
+	command, err := c.CustomCommand(st)
+	if err != nil {
+		return "", err
+	}
+	if dir, ok := projectDirOf(command); ok {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(wd, "go.mod")); err != nil {
+		return "", fmt.Errorf("operator %s runs %q in %s, which holds no go.mod: start the lesson from your project's folder", st, command, wd)
+	}
+	return wd, nil
 }
 
 // setCustomCommand restarts every replica of custom operator st with

@@ -202,3 +202,17 @@ func TestTuningArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectDirOf: the folder comes back out of the command that runs it,
+// quotes and all; another command has none.
+func TestProjectDirOf(t *testing.T) {
+	for _, dir := range []string{"/tmp/run/operators/mine-cache", "/tmp/it's here"} {
+		got, ok := projectDirOf(ProjectCommand(dir))
+		if !ok || got != dir {
+			t.Errorf("projectDirOf(ProjectCommand(%q)) = %q, %v", dir, got, ok)
+		}
+	}
+	if _, ok := projectDirOf("go run ./cmd"); ok {
+		t.Error("a student's go run ./cmd has a folder of its own")
+	}
+}

@@ -41,6 +41,11 @@ import (
 	"github.com/kkloud/rlab/sim/cluster"
 )
 
+// NoGarbageCollectorEnv, set to anything, starts no garbage collector, as
+// envtest: rlab's lesson 22 runs a student's tests so to see that one of
+// them needs it.
+const NoGarbageCollectorEnv = "RLAB_TESTENV_NO_GC"
+
 // needed are the binaries a test environment runs (kubectl is not).
 var needed = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"}
 
@@ -125,6 +130,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 		NoEchoCRD: !te.EchoCRD,
 		// Settle runs behind the tests (Start).
 		SettleStopsNothing: true,
+		NoGarbageCollector: os.Getenv(NoGarbageCollectorEnv) != "",
 	})
 	timeout := te.ControlPlaneStartTimeout
 	if timeout == 0 {

@@ -50,7 +50,7 @@ func TestEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Start took %v", time.Since(began).Round(time.Millisecond))
-	pids := entries(t, te)
+	pids := entries(t, te, true)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -141,7 +141,7 @@ func TestEnvironment(t *testing.T) {
 	})
 
 	// Read now: the garbage collector has been restarted since Start.
-	pids = entries(t, te)
+	pids = entries(t, te, true)
 	root := te.root
 	stopped = true
 	if err := te.Stop(); err != nil {
@@ -213,15 +213,20 @@ func lateCRDCollected(t *testing.T, te *Environment, c client.Client) {
 	}
 }
 
-// entries are the processes te started, read from its pid directory.
-func entries(t *testing.T, te *Environment) []proc.Entry {
+// entries are the processes te started, read from its pid directory; with
+// gc, the garbage collector too.
+func entries(t *testing.T, te *Environment, gc bool) []proc.Entry {
 	t.Helper()
 	es, err := proc.Entries(filepath.Join(te.root, "pids"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) < len(needed)+1 { // the garbage collector is a second kube-controller-manager
-		t.Fatalf("%d processes recorded, want at least %d: %+v", len(es), len(needed)+1, es)
+	want := len(needed)
+	if gc { // the garbage collector is a second kube-controller-manager
+		want++
+	}
+	if len(es) < want {
+		t.Fatalf("%d processes recorded, want at least %d: %+v", len(es), want, es)
 	}
 	return es
 }
@@ -311,6 +316,30 @@ func TestKilledTestBinary(t *testing.T) {
 	// and the files are what is left (in the temp dir).
 	if root != "" {
 		_ = os.RemoveAll(root)
+	}
+}
+
+// TestNoGarbageCollector: with NoGarbageCollectorEnv set, the control
+// plane runs no garbage collector, as envtest's: what lesson 22's check
+// runs a student's test on, where it must fail.
+func TestNoGarbageCollector(t *testing.T) {
+	simtest.NeedsControlPlane(t)
+	t.Setenv(NoGarbageCollectorEnv, "1")
+	te := &Environment{}
+	if _, err := te.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	var names []string
+	for _, e := range entries(t, te, false) {
+		names = append(names, e.Name)
+	}
+	if slices.Contains(names, cluster.GarbageCollector) || !slices.Contains(names, "kube-controller-manager") {
+		t.Errorf("processes %v: want kube-controller-manager and no %s", names, cluster.GarbageCollector)
 	}
 }
 
