@@ -120,6 +120,7 @@ func writeStarterProject(stderr io.Writer, l *lessons.Lesson, f lessons.File, di
 		return err
 	}
 	if err := sandbox.WriteProject(dir, f.Files); err != nil {
+		_ = os.RemoveAll(dir) // made just now, above: nothing of the student's
 		return fmt.Errorf("write %s: %w", dir, err)
 	}
 	fmt.Fprintf(stderr, "wrote the Go module %s; run it with: cd %s && rlab lesson start %d --operator %s='go run ./cmd'\n",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -340,14 +341,17 @@ const SourcePlaceholder = "RLAB_SOURCE"
 // under dir, making the folders they need; in go.mod, rlab's source tree
 // for SourcePlaceholder.
 func WriteProject(dir string, files map[string][]byte) error {
-	for p, data := range files {
-		if p == "go.mod" && bytes.Contains(data, []byte("=> "+SourcePlaceholder)) {
-			root, err := assets.SourceRoot(os.Getenv)
-			if err != nil {
-				return fmt.Errorf("this project's tests use rlab's testenv package, from rlab's source tree: %w", err)
-			}
-			data = bytes.ReplaceAll(data, []byte("=> "+SourcePlaceholder), []byte("=> "+root))
+	// Before any file is written: a project that cannot build is not
+	// written half.
+	if data := files["go.mod"]; bytes.Contains(data, []byte("=> "+SourcePlaceholder)) {
+		root, err := assets.SourceRoot(os.Getenv)
+		if err != nil {
+			return fmt.Errorf("this project's tests use rlab's testenv package, from rlab's source tree: %w", err)
 		}
+		files = maps.Clone(files)
+		files["go.mod"] = bytes.ReplaceAll(data, []byte("=> "+SourcePlaceholder), []byte("=> "+root))
+	}
+	for p, data := range files {
 		rel := filepath.FromSlash(p)
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("%q is not a path inside the project", p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
+	"github.com/kkloud/rlab/sim/assets"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
@@ -214,5 +215,45 @@ func TestProjectDirOf(t *testing.T) {
 	}
 	if _, ok := projectDirOf("go run ./cmd"); ok {
 		t.Error("a student's go run ./cmd has a folder of its own")
+	}
+}
+
+// TestWriteProjectSource: a go.mod that replaces rlab's module with
+// SourcePlaceholder gets rlab's source tree; where there is none to find,
+// one error and no file written.
+func TestWriteProjectSource(t *testing.T) {
+	files := map[string][]byte{
+		"go.mod":      []byte("module example.com/echo\n\nreplace github.com/kkloud/rlab => " + SourcePlaceholder + "\n"),
+		"cmd/main.go": []byte("package main\n"),
+	}
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, assets.BuildScript), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RLAB_SRC", src)
+	dir := t.TempDir()
+	if err := WriteProject(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil || !strings.Contains(string(got), "=> "+src+"\n") {
+		t.Errorf("go.mod %q (%v), want rlab's source tree %s", got, err, src)
+	}
+	if !strings.Contains(string(files["go.mod"]), SourcePlaceholder) {
+		t.Error("WriteProject changed the files it was given")
+	}
+
+	t.Setenv("RLAB_SRC", "")
+	t.Chdir(t.TempDir())
+	dir = filepath.Join(t.TempDir(), "p")
+	err = WriteProject(dir, files)
+	if err == nil || !strings.Contains(err.Error(), "RLAB_SRC") {
+		t.Errorf("WriteProject with no source tree: %v, want an error naming RLAB_SRC", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s written (%v)", dir, err)
 	}
 }
