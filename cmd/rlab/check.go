@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/ship"
 )
 
 type checkFlags struct {
@@ -30,6 +33,7 @@ type checkFlags struct {
 	ShellInterval time.Duration
 	Only          []string
 	Chaos         string // "": none; "all", or kinds
+	Ship          string // a Go operator's folder to run in the cluster
 	clusterFlags
 }
 
@@ -66,8 +70,14 @@ required check fails.`,
   rlab check --replicas 2 -- go run ./cmd --leader-elect --health-probe-bind-address=0
   rlab check runtime --replicas 2 --output json
   rlab check --chaos ./my-operator.sh
-  rlab check --chaos=stale,crash runtime`,
-		Args: cobra.MinimumNArgs(1),
+  rlab check --chaos=stale,crash runtime
+  rlab check --backend kind --ship ./echo --rbac ./echo/config/rbac --replicas 2 -- --leader-elect`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.Ship != "" {
+				return nil // the args are the manager's
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -88,6 +98,8 @@ required check fails.`,
 	fs.StringVar(&f.Chaos, "chaos", "", "after the checks, run a small workload clean and under each fault at the operator's proxies, and judge each run against the clean one; "+
 		"--chaos=`KINDS` runs only those (comma-separated, KIND:DURATION for another duration): "+strings.Join(check.ChaosKinds(), ", "))
 	fs.Lookup("chaos").NoOptDefVal = "all"
+	fs.StringVar(&f.Ship, "ship", "", "run the Go operator in `DIR` in the cluster instead (--backend kind): build its ./cmd into an image, load it into the node, "+
+		"deploy it with its ServiceAccount and RBAC, and grade it there; ARGs are then the manager's flags. Not with --chaos (no proxy in its path)")
 	f.clusterFlags.register(fs)
 	return cmd
 }
@@ -109,7 +121,7 @@ type checkReport struct {
 // operator is what to check: a built-in style, or a custom one running
 // the command line.
 func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, string, error) {
-	if len(args) == 1 {
+	if len(args) == 1 && f.Ship == "" {
 		if st, err := style.Parse(args[0]); err == nil {
 			if f.RBAC != "" {
 				return "", "", fmt.Errorf("--rbac grades your own operator: the built-in %s runs with its own Role", st)
@@ -130,6 +142,10 @@ func (f checkFlags) operator(args []string, o *launch.Options) (style.Style, str
 	g, err := ownRBAC(f.RBAC, role)
 	if err != nil {
 		return "", "", err
+	}
+	if f.Ship != "" {
+		o.Custom = []sandbox.Custom{{Name: st, Shipped: true, Replicas: f.Replicas, Role: role, RBAC: g}}
+		return st, "shipped from " + f.Ship + " " + shellJoin(args), nil
 	}
 	command := args[0]
 	if len(args) > 1 {
@@ -207,7 +223,22 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer l.Close()
 	rec := check.NewRequestLog(l.Bus, st)
+	if f.Ship != "" {
+		rec = check.NewRequestLogOf(l.Bus, st, ship.SourcePrefix)
+	}
 	defer rec.Close()
+	var img *ship.Image
+	if f.Ship != "" {
+		// Before the sandbox: a project that does not build is reported
+		// before a cluster is made for it.
+		if img, err = buildShipImage(ctx, f.Ship, st); err != nil {
+			return finish(err)
+		}
+		defer os.RemoveAll(filepath.Dir(img.Archive))
+		if text {
+			fmt.Fprintf(stdout, "image %s: go build %.1fs, image %.2fs, %.1f MB\n", img.Ref, img.Build.Seconds(), img.Pack.Seconds(), float64(img.Size)/1e6)
+		}
+	}
 	sb, err := l.Start(ctx, opts)
 	if err != nil {
 		return finish(startErr(ctx, err))
@@ -216,12 +247,24 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if text {
 		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, rep.Backend)
 	}
+	target := check.Sandbox(sb)
+	if f.Ship != "" {
+		pods, err := shipInto(ctx, sb, l, st, img, int32(f.Replicas), args, stdout, text)
+		if pods != nil {
+			defer pods.Close()
+		}
+		if err != nil {
+			return finish(err)
+		}
+		target = check.InCluster(sb, pods)
+	}
 	var granted *rbac.Grant
 	if c, ok := sb.Customs().Custom(st); ok {
 		granted = c.RBAC
 	}
-	results, err := check.Run(ctx, check.Sandbox(sb), rec, check.Options{
+	results, err := check.Run(ctx, target, rec, check.Options{
 		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only, RBAC: granted, Chaos: chaos,
+		InCluster: f.Ship != "",
 		Progress: func(r check.Result) {
 			if text {
 				printResult(stdout, r)

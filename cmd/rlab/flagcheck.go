@@ -199,7 +199,7 @@ func (f checkFlags) validate(args []string) error {
 		slow = fmt.Errorf("--within %s: want more than --shell-interval (%s): the shell loop sees a change only at its next poll", f.Within, f.ShellInterval)
 	}
 	return firstErr(
-		oneOf("--output", f.Output, "text", "json"), only, chaos, name, role,
+		oneOf("--output", f.Output, "text", "json"), only, chaos, name, role, f.shipErr(),
 		between("--replicas", f.Replicas, 1, sandbox.MaxReplicas),
 		atLeast("--within", f.Within, time.Second, "30s"),
 		atLeast("--settle", f.Settle, time.Second, "5s"),
@@ -319,4 +319,18 @@ func nonEmpty(flag, v, eg string) error {
 		return nil
 	}
 	return fmt.Errorf("%s %q: want a name, e.g. %s", flag, v, eg)
+}
+
+// shipErr says why --ship cannot be, before anything is built or started.
+func (f checkFlags) shipErr() error {
+	if f.Ship == "" {
+		return nil
+	}
+	if b, err := backend.Parse(f.Backend); err == nil && b != backend.Kind {
+		return fmt.Errorf("--ship needs --backend kind (not %s): rlab loads the image into the node of the kind cluster it makes (there is no registry) and reads that apiserver's audit log", b.Name)
+	}
+	if f.Chaos != "" {
+		return errors.New("--ship and --chaos exclude each other: the faults are put in rlab's proxy between each replica and the apiserver, and an operator in the cluster has none; run it on this machine for --chaos")
+	}
+	return nil
 }

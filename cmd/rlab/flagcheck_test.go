@@ -51,6 +51,8 @@ func TestBadFlags(t *testing.T) {
 		{"check image not a reference", nil, []string{"check", "--image", "hashicorp/HTTP-echo", "runtime"},
 			`--image "hashicorp/HTTP-echo": want an image reference, [HOST[:PORT]/]NAME[:TAG][@DIGEST] with a lower-case NAME, e.g. hashicorp/http-echo:0.2.3`},
 		{"check output", nil, []string{"check", "--output", "yaml", "runtime"}, `--output "yaml": want text or json`},
+		{"check ship on envtest", nil, []string{"check", "--backend", "envtest", "--ship", "./echo"}, "--ship needs --backend kind (not envtest): rlab loads the image into the node of the kind cluster it makes (there is no registry) and reads that apiserver's audit log"},
+		{"check ship with chaos", nil, []string{"check", "--backend", "kind", "--ship", "./echo", "--chaos"}, "--ship and --chaos exclude each other: the faults are put in rlab's proxy between each replica and the apiserver, and an operator in the cluster has none; run it on this machine for --chaos"},
 		{"check role", nil, []string{"check", "--operator-role", "admin", "./op.sh"},
 			`--operator-role: unknown operator role "admin": use least or namespace-admin`},
 		{"check backend", nil, []string{"check", "--backend", "docker", "runtime"},

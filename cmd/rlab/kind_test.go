@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/kindtest"
+	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/simtest"
 	"github.com/kkloud/rlab/sim/state"
 )
@@ -221,6 +223,62 @@ func TestKindLessonsVerify(t *testing.T) {
 	}
 	if pid := (state.Dir{Root: e.rlabState()}).Running(); pid != 0 {
 		t.Fatalf("a sandbox (pid %d) still runs", pid)
+	}
+	noLeftovers(t, kindCluster(e), nil)
+}
+
+// TestKindShip: lesson 20's finished operator (lesson 22's starter) shipped
+// into a real kind cluster with two replicas and leader election, and
+// graded there: every required check passes, the kills deleted pods (each
+// slot restarted by a new pod of the Deployment), the requests were read
+// from the audit log, and what the audit log cannot tell is said.
+func TestKindShip(t *testing.T) {
+	kindPass(t)
+	e := newSandboxEnv(t)
+	project := filepath.Join(t.TempDir(), "echo")
+	if _, stderr, code := cli(t, e.env, rlabBin, "lesson", "starter", "22", "-o", project); code != 0 {
+		t.Fatalf("lesson starter 22: %s", stderr)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	args := append([]string{"check", "--output", "json", "--replicas", "2", "--ship", project}, kindArgs()...)
+	cmd := exec.CommandContext(ctx, rlabBin, append(args, "--", "--leader-elect")...)
+	cmd.Env = e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = time.Minute
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Logf("rlab %s:\n%s\n%s", strings.Join(args, " "), out, stderr.String())
+	var rep checkReport
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		t.Fatalf("report: %v (exit: %v)", jerr, err)
+	}
+	if err != nil || !rep.Passed {
+		t.Fatalf("the shipped operator did not pass (exit %v): %s", err, rep.Error)
+	}
+	got := map[string]check.Result{}
+	for _, r := range rep.Checks {
+		got[r.ID] = r
+	}
+	for _, id := range []string{check.Restart, check.Leader, check.Failover, check.Privilege} {
+		if !got[id].Pass {
+			t.Errorf("%s: %+v", id, got[id])
+		}
+	}
+	if !strings.Contains(got[check.Restart].Reason, "restarted") {
+		t.Errorf("restart: %q", got[check.Restart].Reason)
+	}
+	// The leader's writes were attributed to a pod's slot, from the audit log.
+	if r := got[check.Leader].Reason; !strings.Contains(r, "writes: a ") && !strings.Contains(r, "writes: b ") {
+		t.Errorf("leader: %q names no replica's writes", r)
+	}
+	if r := got[check.Privilege].Reason; !strings.Contains(r, "requests, none denied") {
+		t.Errorf("privilege: %q", r)
+	}
+	if r := got[check.Rewrites]; r.Pass || r.Required || !strings.Contains(r.Reason, "not checked in the cluster") {
+		t.Errorf("rewrites: %+v; want not checked, not required", r)
 	}
 	noLeftovers(t, kindCluster(e), nil)
 }

@@ -368,13 +368,23 @@ func (k *Kind) chooseImage(ctx context.Context) error {
 // daemon, kube-proxy or CoreDNS images (none is on the module proxy), so it
 // uses a static CNI config instead; the operators run outside the cluster
 // and need no Services. kubelet 1.36 refuses cgroup v1 unless told.
-func clusterConfig(offline bool) *v1alpha4.Cluster {
+//
+// The apiserver writes an audit log of the requests of ServiceAccounts
+// outside kube-system (auditPolicy): an operator running in the cluster
+// reaches it directly, not through rlab's proxies, and the log is how rlab
+// sees its requests (AuditLog). auditPolicyFile, if not "", is that policy
+// on this machine, mounted into the node.
+func clusterConfig(offline bool, auditPolicyFile string) *v1alpha4.Cluster {
 	cfg := &v1alpha4.Cluster{
 		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Nodes:    []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
 		KubeadmConfigPatches: []string{
 			"kind: KubeletConfiguration\nfailCgroupV1: false\n",
 		},
+	}
+	if auditPolicyFile != "" {
+		cfg.Nodes[0].ExtraMounts = []v1alpha4.Mount{{HostPath: auditPolicyFile, ContainerPath: auditNodeDir + "/policy.yaml", Readonly: true}}
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, auditPatch)
 	}
 	if offline {
 		cfg.Networking.DisableDefaultCNI = true
@@ -407,10 +417,14 @@ func (k *Kind) create(ctx context.Context) error {
 	if err := k.ensureNetwork(ctx); err != nil {
 		return err
 	}
+	policy := filepath.Join(k.opts.RunDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return fmt.Errorf("audit policy: %w", err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- k.provider.Create(k.name,
-			kindcluster.CreateWithV1Alpha4Config(clusterConfig(k.Offline())),
+			kindcluster.CreateWithV1Alpha4Config(clusterConfig(k.Offline(), policy)),
 			kindcluster.CreateWithNodeImage(k.Image()),
 			kindcluster.CreateWithKubeconfigPath(k.kubeconfigPath()),
 			kindcluster.CreateWithWaitForReady(3*time.Minute),

@@ -96,3 +96,11 @@ func kindOf(resource string) string {
 	}
 	return resource
 }
+
+// KindOf is the Kind the trace names an object of resource by ("echoes":
+// "Echo"), for whoever reads requests from elsewhere (an audit log).
+func KindOf(resource string) string { return kindOf(resource) }
+
+// NonResource is how the trace names a request for a path that is no
+// resource ("discovery", "/healthz").
+func NonResource(path string) string { return nonResource(path) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -222,4 +223,19 @@ func newBackend(opts Options, prefix style.Prefix, tmp string) (cluster.Cluster,
 		Log:      opts.Log,
 		Progress: opts.Progress,
 	}), nil
+}
+
+// Shipper is a cluster a student's operator can be shipped into as an
+// image (sim/ship): rlab's own kind cluster, whose node it loads the image
+// into and whose apiserver's audit log it reads.
+type Shipper interface {
+	LoadImage(archive func() (io.ReadCloser, error)) error
+	AuditLog(ctx context.Context) (io.ReadCloser, error)
+	APIServerHost() (string, error)
+}
+
+// Shipper is the cluster as a Shipper, if it is one.
+func (c *Cluster) Shipper() (Shipper, bool) {
+	s, ok := c.backend.(Shipper)
+	return s, ok
 }

@@ -86,6 +86,11 @@ type Custom struct {
 	// operator's namespace only on a shared one. It excludes
 	// RoleNamespaceAdmin.
 	RBAC *rbac.Grant
+	// Shipped: the operator runs in the cluster, as a Deployment of its own
+	// image (sim/ship) under its ServiceAccount. The sandbox gives it its
+	// namespace, ServiceAccount and RBAC and starts no replica, proxy or
+	// kubeconfig for it; Command, Script and Project are unused.
+	Shipped bool
 }
 
 // Roles of a custom operator.
@@ -192,6 +197,10 @@ func rules(st style.Style) []rbacv1.PolicyRule {
 // OperatorRules are style st's least-privilege rules, for whoever prepares
 // its namespaces ahead of time (`rlab classroom prepare`).
 func OperatorRules(st style.Style) []rbacv1.PolicyRule { return rules(st) }
+
+// ServiceAccount is the ServiceAccount a style's operator runs as in its
+// namespace: its replicas' identity, and a shipped operator's pods'.
+func ServiceAccount(st style.Style) string { return st.Operator() }
 
 // RoleName is the Role (and RoleBinding) of a style in its namespace.
 const RoleName = "echo-operator"
@@ -533,6 +542,9 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 	tmp := s.cluster.tmp
 	cacheEnv := kubectlCacheEnv(tmp)
 	for _, st := range s.sc.styles {
+		if c, ok := s.customs.Custom(st); ok && c.Shipped {
+			continue // its pods run in the cluster
+		}
 		id := identities[st]
 		for _, r := range s.ops.plan.of(st) {
 			name := st.Source(r)

@@ -418,7 +418,7 @@ func checkStyles(opts *Options) ([]style.Style, error) {
 		if slices.Contains(all, c.Name) {
 			return nil, fmt.Errorf("two operators are named %q", c.Name)
 		}
-		if strings.TrimSpace(c.Command) == "" && c.Script == nil && c.Project == nil {
+		if strings.TrimSpace(c.Command) == "" && c.Script == nil && c.Project == nil && !c.Shipped {
 			return nil, fmt.Errorf("operator %s: no command to run", c.Name)
 		}
 		if c.Replicas == 0 {

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/ship"
 )
 
 // restart: every replica killed and restarted finds the world as it wants
@@ -110,7 +112,8 @@ func (r *run) kill(rep string) error {
 }
 
 // versions are the resourceVersions of the Echoes and Deployments in the
-// operator's namespace, by kind/name.
+// operator's namespace, by kind/name; not of the Deployment of an operator
+// that runs in the cluster, whose status its restart changes.
 func (r *run) versions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	ds, err := r.kube.AppsV1().Deployments(r.ns).List(ctx, metav1.ListOptions{})
@@ -118,6 +121,9 @@ func (r *run) versions(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("list Deployments: %w", err)
 	}
 	for _, d := range ds.Items {
+		if r.opts.InCluster && d.Labels[ship.LabelApp] == r.st.Operator() {
+			continue
+		}
 		out["Deployment/"+d.Name] = d.ResourceVersion
 	}
 	es, err := r.echoes.List(ctx, metav1.ListOptions{})
@@ -306,12 +312,20 @@ func (r *run) failover(ctx context.Context) (bool, string, error) {
 	if !ok || err != nil {
 		return ok, why, err
 	}
+	// The write that converged it may reach the log after the Deployment
+	// changed: an audit log is read a moment behind the apiserver.
 	var after string
-	for _, q := range r.rec.Requests(t0) {
-		if q.Write() && !q.Housekeeping() {
-			after = q.Replica
-			break
+	_ = poll.Until(ctx, 50*time.Millisecond, 5*time.Second, "", poll.True(func() bool {
+		for _, q := range r.rec.Requests(t0) {
+			if q.Write() && !q.Housekeeping() {
+				after = q.Replica
+				return true
+			}
 		}
+		return false
+	}))
+	if after == "" {
+		return true, fmt.Sprintf("%s was killed; the Echo converged %s after the kill (no write of a replica was seen yet)", leader, secs(time.Since(t0))), nil
 	}
 	if after == leader {
 		return true, fmt.Sprintf("%s was killed; it restarted and acted again, %s after the kill (no standby took over first)", leader, secs(time.Since(t0))), nil

@@ -131,6 +131,11 @@ type Options struct {
 	// (sandbox.Custom.RBAC), if it was: privilege then compares what it
 	// declared, what it used and what the course needs.
 	RBAC *rbac.Grant
+	// InCluster: the operator runs in the cluster (InCluster), its requests
+	// read from the apiserver's audit log. Writes that changed nothing are
+	// not seen there, and there is no proxy to put a fault in: Chaos is
+	// refused.
+	InCluster bool
 }
 
 // Defaults of Options. A restarted operator that writes what is already
@@ -205,6 +210,9 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 		opts.Rest = DefaultRest
 	}
 	st := opts.Operator
+	if opts.InCluster && len(opts.Chaos) > 0 {
+		return nil, errors.New("chaos needs rlab's proxy between each replica and the apiserver, and an operator in the cluster has none: run it on this machine for --chaos")
+	}
 	if !slices.Contains(sb.Styles(), st) {
 		return nil, fmt.Errorf("operator %s is not running in this sandbox", st)
 	}

@@ -14,8 +14,9 @@ import (
 // event) of its replicas. Made before the sandbox starts, it misses nothing,
 // not even the operator's first list.
 type RequestLog struct {
-	st  style.Style
-	col *bus.Collector
+	st     style.Style
+	prefix string // of the sources recorded: "proxy/clientgo/"
+	col    *bus.Collector
 
 	mu     sync.Mutex
 	events []trace.Event
@@ -24,8 +25,15 @@ type RequestLog struct {
 
 // NewRequestLog starts recording style st's proxy events from b until Close.
 func NewRequestLog(b *bus.Bus, st style.Style) *RequestLog {
-	r := &RequestLog{st: st}
-	prefix := "proxy/" + string(st) + "/"
+	return NewRequestLogOf(b, st, "proxy/")
+}
+
+// NewRequestLogOf records the requests of style st that sources under
+// prefix publish: "proxy/" for its proxies, ship.SourcePrefix for an
+// operator in the cluster, whose requests the audit log tells.
+func NewRequestLogOf(b *bus.Bus, st style.Style, sources string) *RequestLog {
+	prefix := sources + string(st) + "/"
+	r := &RequestLog{st: st, prefix: prefix}
 	r.col = b.Collect(1<<16, func(evs []trace.Event, lost int) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -58,7 +66,7 @@ func (r *RequestLog) Requests(since time.Time) []Request {
 			continue
 		}
 		out = append(out, Request{
-			Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"),
+			Time: e.Time, Replica: strings.TrimPrefix(e.Source, r.prefix),
 			Verb: q.Verb, Resource: q.Resource, Namespace: e.Namespace, Object: e.Object, Code: q.Code,
 			Unchanged: q.Unchanged, Differed: q.Differed,
 		})
@@ -77,7 +85,7 @@ func (r *RequestLog) Deliveries(since time.Time) []Delivery {
 		if e.Kind != trace.APIWatchEvent || e.Time.Before(since) {
 			continue
 		}
-		out = append(out, Delivery{Time: e.Time, Replica: strings.TrimPrefix(e.Source, "proxy/"+string(r.st)+"/"), Object: e.Object})
+		out = append(out, Delivery{Time: e.Time, Replica: strings.TrimPrefix(e.Source, r.prefix), Object: e.Object})
 	}
 	return out
 }

@@ -28,6 +28,9 @@ const maxRewriteParts = 3
 
 // rewrites judges the writes made since t.
 func (r *run) rewrites(_ context.Context, since time.Time) (bool, string, error) {
+	if r.opts.InCluster {
+		return false, "not checked in the cluster: the apiserver's audit log says which writes were made, not whether one changed anything (rlab's proxy does)", nil
+	}
 	return rewriteFinding(r.rec.Requests(since))
 }
 
