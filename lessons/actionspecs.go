@@ -26,6 +26,7 @@ type actionSpec struct {
 const (
 	ActRunOperator = "run_operator"
 	ActRunProject  = "run_project"
+	ActShip        = "ship"
 )
 
 // actions are the actions autoplay can perform.
@@ -282,6 +283,12 @@ var actions = map[string]actionSpec{
 	"remove_shell_replica": {
 		words: func(Args) string { return "stop the second shell loop" },
 	},
+	ActShip: {
+		args: spec{required: argTypes{"operator": tOperator}, optional: argTypes{"replicas": tInt}},
+		words: func(a Args) string {
+			return "ship " + a.Str("operator") + " into the cluster: build its image, load it into the node, deploy it with its config/rbac"
+		},
+	},
 }
 
 // restartSpec is the action that restarts a style's replicas with flag
@@ -323,9 +330,9 @@ func setNames(prefix string, n int) string {
 }
 
 // GradesOperator: c judges the student's operator or project as it is
-// (operator_check, project_test), not an act in the sandbox.
+// (operator_check, project_test, manifests), not an act in the sandbox.
 func (c Cond) GradesOperator() bool {
-	return c.Kind == CondOperatorCheck || c.Kind == CondProjectTest
+	return c.Kind == CondOperatorCheck || c.Kind == CondProjectTest || c.Kind == CondManifests
 }
 
 // Gated says whether the step's check waits for the student to act: it has

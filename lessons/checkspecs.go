@@ -24,6 +24,10 @@ const CondOperatorCheck = "operator_check"
 // CondProjectTest runs go test in the student's Go project.
 const CondProjectTest = "project_test"
 
+// CondManifests reads the manifests of the student's Go project: its RBAC
+// and CRD written from its markers (controller-gen).
+const CondManifests = "manifests"
+
 // checks are the checks a lesson can name.
 var checks = map[string]checkSpec{
 	CondProjectTest: {
@@ -37,6 +41,18 @@ var checks = map[string]checkSpec{
 				w += s.f(", and fails them on the lesson's broken version (%s)", a.File("fails_with").Name)
 			}
 			return w
+		},
+	},
+	CondManifests: {
+		args: spec{required: argTypes{"operator": tOperator}},
+		words: func(s say, a Args) string {
+			return s.f("its project's config/rbac grants what its markers ask for, and config/crd/bases holds the Echo CRD")
+		},
+	},
+	"shipped": {
+		args: spec{required: argTypes{"operator": tOperator}},
+		words: func(s say, a Args) string {
+			return s.f("%s runs in the cluster: a pod of its Deployment made requests, read from the apiserver's audit log", a.Str("operator"))
 		},
 	},
 	CondOperatorCheck: {

@@ -209,6 +209,8 @@ func TestCheckWordsEnglish(t *testing.T) {
 var checkVariants = []Cond{
 	{Kind: "operator_check", Args: Args{"operator": "mine", "checks": []string{"converge", "gc"}}},
 	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA", "TestB"}}},
+	{Kind: "manifests", Args: Args{"operator": "mine"}},
+	{Kind: "shipped", Args: Args{"operator": "mine"}},
 	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA"}, "needs_gc": true, "fails_with": File{Name: "_broken/x"}}},
 	{Kind: "echo_status", Args: Args{"style": "all", "name": "hello", "ready": "2/2"}},
 	{Kind: "status_current", Args: Args{"style": "go", "name": "hello", "current": true}},

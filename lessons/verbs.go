@@ -83,6 +83,9 @@ var verbs = []Verb{
 		Short: "start a second shell loop, shell/b, with no election; --suffix makes it append TEXT to the message"},
 	{Words: []string{"shell-replica", "remove"}, Action: "remove_shell_replica",
 		Short: "stop the second shell loop"},
+	{Words: []string{"ship"}, Action: ActShip, args: []verbArg{{key: "operator", usage: "OPERATOR"}},
+		flags: []verbFlag{{name: "replicas", key: "replicas", usage: "N"}},
+		Short: "build your Go operator's image, load it into the kind node and run it there as a Deployment under its ServiceAccount, granted its config/rbac (kind only)"},
 }
 
 // Verbs are the words of rlab do, in the order its help lists them.

@@ -248,19 +248,16 @@ func (f checkFlags) run(ctx context.Context, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "rlab check %s: %s, %d replica(s), %s\n", st, command, f.Replicas, rep.Backend)
 	}
 	target := check.Sandbox(sb)
+	var granted *rbac.Grant
+	if c, ok := sb.Customs().Custom(st); ok {
+		granted = c.RBAC
+	}
 	if f.Ship != "" {
-		pods, err := shipInto(ctx, sb, l, st, img, int32(f.Replicas), args, stdout, text)
-		if pods != nil {
-			defer pods.Close()
-		}
+		pods, err := shipInto(ctx, sb, st, img, granted, int32(f.Replicas), args, stdout, text)
 		if err != nil {
 			return finish(err)
 		}
 		target = check.InCluster(sb, pods)
-	}
-	var granted *rbac.Grant
-	if c, ok := sb.Customs().Custom(st); ok {
-		granted = c.RBAC
 	}
 	results, err := check.Run(ctx, target, rec, check.Options{
 		Operator: st, Within: f.Within, Settle: f.Settle, Rest: f.Rest, Only: f.Only, RBAC: granted, Chaos: chaos,

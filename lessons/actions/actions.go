@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,9 @@ import (
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proxy"
+	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/ship"
 )
 
 // Args are an action's arguments, as the course validated them (an
@@ -485,6 +488,27 @@ var actions = map[string]actionKind{
 				said(ctx, "started a second shell loop")
 			}
 			return nil
+		},
+	},
+
+	// Ship the student's Go operator into the cluster: its image built and
+	// loaded into the kind node, its project's config/rbac granted to its
+	// ServiceAccount, a Deployment instead of its replicas here.
+	lessons.ActShip: {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			st := style.Style(a.Str("operator"))
+			dir, err := p.sb.Customs().ProjectDir(st)
+			if err != nil {
+				return err
+			}
+			g, err := rbac.Load(filepath.Join(dir, ship.RBACDir))
+			if err != nil {
+				return fmt.Errorf("%w: write it from your markers first: %s", err, ship.ControllerGen)
+			}
+			n, _ := a.Int("replicas")
+			_, err = p.sb.Ship(ctx, st, sandbox.ShipOptions{Dir: dir, Replicas: int32(n), RBAC: g,
+				Progress: func(s string) { said(ctx, "%s", s) }})
+			return err
 		},
 	},
 

@@ -17,10 +17,11 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/feature/check"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/ship"
 )
 
-// grader runs the operator_checks and project_tests of one awaited check
-// in the background.
+// grader runs the operator_checks, project_tests and manifests of one
+// awaited check in the background.
 type grader struct {
 	mu     sync.Mutex
 	grades map[string]*checks.Grade
@@ -37,6 +38,14 @@ func (p *Player) grade(ctx context.Context, c *lessons.Check) *grader {
 			if g.grades[key] == nil {
 				g.grades[key] = &checks.Grade{}
 				g.wg.Go(func() { p.testLoop(ctx, g, key, cond.Args) })
+			}
+			continue
+		}
+		if cond.Kind == lessons.CondManifests {
+			key := checks.ManifestsKey(cond.Args)
+			if g.grades[key] == nil {
+				g.grades[key] = &checks.Grade{}
+				g.wg.Go(func() { p.manifestsLoop(ctx, g, key, style.Style(cond.Args.Str("operator"))) })
 			}
 			continue
 		}
@@ -84,6 +93,9 @@ func (p *Player) gradeLoop(ctx context.Context, g *grader, key string, st style.
 		return
 	}
 	g.update(key, func(gr *checks.Grade) { gr.Log = p.sb.Operators().LogFile(st, p.sb.Operators().Replicas(st)[0]) })
+	if sh, ok := p.sb.Shipped(st); ok {
+		g.update(key, func(gr *checks.Grade) { gr.Log = sh.Pods.LogFile(sh.Pods.Replicas()[0]) })
+	}
 	for {
 		g.update(key, func(gr *checks.Grade) { gr.Running, gr.Partial = true, nil })
 		t0 := time.Now()
@@ -123,8 +135,15 @@ func (p *Player) gradeOnce(ctx context.Context, st style.Style, ids []string, pr
 		return nil, ctx.Err()
 	}
 	rec := check.NewRequestLog(p.sb.Bus(), st)
+	target, opts := check.Sandbox(p.sb), check.Options{Operator: st, Only: ids, Within: checks.GradeWithin, Progress: progress}
+	if sh, ok := p.sb.Shipped(st); ok {
+		// In the cluster: its pods are its replicas, the audit log says
+		// what they asked.
+		rec = check.NewRequestLogOf(p.sb.Bus(), st, ship.SourcePrefix)
+		target, opts.InCluster, opts.RBAC = check.InCluster(p.sb, sh.Pods), true, sh.RBAC
+	}
 	defer rec.Close()
-	res, err := check.Run(ctx, check.Sandbox(p.sb), rec, check.Options{Operator: st, Only: ids, Within: checks.GradeWithin, Progress: progress})
+	res, err := check.Run(ctx, target, rec, opts)
 	return res, errors.Join(err, p.resetSample(st))
 }
 
@@ -143,4 +162,30 @@ func (p *Player) resetSample(st style.Style) error {
 		return fmt.Errorf("give Echo %s its spec back: %w", sandbox.SampleName, err)
 	}
 	return nil
+}
+
+// manifestsLoop reads the manifests of st's project every second until
+// they are what its markers say or ctx ends.
+func (p *Player) manifestsLoop(ctx context.Context, g *grader, key string, st style.Style) {
+	for {
+		res := check.Result{ID: lessons.CondManifests, Required: true}
+		dir, err := p.sb.Customs().ProjectDir(st)
+		if err == nil {
+			err = ship.CheckManifests(dir)
+		}
+		if err == nil {
+			res.Pass, res.Reason = true, "config/rbac is what the markers say; the Echo CRD is in config/crd/bases"
+		} else {
+			res.Reason = err.Error()
+		}
+		g.update(key, func(gr *checks.Grade) { gr.Runs++; gr.Last = []check.Result{res} })
+		if res.Pass {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }

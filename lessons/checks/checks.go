@@ -14,6 +14,7 @@ import (
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/sim/sandbox"
+	"github.com/kkloud/rlab/sim/ship"
 	"github.com/kkloud/rlab/sim/supervisor"
 	"github.com/kkloud/rlab/sim/world"
 )
@@ -54,6 +55,35 @@ var checks = map[string]checkKind{
 				return styleResult{detail: "not run yet"}
 			}
 			return g.result(ProjectTestIDs(a))
+		},
+	},
+
+	// The project's manifests are what its markers say (ship.CheckManifests),
+	// read again every second in the background (Player.manifestsLoop).
+	lessons.CondManifests: {
+		eval: func(a Args, v View, st style.Style) styleResult {
+			g, ok := v.Grades[ManifestsKey(a)]
+			if !ok {
+				return styleResult{detail: "not read yet"}
+			}
+			return g.result([]string{lessons.CondManifests})
+		},
+	},
+
+	// A request of a pod of the operator's Deployment reached the
+	// apiserver since the step began: its audit log says so.
+	"shipped": {
+		eval: func(a Args, v View, st style.Style) styleResult {
+			op := a.Str("operator")
+			prefix := ship.SourcePrefix + op + "/"
+			for _, e := range v.kind(trace.APIRequest) {
+				q, ok := e.Request()
+				if ok && strings.HasPrefix(e.Source, prefix) && q.Code/100 == 2 {
+					pod := strings.TrimPrefix(e.Source, prefix)
+					return styleResult{ok: true, detail: fmt.Sprintf("replica %s, a pod of its Deployment: %s %s answered %d", pod, q.Verb, q.Resource, q.Code)}
+				}
+			}
+			return styleResult{detail: "no request of a pod of " + op + "'s Deployment yet: rlab do ship " + op + " ships it"}
 		},
 	},
 

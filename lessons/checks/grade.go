@@ -33,6 +33,9 @@ const GradeWithin = 20 * time.Second
 // RegradeAfter is the pause between a failed run and the next.
 const RegradeAfter = 2 * time.Second
 
+// ManifestsKey names the readings of one manifests condition.
+func ManifestsKey(a Args) string { return "manifests:" + a.Str("operator") }
+
 // GradeKey names the runs of one operator_check condition.
 func GradeKey(a Args) string {
 	return a.Str("operator") + ":" + strings.Join(a.List("checks"), ",")

@@ -100,12 +100,24 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 	var last string
 	for {
 		var running []string
-		for _, r := range p.sb.Operators().ReplicaStatuses() {
+		statuses := p.sb.Operators().ReplicaStatuses()
+		for _, st := range p.sb.Styles() {
+			if sh, ok := p.sb.Shipped(st); ok { // its pods are its replicas
+				statuses = append(statuses, sh.Pods.Statuses()...)
+			}
+		}
+		for _, r := range statuses {
 			if r.Running && !r.Paused {
 				running = append(running, r.Name)
 			}
 		}
-		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), p.sb.Operators().Replicas)
+		replicasOf := func(st style.Style) []string {
+			if sh, ok := p.sb.Shipped(st); ok {
+				return sh.Pods.Replicas()
+			}
+			return p.sb.Operators().Replicas(st)
+		}
+		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), replicasOf)
 		if ok {
 			return "", nil
 		}
@@ -141,8 +153,8 @@ func (p *Player) Restore(ctx context.Context) error {
 		if st == style.Shell { // resumed first: a frozen loop does not stop
 			errs = append(errs, p.sb.Operators().RemoveShellReplica())
 		}
-		if !st.Traits().Builtin { // a lesson swapped in another version: the starter again
-			errs = append(errs, p.sb.Customs().ResetCustom(st))
+		if !st.Traits().Builtin { // shipped or another version swapped in: the starter again, here
+			errs = append(errs, p.sb.Unship(ctx, st), p.sb.Customs().ResetCustom(st))
 			continue
 		}
 		// Restarted with a flag a lesson set: restarted without it.

@@ -108,6 +108,7 @@ type Sandbox struct {
 	faults  *Faults
 	flags   *Flags
 	customs *Customs
+	shipped shipments
 	student *Student
 	api     *StudentAPI
 	admin   *Admin
@@ -690,6 +691,7 @@ func (s *Sandbox) Stop() error {
 		s.second.cancel()
 		<-s.second.done
 	}
+	errs = append(errs, s.stopShipments())
 	if s.ops != nil {
 		errs = append(errs, s.ops.close())
 	}

@@ -43,8 +43,8 @@ type auditEvent struct {
 
 // FollowAudit reads audit lines from r until it ends and publishes, as an
 // api.request event, each completed request of user (the operator's
-// ServiceAccount, "system:serviceaccount:NS:NAME"), attributed to the slot
-// of the pod it came from. Lines that are not such requests are skipped.
+// ServiceAccount, "system:serviceaccount:NS:NAME") that came from a pod of
+// the Deployment, attributed to that pod's slot. Other lines are skipped.
 func (p *Pods) FollowAudit(r io.Reader, user string, publish func(trace.Event)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -53,11 +53,15 @@ func (p *Pods) FollowAudit(r io.Reader, user string, publish func(trace.Event)) 
 		if json.Unmarshal(sc.Bytes(), &a) != nil || a.User.Username != user || a.Stage != "ResponseComplete" {
 			continue
 		}
-		slotName := "?"
-		if len(a.SourceIPs) > 0 {
-			if s := p.SlotOf(a.SourceIPs[0]); s != "" {
-				slotName = s
-			}
+		// The same ServiceAccount may act from elsewhere (the operator's
+		// replicas on this machine, before it was shipped): only a pod of
+		// the Deployment counts.
+		if len(a.SourceIPs) == 0 {
+			continue
+		}
+		slotName := p.SlotOf(a.SourceIPs[0])
+		if slotName == "" {
+			continue
 		}
 		publish(a.event(SourcePrefix + p.st.Source(slotName)))
 	}

@@ -211,14 +211,15 @@ func TestFollowAudit(t *testing.T) {
 		`{"stage":"ResponseComplete","verb":"get","user":{"username":"system:serviceaccount:other:x"},"sourceIPs":["10.0.0.1"],"requestURI":"/api"}`,
 		`{"stage":"ResponseStarted","verb":"watch","user":{"username":"` + user + `"},"sourceIPs":["10.0.0.1"],"objectRef":{"resource":"deployments"}}`,
 		`not json`,
-		`{"stage":"ResponseComplete","verb":"get","user":{"username":"` + user + `"},"sourceIPs":["10.9.9.9"],"requestURI":"/apis/apps/v1?timeout=32s","responseStatus":{"code":200},"stageTimestamp":"2026-11-29T10:00:01Z"}`,
+		`{"stage":"ResponseComplete","verb":"get","user":{"username":"` + user + `"},"sourceIPs":["10.0.0.1"],"requestURI":"/apis/apps/v1?timeout=32s","responseStatus":{"code":200},"stageTimestamp":"2026-11-29T10:00:01Z"}`,
+		`{"stage":"ResponseComplete","verb":"list","user":{"username":"` + user + `"},"sourceIPs":["172.18.0.1"],"objectRef":{"resource":"echoes"},"responseStatus":{"code":200}}`,
 	}, "\n")
 	var got []trace.Event
 	if err := p.FollowAudit(strings.NewReader(lines), user, func(e trace.Event) { got = append(got, e) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
-		t.Fatalf("events %+v; want the two completed requests of %s", got, user)
+		t.Fatalf("events %+v; want the two completed requests of %s from its pod", got, user)
 	}
 	q, _ := got[0].Request()
 	if got[0].Source != "audit/mine/a" || q.Verb != "update" || q.Resource != "echoes/status" || got[0].Object != "Echo/hello" ||
@@ -226,7 +227,7 @@ func TestFollowAudit(t *testing.T) {
 		t.Fatalf("first: %+v %+v", got[0], q)
 	}
 	q, _ = got[1].Request()
-	if got[1].Source != "audit/mine/?" || q.Resource != "discovery" || q.Verb != "get" {
-		t.Fatalf("second: %+v %+v; want discovery from an unknown pod", got[1], q)
+	if got[1].Source != "audit/mine/a" || q.Resource != "discovery" || q.Verb != "get" {
+		t.Fatalf("second: %+v %+v; want discovery (the request from elsewhere is not the pod's)", got[1], q)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -31,6 +32,7 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/trace"
+	"github.com/kkloud/rlab/sim/tenancy"
 )
 
 // Source is the trace source of every event the world derives.
@@ -363,6 +365,9 @@ func typedHandler[T any](w *World, ns string, upsert, del func(m *nsModel, obj T
 		if !ok {
 			w.log.Warn("world: unexpected object", "ns", ns, "type", fmt.Sprintf("%T", obj))
 			return
+		}
+		if m, ok := any(o).(metav1.Object); ok && m.GetLabels()[tenancy.LabelShipped] != "" {
+			return // an operator's own Deployment, ReplicaSet or pod
 		}
 		w.update(ns, func(m *nsModel, now time.Time) []trace.Event { return fn(m, o, now) })
 	}
