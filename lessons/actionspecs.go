@@ -27,6 +27,7 @@ const (
 	ActRunOperator = "run_operator"
 	ActRunProject  = "run_project"
 	ActShip        = "ship"
+	ActUnship      = "unship"
 )
 
 // actions are the actions autoplay can perform.
@@ -282,6 +283,12 @@ var actions = map[string]actionSpec{
 	},
 	"remove_shell_replica": {
 		words: func(Args) string { return "stop the second shell loop" },
+	},
+	ActUnship: {
+		args: spec{required: argTypes{"operator": tOperator}},
+		words: func(a Args) string {
+			return "bring " + a.Str("operator") + " back to this machine: delete its Deployment, start its replicas here again"
+		},
 	},
 	ActShip: {
 		args: spec{required: argTypes{"operator": tOperator}, optional: argTypes{"replicas": tInt}},

@@ -55,6 +55,12 @@ var checks = map[string]checkSpec{
 			return s.f("%s runs in the cluster: a pod of its Deployment made requests, read from the apiserver's audit log", a.Str("operator"))
 		},
 	},
+	"unshipped": {
+		args: spec{required: argTypes{"operator": tOperator}},
+		words: func(s say, a Args) string {
+			return s.f("%s runs on this machine again: every replica runs, and no pod of its Deployment is left", a.Str("operator"))
+		},
+	},
 	CondOperatorCheck: {
 		args: spec{required: argTypes{"operator": tOperator, "checks": tChecks}},
 		words: func(s say, a Args) string {

@@ -211,6 +211,7 @@ var checkVariants = []Cond{
 	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA", "TestB"}}},
 	{Kind: "manifests", Args: Args{"operator": "mine"}},
 	{Kind: "shipped", Args: Args{"operator": "mine"}},
+	{Kind: "unshipped", Args: Args{"operator": "mine"}},
 	{Kind: "project_test", Args: Args{"operator": "mine", "tests": []string{"TestA"}, "needs_gc": true, "fails_with": File{Name: "_broken/x"}}},
 	{Kind: "echo_status", Args: Args{"style": "all", "name": "hello", "ready": "2/2"}},
 	{Kind: "status_current", Args: Args{"style": "go", "name": "hello", "current": true}},

@@ -86,6 +86,8 @@ var verbs = []Verb{
 	{Words: []string{"ship"}, Action: ActShip, args: []verbArg{{key: "operator", usage: "OPERATOR"}},
 		flags: []verbFlag{{name: "replicas", key: "replicas", usage: "N"}},
 		Short: "build your Go operator's image, load it into the kind node and run it there as a Deployment under its ServiceAccount, granted its config/rbac (kind only)"},
+	{Words: []string{"unship"}, Action: ActUnship, args: []verbArg{{key: "operator", usage: "OPERATOR"}},
+		Short: "bring a shipped operator back to this machine: delete its Deployment, bind the course's Role again, start its replicas here"},
 }
 
 // Verbs are the words of rlab do, in the order its help lists them.

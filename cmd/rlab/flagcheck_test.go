@@ -89,7 +89,7 @@ func TestBadFlags(t *testing.T) {
 		{"lesson start unknown language", nil, []string{"lesson", "start", "1", "--lang", "de"}, `--lang "de": the course is in en, vi, zh, ru`},
 		// rlab classroom: refused before the cluster is asked anything.
 		{"classroom watch too narrow", nil, []string{"classroom", "watch", "--once", "--width", "10"}, "--width 10: want at least 40 columns"},
-		{"classroom reset unknown lesson", nil, []string{"classroom", "reset", "--student", "s1", "--lesson", "99"}, "--lesson 99: no lesson 99 (there are 22; see rlab lesson list)"},
+		{"classroom reset unknown lesson", nil, []string{"classroom", "reset", "--student", "s1", "--lesson", "99"}, "--lesson 99: no lesson 99 (there are 23; see rlab lesson list)"},
 		// rlab bench.
 		{"bench no rounds", nil, []string{"bench", "--rounds", "0"}, "--rounds 0: want at least 1"},
 		{"bench negative reps", nil, []string{"bench", "--reps", "-1"}, "--reps -1: want at least 1"},

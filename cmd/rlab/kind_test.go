@@ -282,3 +282,31 @@ func TestKindShip(t *testing.T) {
 	}
 	noLeftovers(t, kindCluster(e), nil)
 }
+
+// TestKindShipItByHand: lesson 23, which runs on kind only, followed by
+// hand in Chinese: each gated step fails while the student only reads it
+// (nothing shipped, nothing brought back), then passes once they type the
+// step's rlab do. TestKindLessonsVerify autoplays it in English.
+func TestKindShipItByHand(t *testing.T) {
+	kindPass(t)
+	e := newSandboxEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	args := append([]string{"lesson", "verify", "23", "--by-hand", "--read", "5s", "--lang", "zh"}, kindArgs()...)
+	cmd := exec.CommandContext(ctx, rlabBin, args...)
+	cmd.Env = e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = time.Minute
+	out, err := cmd.CombinedOutput()
+	t.Logf("rlab %s:\n%s", strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("lesson 23 by hand on kind: %v", err)
+	}
+	for _, want := range []string{"ok   lesson 23 ship-it in ", "1 of 1 lessons verified"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in the output", want)
+		}
+	}
+	noLeftovers(t, kindCluster(e), nil)
+}

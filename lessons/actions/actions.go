@@ -512,6 +512,21 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Bring a shipped operator back to this machine.
+	lessons.ActUnship: {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			st := style.Style(a.Str("operator"))
+			if _, ok := p.sb.Shipped(st); !ok {
+				return fmt.Errorf("%s is not shipped: rlab do ship %s ships it", st, st)
+			}
+			if err := p.sb.Unship(ctx, st); err != nil {
+				return err
+			}
+			said(ctx, "deleted Deployment %s; %s runs on this machine again", st.Operator(), st)
+			return nil
+		},
+	},
+
 	// Stop the second shell loop for good.
 	"remove_shell_replica": {
 		do: func(ctx context.Context, p *Player, a Args) error {

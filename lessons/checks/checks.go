@@ -87,6 +87,15 @@ var checks = map[string]checkKind{
 		},
 	},
 
+	// The shipped operator is back on this machine: its replicas run here
+	// again, which rlab do unship starts once its pods are gone.
+	"unshipped": {
+		eval: func(a Args, v View, st style.Style) styleResult {
+			n, running := replicasOf(v, style.Style(a.Str("operator")), func(r supervisor.Status) bool { return r.Running })
+			return styleResult{ok: n > 0 && running == n, detail: fmt.Sprintf("%d of %d replicas running here", running, n)}
+		},
+	},
+
 	// The Echo's status.ready reads ready.
 	"echo_status": {
 		eval: func(a Args, v View, st style.Style) styleResult {

@@ -100,24 +100,12 @@ func (p *Player) awaitBaseline(ctx context.Context, tick func(why string)) (stri
 	var last string
 	for {
 		var running []string
-		statuses := p.sb.Operators().ReplicaStatuses()
-		for _, st := range p.sb.Styles() {
-			if sh, ok := p.sb.Shipped(st); ok { // its pods are its replicas
-				statuses = append(statuses, sh.Pods.Statuses()...)
-			}
-		}
-		for _, r := range statuses {
+		for _, r := range p.sb.Operators().ReplicaStatuses() {
 			if r.Running && !r.Paused {
 				running = append(running, r.Name)
 			}
 		}
-		replicasOf := func(st style.Style) []string {
-			if sh, ok := p.sb.Shipped(st); ok {
-				return sh.Pods.Replicas()
-			}
-			return p.sb.Operators().Replicas(st)
-		}
-		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), replicasOf)
+		ok, why := Baseline(p.sb.World().Snapshot(), running, p.sb.Styles(), p.sb.Operators().Replicas)
 		if ok {
 			return "", nil
 		}

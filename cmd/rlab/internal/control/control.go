@@ -49,8 +49,10 @@ type Doer interface {
 type Act = func(ctx context.Context) ([]string, error)
 
 // Timeout bounds an action (a partition waits up to a minute for a leader
-// to cut off), and the wait for the one before it to end.
-const Timeout = 90 * time.Second
+// to cut off; ship builds an image, a first build of every dependency for
+// linux without cgo, and waits for its pod), and the wait for the one
+// before it to end.
+const Timeout = 3 * time.Minute
 
 const (
 	// maxPath is the longest path a Unix socket may have: sun_path is 108
