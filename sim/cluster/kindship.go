@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
+	"time"
 
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 )
 
@@ -79,8 +83,8 @@ func (k *Kind) LoadImage(archive func() (io.ReadCloser, error)) error {
 }
 
 // AuditLog follows the apiserver's audit log from its first line until ctx
-// ends: JSON lines, one per request (auditPolicy). The reader ends when the
-// node's tail does.
+// ends or it is closed: JSON lines, one per request (auditPolicy). Close
+// ends the tail inside the node too, which outlives a killed docker exec.
 func (k *Kind) AuditLog(ctx context.Context) (io.ReadCloser, error) {
 	nodes, err := k.provider.ListInternalNodes(k.name)
 	if err != nil {
@@ -92,11 +96,38 @@ func (k *Kind) AuditLog(ctx context.Context) (io.ReadCloser, error) {
 			continue
 		}
 		pr, pw := io.Pipe()
-		cmd := n.CommandContext(ctx, "tail", "-n", "+1", "-F", AuditLogPath).SetStdout(pw)
+		// The shell says its pid, which tail then takes over (exec).
+		cmd := n.CommandContext(ctx, "sh", "-c", "echo $$; exec tail -n +1 -F "+AuditLogPath).SetStdout(pw)
 		go func() { pw.CloseWithError(cmd.Run()) }()
-		return pr, nil
+		br := bufio.NewReader(pr)
+		pid, err := br.ReadString('\n')
+		if err != nil {
+			pr.Close()
+			return nil, fmt.Errorf("follow the audit log in node %s: %w", n.String(), err)
+		}
+		return &nodeTail{Reader: br, pipe: pr, node: n, pid: strings.TrimSpace(pid)}, nil
 	}
 	return nil, errors.New("kind cluster " + k.name + " has no control-plane node")
+}
+
+// nodeTail is a tail running inside a node, read through docker exec.
+type nodeTail struct {
+	io.Reader
+	pipe *io.PipeReader
+	node nodes.Node
+	pid  string
+}
+
+// Close kills the tail in the node and stops reading.
+func (t *nodeTail) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := t.node.CommandContext(ctx, "kill", t.pid).Run()
+	t.pipe.Close()
+	if err != nil {
+		return fmt.Errorf("stop the audit log's tail (pid %s) in node %s: %w", t.pid, t.node.String(), err)
+	}
+	return nil
 }
 
 // APIServerHost is the apiserver's address as a pod reaches it: the

@@ -164,6 +164,13 @@ func (s *Sandbox) Ship(ctx context.Context, st style.Style, o ShipOptions) (*Shi
 		shipment.stop()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
+	shipment.stop = func() {
+		stop()
+		if err := audit.Close(); err != nil {
+			s.opts.Log.Warn("ship", "err", err)
+		}
+		pods.Close()
+	}
 	user := serviceaccount.MakeUsername(ns, ServiceAccount(st))
 	go func() { _ = pods.FollowAudit(audit, user, s.bus.Publish) }()
 	s.shipped.mu.Lock()
