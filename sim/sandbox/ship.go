@@ -19,7 +19,7 @@ import (
 	"github.com/kkloud/rlab/sim/rbac"
 	"github.com/kkloud/rlab/sim/ship"
 	"github.com/kkloud/rlab/sim/supervisor"
-	"github.com/kkloud/rlab/sim/tenancy"
+	"github.com/kkloud/rlab/sim/world"
 )
 
 // A custom operator is shipped into the cluster (Ship) the way a team
@@ -183,7 +183,7 @@ func (s *Sandbox) Ship(ctx context.Context, st style.Style, o ShipOptions) (*Shi
 		Namespace: ns, Name: st.Operator(), ServiceAccount: ServiceAccount(st), Image: img.Ref,
 		Replicas: o.Replicas, Args: o.Args, EchoImage: s.cluster.Image(),
 		APIServerHost: host, APIServerPort: APIServerPort,
-		Labels: map[string]string{tenancy.LabelShipped: string(st)},
+		Labels: map[string]string{world.LabelShipped: string(st)},
 	}); err != nil {
 		return shipment, err
 	}
@@ -211,7 +211,7 @@ func (s *Sandbox) Unship(ctx context.Context, st style.Style) error {
 		return fmt.Errorf("delete deployment %s/%s: %w", ns, st.Operator(), err)
 	}
 	if err := poll.Until(ctx, 200*time.Millisecond, shipRunTimeout, "the shipped operator's pods to go", func(ctx context.Context) (bool, error) {
-		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: tenancy.LabelShipped + "=" + string(st)})
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: world.LabelShipped + "=" + string(st)})
 		return err == nil && len(pods.Items) == 0, err
 	}); err != nil {
 		return err

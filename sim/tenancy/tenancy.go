@@ -24,10 +24,6 @@ import (
 const (
 	// LabelPrefix holds the sandbox's namespace prefix (Prefix.Label).
 	LabelPrefix = "rlab.kkloud.io/prefix"
-	// LabelShipped marks, with the style's name, the Deployment of an
-	// operator shipped into the cluster (sim/ship) and its pods: the
-	// operator's own, not an Echo's, which the screen does not show.
-	LabelShipped = "rlab.kkloud.io/shipped-operator"
 	// LabelManagedBy is app.kubernetes.io/managed-by=rlab.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedByRlab  = "rlab"

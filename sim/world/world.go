@@ -32,8 +32,12 @@ import (
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/trace"
-	"github.com/kkloud/rlab/sim/tenancy"
 )
+
+// LabelShipped marks, with the style's name, the Deployment of an operator
+// shipped into the cluster (sandbox.Ship) and its pods: the operator's own,
+// not an Echo's. The world leaves them out.
+const LabelShipped = "rlab.kkloud.io/shipped-operator"
 
 // Source is the trace source of every event the world derives.
 const Source = trace.SourceWorld
@@ -366,7 +370,7 @@ func typedHandler[T any](w *World, ns string, upsert, del func(m *nsModel, obj T
 			w.log.Warn("world: unexpected object", "ns", ns, "type", fmt.Sprintf("%T", obj))
 			return
 		}
-		if m, ok := any(o).(metav1.Object); ok && m.GetLabels()[tenancy.LabelShipped] != "" {
+		if m, ok := any(o).(metav1.Object); ok && m.GetLabels()[LabelShipped] != "" {
 			return // an operator's own Deployment, ReplicaSet or pod
 		}
 		w.update(ns, func(m *nsModel, now time.Time) []trace.Event { return fn(m, o, now) })
