@@ -38,6 +38,10 @@ func TestUniqueMessage(t *testing.T) {
 		echoSaying(ns, "hello", "hello from rlab"),
 		echoSaying(ns, "quiet", ""),
 		echoSaying("echo-shell", "elsewhere", "said elsewhere"),
+		// Two that share a message: made at the same instant, or before
+		// the webhook.
+		echoSaying(ns, "twin-a", "twins"),
+		echoSaying(ns, "twin-b", "twins"),
 	).Build()
 	wh := admission.WithValidator(scheme, &UniqueMessage{Reader: cache, Namespace: ns})
 
@@ -54,15 +58,20 @@ func TestUniqueMessage(t *testing.T) {
 		obj     *echov1.Echo
 		allowed bool
 		message string // in the denial
+		old     string // an update's old message ("before" if "")
 	}{
 		{"create repeating hello", admissionv1.Create, echoSaying(ns, "copycat", "hello from rlab"), false,
-			`Echo hello already says "hello from rlab" in echo-runtime: an Echo's message must be unique in its namespace`},
-		{"create with its own message", admissionv1.Create, echoSaying(ns, "copycat", "a copy of no one"), true, ""},
-		{"create with the default message", admissionv1.Create, echoSaying(ns, "copycat", ""), true, ""},
-		{"create saying what another namespace says", admissionv1.Create, echoSaying(ns, "copycat", "said elsewhere"), true, ""},
-		{"update of hello itself", admissionv1.Update, echoSaying(ns, "hello", "hello from rlab"), true, ""},
-		{"update to hello's message", admissionv1.Update, echoSaying(ns, "quiet", "hello from rlab"), false, "Echo hello already says"},
-		{"delete", admissionv1.Delete, echoSaying(ns, "hello", "hello from rlab"), true, ""},
+			`Echo hello already says "hello from rlab" in echo-runtime: an Echo's message must be unique in its namespace`, ""},
+		{"create with its own message", admissionv1.Create, echoSaying(ns, "copycat", "a copy of no one"), true, "", ""},
+		{"create with the default message", admissionv1.Create, echoSaying(ns, "copycat", ""), true, "", ""},
+		{"create saying what another namespace says", admissionv1.Create, echoSaying(ns, "copycat", "said elsewhere"), true, "", ""},
+		{"update of hello itself", admissionv1.Update, echoSaying(ns, "hello", "hello from rlab"), true, "", ""},
+		{"update to hello's message", admissionv1.Update, echoSaying(ns, "quiet", "hello from rlab"), false, "Echo hello already says", ""},
+		// The message kept: a scale, a label, the operator's finalizer.
+		{"update of a twin that keeps its message", admissionv1.Update, echoSaying(ns, "twin-a", "twins"), true, "", "twins"},
+		{"update of a twin being deleted", admissionv1.Update, deleting(echoSaying(ns, "twin-b", "twins")), true, "", "twins"},
+		{"update of a twin to the other's message", admissionv1.Update, echoSaying(ns, "twin-a", "twins"), false, "Echo twin-b already says", "before"},
+		{"delete", admissionv1.Delete, echoSaying(ns, "hello", "hello from rlab"), true, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -73,7 +82,11 @@ func TestUniqueMessage(t *testing.T) {
 			case admissionv1.Delete:
 				req.OldObject = raw(tc.obj)
 			case admissionv1.Update:
-				req.Object, req.OldObject = raw(tc.obj), raw(echoSaying(ns, tc.obj.Name, "before"))
+				old := tc.old
+				if old == "" {
+					old = "before"
+				}
+				req.Object, req.OldObject = raw(tc.obj), raw(echoSaying(ns, tc.obj.Name, old))
 			default:
 				req.Object = raw(tc.obj)
 			}
@@ -101,4 +114,13 @@ func TestWebhookPath(t *testing.T) {
 	if echov1.WebhookPath != want {
 		t.Fatalf("WebhookPath %s, want %s", echov1.WebhookPath, want)
 	}
+}
+
+// deleting is e marked for deletion, as a delete held by a finalizer
+// leaves it.
+func deleting(e *echov1.Echo) *echov1.Echo {
+	now := metav1.Now()
+	e.DeletionTimestamp = &now
+	e.Finalizers = []string{"kkloud.io/echo-registry"}
+	return e
 }
