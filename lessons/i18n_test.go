@@ -141,6 +141,9 @@ func TestTranslations(t *testing.T) {
 						case !script(tr, lang):
 							t.Errorf("%s: not written in %s: %q", what, lang, tr)
 						}
+						for _, w := range strayEnglish(tr, lang) {
+							t.Errorf("%s: English left between two code spans: %q", what, w)
+						}
 						flat := spaceRE.ReplaceAllString(tr, " ")
 						for _, k := range kept(en) {
 							if !strings.Contains(flat, k) {
@@ -206,6 +209,59 @@ func TestTranslations(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// strayRE is what lies between two code spans when a translation kept the
+// English words that join them: a few Latin words and punctuation.
+var strayRE = regexp.MustCompile(`^[\s,;:]*(?:[A-Za-z]+[\s,;:]*){1,4}$`)
+
+// englishJoins are English words that join phrases and are no word of the
+// translations' own (Vietnamese "to" is one: left out).
+var englishJoins = []string{"or", "and", "the", "with", "of", "it", "is", "writes", "which", "that", "from", "into", "its", "yours"}
+
+// strayEnglish are the runs of English between two code spans of a
+// translation in lang, such as ", or " in "`--field-manager=NAME`, or
+// `fieldManager`": a sentence whose code was kept and whose English words
+// around it were not translated.
+func strayEnglish(tr, lang string) []string {
+	var out []string
+	tr = withoutFences(tr) // a fence's backticks are no code span's
+	spans := codeSpanRE.FindAllStringIndex(tr, -1)
+	for i := 1; i < len(spans); i++ {
+		mid := tr[spans[i-1][1]:spans[i][0]]
+		if !strayRE.MatchString(mid) {
+			continue
+		}
+		for _, w := range regexp.MustCompile(`[A-Za-z]+`).FindAllString(mid, -1) {
+			if slices.Contains(englishJoins, w) && !(lang == "vi" && w == "to") {
+				out = append(out, mid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestStrayEnglish: the runs the translation test flags, on the four
+// sentences the translation review found (2026-11-28), and none on
+// sentences that keep code side by side in their own words.
+func TestStrayEnglish(t *testing.T) {
+	tests := []struct {
+		lang, tr string
+		want     int
+	}{
+		{"vi", "`kubectl apply\n--server-side --field-manager=NAME`, or `fieldManager` (tức là cờ đó)", 1},
+		{"zh", "而 `rlab lesson starter 20 --step N -o\n../stepN` writes it, to `diff -r`：这条命令", 1},
+		{"vi", "`kubectl apply --server-side --field-manager=NAME`, hoặc trường `fieldManager`", 0},
+		{"zh", "`a`，或请求中的 `b` 字段", 0},
+		{"vi", "`x` to `y`", 0},             // Vietnamese "to"
+		{"ru", "`get`, `list`, `watch`", 0}, // a list of code
+	}
+	for _, tt := range tests {
+		if got := strayEnglish(tt.tr, tt.lang); len(got) != tt.want {
+			t.Errorf("strayEnglish(%q) = %q, want %d", tt.tr, got, tt.want)
+		}
 	}
 }
 
