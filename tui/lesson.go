@@ -1,7 +1,7 @@
 package tui
 
 import (
-	"fmt"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -91,29 +91,30 @@ func (l *lesson) onStepKey(msg tea.KeyPressMsg) bool {
 // given so far in it, or says why there is nothing to answer.
 func (l *lesson) ask(c *controls) tea.Cmd {
 	q := l.st.Predict
+	w := l.st.Words // the prompts in the lesson's language
 	switch {
 	case q == nil || l.st.Done:
-		c.say("this step asks no question", true)
+		c.say(w.T("this step asks no question"), true)
 		return nil
 	case l.st.Passed:
-		c.say("the step passed already: a prediction comes before the act", true)
+		c.say(w.T("the step passed already: a prediction comes before the act"), true)
 		return nil
 	}
 	c.predict = func(n int) (string, error) {
 		if n < 1 || n > len(q.Choices) {
-			return "", fmt.Errorf("answer with a number from 1 to %d", len(q.Choices))
+			return "", errors.New(w.F("answer with a number from 1 to %d", len(q.Choices)))
 		}
 		if err := l.session.Predict(n); err != nil {
 			return "", err
 		}
 		l.poll()
-		return "✓ you said: " + q.Choices[n-1] + " — now act, and see what the check measures", nil
+		return w.F("✓ you said: %s — now act, and see what the check measures", q.Choices[n-1]), nil
 	}
 	value := ""
 	if n := l.st.Predicted.Choice; n > 0 {
 		value = strconv.Itoa(n)
 	}
-	return c.open(modePredict, fmt.Sprintf("your prediction, 1 to %d: ", len(q.Choices)), value)
+	return c.open(modePredict, w.F("your prediction, 1 to %d: ", len(q.Choices)), value)
 }
 
 // onKey handles the lesson keys; ok is false for any other key. The Session

@@ -530,6 +530,13 @@ func TestTUILessonPredict(t *testing.T) {
 		{name: "no question", keys: []string{"y"}, text: "✗ this step asks no question"},
 		{name: "passed", edit: passedSaying(0, 0), keys: []string{"y"}, text: "✗ the step passed already"},
 		{name: "y does nothing without a lesson", noSession: true, keys: []string{"y"}},
+		// A lesson in another language asks in it (lessonview.Formats).
+		{name: "the prompt in Vietnamese", edit: inLang("vi", asking(0)), keys: []string{"y"}, prompt: true, text: "dự đoán của bạn, từ 1 đến 4:"},
+		{name: "the answer in Russian", edit: inLang("ru", asking(0)), keys: []string{"y", "2", "enter"}, calls: []string{"Predict(2)"},
+			text: "✓ ваш ответ: client-go — теперь действуйте"},
+		{name: "out of range in Chinese", edit: inLang("zh", asking(0)), keys: []string{"y", "7", "enter"}, prompt: true, value: "7",
+			text: "✗ " + lessonview.WordsFor("zh").F("answer with a number from 1 to %d", 4)},
+		{name: "no question in Chinese", edit: inLang("zh", nil), keys: []string{"y"}, text: "✗ 这一步没有问题"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

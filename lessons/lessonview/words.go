@@ -84,6 +84,9 @@ var Formats = []string{
 	"played; checking", "%s next · %s back · %s play · %s start again · %s quit", "Predict before you act: %s",
 	"(type the number of your answer, then Enter)", "you said: %s (another number changes it until the check passes)",
 	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
+	// The screen's prediction prompt (tui/lesson.go).
+	"this step asks no question", "the step passed already: a prediction comes before the act",
+	"✓ you said: %s — now act, and see what the check measures", "your prediction, 1 to %d: ",
 	"Bringing the sandbox back to where lesson %d starts…", "progress kept: rlab lesson start %d resumes here",
 	// rlab lesson list.
 	"after %s", "~%d min", "%s only", "rlab lesson start N begins (or resumes) lesson N; rlab lesson show N prints it.",
