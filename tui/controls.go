@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/world"
@@ -56,6 +57,9 @@ type controls struct {
 	ctx     context.Context
 	now     func() time.Time
 	name    string // the Echo acted on
+	// words say the prompts and what was done in a lesson's language
+	// (nil: English).
+	words lessonview.Words
 
 	mode    mode
 	input   textinput.Model
@@ -112,30 +116,30 @@ func (c *controls) onKey(msg tea.KeyPressMsg, k *common.KeyMap, at target) (ok b
 	case key.Matches(msg, k.More), key.Matches(msg, k.Less):
 		return true, c.addReplicas(key.Matches(msg, k.More), at.echo)
 	case key.Matches(msg, k.Edit):
-		return true, c.open(modeMessage, "message: ", c.lastMessage)
+		return true, c.open(modeMessage, c.words.T("message: "), c.lastMessage)
 	case key.Matches(msg, k.Scale):
 		n := at.replicas
 		if n < 0 {
 			n = c.lastReplicas
 		}
-		prompt := fmt.Sprintf("scale Deployment %s by hand (all styles) to: ", echo.DeploymentName(name))
+		prompt := c.words.F("scale Deployment %s by hand (all styles) to: ", echo.DeploymentName(name))
 		return true, c.open(modeScale, prompt, strconv.Itoa(n+1))
 	case key.Matches(msg, k.DeleteDeployment):
-		return true, c.run("deleted Deployment "+echo.DeploymentName(name)+" by hand (all styles)", modeNormal, func(ctx context.Context) (string, error) {
+		return true, c.run(c.words.F("deleted Deployment %s by hand (all styles)", echo.DeploymentName(name)), modeNormal, func(ctx context.Context) (string, error) {
 			return "", c.actions.DeleteDeployment(ctx, "", name)
 		})
 	case key.Matches(msg, k.DeleteEcho):
-		return true, c.run("deleted Echo/"+name+" (all styles; GC removes its Deployment)", modeNormal, func(ctx context.Context) (string, error) {
+		return true, c.run(c.words.F("deleted Echo/%s (all styles; GC removes its Deployment)", name), modeNormal, func(ctx context.Context) (string, error) {
 			return "", c.actions.DeleteEcho(ctx, name)
 		})
 	case key.Matches(msg, k.CreateEcho):
 		text, n := c.lastMessage, c.lastReplicas
-		return true, c.run(fmt.Sprintf("created Echo/%s ×%d %q (all styles)", name, n, text), modeNormal, func(ctx context.Context) (string, error) {
+		return true, c.run(c.words.F("created Echo/%s ×%d %q (all styles)", name, n, text), modeNormal, func(ctx context.Context) (string, error) {
 			return "", c.actions.CreateEcho(ctx, name, text, n)
 		})
 	case key.Matches(msg, k.Fault):
 		c.faultStyle = at.focused
-		return true, c.open(modeFault, "fault at "+at.focused.Traits().Title+" (stale:2s, conflict, crash, … or off): ", c.lastFault)
+		return true, c.open(modeFault, c.words.F("fault at %s (stale:2s, conflict, crash, … or off): ", at.focused.Traits().Title), c.lastFault)
 	case key.Matches(msg, k.Kill), key.Matches(msg, k.Stop):
 		return true, c.signalLeader(at.focused, key.Matches(msg, k.Kill))
 	}
@@ -159,7 +163,7 @@ func (c *controls) addReplicas(more bool, ev *world.EchoView) tea.Cmd {
 	}
 	c.wantReplicas, c.wantAt = n, c.now()
 	name := c.name
-	return c.run(fmt.Sprintf("Echo/%s replicas → %d (all styles)", name, n), modeNormal, func(ctx context.Context) (string, error) {
+	return c.run(c.words.F("Echo/%s replicas → %d (all styles)", name, n), modeNormal, func(ctx context.Context) (string, error) {
 		return "", c.actions.SetReplicas(ctx, name, n)
 	})
 }
@@ -169,18 +173,18 @@ func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
 	if !st.Traits().Builtin {
 		// Its Lease, if any, is named as it likes and held under an
 		// identity rlab did not make: the leader is not known for sure.
-		c.status = status{text: st.Traits().Title + " is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", err: true}
+		c.status = status{text: c.words.F("%s is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", st.Traits().Title), err: true}
 		return nil
 	}
 	if !st.Traits().ElectsLeader {
-		c.status = status{text: "the shell loop has no leader: one replica, no election (focus a Go style with tab)", err: true}
+		c.status = status{text: c.words.T("the shell loop has no leader: one replica, no election (focus a Go style with tab)"), err: true}
 		return nil
 	}
-	verb := "stopped (SIGTERM)"
+	asked, done := "stopped (SIGTERM) the leader of %s", "stopped (SIGTERM) leader %s of %s"
 	if kill {
-		verb = "killed (SIGKILL)"
+		asked, done = "killed (SIGKILL) the leader of %s", "killed (SIGKILL) leader %s of %s"
 	}
-	return c.run(verb+" the leader of "+st.Traits().Title, modeNormal, func(ctx context.Context) (string, error) {
+	return c.run(c.words.F(asked, st.Traits().Title), modeNormal, func(ctx context.Context) (string, error) {
 		var who string
 		var err error
 		if kill {
@@ -188,7 +192,7 @@ func (c *controls) signalLeader(st style.Style, kill bool) tea.Cmd {
 		} else {
 			who, err = c.actions.StopLeader(ctx, st)
 		}
-		return verb + " leader " + who + " of " + st.Traits().Title, err
+		return c.words.F(done, who, st.Traits().Title), err
 	})
 }
 
@@ -282,7 +286,7 @@ func (c *controls) paste(msg tea.PasteMsg) tea.Cmd {
 // run starts an action as a Cmd: it never blocks Update.
 func (c *controls) run(what string, from mode, fn func(ctx context.Context) (string, error)) tea.Cmd {
 	if c.actions == nil {
-		c.status = status{text: "no cluster in a replay: actions are off", err: true}
+		c.status = status{text: c.words.T("no cluster in a replay: actions are off"), err: true}
 		return nil
 	}
 	c.busy = what + " …"
@@ -347,7 +351,7 @@ func (c *controls) lines(w int, s *common.Theme, hint string) []string {
 		if c.inputEr != "" {
 			return append(wrap(s.Err, "✗ "+c.inputEr), in)
 		}
-		help := "enter applies · esc cancels"
+		help := c.words.T("enter applies · esc cancels")
 		if c.busy != "" {
 			help = c.busy
 		}

@@ -638,3 +638,31 @@ func inLang(lang string, edit func(*lessonview.State)) func(*lessonview.State) {
 		s.Words = lessonview.WordsFor(lang)
 	}
 }
+
+// TestTUILessonPromptsInLanguage: in a lesson in another language, the
+// screen's action prompts and their help are in it (lessonview.Formats).
+func TestTUILessonPromptsInLanguage(t *testing.T) {
+	tests := []struct {
+		lang, key string
+		want      []string
+	}{
+		{"vi", "e", []string{" thông điệp: ", "enter để áp dụng · esc để hủy"}},
+		{"ru", "e", []string{" сообщение: ", "enter применяет · esc отменяет"}},
+		{"zh", "e", []string{" 消息： ", "enter 应用 · esc 取消"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			st := waitingStep()
+			st.Words = lessonview.WordsFor(tt.lang)
+			m := newLessonModel(t, &fakeSession{st: st}, &fixture.Actions{})
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+			m.Update(keyMsg(tt.key))
+			screen := ansi.Strip(m.Render())
+			for _, w := range tt.want {
+				if !strings.Contains(screen, w) {
+					t.Errorf("no %q on the screen:\n%s", w, screen)
+				}
+			}
+		})
+	}
+}

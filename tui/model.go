@@ -160,6 +160,7 @@ func New(opts Options) *Model {
 	m.feed.wall = func() time.Time { return m.wall() }
 	if m.lesson.on() {
 		m.keys = m.keys.Lesson().In(m.lesson.st.Words)
+		m.ctl.words = m.lesson.st.Words
 	}
 	m.setDark(opts.Dark)
 	return m
