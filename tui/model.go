@@ -161,6 +161,7 @@ func New(opts Options) *Model {
 	if m.lesson.on() {
 		m.keys = m.keys.Lesson().In(m.lesson.st.Words)
 		m.ctl.words = m.lesson.st.Words
+		m.feed.tl.Words = m.lesson.st.Words
 	}
 	m.setDark(opts.Dark)
 	return m

@@ -86,6 +86,9 @@ var Formats = []string{
 	"answer with a number from 1 to %d", "passed already: a prediction comes before the act",
 	// The screen's action prompts and what they did (tui/controls.go).
 	"message: ", "scale Deployment %s by hand (all styles) to: ", "deleted Deployment %s by hand (all styles)", "deleted Echo/%s (all styles; GC removes its Deployment)", "created Echo/%s ×%d %q (all styles)", "fault at %s (stale:2s, conflict, crash, … or off): ", "Echo/%s replicas → %d (all styles)", "%s is your own operator: rlab cannot tell its leader; kill a replica by hand (its pid is in its pane)", "the shell loop has no leader: one replica, no election (focus a Go style with tab)", "stopped (SIGTERM) the leader of %s", "stopped (SIGTERM) leader %s of %s", "killed (SIGKILL) the leader of %s", "killed (SIGKILL) leader %s of %s", "no cluster in a replay: actions are off", "enter applies · esc cancels",
+	// The timeline's title and the filters not named after a trace kind
+	// (tui/timeline).
+	"timeline · %s · %s", "all styles", " · paused (+%d new)", "no api", "all kinds", "rlab acts",
 	// The screen's prediction prompt (tui/lesson.go).
 	"this step asks no question", "the step passed already: a prediction comes before the act",
 	"✓ you said: %s — now act, and see what the check measures", "your prediction, 1 to %d: ",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
@@ -66,6 +67,8 @@ type entry struct {
 // publishes a drift a settle time after it began, stamped when it began;
 // the shell loop's lines are read from its output after it wrote them).
 type Model struct {
+	// Words, if set, say the title in a lesson's language.
+	Words lessonview.Words
 	// slots hold the entries where they arrived; ord is a ring of slot
 	// numbers in time order, from head: a late event moves 4-byte slot
 	// numbers aside, not entries.
@@ -233,17 +236,18 @@ func (m *Model) match(e *entry) bool {
 	return Kinds[m.kind].Match(e.ev.Kind, e.style)
 }
 
-// Title is the pane title: filters and the pause state.
+// Title is the pane title: filters and the pause state, in Words'
+// language. The filters named after trace kinds ("informer", "queue") stay
+// as the lines they keep name them.
 func (m *Model) Title() string {
-	t := "timeline · "
+	w := m.Words
+	styles := w.T("all styles")
 	if f := m.StyleFilter(); f != "" {
-		t += f.Traits().Title
-	} else {
-		t += "all styles"
+		styles = f.Traits().Title
 	}
-	t += " · " + m.KindFilter()
+	t := w.F("timeline · %s · %s", styles, w.T(m.KindFilter()))
 	if m.paused {
-		t += fmt.Sprintf(" · paused (+%d new)", m.seq-m.anchor)
+		t += w.F(" · paused (+%d new)", m.seq-m.anchor)
 		if m.scroll > 0 {
 			t += fmt.Sprintf(" · ↑%d", m.scroll)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/operators/trace"
 	"github.com/kkloud/rlab/tui/common"
@@ -293,4 +294,18 @@ func filtered(styles []style.Style, n, k int) *Model {
 		m.CycleKind()
 	}
 	return m
+}
+
+// TestTitleInLanguage: the title in a lesson's language; the filters named
+// after trace kinds stay as the lines name them.
+func TestTitleInLanguage(t *testing.T) {
+	m := New(16, style.All())
+	m.Words = lessonview.WordsFor("vi")
+	if got, want := m.Title(), "dòng thời gian · mọi kiểu · ẩn api"; got != want {
+		t.Errorf("title %q, want %q", got, want)
+	}
+	m.Words = nil
+	if got, want := m.Title(), "timeline · all styles · no api"; got != want {
+		t.Errorf("English title %q, want %q", got, want)
+	}
 }
