@@ -173,6 +173,16 @@ func (l *Lesson) markdown(b *strings.Builder, o HandoutOptions) {
 	if o.Instructor && l.Instructor != "" {
 		fmt.Fprintf(b, "## %s\n\n", l.w(wordInstructor))
 		for _, line := range strings.Split(strings.TrimSpace(l.Instructor), "\n") {
+			for _, label := range []string{wordPointAt, wordWaitsLabel, wordMistakes} {
+				if rest, ok := strings.CutPrefix(line, label); ok {
+					said := l.w(label)
+					if strings.HasSuffix(said, "：") { // a full-width colon has its space
+						rest = strings.TrimLeft(rest, " ")
+					}
+					line = said + rest
+					break
+				}
+			}
 			fmt.Fprintf(b, "- %s\n", mdText(line))
 		}
 		b.WriteString("\n")

@@ -118,3 +118,42 @@ func TestMdText(t *testing.T) {
 		}
 	}
 }
+
+// TestInstructorLabels: a handout in another language says the
+// instructor's labels in it; the English keeps them.
+func TestInstructorLabels(t *testing.T) {
+	tests := []struct {
+		lang string
+		want []string
+		not  string
+	}{
+		{"en", []string{"- Point at: ", "- Waits: ", "- Mistakes: "}, ""},
+		{"vi", []string{"- Chỉ cho lớp thấy: ", "- Thời gian chờ: ", "- Lỗi thường gặp: "}, "Point at:"},
+		{"zh", []string{"- 讲解要点：第", "- 等待：", "- 常见错误："}, "Point at:"},
+		{"ru", []string{"- Обратите внимание: ", "- Ожидание: ", "- Типичные ошибки: "}, "Mistakes:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			ls, err := LoadLang(tt.lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := Find(ls, 23)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := Markdown(&b, []*Lesson{l}, HandoutOptions{Instructor: true}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("no %q in the handout", w)
+				}
+			}
+			if tt.not != "" && strings.Contains(b.String(), tt.not) {
+				t.Errorf("%q left in English", tt.not)
+			}
+		})
+	}
+}

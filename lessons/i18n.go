@@ -229,6 +229,7 @@ func (l *Lesson) w(f string) string {
 var Words = []string{
 	wordMinutes, wordAfter, wordAfterOne, wordOnly, wordObjectives, wordReading, wordSteps, wordStep,
 	wordPredict, wordType, wordPress, wordDo, wordWaits, wordIfNot, wordInstructor,
+	wordPointAt, wordWaitsLabel, wordMistakes,
 }
 
 const (
@@ -247,4 +248,9 @@ const (
 	wordWaits      = "**The check waits for** (within %s):"
 	wordIfNot      = "If it does not pass:"
 	wordInstructor = "For the instructor"
+	// The labels of the instructor's notes, which the lesson files keep in
+	// English (TestTranslations holds them to it): the handouts say them.
+	wordPointAt    = "Point at:"
+	wordWaitsLabel = "Waits:"
+	wordMistakes   = "Mistakes:"
 )
