@@ -72,9 +72,14 @@ autoplay (a) make its fix: the lesson's own version, to compare with yours.`,
 			if l.Operator == nil {
 				return fmt.Errorf("lesson %d has no operator for you to write; %s", l.Number, operatorLessons())
 			}
-			f, err := l.Version(max(step, 1) - 1)
-			if err != nil {
-				return fmt.Errorf("--step %d: %w", step, err)
+			// With no --step, the starter: a lesson whose first step swaps in
+			// a version (22, 23) must not hand its student that step done.
+			f := l.Operator.Starter
+			if step > 0 {
+				var err error
+				if f, err = l.Version(step - 1); err != nil {
+					return fmt.Errorf("--step %d: %w", step, err)
+				}
 			}
 			if f.IsProject() {
 				return writeStarterProject(cmd.ErrOrStderr(), l, f, out)
@@ -123,8 +128,13 @@ func writeStarterProject(stderr io.Writer, l *lessons.Lesson, f lessons.File, di
 		_ = os.RemoveAll(dir) // made just now, above: nothing of the student's
 		return fmt.Errorf("write %s: %w", dir, err)
 	}
-	fmt.Fprintf(stderr, "wrote the Go module %s; run it with: cd %s && rlab lesson start %d --operator %s='go run ./cmd'\n",
-		dir, dir, l.Number, l.Operator.Name)
+	// A lesson that does not run on the default backend names one it runs on.
+	flags := ""
+	if !l.RunsOn(backend.Default.Name) && len(l.Backends) > 0 {
+		flags = " --backend " + l.Backends[0]
+	}
+	fmt.Fprintf(stderr, "wrote the Go module %s; run it with: cd %s && rlab lesson start %d%s --operator %s='go run ./cmd'\n",
+		dir, dir, l.Number, flags, l.Operator.Name)
 	return nil
 }
 

@@ -136,6 +136,12 @@ func TestLessonCommands(t *testing.T) {
 			"echo-go/cmd/main.go", "TODO(lesson 20, step 2)"},
 		{[]string{"20", "-o", filepath.Join(tmp, "echo-go")}, 1, "exists already", "echo-go/go.mod", "module example.com/echo"},
 		{[]string{"20", "--step", "7", "-o", filepath.Join(tmp, "step7")}, 0, "wrote the Go module", "step7/internal/controller/echo_controller.go", "retry.RetryOnConflict"},
+		// Lessons 22 and 23 swap a version in at step 1: the starter is
+		// before it (step 1 not done for the student), --step 1 after.
+		{[]string{"22", "-o", filepath.Join(tmp, "echo-test")}, 0, "wrote the Go module", "echo-test/internal/controller/suite_test.go", "TODO(lesson 22, step 1)"},
+		{[]string{"23", "-o", filepath.Join(tmp, "echo-ship")}, 0, "rlab lesson start 23 --backend kind --operator mine='go run ./cmd'",
+			"echo-ship/Makefile", "TODO(lesson 23, step 1)"},
+		{[]string{"23", "--step", "1", "-o", filepath.Join(tmp, "ship1")}, 0, "wrote the Go module", "ship1/config/rbac/role.yaml", "manager-role"},
 	} {
 		cmd := exec.Command(rlabBin, append([]string{"lesson", "starter"}, tt.args...)...)
 		cmd.Env = e.env
