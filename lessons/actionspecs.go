@@ -122,6 +122,13 @@ var actions = map[string]actionSpec{
 		words:      func(a Args) string { return "delete Deployment " + echo.DeploymentName(a.Str("name")) },
 		onOperator: true,
 	},
+	"set_status": {
+		args: spec{required: argTypes{"style": tStyle, "name": tName, "ready": tString}},
+		words: func(a Args) string {
+			return fmt.Sprintf("write status.ready %q into Echo %s through the status subresource, by hand", a.Str("ready"), a.Str("name"))
+		},
+		onOperator: true,
+	},
 	"set_configmap": {
 		args: spec{required: argTypes{"style": tStyle, "name": tName, "key": tString, "value": tString}},
 		words: func(a Args) string {

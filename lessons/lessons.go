@@ -32,7 +32,7 @@ import (
 // package of rlab's. _broken holds the versions a project_test's tests must
 // fail on.
 //
-//go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/lesson.yaml [0-9][0-9]-*/*.sh
+//go:embed [0-9][0-9]-*/README.md [0-9][0-9]-*/*.yaml [0-9][0-9]-*/*.sh
 //go:embed [0-9][0-9]-*/i18n i18n
 //go:embed all:[0-9][0-9]-*/_project all:[0-9][0-9]-*/_steps all:[0-9][0-9]-*/_broken
 var embedded embed.FS
@@ -77,9 +77,9 @@ type Operator struct {
 	// student brings none.
 	Starter File
 	// From, if set, is the lesson whose Go project this one continues:
-	// the starter is that lesson's project as its last step leaves it,
-	// with this lesson's folder laid over it.
-	From int
+	// the starter is that lesson's project as its step FromStep (its last
+	// if 0) leaves it, with this lesson's folder laid over it.
+	From, FromStep int
 	Line int
 }
 
@@ -177,7 +177,11 @@ type Action struct {
 	// Note says what to do when it is neither (kill -9 a pid; a restart
 	// only rlab can do).
 	Note string
-	Play []Op // what autoplay performs, in order; none for a command that only shows something
+	// Answer is the lesson's version of a file the student writes and the
+	// command reads (lesson 16's policy, from the skeleton in the note), in
+	// the lesson's folder: by hand, it stands in for the student's file.
+	Answer File
+	Play   []Op // what autoplay performs, in order; none for a command that only shows something
 }
 
 // Op is one sandbox action with its arguments, validated against actions.
@@ -286,7 +290,11 @@ func LoadFS(fsys fs.FS) ([]*Lesson, error) {
 					Msg: fmt.Sprintf("operator: from_lesson %d: no earlier lesson with a Go project of the student's", l.Operator.From)})
 				continue
 			}
-			last, err := out[i].Version(len(out[i].Steps) - 1)
+			step := len(out[i].Steps)
+			if l.Operator.FromStep > 0 {
+				step = l.Operator.FromStep
+			}
+			last, err := out[i].Version(step - 1)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -358,6 +366,9 @@ func readFiles(fsys fs.FS, file string, l *Lesson, base *File) error {
 		}
 		if s.Action == nil {
 			continue
+		}
+		if s.Action.Answer.Name != "" {
+			read(&s.Action.Answer, s.Line)
 		}
 		for _, op := range s.Action.Play {
 			for k, v := range op.Args {
@@ -630,7 +641,7 @@ func (p *parser) lesson(n *yaml.Node) *Lesson {
 // operator reads `operator: {name: mine, starter: starter.sh}`, or for a Go
 // project `operator: {name: mine, project: _project}`.
 func (p *parser) operator(n *yaml.Node) *Operator {
-	f := p.fields(n, "operator", []string{"name"}, []string{"starter", "project", "from_lesson"})
+	f := p.fields(n, "operator", []string{"name"}, []string{"starter", "project", "from_lesson", "from_step"})
 	if f == nil {
 		return nil
 	}
@@ -656,6 +667,14 @@ func (p *parser) operator(n *yaml.Node) *Operator {
 		}
 		if f["project"] == nil {
 			p.errorf(n, "operator: from_lesson continues a Go project: give project too")
+		}
+	}
+	if v := f["from_step"]; v != nil {
+		if step, ok := p.value(v, "operator: from_step", tInt); ok {
+			o.FromStep = step.(int)
+		}
+		if f["from_lesson"] == nil || o.FromStep < 1 {
+			p.errorf(v, "operator: from_step is a step (from 1) of the lesson from_lesson names")
 		}
 	}
 	if (f["starter"] == nil) == (f["project"] == nil) {
@@ -741,7 +760,7 @@ func (p *parser) step(n *yaml.Node, what string) Step {
 }
 
 func (p *parser) action(n *yaml.Node, what string) *Action {
-	f := p.fields(n, what, nil, []string{"kubectl", "key", "note", "play"})
+	f := p.fields(n, what, nil, []string{"kubectl", "key", "note", "answer", "play"})
 	if f == nil {
 		return nil
 	}
@@ -760,6 +779,15 @@ func (p *parser) action(n *yaml.Node, what string) *Action {
 	}
 	if v := f["note"]; v != nil {
 		a.Note = p.text(v, what+": note")
+	}
+	if v := f["answer"]; v != nil {
+		a.Answer = File{Name: p.text(v, what+": answer")}
+		switch {
+		case a.Kubectl == "" || a.Note == "":
+			p.errorf(v, "%s: answer: the file the student writes needs a command that reads it (kubectl) and a note with its skeleton", what)
+		case a.Answer.Name != path.Base(a.Answer.Name) || !strings.Contains(a.Kubectl, a.Answer.Name):
+			p.errorf(v, "%s: answer: want a file of the lesson's folder that the command names, got %q", what, a.Answer.Name)
+		}
 	}
 	if a.Kubectl == "" && a.Key == "" && a.Note == "" && len(p.errs) == 0 {
 		p.errorf(n, "%s: tell the student what to do: kubectl, key or note", what)

@@ -30,7 +30,12 @@ func TestLoadEmbedded(t *testing.T) {
 			if s.Action == nil {
 				continue
 			}
-			if call := unnamespaced(s.Action.Kubectl); call != "" {
+			cmd := s.Action.Kubectl
+			if a := s.Action.Answer; a.Name != "" {
+				// The file the command applies, read as a here-document.
+				cmd = strings.ReplaceAll(cmd, "-f "+a.Name, "-f - <<'EOF'\n"+string(a.Data)+"\nEOF")
+			}
+			if call := unnamespaced(cmd); call != "" {
 				t.Errorf("%s step %d: kubectl command names no namespace: %q", l.Dir, j+1, call)
 			}
 		}

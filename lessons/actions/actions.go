@@ -177,6 +177,18 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Write status.ready of the Echo by hand, through the status
+	// subresource (kubectl patch --subresource=status): a status that says
+	// something else than the operator would.
+	"set_status": {
+		each: func(ctx context.Context, p *Player, a Args, st style.Style) error {
+			patch := []byte(`{"status":{"ready":` + strconv.Quote(a.Str("ready")) + `}}`)
+			_, err := p.sb.Student().Echoes(st).Patch(ctx, a.Str("name"), types.MergePatchType, patch,
+				metav1.PatchOptions{FieldManager: "kubectl-patch"}, "status")
+			return err
+		},
+	},
+
 	// Set data[key] = value of ConfigMap name, creating it if missing (the
 	// ConfigMap echo-defaults holds the default message, key message).
 	"set_configmap": {

@@ -14,7 +14,8 @@ import (
 )
 
 // TestPolicyAsTyped: the policy and binding lesson 16 has the student
-// apply with kubectl are the ones its apply_policy action applies.
+// apply with kubectl (the lesson's version of the file they fill in) are
+// the ones its apply_policy action applies.
 func TestPolicyAsTyped(t *testing.T) {
 	all, err := lessons.Load()
 	if err != nil {
@@ -33,8 +34,7 @@ func TestPolicyAsTyped(t *testing.T) {
 		for _, op := range s.Action.Play {
 			if op.Name == "apply_policy" {
 				max, _ = op.Args.Int("max")
-				_, doc, _ = strings.Cut(s.Action.Kubectl, "<<'EOF'\n")
-				doc, _, _ = strings.Cut(doc, "\nEOF")
+				doc = policyFile(t, s.Action)
 			}
 		}
 	}
@@ -62,4 +62,41 @@ func TestPolicyAsTyped(t *testing.T) {
 	if !equality.Semantic.DeepEqual(&gotBinding, binding) {
 		t.Errorf("the lesson's binding:\n%+v\napply_policy's:\n%+v", gotBinding.Spec, binding.Spec)
 	}
+}
+
+// policyFile is what the step's command applies: the here-document it
+// types, or the file the student fills in from the note's skeleton, whose
+// lines must be the lesson's version but for the blanks (...).
+func policyFile(t *testing.T, a *lessons.Action) string {
+	t.Helper()
+	if a.Answer.Name == "" {
+		_, doc, _ := strings.Cut(a.Kubectl, "<<'EOF'\n")
+		doc, _, _ = strings.Cut(doc, "\nEOF")
+		return doc
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(a.Answer.Data)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	skeleton := strings.Split(strings.TrimSpace(a.Note), "\n")
+	if len(skeleton) != len(lines) {
+		t.Fatalf("the note's skeleton has %d lines, %s %d", len(skeleton), a.Answer.Name, len(lines))
+	}
+	blanks := 0
+	for i, l := range skeleton {
+		if l == lines[i] {
+			continue
+		}
+		before, _, ok := strings.Cut(l, "...")
+		if !ok || !strings.HasPrefix(lines[i], before) {
+			t.Errorf("skeleton line %d %q is not %q with a blank", i+1, l, lines[i])
+		}
+		blanks++
+	}
+	if blanks != 2 {
+		t.Errorf("the skeleton has %d blanks, want 2 (operations, expression)", blanks)
+	}
+	return strings.Join(lines, "\n")
 }

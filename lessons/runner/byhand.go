@@ -155,6 +155,20 @@ func (p *Player) actByHand(ctx context.Context, s *lessons.Step, h Hand, key fun
 	case a.Kubectl != "":
 		cmd := exec.CommandContext(ctx, "bash", "-c", lessons.Localize(a.Kubectl, p.sb.Prefix()))
 		cmd.Env = h.Env
+		if a.Answer.Name != "" {
+			// The student saved the note's skeleton, filled in, where they
+			// type the command; the lesson's version stands in for theirs.
+			dir, err := os.MkdirTemp("", "rlab-answer-")
+			if err != nil {
+				return "", err
+			}
+			defer os.RemoveAll(dir)
+			data := []byte(lessons.Localize(string(a.Answer.Data), p.sb.Prefix()))
+			if err := os.WriteFile(filepath.Join(dir, a.Answer.Name), data, 0o644); err != nil {
+				return "", err
+			}
+			cmd.Dir = dir
+		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -164,6 +178,9 @@ func (p *Player) actByHand(ctx context.Context, s *lessons.Step, h Hand, key fun
 		}
 		if err == nil && refused {
 			return "", fmt.Errorf("the step's command was meant to be refused, and it passed: %s", lastLine(out.String()))
+		}
+		if a.Answer.Name != "" {
+			return "wrote " + a.Answer.Name + " from the skeleton and typed the command", nil
 		}
 		return "typed the command", nil
 	case a.Key != "" && !editsOperator(a):

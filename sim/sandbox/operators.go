@@ -150,15 +150,19 @@ func replicaFile(dir string, st style.Style, replica, ext string) string {
 	return filepath.Join(dir, string(st)+"-"+replica+ext)
 }
 
-// CourseRules are the Role the course teaches an Echo operator: its Echoes
-// and their status, the Deployments it owns, reading ConfigMaps (the
-// namespace's echo-defaults), Events, and a Lease for leader election. A custom operator runs with these, and rlab check measures any
-// operator against them.
+// CourseRules are the Role the course teaches an Echo operator (lesson
+// 10's table): its Echoes and their status, the Deployments it owns, the
+// registry ConfigMap a finalizer keeps (lessons 9 and 20), reading
+// ConfigMaps (the namespace's echo-defaults), Events, and a Lease for
+// leader election. A custom operator runs with these, and rlab check
+// measures any operator against them.
 func CourseRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{echov1.Group}, Resources: []string{echov1.Plural + "/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{echo.RegistryName}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},

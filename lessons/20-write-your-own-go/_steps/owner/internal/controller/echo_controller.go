@@ -49,6 +49,8 @@ func (r *EchoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// names the Echo as its controller.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// TODO(lesson 20, step 8): the registry, ConfigMap echo-registry, lists
+	// no Echo, and a deleted Echo would leave its entry there.
 
 	replicas := echo.Spec.Replicas
 	if replicas < 1 {
@@ -113,6 +115,8 @@ func imageForEcho() string {
 func (r *EchoReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kkloudv1.Echo{}).
+		// TODO(lesson 20, step 11): each status this controller writes queues
+		// its Echo again.
 		// TODO(lesson 20, step 5): delete the Deployment and it stays deleted.
 		Named("echo").
 		Complete(r)
