@@ -80,7 +80,7 @@ type Operator struct {
 	// the starter is that lesson's project as its step FromStep (its last
 	// if 0) leaves it, with this lesson's folder laid over it.
 	From, FromStep int
-	Line int
+	Line           int
 }
 
 // File is a version of the student's operator in a lesson's folder: a
