@@ -183,6 +183,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{"l.yaml:9: step 1: action: play 1: tune: --qps 50: want a --burst of at least 1 with it"}},
 		{"tune: qps in quotes", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - tune: {style: go, qps: \"50\", burst: 100}\n"),
 			[]string{`l.yaml:9: step 1: action: play 1: tune: qps: want requests per second above 0, e.g. 50, or -1 for no client-side limit, got "50"`}},
+		{"answer with no command", lesson("  - title: a\n    text: b\n    action:\n      note: n\n      answer: p.yaml\n      play:\n        - annotate: {name: a}\n"),
+			[]string{"l.yaml:8: step 1: action: answer: the file the student writes needs a command that reads it (kubectl) and a note with its skeleton"}},
+		{"answer the command does not read", lesson("  - title: a\n    text: b\n    action:\n      kubectl: kubectl apply -f q.yaml\n      note: n\n      answer: p.yaml\n      play:\n        - annotate: {name: a}\n"),
+			[]string{`l.yaml:9: step 1: action: answer: want a file of the lesson's folder that the command names, got "p.yaml"`}},
+		{"from_step alone", "title: T\nsummary: S\noperator: {name: mine, project: _p, from_step: 3}\nsteps:\n" + okStep,
+			[]string{"l.yaml:3: operator: from_step is a step (from 1) of the lesson from_lesson names"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,6 +388,41 @@ func TestBlankMessage(t *testing.T) {
 		_, err := Parse("l.yaml", []byte(lesson(step)))
 		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s: error %v, want %q", tt.op, err, tt.wantErr)
+		}
+	}
+}
+
+// TestFromStep: lessons 22 and 23 continue lesson 20's project as its step
+// 7 leaves it, before the finalizer of step 8, whose Echo a test that
+// calls Reconcile alone could never see deleted.
+func TestFromStep(t *testing.T) {
+	all, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "internal/controller/echo_controller.go"
+	l20, err := Find(all, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step7, err := l20.Version(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := l20.Version(len(l20.Steps) - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(last.Files[file]), "AddFinalizer") || strings.Contains(string(step7.Files[file]), "AddFinalizer") {
+		t.Fatal("lesson 20: want the finalizer in its last version and not in step 7's")
+	}
+	for _, n := range []int{22, 23} {
+		l, err := Find(all, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(l.Operator.Starter.Files[file]); got != string(step7.Files[file]) {
+			t.Errorf("lesson %d: %s is not lesson 20's as step 7 leaves it", n, file)
 		}
 	}
 }
