@@ -13,6 +13,7 @@ import (
 
 	"github.com/kkloud/rlab/sim/poll"
 	"github.com/kkloud/rlab/sim/proc"
+	"github.com/kkloud/rlab/sim/sandbox"
 	"github.com/kkloud/rlab/sim/ship"
 )
 
@@ -194,17 +195,6 @@ func (r *run) rest(ctx context.Context) (bool, string, error) {
 // (ClusterRole system:basic-user).
 var selfReviews = sets.New("selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews")
 
-// courseVerbs are the verbs the course's Role allows, by resource (see
-// sandbox.CourseRules).
-var courseVerbs = map[string]sets.Set[string]{
-	"echoes":        sets.New("get", "list", "watch", "update", "patch"),
-	"echoes/status": sets.New("get", "update", "patch"),
-	"deployments":   sets.New("get", "list", "watch", "create", "update", "patch", "delete"),
-	"configmaps":    sets.New("get", "list", "watch"),
-	"events":        sets.New("create", "patch"),
-	"leases":        sets.New("get", "list", "watch", "create", "update", "patch"),
-}
-
 // beyondCourse says whether the course's Role would deny q. Discovery and
 // the other non-resource paths are open to every authenticated user, and so
 // is asking what one may do (system:basic-user: a Java Operator SDK manager
@@ -213,8 +203,14 @@ func beyondCourse(q Request) bool {
 	if q.Resource == "discovery" || strings.HasPrefix(q.Resource, "/") || (q.Verb == "create" && selfReviews.Has(q.Resource)) {
 		return false
 	}
-	verbs := courseVerbs[q.Resource]
-	return verbs == nil || !verbs.Has(q.Verb)
+	_, name, _ := strings.Cut(q.Object, "/")
+	for _, r := range sandbox.CourseRules() {
+		if slices.Contains(r.Resources, q.Resource) && slices.Contains(r.Verbs, q.Verb) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // privilege: no request was denied, and none needed more than the course's

@@ -7,11 +7,12 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/kkloud/rlab/operators/echo"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 
 // courseResources says in a few words what the course's Role allows.
-const courseResources = "Echoes, their status, Deployments, reading ConfigMaps, Events and Leases"
+const courseResources = "Echoes, their status, Deployments, reading ConfigMaps and writing " + echo.RegistryName + ", Events and Leases"
 
 // judgePrivilege grades the operator's requests qs (probes: kubectl's
 // lookups of its namespace, not counted). Under the course's Role (or one

@@ -58,12 +58,12 @@ func TestPrivilege(t *testing.T) {
 		}, pass: true, reason: "3 requests, none denied"},
 		{name: "no request at all", reason: "no request to judge: the operator made none through rlab (does it read $KUBECONFIG?)"},
 		{name: "course's Role, pods", qs: []Request{q("list", "pods", ns, 403), q("list", "pods", ns, 403)},
-			reason: "denied: list pods ×2: the course's Role allows Echoes, their status, Deployments, reading ConfigMaps, Events and Leases in its namespace; " +
+			reason: "denied: list pods ×2: the course's Role allows Echoes, their status, Deployments, reading ConfigMaps and writing echo-registry, Events and Leases in its namespace; " +
 				"get what you need from those (e.g. the Deployment's status, not its pods)"},
 		{name: "course's Role, across all namespaces", qs: []Request{
 			q("list", "echoes", "", 403), q("list", "echoes", "", 403), q("list", "echoes", "", 403), q("list", "deployments", "", 403),
 		}, reason: "denied: list echoes (all namespaces) ×3, list deployments (all namespaces) ×1: the course's Role allows Echoes, their status, " +
-			"Deployments, reading ConfigMaps, Events and Leases in its namespace only: list and watch in $WATCH_NAMESPACE, or grade the operator with its own RBAC (--rbac)"},
+			"Deployments, reading ConfigMaps and writing echo-registry, Events and Leases in its namespace only: list and watch in $WATCH_NAMESPACE, or grade the operator with its own RBAC (--rbac)"},
 		{name: "course's Role, kubectl's namespace lookup", qs: []Request{
 			q("get", "echoes", ns, 404), {Time: at, Replica: "a", Verb: "get", Resource: "namespaces", Object: "Namespace/" + ns, Code: 403},
 		}, pass: true, reason: "1 requests, none denied (not counted: kubectl's lookup of namespace echo-mine after a 404 ×1)"},
@@ -77,7 +77,7 @@ func TestPrivilege(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"kkloud.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 		}}}}, qs: []Request{q("list", "pods", "", 200), q("list", "pods", "", 200), q("list", "echoes", ns, 200)},
-			reason: "beyond what the course needs (Echoes, their status, Deployments, reading ConfigMaps, Events and Leases): list pods ×2; " +
+			reason: "beyond what the course needs (Echoes, their status, Deployments, reading ConfigMaps and writing echo-registry, Events and Leases): list pods ×2; " +
 				"declared, never used: watch pods; used across all namespaces: list pods"},
 		{name: "own RBAC, a Role asked across all namespaces", grant: &rbac.Grant{Path: "roles.yaml", Namespaced: []rbac.Role{{Kind: rbac.KindRole, Name: "r", Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"kkloud.io"}, Resources: []string{"echoes"}, Verbs: []string{"list"}},
