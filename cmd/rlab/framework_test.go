@@ -199,7 +199,7 @@ func permissions(r rbacv1.PolicyRule) []string {
 	return out
 }
 
-// TestCheckLessonProject grades lesson 20's Go project as its last step
+// TestCheckLessonProject grades lesson 20's Go project as its step 7
 // leaves it, the way that step tells the student to: from the folder rlab
 // lesson starter wrote, rlab check -- go run ./cmd, offline (the modules
 // from the cache that building rlab filled). Beside TestClassroom.
