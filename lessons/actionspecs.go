@@ -391,6 +391,8 @@ func (s *Step) Gated() bool {
 // the review of a ServiceAccount's rights in lesson 10 and the read of
 // managedFields in lesson 14 are not gated either, nor lesson 16's
 // discovery, reads and admission policy (the world watches no policies).
+// A status written by hand keeps the generation, but the world sees it by
+// its field manager (kubectl's, on the status subresource).
 var traceless = map[string]bool{"role_verbs": true, "role_reset": true, "annotate": true,
 	"stale_update": true, "rules_review": true, "get_deployment": true,
 	"api_resources": true, "explain": true, "get_echo": true, "apply_policy": true, "delete_policy": true}

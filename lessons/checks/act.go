@@ -119,6 +119,9 @@ func FindActs(began time.Time, events []trace.Event, sn world.Snapshot, styleOfN
 			if ev.Edited.After(began) {
 				a.Note(ev.Edited, st)
 			}
+			if ev.StatusEdited.After(began) {
+				a.Note(ev.StatusEdited, st)
+			}
 		}
 		if view.ConfigMapEdited.After(began) {
 			a.Note(view.ConfigMapEdited, st)

@@ -31,9 +31,15 @@ type echoTrack struct {
 	deleting time.Time
 	// edited is when the world saw the spec change last (or the Echo
 	// appear); zero for what the initial list found.
-	edited   time.Time
-	drift    *drift    // a drift seen and not yet repaired
-	converge *converge // an edit (or a creation) not yet converged
+	edited time.Time
+	// statusByHand is the time of the newest status write by kubectl
+	// (its managedFields entry for the status subresource), and
+	// statusEdited when the world saw it: a person's status edit, which
+	// keeps the generation.
+	statusByHand time.Time
+	statusEdited time.Time
+	drift        *drift    // a drift seen and not yet repaired
+	converge     *converge // an edit (or a creation) not yet converged
 }
 
 // drift is a mismatch of the Deployment while the Echo had not changed.
@@ -91,7 +97,25 @@ func (m *nsModel) upsertEcho(e *echov1.Echo, initial bool, now time.Time) []trac
 		tr.edited = now
 	}
 	tr.gen = e.Generation
+	if t := handStatusWrite(e); t.After(tr.statusByHand) {
+		if !initial { // not one made before the world started
+			tr.statusEdited = now
+		}
+		tr.statusByHand = t
+	}
 	return append(evs, m.evaluate(e.Name, false, now)...)
+}
+
+// handStatusWrite is when kubectl (a field manager kubectl, kubectl-patch,
+// kubectl-edit, ...) last wrote e's status subresource, zero if never.
+func handStatusWrite(e *echov1.Echo) time.Time {
+	var t time.Time
+	for _, mf := range e.GetManagedFields() {
+		if mf.Subresource == "status" && strings.HasPrefix(mf.Manager, "kubectl") && mf.Time != nil && mf.Time.After(t) {
+			t = mf.Time.Time
+		}
+	}
+	return t
 }
 
 // deleteEcho forgets a deleted Echo and says how long its finalizers held

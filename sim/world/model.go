@@ -75,8 +75,12 @@ type EchoView struct {
 	Finalizers []string
 	// Edited is when the world saw the spec change last (or the Echo
 	// appear); zero if unchanged since the world started.
-	Edited     time.Time
-	Deployment *DeploymentView // echo-<name>, nil if absent
+	Edited time.Time
+	// StatusEdited is when the world saw a status written by hand
+	// (kubectl, through the status subresource: the generation stays);
+	// zero if none since the world started.
+	StatusEdited time.Time
+	Deployment   *DeploymentView // echo-<name>, nil if absent
 }
 
 // StatusCurrent says whether the Echo's status is about its spec as it is:
@@ -233,7 +237,7 @@ func (m *nsModel) view() *NamespaceView {
 			ev.Conditions[c.Type] = string(c.Status)
 		}
 		if tr := m.tracks[name]; tr != nil {
-			ev.Edited = tr.edited
+			ev.Edited, ev.StatusEdited = tr.edited, tr.statusEdited
 		}
 		if d := m.deployments[echo.DeploymentName(name)]; d != nil {
 			ev.Deployment = owned.deploymentView(d)

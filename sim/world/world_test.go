@@ -856,3 +856,38 @@ func TestHandover(t *testing.T) {
 		t.Errorf("field.handover events %v, want 2", handovers())
 	}
 }
+
+// TestStatusByHand: a status written by kubectl (its field manager, on the
+// status subresource) is seen as a person's edit, though the generation
+// stays; the operator's status writes are not.
+func TestStatusByHand(t *testing.T) {
+	simtest.NeedsControlPlane(t)
+	t.Parallel()
+	f := newFixture(t)
+	f.helloReady(t)
+	writeStatus(t, f.ns, "hello", "1/2") // as the operator (the test's own manager)
+	s := waitFor(t, f.w, "the operator's status seen", func(s world.Snapshot) bool {
+		e := s.Namespaces[f.ns].Echoes["hello"]
+		return e != nil && e.Ready == "1/2"
+	})
+	if e := s.Namespaces[f.ns].Echoes["hello"]; !e.StatusEdited.IsZero() {
+		t.Fatalf("the operator's status write counted as a hand edit at %v", e.StatusEdited)
+	}
+	before := time.Now()
+	_, err := echoes(f.ns).Patch(t.Context(), "hello", types.MergePatchType, []byte(`{"status":{"ready":"0/2"}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-patch"}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = waitFor(t, f.w, "the hand's status seen", func(s world.Snapshot) bool {
+		e := s.Namespaces[f.ns].Echoes["hello"]
+		return e != nil && e.Ready == "0/2"
+	})
+	e := s.Namespaces[f.ns].Echoes["hello"]
+	if e.StatusEdited.Before(before) {
+		t.Errorf("StatusEdited = %v, want after %v", e.StatusEdited, before)
+	}
+	if e.Generation != 1 {
+		t.Errorf("generation %d after a status write, want 1", e.Generation)
+	}
+}
