@@ -227,7 +227,7 @@ func TestKindLessonsVerify(t *testing.T) {
 	noLeftovers(t, kindCluster(e), nil)
 }
 
-// TestKindShip: lesson 20's finished operator (lesson 22's starter) shipped
+// TestKindShip: lesson 20's operator as its step 7 leaves it (lesson 22's starter) shipped
 // into a real kind cluster with two replicas and leader election, and
 // graded there: every required check passes, the kills deleted pods (each
 // slot restarted by a new pod of the Deployment), the requests were read

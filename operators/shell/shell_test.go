@@ -96,8 +96,10 @@ func (s *script) exited() bool {
 }
 
 // stopWithin bounds the exit after SIGTERM. The tests that wait in a sleep
-// use a 60s interval, so a script that only stops when its wait ends fails;
-// the bound was 3s until one such exit took longer on a loaded CI machine.
+// use a 60s interval, so a script that only stops when its wait ends fails.
+// A SIGTERM that came just before the wait's read began was acted on only
+// when the read returned (no exit 15s after it, in CI): the script now
+// waits a second at a time (idle in echo-operator.sh).
 const stopWithin = 15 * time.Second
 
 // terminate sends SIGTERM to the script alone and waits up to stopWithin
