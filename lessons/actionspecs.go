@@ -27,6 +27,7 @@ const (
 	ActRunOperator = "run_operator"
 	ActRunProject  = "run_project"
 	ActShip        = "ship"
+	ActReplicas    = "operator_replicas"
 	ActUnship      = "unship"
 )
 
@@ -295,6 +296,16 @@ var actions = map[string]actionSpec{
 		args: spec{required: argTypes{"operator": tOperator}},
 		words: func(a Args) string {
 			return "bring " + a.Str("operator") + " back to this machine: delete its Deployment, start its replicas here again"
+		},
+	},
+	ActReplicas: {
+		args: spec{required: argTypes{"operator": tOperator, "replicas": tInt}, optional: argTypes{"args": tString}},
+		words: func(a Args) string {
+			n, _ := a.Int("replicas")
+			if args := a.Str("args"); args != "" {
+				return fmt.Sprintf("run %s as %d replicas, each with its own proxy, every one with %s added to its command", a.Str("operator"), n, args)
+			}
+			return fmt.Sprintf("run %s as %d replicas, each with its own proxy", a.Str("operator"), n)
 		},
 	},
 	ActShip: {

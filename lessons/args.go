@@ -376,9 +376,6 @@ func (p *parser) checkIDs(n *yaml.Node, what string) (any, bool) {
 		case c.Kind != yaml.ScalarNode || !slices.Contains(known, c.Value):
 			p.errorf(c, "%s: %s is not one of rlab check's checks (%s)", what, kindName(c), strings.Join(known, ", "))
 			return nil, false
-		case slices.ContainsFunc(RlabChecks, func(i RlabCheck) bool { return i.ID == c.Value && i.Replicated }):
-			p.errorf(c, "%s: %s needs two replicas of the operator, and a lesson's runs one", what, c.Value)
-			return nil, false
 		case slices.Contains(out, c.Value):
 			p.errorf(c, "%s: %s given twice", what, c.Value)
 			return nil, false

@@ -83,6 +83,9 @@ var verbs = []Verb{
 		Short: "start a second shell loop, shell/b, with no election; --suffix makes it append TEXT to the message"},
 	{Words: []string{"shell-replica", "remove"}, Action: "remove_shell_replica",
 		Short: "stop the second shell loop"},
+	{Words: []string{"replicas"}, Action: ActReplicas, args: []verbArg{{key: "operator", usage: "OPERATOR"}, {key: "replicas", usage: "N"}},
+		flags: []verbFlag{{name: "args", key: "args", usage: "'FLAGS'"}},
+		Short: "run your operator as N replicas here, each with its own proxy; --args adds FLAGS to every one's command (--args --leader-elect)"},
 	{Words: []string{"ship"}, Action: ActShip, args: []verbArg{{key: "operator", usage: "OPERATOR"}},
 		flags: []verbFlag{{name: "replicas", key: "replicas", usage: "N"}},
 		Short: "build your Go operator's image, load it into the kind node and run it there as a Deployment under its ServiceAccount, granted its config/rbac (kind only)"},
@@ -195,7 +198,11 @@ func ParseVerb(words []string) (Op, error) {
 	for i, a := range v.args {
 		shown[a.key] = a.usage
 		if !a.onOff {
-			add(a.key, pos[i], "!!str")
+			tag := "!!str"
+			if t := actions[v.Action].args.required[a.key]; t == tInt {
+				tag = (&yaml.Node{Kind: yaml.ScalarNode, Value: pos[i]}).ShortTag() // as a lesson's 2 reads
+			}
+			add(a.key, pos[i], tag)
 			continue
 		}
 		switch pos[i] {

@@ -53,7 +53,7 @@ func TestParseVerb(t *testing.T) {
 	}
 
 	bad := []struct{ words, want string }{
-		{"", "say what to do: partition, heal, kill-leader, stop-leader, watch-owned, warmup, generation-predicate, defaults-cache, tune, finalizer, webhook, pause, resume, slow, fault, shell-replica, ship, unship (rlab do --help says what each does)"},
+		{"", "say what to do: partition, heal, kill-leader, stop-leader, watch-owned, warmup, generation-predicate, defaults-cache, tune, finalizer, webhook, pause, resume, slow, fault, shell-replica, replicas, ship, unship (rlab do --help says what each does)"},
 		{"partiton go", `unknown verb "partiton": want one of partition, heal,`},
 		{"partition", "partition: missing STYLE: clientgo, runtime or go (a Go style: with a Lease and watches) (usage: rlab do partition STYLE [--mode refuse|hang])"},
 		{"pause", "pause: missing STYLE: shell, clientgo, runtime, go or all (usage: rlab do pause STYLE)"},

@@ -46,20 +46,23 @@ step "go test (the long tier)" -- "${long[@]}"
 # two go test -v streams interleaved line by line could not be read.
 # Each stream holds a kind test lock of its own (kindtest.LockEnv), so the
 # two are not kept to one kind cluster at a time.
-# The shipping tests of cmd/rlab (rlab check --ship, lesson 23 by hand) run
-# in this stream: the other, with every lesson on kind, is the longer
-# (1156 s against 408 s in the clean-clone CI of 5f27b17).
+# The shipping tests of cmd/rlab (rlab check --ship, lesson 23 by hand) and
+# every third lesson on kind (TestKindLessonsVerify's part b) run in this
+# stream, the rest of the lessons in the other: with every lesson on kind,
+# the other stream took 1092 s in the clean-clone CI of a3ad709, and this
+# one 408 s in that of 5f27b17.
 sandboxes() {
   local lock=RLAB_KIND_TEST_LOCK=kind-test-sandbox
   step "kind: sandbox on kind" "$lock" RLAB_TEST_BACKEND=kind -- ./sim/sandbox/
   step "kind: sandbox on an existing cluster" "$lock" RLAB_TEST_BACKEND=kubeconfig -- ./sim/sandbox/
   step "kind: sandbox on an existing kind cluster" "$lock" RLAB_TEST_BACKEND=kubeconfig RLAB_TEST_HOST=kind -- ./sim/sandbox/
   step "kind: cmd/rlab's shipping" "$lock" RLAB_TEST_KIND_PASS=1 -- -run '^TestKindShip' ./cmd/rlab/
+  step "kind: every third lesson" "$lock" RLAB_TEST_KIND_PASS=1 RLAB_KIND_LESSONS=b -- -run '^TestKindLessonsVerify$' ./cmd/rlab/
 }
 t=$SECONDS
 sandboxes >"$logs/sandboxes.out" 2>&1 &
 other=$!
-step "kind: cmd/rlab" RLAB_KIND_TEST_LOCK=kind-test-rlab RLAB_TEST_KIND_PASS=1 -- -run '^TestKind' -skip '^TestKindShip' ./cmd/rlab/
+step "kind: cmd/rlab" RLAB_KIND_TEST_LOCK=kind-test-rlab RLAB_TEST_KIND_PASS=1 RLAB_KIND_LESSONS=a -- -run '^TestKind' -skip '^TestKindShip' ./cmd/rlab/
 wait "$other"
 echo "test-all: the sandbox suites' kind passes, run beside kind: cmd/rlab:"
 cat "$logs/sandboxes.out"

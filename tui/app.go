@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/sim/marks"
 	"github.com/kkloud/rlab/tui/common"
 	"github.com/kkloud/rlab/tui/startup"
@@ -61,6 +62,9 @@ type appTick struct{}
 type AppOptions struct {
 	// Title of the start-up view.
 	Title string
+	// Words are the start-up view's words: the lesson's language (the
+	// main screen takes its own from the Session); nil is English.
+	Words lessonview.Words
 	// Main is the main screen's options; Source, Actions and Session come
 	// with ReadyMsg (Main.Session is kept if ReadyMsg has none), Quit is the
 	// App's.
@@ -109,6 +113,7 @@ func NewApp(o AppOptions) *App {
 	o.Main.Context = actx
 	a := &App{opts: o, cancelActions: cancel, dark: o.Main.Dark, styles: common.NewTheme(o.Main.Dark)}
 	a.startup = startup.New(o.Title, o.Main.Now())
+	a.startup.Words = o.Words
 	return a
 }
 

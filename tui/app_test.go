@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/sim/marks"
 	"github.com/kkloud/rlab/tui/internal/fixture"
 )
@@ -214,5 +215,31 @@ func TestTUIAppMarksMainScreen(t *testing.T) {
 	a.View()
 	if b, err := os.ReadFile(file); err != nil || strings.Count(string(b), marks.ScreenMain) != 1 {
 		t.Fatalf("marks file %q (%v): want %s once", b, err, marks.ScreenMain)
+	}
+}
+
+// TestTUIAppStartupInLanguage: the App's Words reach the start-up view,
+// its phases' names with them; without Words it is English.
+func TestTUIAppStartupInLanguage(t *testing.T) {
+	tests := []struct {
+		lang string
+		want []string
+	}{
+		{"zh", []string{"✓ 各 operator 已启动", "每种风格的 Echo hello → 2/2", "q 停止并清理"}},
+		{"ru", []string{"✓ операторы запущены", "Echo hello → 2/2 во всех стилях", "q — остановить и прибрать"}},
+		{"en", []string{"✓ operators started", "Echo hello → 2/2 in every style", "q stops and cleans up"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			a := NewApp(AppOptions{Title: "rlab", Words: lessonview.WordsFor(tt.lang)})
+			a.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+			a.Update(PhaseMsg{Name: "operators started", Took: time.Second})
+			out := ansi.Strip(a.view().Content)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q on the start-up view:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -661,6 +662,45 @@ func TestTUILessonPromptsInLanguage(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(screen, w) {
 					t.Errorf("no %q on the screen:\n%s", w, screen)
+				}
+			}
+		})
+	}
+}
+
+// TestTUITooSmallInLanguage: in a lesson in another language, the screen
+// that asks for a larger terminal is in it; without one, in English.
+func TestTUITooSmallInLanguage(t *testing.T) {
+	tests := []struct {
+		lang string
+		w, h int
+		want []string
+	}{
+		{"zh", 99, 30, []string{"rlab 需要至少 100x30 的终端；当前终端为 99x30。", "请放大终端（或调小字体）。", "q 退出。"}},
+		{"ru", 120, 29, []string{"Для rlab нужен терминал не меньше 100x30; текущий — 120x29.", "Увеличьте окно терминала (или уменьшите шрифт).", "q — выход."}},
+		{"vi", 80, 24, []string{"rlab cần terminal ít nhất 100x30; terminal này là 80x24.", "Hãy phóng to terminal (hoặc giảm cỡ chữ).", "q để thoát."}},
+		{"", 99, 30, []string{"rlab needs a terminal of at least 100x30; this one is 99x30.", "Enlarge the terminal (or make the font smaller).", "q quits."}},
+	}
+	for _, tt := range tests {
+		t.Run(cmp.Or(tt.lang, "no lesson"), func(t *testing.T) {
+			var m *Model
+			if tt.lang == "" {
+				m, _ = newModel(t, &fixture.Actions{})
+			} else {
+				st := waitingStep()
+				st.Words = lessonview.WordsFor(tt.lang)
+				m = newLessonModel(t, &fakeSession{st: st}, &fixture.Actions{})
+			}
+			m.Update(tea.WindowSizeMsg{Width: tt.w, Height: tt.h})
+			screen := ansi.Strip(m.Render())
+			for _, w := range tt.want {
+				if !strings.Contains(screen, w) {
+					t.Errorf("no %q on the screen:\n%s", w, screen)
+				}
+			}
+			for _, en := range []string{"needs a terminal", "Enlarge", "quits"} {
+				if tt.lang != "" && strings.Contains(screen, en) {
+					t.Errorf("English %q left on the screen:\n%s", en, screen)
 				}
 			}
 		})

@@ -160,14 +160,19 @@ func (m *Model) Render() string {
 }
 
 func (m *Model) enlarge() string {
-	msg := fmt.Sprintf("rlab needs a terminal of at least %dx%d; this one is %dx%d.\nEnlarge the terminal (or make the font smaller).\n\nq quits.",
-		MinWidth, MinHeight, m.w, m.h)
+	w := m.lesson.st.Words // the lesson's language, as the rest of the screen
+	msg := []string{
+		w.F("rlab needs a terminal of at least %dx%d; this one is %dx%d.", MinWidth, MinHeight, m.w, m.h),
+		w.T("Enlarge the terminal (or make the font smaller)."),
+		"",
+		w.F("%s quits.", "q"),
+	}
 	var out []string
 	pad := max(0, (m.h-4)/2)
 	for range pad {
 		out = append(out, "")
 	}
-	for _, l := range strings.Split(msg, "\n") {
+	for _, l := range msg {
 		out = append(out, strings.Repeat(" ", max(0, (m.w-common.Width(l))/2))+l)
 	}
 	return strings.Join(out, "\n")

@@ -501,7 +501,6 @@ A lesson about your own operator (12) runs the one you name with
 				return f.startText(cmd.Context(), all, l, setup, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			up.ShellInterval, up.clusterFlags = f.ShellInterval, f.clusterFlags
-			up.Title = fmt.Sprintf("lesson %d: %s", l.Number, l.Title)
 			up.Follow = &launch.Follow{Lesson: l, Course: all, FromStart: f.FromStart, Reset: f.Reset}
 			return up.run(cmd.Context(), cmd.ErrOrStderr())
 		},

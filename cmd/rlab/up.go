@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kkloud/rlab/cmd/rlab/internal/launch"
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/fault"
 	"github.com/kkloud/rlab/sim/sandbox"
@@ -76,7 +77,6 @@ func (a screenActions) ApplyFault(_ context.Context, st style.Style, spec string
 type upFlags struct {
 	Record string
 	Follow *launch.Follow // the lesson on the screen (rlab lesson start)
-	Title  string         // of the start-up view, if not the default
 	Hint   string         // on the screen's status line when it has nothing else to say
 	sandboxFlags
 }
@@ -153,11 +153,17 @@ func (f upFlags) run(ctx context.Context, stderr io.Writer) error {
 
 // newApp is the screen: the start-up view until the sandbox is ready.
 func (f upFlags) newApp(l *launch.Launcher, o launch.Options, cancel func()) *tui.App {
-	title := fmt.Sprintf("starting the sandbox · %s · state in %s", o.Backend.Title(), l.Dir.Root)
-	if f.Title != "" {
-		title = f.Title + " · " + title
+	// A lesson's start-up is in its language (--lang or the locale); rlab
+	// up has no language of its own, nor does its screen: English.
+	var w lessonview.Words
+	if f.Follow != nil {
+		w = lessonview.WordsFor(f.Follow.Lesson.Lang)
 	}
-	return tui.NewApp(tui.AppOptions{Title: title, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
+	title := w.F("starting the sandbox · %s · state in %s", o.Backend.Title(), l.Dir.Root)
+	if f.Follow != nil {
+		title = w.F("lesson %d: %s", f.Follow.Lesson.Number, f.Follow.Lesson.Title) + " · " + title
+	}
+	return tui.NewApp(tui.AppOptions{Title: title, Words: w, Cancel: cancel, Stop: l.Stop, Main: tui.Options{
 		Info:   tui.Info{Backend: o.Backend.Title()}, // until ReadyMsg brings launch.Info
 		Styles: o.AllStyles(), Echo: sandbox.SampleName, Start: l.Began, Dark: true, Hint: f.Hint,
 	}})

@@ -506,6 +506,34 @@ var actions = map[string]actionKind{
 	// Ship the student's Go operator into the cluster: its image built and
 	// loaded into the kind node, its project's config/rbac granted to its
 	// ServiceAccount, a Deployment instead of its replicas here.
+	// Run the student's operator as N replicas here, with flags added.
+	lessons.ActReplicas: {
+		do: func(ctx context.Context, p *Player, a Args) error {
+			st := style.Style(a.Str("operator"))
+			n, _ := a.Int("replicas")
+			if err := p.sb.Customs().SetReplicas(st, n, a.Str("args")); err != nil {
+				return err
+			}
+			// Done when every one of them runs: a replica that then exits
+			// is the operator's to explain (its log), not this action's.
+			return p.poll(ctx, 30*time.Second, func() string {
+				n, running := 0, 0
+				for _, r := range p.sb.Operators().ReplicaStatuses() {
+					if r.Style == st {
+						n++
+						if r.Running || r.Restarts > 0 {
+							running++
+						}
+					}
+				}
+				if n != len(p.sb.Operators().Replicas(st)) || running < n {
+					return fmt.Sprintf("%d of %d replicas of %s started", running, len(p.sb.Operators().Replicas(st)), st)
+				}
+				return ""
+			})
+		},
+	},
+
 	lessons.ActShip: {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			st := style.Style(a.Str("operator"))

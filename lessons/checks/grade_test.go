@@ -161,8 +161,6 @@ func TestLessonOperatorErrors(t *testing.T) {
 			"operator: want the name of the lesson's operator"},
 		{"unknown check", withOperator(check("{operator: mine, checks: [owner, ownership]}")),
 			`l.yaml:7: step 1: check: operator_check: checks: "ownership" is not one of rlab check's checks`},
-		{"two replicas", withOperator(check("{operator: mine, checks: [failover]}")),
-			"failover needs two replicas of the operator"},
 		{"twice", withOperator(check("{operator: mine, checks: [gc, gc]}")), "checks: gc given twice"},
 		{"no checks", withOperator(check("{operator: mine, checks: []}")), "checks: want a list of rlab check's checks"},
 		{"bad file", withOperator("  - title: a\n    text: b\n    action:\n      note: n\n      play:\n        - run_operator: {operator: mine, file: ../x.sh}\n"),

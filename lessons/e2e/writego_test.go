@@ -32,6 +32,7 @@ func TestWriteYourOwnGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	const first = 7 // step 8, from 0
+	lastStep := len(l.Steps) - 1 // 13: two replicas, one leader
 	step7, err := l.Version(first - 1)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +93,9 @@ func TestWriteYourOwnGo(t *testing.T) {
 		if i > first {
 			s.Next()
 		}
+		if i == lastStep {
+			twoReplicasFail(t, p, s, l, i)
+		}
 		s.Play()
 		st := wait(fmt.Sprintf("step %d passed", i+1), func(st runner.SessionState) bool { return st.Step == i && st.Passed })
 		if st.PlayErr != "" {
@@ -102,4 +106,25 @@ func TestWriteYourOwnGo(t *testing.T) {
 	if r := ready(); r != "0/2" {
 		t.Errorf("with the predicate, hello's status.ready is %q after step 12, want the 0/2 written by hand", r)
 	}
+}
+
+// twoReplicasFail: step 13 on step 12's version, run as two replicas with
+// --leader-elect as the step's command does, fails, quoting the manager's
+// own error: out of a cluster it cannot find the Lease's namespace.
+func twoReplicasFail(t *testing.T, p *runner.Player, s *runner.Session, l *lessons.Lesson, i int) {
+	t.Helper()
+	two := lessons.Op{Name: lessons.ActReplicas, Args: lessons.Args{"operator": string(l.Operator.Name), "replicas": 2, "args": "--leader-elect"}}
+	if err := p.Do(t.Context(), two); err != nil {
+		t.Fatal(err)
+	}
+	const why = "unable to find leader election namespace"
+	var st runner.SessionState
+	simtest.Eventually(t, 5*time.Minute, "step 13 failing on step 12's version, saying why", func(context.Context) (bool, error) {
+		st = s.State()
+		return st.Step == i && strings.Contains(st.Detail, why), fmt.Errorf("state %+v", st)
+	})
+	if st.Passed {
+		t.Fatalf("step 13 passed on step 12's version: %s", st.Detail)
+	}
+	t.Logf("step 13 on step 12's version: %s", st.Detail)
 }

@@ -115,4 +115,19 @@ var Formats = []string{
 	" · denied %d", "denied %d (403)", ": not in its Role", "replica %s: not started yet",
 	"Lease: none (no election seen)", "no Lease: %d replicas, all act", "expired", "tab/1-%d switch · f full width",
 	"not found (%s creates it)", "not seen yet",
+	// The start-up view (tui/startup, its title from cmd/rlab/up.go).
+	"starting the sandbox · %s · state in %s", "lesson %d: %s", "start-up failed after %s", "press any key to exit",
+	"interrupted: stopping what was started …", "starting",
+	"building the control plane (first run only; about 5 minutes on 2 cores)",
+	"Echo hello → 2/2 in every style (the shell loop polls)", "total %s", "control-plane build output",
+	"%s stops and cleans up",
+	// The start-up phases it shows: sim/cluster's steps, the launch's and
+	// sim/sandbox's, the last two with their varying part
+	// (startup.PhaseFormats). "apiserver+etcd" is names only: kept.
+	"control plane installed", "connect", "echo crd", "crds", "gc watches echo", "nodes ready", "node ready",
+	"apiserver healthy", "controllers", "nodes untainted", "healthy", "container engine", "node image", "kind cluster",
+	"operators started", "namespaces %s*", "sample echo %s",
+	// A terminal too small for the screen (tui/view.go).
+	"rlab needs a terminal of at least %dx%d; this one is %dx%d.", "Enlarge the terminal (or make the font smaller).",
+	"%s quits.",
 }

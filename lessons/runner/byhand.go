@@ -153,6 +153,17 @@ func (p *Player) actByHand(ctx context.Context, s *lessons.Step, h Hand, key fun
 	case a == nil:
 		return "nothing to do", nil
 	case a.Kubectl != "":
+		// A step that asks for a fix to the operator and a command (lesson
+		// 20's two replicas): the fix is saved first, then the command typed.
+		saved := false
+		for _, op := range a.Play {
+			if op.Name == lessons.ActRunOperator || op.Name == lessons.ActRunProject {
+				if err := p.Do(ctx, op); err != nil {
+					return "", fmt.Errorf("%s: %w", op.Name, err)
+				}
+				saved = true
+			}
+		}
 		cmd := exec.CommandContext(ctx, "bash", "-c", lessons.Localize(a.Kubectl, p.sb.Prefix()))
 		cmd.Env = h.Env
 		if a.Answer.Name != "" {
@@ -179,8 +190,11 @@ func (p *Player) actByHand(ctx context.Context, s *lessons.Step, h Hand, key fun
 		if err == nil && refused {
 			return "", fmt.Errorf("the step's command was meant to be refused, and it passed: %s", lastLine(out.String()))
 		}
-		if a.Answer.Name != "" {
+		switch {
+		case a.Answer.Name != "":
 			return "wrote " + a.Answer.Name + " from the skeleton and typed the command", nil
+		case saved:
+			return "saved the operator's file with the step's fix and typed the command", nil
 		}
 		return "typed the command", nil
 	case a.Key != "" && !editsOperator(a):

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,6 +127,16 @@ type Customs struct {
 	super restarter
 	plan  replicaPlan
 	dir   string // the run dir's operators folder
+
+	mu sync.Mutex // one change of command or replicas at a time
+	// spare are the replicas each custom operator run here may gain
+	// (SetReplicas), by name ("mine/b"): each spec's proxy and kubeconfig
+	// are made at start, so that a replica gained later is counted and
+	// faulted as the first ones are.
+	spare map[string]supervisor.Spec
+	// args are what SetReplicas added to an operator's command line, kept
+	// when a lesson swaps in its next version.
+	args map[style.Style]string
 }
 
 // Custom is the custom operator named st, if it is one.
@@ -380,8 +391,16 @@ func WriteProject(dir string, files map[string][]byte) error {
 	return nil
 }
 
-// CustomCommand is the command line custom operator st's replicas run now.
+// CustomCommand is the command line custom operator st's replicas run now,
+// without what SetReplicas added to it.
 func (c *Customs) CustomCommand(st style.Style) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.command(st)
+}
+
+// command is CustomCommand, with c.mu held.
+func (c *Customs) command(st style.Style) (string, error) {
 	if c.plan.customOf(st) == nil {
 		return "", fmt.Errorf("no operator %s in this sandbox", st)
 	}
@@ -392,7 +411,7 @@ func (c *Customs) CustomCommand(st style.Style) (string, error) {
 	if len(sp.Args) != 2 || sp.Args[0] != "-c" {
 		return "", fmt.Errorf("operator %s runs %q, not a command line", st, sp.Args)
 	}
-	return sp.Args[1], nil
+	return strings.TrimSuffix(sp.Args[1], c.args[st]), nil
 }
 
 // ProjectDir is the folder of the Go project custom operator st runs now:
@@ -417,8 +436,9 @@ func (c *Customs) ProjectDir(st style.Style) (string, error) {
 }
 
 // setCustomCommand restarts every replica of custom operator st with
-// another command line, at once and gracefully (SIGTERM): a new version
-// of the student's operator takes over from the old one.
+// another command line (and the arguments SetReplicas added), at once and
+// gracefully (SIGTERM): a new version of the student's operator takes over
+// from the old one.
 func (c *Customs) setCustomCommand(st style.Style, command string) error {
 	if c.plan.customOf(st) == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
@@ -426,12 +446,110 @@ func (c *Customs) setCustomCommand(st style.Style, command string) error {
 	if strings.TrimSpace(command) == "" {
 		return fmt.Errorf("operator %s: no command to run", st)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restartAll(st, command+c.args[st])
+}
+
+// restartAll restarts every replica of st running line, with c.mu held.
+func (c *Customs) restartAll(st style.Style, line string) error {
 	for _, r := range c.plan.of(st) {
-		if err := c.super.SetArgs(st.Source(r), []string{"-c", command}); err != nil {
+		if err := c.super.SetArgs(st.Source(r), []string{"-c", line}); err != nil {
 			return fmt.Errorf("restart %s: %w", st.Source(r), err)
 		}
 	}
 	return nil
+}
+
+// SetReplicas runs custom operator st as n replicas ("a", "b", …), each
+// with its own proxy, kubeconfig and POD_NAME, as replicas started with
+// the sandbox are; every one runs the operator's command line with args
+// (flags, each a word: "--leader-elect") added, in place of any added
+// before. Replicas that run already are restarted only if their command
+// line changes. A lesson's two replicas electing a leader start so.
+func (c *Customs) SetReplicas(st style.Style, n int, args string) error {
+	cu := c.plan.customOf(st)
+	switch {
+	case cu == nil:
+		return fmt.Errorf("no operator %s in this sandbox", st)
+	case cu.Shipped:
+		return fmt.Errorf("operator %s runs in the cluster, as a Deployment: its replicas are the Deployment's (rlab do ship %s --replicas N)", st, st)
+	case n < 1 || n > MaxReplicas:
+		return fmt.Errorf("%d replicas of %s: want 1 to %d", n, st, MaxReplicas)
+	}
+	suffix, err := argsSuffix(args)
+	if err != nil {
+		return fmt.Errorf("operator %s: %w", st, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	command, err := c.command(st)
+	if err != nil {
+		return err
+	}
+	return c.setReplicas(st, n, suffix, command)
+}
+
+// setReplicas is SetReplicas with c.mu held: n replicas running command
+// plus suffix.
+func (c *Customs) setReplicas(st style.Style, n int, suffix, command string) error {
+	if c.plan.live == nil {
+		return fmt.Errorf("operator %s: its replicas are fixed in this sandbox", st)
+	}
+	line := command + suffix
+	cur := c.plan.of(st)
+	// Fewer: out of the plan first, so that nothing walks a replica that is
+	// going; more: in the plan last, once they run.
+	if n < len(cur) {
+		c.plan.live.set(st, n)
+		for _, r := range cur[n:] {
+			if err := c.super.Remove(st.Source(r), 5*time.Second); err != nil {
+				return fmt.Errorf("stop %s: %w", st.Source(r), err)
+			}
+		}
+		cur = cur[:n]
+	}
+	if c.args == nil {
+		c.args = map[style.Style]string{}
+	}
+	c.args[st] = suffix
+	for _, r := range cur {
+		sp, err := c.super.Spec(st.Source(r))
+		if err != nil {
+			return err
+		}
+		if len(sp.Args) == 2 && sp.Args[1] == line {
+			continue
+		}
+		if err := c.super.SetArgs(st.Source(r), []string{"-c", line}); err != nil {
+			return fmt.Errorf("restart %s: %w", st.Source(r), err)
+		}
+	}
+	for _, r := range replicaNames(n)[len(cur):] {
+		sp, ok := c.spare[st.Source(r)]
+		if !ok {
+			return fmt.Errorf("operator %s has no replica %s to start here", st, r)
+		}
+		sp.Args = []string{"-c", line}
+		if err := c.super.Add(sp); err != nil {
+			return fmt.Errorf("start %s: %w", st.Source(r), err)
+		}
+	}
+	c.plan.live.set(st, n)
+	return nil
+}
+
+// argsSuffix is what args add to a command line: each word a flag
+// ("--leader-elect", "--name=value"), quoted for /bin/sh.
+func argsSuffix(args string) (string, error) {
+	var b strings.Builder
+	for _, w := range strings.Fields(args) {
+		if !strings.HasPrefix(w, "-") {
+			return "", fmt.Errorf("argument %q: want flags only, each starting with -", w)
+		}
+		b.WriteString(" " + shellQuote(w))
+	}
+	return b.String(), nil
 }
 
 // RunCustomScript writes script to the run dir as <style>-<name> and
@@ -462,18 +580,26 @@ func (c *Customs) RunCustomProject(st style.Style, name string, files map[string
 	return c.setCustomCommand(st, command)
 }
 
-// ResetCustom restarts custom operator st with the command it started
-// with, if it runs another now.
+// ResetCustom restarts custom operator st as it started: its command, with
+// nothing added, and as many replicas, if it runs otherwise now.
 func (c *Customs) ResetCustom(st style.Style) error {
 	cu := c.plan.customOf(st)
 	if cu == nil {
 		return fmt.Errorf("no operator %s in this sandbox", st)
 	}
-	now, err := c.CustomCommand(st)
-	if err != nil || now == cu.Command {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, err := c.command(st)
+	if err != nil {
 		return err
 	}
-	return c.setCustomCommand(st, cu.Command)
+	if now == cu.Command && c.args[st] == "" && len(c.plan.of(st)) == cu.Replicas {
+		return nil
+	}
+	if c.plan.live == nil {
+		return c.restartAll(st, cu.Command)
+	}
+	return c.setReplicas(st, cu.Replicas, "", cu.Command)
 }
 
 // replicaArgs is the command line of one replica; shellScript and kubectl
@@ -542,55 +668,76 @@ func (s *Sandbox) startOperators(identities map[style.Style]*cluster.Identity, w
 			c.Command = command
 		}
 	}
-	var specs []supervisor.Spec
 	tmp := s.cluster.tmp
 	cacheEnv := kubectlCacheEnv(tmp)
+	// replica makes replica r of st its proxy and kubeconfig, and returns
+	// what the supervisor runs.
+	replica := func(st style.Style, r string, id *cluster.Identity) (supervisor.Spec, error) {
+		name := st.Source(r)
+		p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log,
+			// The crash fault's, once the supervisor runs: one kill
+			// per style, so the replica that takes over is not
+			// killed at its first write as well.
+			Kill: func() error {
+				s.faults.ClearFault(st, fault.Crash)
+				return super.Kill(name)
+			}})
+		if err != nil {
+			return supervisor.Spec{}, fmt.Errorf("proxy for %s: %w", name, err)
+		}
+		s.faults.proxies[name] = p
+		kc, err := p.Kubeconfig(s.sc.namespace(st))
+		if err != nil {
+			return supervisor.Spec{}, err
+		}
+		kcPath := replicaFile(dir, st, r, ".kubeconfig")
+		if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+			return supervisor.Spec{}, fmt.Errorf("kubeconfig for %s: %w", name, err)
+		}
+		path, args := s.replicaArgs(st, r, kcPath, shellScript, kubectl, webhook)
+		spec := supervisor.Spec{
+			Style: st, Replica: r, Path: path, Args: args,
+			Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + tmp, cacheEnv},
+			LogFile:  replicaFile(s.opts.State.Logs(), st, r, ".log"),
+			Untraced: !st.Traits().Traces,
+		}
+		// A student's own command is told where it runs by the
+		// environment, as a Pod would be.
+		if !st.Traits().Builtin {
+			ns := s.sc.namespace(st)
+			spec.Env = []string{
+				EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
+				EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
+				"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp,
+				cacheEnv,
+			}
+		}
+		return spec, nil
+	}
+	var specs []supervisor.Spec
+	s.customs.spare = map[string]supervisor.Spec{}
 	for _, st := range s.sc.styles {
-		if c, ok := s.customs.Custom(st); ok && c.Shipped {
+		c, custom := s.customs.Custom(st)
+		if custom && c.Shipped {
 			continue // its pods run in the cluster
 		}
-		id := identities[st]
-		for _, r := range s.ops.plan.of(st) {
-			name := st.Source(r)
-			p, err := proxy.Start(proxy.Options{Name: name, Upstream: id.Config, Publish: s.bus.Publish, Log: s.opts.Log,
-				// The crash fault's, once the supervisor runs: one kill
-				// per style, so the replica that takes over is not
-				// killed at its first write as well.
-				Kill: func() error {
-					s.faults.ClearFault(st, fault.Crash)
-					return super.Kill(name)
-				}})
-			if err != nil {
-				return nil, fmt.Errorf("proxy for %s: %w", name, err)
-			}
-			s.faults.proxies[name] = p
-			kc, err := p.Kubeconfig(s.sc.namespace(st))
+		planned := s.ops.plan.of(st)
+		for _, r := range planned {
+			spec, err := replica(st, r, identities[st])
 			if err != nil {
 				return nil, err
 			}
-			kcPath := replicaFile(dir, st, r, ".kubeconfig")
-			if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-				return nil, fmt.Errorf("kubeconfig for %s: %w", name, err)
-			}
-			path, args := s.replicaArgs(st, r, kcPath, shellScript, kubectl, webhook)
-			spec := supervisor.Spec{
-				Style: st, Replica: r, Path: path, Args: args,
-				Env:      []string{"RLAB_TRACE=1", "TMPDIR=" + tmp, cacheEnv},
-				LogFile:  replicaFile(s.opts.State.Logs(), st, r, ".log"),
-				Untraced: !st.Traits().Traces,
-			}
-			// A student's own command is told where it runs by the
-			// environment, as a Pod would be.
-			if !st.Traits().Builtin {
-				ns := s.sc.namespace(st)
-				spec.Env = []string{
-					EnvKubeconfig + "=" + kcPath, EnvWatchNamespace + "=" + ns, EnvPodNamespace + "=" + ns,
-					EnvPodName + "=" + string(st) + "-" + r, EnvImage + "=" + s.opts.Image,
-					"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp,
-					cacheEnv,
-				}
-			}
 			specs = append(specs, spec)
+		}
+		if !custom {
+			continue
+		}
+		for _, r := range replicaNames(MaxReplicas)[len(planned):] {
+			spec, err := replica(st, r, identities[st])
+			if err != nil {
+				return nil, err
+			}
+			s.customs.spare[st.Source(r)] = spec
 		}
 	}
 	return func(ctx context.Context) error {

@@ -61,10 +61,13 @@ func (f *Faults) close() error {
 }
 
 // restarter is what Flags and Customs use of the supervisor that
-// Operators owns: a replica's arguments, and a restart with others.
+// Operators owns: a replica's arguments, and a restart with others; and,
+// for Customs.SetReplicas, a replica started or stopped for good.
 type restarter interface {
 	Spec(name string) (supervisor.Spec, error)
 	SetArgs(name string, args []string) error
+	Add(spec supervisor.Spec) error
+	Remove(name string, grace time.Duration) error
 }
 
 // Flags is the part of the engine that sets the options the replicas run

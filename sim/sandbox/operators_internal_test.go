@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +147,104 @@ func TestCustomScripts(t *testing.T) {
 		{"not an operator", c.RunCustomScript(style.Shell, "x.sh", nil), "no operator shell"},
 		{"a path", c.RunCustomScript(mine, "../x.sh", nil), "want a plain file name"},
 		{"no command", c.setCustomCommand(mine, " "), "no command to run"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)
+		}
+	}
+}
+
+// TestCustomReplicas: SetReplicas gives a custom operator replicas from
+// its spares, every one running its command with the flags added; a next
+// version keeps the flags, fewer replicas stop the last ones for good, and
+// ResetCustom brings back the operator as it started.
+func TestCustomReplicas(t *testing.T) {
+	dir := t.TempDir()
+	mine := style.Style("mine")
+	// Each replica writes, to a file of its own, its version and its
+	// arguments, then waits as an operator does.
+	version := func(v string) string {
+		return `f() { echo "` + v + ` $*" > "` + dir + `/$POD_NAME"; exec sleep 60; }; f "$@"`
+	}
+	custom := []Custom{{Name: mine, Command: version("v1"), Replicas: 1}}
+	super := supervisor.New(supervisor.Options{PIDDir: filepath.Join(dir, "pids"), Backoff: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = super.Close(time.Second) })
+	spec := func(r string) supervisor.Spec {
+		return supervisor.Spec{Style: mine, Replica: r, Path: "/bin/sh", Args: []string{"-c", custom[0].Command},
+			Env: []string{"POD_NAME=mine-" + r}, LogFile: filepath.Join(dir, "mine-"+r+".log")}
+	}
+	c := &Customs{super: super, plan: replicaPlan{custom: custom, live: &liveReplicas{}}, dir: filepath.Join(dir, "operators"),
+		spare: map[string]supervisor.Spec{"mine/b": spec("b")}}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := super.Add(spec("a")); err != nil {
+		t.Fatal(err)
+	}
+	// runs waits until the replicas named (and no other) run, each saying want.
+	runs := func(want string, replicas ...string) {
+		t.Helper()
+		simtest.Eventually(t, 10*time.Second, fmt.Sprintf("%v run %q", replicas, want), func(context.Context) (bool, error) {
+			var names []string
+			for _, s := range super.Statuses() {
+				if !s.Running {
+					return false, fmt.Errorf("%s is not running", s.Name)
+				}
+				names = append(names, s.Replica)
+				if b, _ := os.ReadFile(filepath.Join(dir, "mine-"+s.Replica)); strings.TrimSpace(string(b)) != want {
+					return false, fmt.Errorf("%s says %q", s.Name, b)
+				}
+			}
+			if !slices.Equal(names, replicas) || !slices.Equal(c.plan.of(mine), replicas) {
+				return false, fmt.Errorf("running %v, planned %v", names, c.plan.of(mine))
+			}
+			return true, nil
+		})
+	}
+	runs("v1", "a")
+
+	if err := c.SetReplicas(mine, 2, "--leader-elect"); err != nil {
+		t.Fatal(err)
+	}
+	runs("v1 --leader-elect", "a", "b")
+	if got, err := c.CustomCommand(mine); err != nil || got != version("v1") {
+		t.Errorf("CustomCommand = %q, %v, want the command without the flags", got, err)
+	}
+	// Asked again, nothing changes: no replica restarts.
+	restarts := super.Statuses()[0].Restarts
+	if err := c.SetReplicas(mine, 2, "--leader-elect"); err != nil || super.Statuses()[0].Restarts != restarts {
+		t.Errorf("SetReplicas with nothing to change restarted mine/a: %v", err)
+	}
+
+	if err := c.RunCustomScript(mine, "v2.sh", []byte(version("v2"))); err != nil {
+		t.Fatal(err)
+	}
+	runs("v2 --leader-elect", "a", "b")
+
+	if err := c.SetReplicas(mine, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	runs("v2", "a")
+
+	if err := c.SetReplicas(mine, 2, "--x=1"); err != nil {
+		t.Fatal(err)
+	}
+	runs("v2 --x=1", "a", "b")
+	if err := c.ResetCustom(mine); err != nil {
+		t.Fatal(err)
+	}
+	runs("v1", "a")
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"none", c.SetReplicas(mine, 0, ""), "0 replicas of mine: want 1 to 5"},
+		{"too many", c.SetReplicas(mine, 6, ""), "want 1 to 5"},
+		{"no spare", c.SetReplicas(mine, 3, ""), "no replica c to start here"},
+		{"not a flag", c.SetReplicas(mine, 2, "--leader-elect true"), `argument "true": want flags only`},
+		{"not an operator", c.SetReplicas(style.Shell, 2, ""), "no operator shell"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, tc.err, tc.want)

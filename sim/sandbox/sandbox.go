@@ -472,7 +472,7 @@ func (s *Sandbox) startEngine(ctx context.Context) (startOperators func(context.
 	s.api = &StudentAPI{hands: s.student.hands, youConfig: youConfig, admin: admin, sc: s.sc}
 	s.admin = &Admin{admin: admin, sc: s.sc, shared: c.shared}
 	s.world = &World{}
-	plan := replicaPlan{custom: s.opts.Custom, counts: s.opts.Replicas}
+	plan := replicaPlan{custom: s.opts.Custom, counts: s.opts.Replicas, live: &liveReplicas{}}
 	s.ops = &Operators{plan: plan, sc: s.sc, admin: admin, logs: s.opts.State.Logs()}
 	s.faults = &Faults{plan: plan, proxies: map[string]*proxy.Proxy{}}
 	s.flags = &Flags{plan: plan}

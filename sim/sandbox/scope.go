@@ -88,11 +88,43 @@ func inStyles(styles []style.Style, fn func(st style.Style) error) error {
 type replicaPlan struct {
 	custom []Custom
 	counts map[style.Style]int
+	// live holds a custom operator's replica count once Customs.SetReplicas
+	// changed it: shared by every copy, so all see the change at once.
+	live *liveReplicas
+}
+
+// liveReplicas are the custom operators' replica counts changed while the
+// sandbox runs.
+type liveReplicas struct {
+	mu sync.Mutex
+	n  map[style.Style]int
+}
+
+// get is st's count, or 0 if it was never changed.
+func (l *liveReplicas) get(st style.Style) int {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[st]
+}
+
+func (l *liveReplicas) set(st style.Style, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[style.Style]int{}
+	}
+	l.n[st] = n
 }
 
 // of are the replicas style st runs.
 func (p replicaPlan) of(st style.Style) []string {
 	if c := p.customOf(st); c != nil {
+		if n := p.live.get(st); n > 0 {
+			return replicaNames(n)
+		}
 		return replicaNames(c.Replicas)
 	}
 	if n := p.counts[st]; n > 0 {

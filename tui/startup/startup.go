@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kkloud/rlab/lessons/lessonview"
 	"github.com/kkloud/rlab/tui/common"
 )
 
@@ -34,6 +35,10 @@ type Model struct {
 	Failed time.Time
 	// Stopping is set once the user asked to quit during start-up.
 	Stopping bool
+	// Words are the view's words and its phases' names in the lesson's
+	// language; nil is English. Phases keep their English names: the
+	// view translates them as it draws.
+	Words lessonview.Words
 }
 
 // New returns a start-up view that began at t.
@@ -55,11 +60,32 @@ func (m *Model) AddBuildLine(l string) {
 // Fail records the start-up error.
 func (m *Model) Fail(err error, t time.Time) { m.Err, m.Failed = err, t }
 
+// PhaseFormats are the phase names with a part that varies, as the
+// sandbox makes them: a namespace prefix, the sample Echo's replicas.
+// Every other phase name is translated whole.
+var PhaseFormats = []string{"namespaces %s*", "sample echo %s"}
+
+// PhaseName is a phase's name in w's language: whole, or through the
+// PhaseFormats it matches, its varying part kept.
+func PhaseName(w lessonview.Words, name string) string {
+	if t, ok := w[name]; ok && t != "" {
+		return t
+	}
+	for _, f := range PhaseFormats {
+		pre, suf, _ := strings.Cut(f, "%s")
+		if len(name) >= len(pre)+len(suf) && strings.HasPrefix(name, pre) && strings.HasSuffix(name, suf) {
+			return w.F(f, name[len(pre):len(name)-len(suf)])
+		}
+	}
+	return name
+}
+
 var spin = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // Render draws the view, w×h at most.
 func (m *Model) Render(now time.Time, w, h int, s *common.Theme) string {
 	var out []string
+	tr := m.Words
 	add := func(l *common.Line) { out = append(out, l.Fit(w)) }
 	add((&common.Line{}).Plain(" ").Add(s.Accent, "rlab").Add(s.Dim, " · ").Plain(m.Title))
 	out = append(out, "")
@@ -69,7 +95,7 @@ func (m *Model) Render(now time.Time, w, h int, s *common.Theme) string {
 	var last time.Time = m.Began
 	for _, p := range m.Phases {
 		l := &common.Line{}
-		l.Add(s.OK, "   ✓ ").Plain(common.Fit(p.Name, 26)).Add(s.Dim, pad(common.Dur(p.Took), 8))
+		l.Add(s.OK, "   ✓ ").Plain(common.Fit(PhaseName(tr, p.Name), 26)).Add(s.Dim, pad(common.Dur(p.Took), 8))
 		add(l)
 		last = last.Add(p.Took)
 	}
@@ -77,28 +103,28 @@ func (m *Model) Render(now time.Time, w, h int, s *common.Theme) string {
 	switch {
 	case m.Err != nil:
 		total = m.Failed.Sub(m.Began)
-		add((&common.Line{}).Add(s.Err, "   ✗ ").Plain("start-up failed after " + common.Dur(total)))
+		add((&common.Line{}).Add(s.Err, "   ✗ ").Plain(tr.F("start-up failed after %s", common.Dur(total))))
 		out = append(out, "")
 		for _, l := range strings.Split(ansi.Wrap(m.Err.Error(), max(w-6, 20), " "), "\n") {
 			add((&common.Line{}).Pad(5).Add(s.Err, l))
 		}
 		out = append(out, "")
-		add((&common.Line{}).Pad(3).Add(s.Bold, "press any key to exit"))
+		add((&common.Line{}).Pad(3).Add(s.Bold, tr.T("press any key to exit")))
 	case m.Stopping:
 		i := int(total/(100*time.Millisecond)) % len(spin)
-		add((&common.Line{}).Add(s.Accent, "   "+spin[i]+" ").Plain("interrupted: stopping what was started …"))
+		add((&common.Line{}).Add(s.Accent, "   "+spin[i]+" ").Plain(tr.T("interrupted: stopping what was started …")))
 	default:
 		i := int(total/(100*time.Millisecond)) % len(spin)
-		what := "starting"
+		what := tr.T("starting")
 		switch {
 		case m.built && len(m.Phases) == 0:
-			what = "building the control plane (first run only; about 5 minutes on 2 cores)"
+			what = tr.T("building the control plane (first run only; about 5 minutes on 2 cores)")
 		case len(m.Phases) > 0 && m.Phases[len(m.Phases)-1].Name == "operators started":
-			what = "Echo hello → 2/2 in every style (the shell loop polls)"
+			what = tr.T("Echo hello → 2/2 in every style (the shell loop polls)")
 		}
 		l := &common.Line{}
 		l.Add(s.Accent, "   "+spin[i]+" ").Plain(what+" … ").Add(s.Dim, common.Dur(now.Sub(last)))
-		l.Add(s.Dim, "   total "+common.Dur(total))
+		l.Add(s.Dim, "   "+tr.F("total %s", common.Dur(total)))
 		add(l)
 	}
 	if len(m.Build) > 0 {
@@ -107,11 +133,11 @@ func (m *Model) Render(now time.Time, w, h int, s *common.Theme) string {
 		for _, b := range m.Build {
 			body = append(body, s.Dim.S(b))
 		}
-		title := "control-plane build output"
+		title := tr.T("control-plane build output")
 		out = append(out, common.Box(s.Bold.S(title), common.Width(title), body, w, len(body)+2, s.Border)...)
 	}
 	if m.Err == nil {
-		out = append(out, "", s.Dim.S(common.Fit(" q stops and cleans up", w)))
+		out = append(out, "", s.Dim.S(common.Fit(" "+tr.F("%s stops and cleans up", "q"), w)))
 	}
 	if len(out) > h && h > 0 {
 		out = out[len(out)-h:]

@@ -234,11 +234,21 @@ func Run(ctx context.Context, sb Target, rec *RequestLog, opts Options) ([]Resul
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, c.ID) {
 			continue
 		}
-		if c.Replicated && len(r.replicas) < 2 {
+		if c.Replicated && len(r.replicas) < 2 && len(opts.Only) == 0 {
 			continue
 		}
 		t0 := time.Now()
 		res := Result{ID: c.ID, Title: c.Title, Required: c.Required}
+		if c.Replicated && len(r.replicas) < 2 {
+			// Asked for by name (a lesson's step): it fails, saying why,
+			// rather than pass by not running.
+			res.Reason = fmt.Sprintf("%s runs one replica (%s): this check needs two or more", st, r.st.Source(r.replicas[0]))
+			out = append(out, res)
+			if opts.Progress != nil {
+				opts.Progress(res)
+			}
+			continue
+		}
 		if r.cause != nil && r.cause.blocking && !c.independent() {
 			res.Reason = "not checked: see " + r.named
 		} else {
