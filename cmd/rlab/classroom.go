@@ -13,6 +13,7 @@ import (
 
 	"github.com/kkloud/rlab/lessons"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/sim/backend"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/feature/classroom"
 )
@@ -60,6 +61,8 @@ teardown removes it all.`,
 		dir      string
 		ttl      time.Duration
 		server   string
+		dryRun   bool
+		force    bool
 	)
 	prepare := &cobra.Command{
 		Use:   "prepare",
@@ -73,11 +76,20 @@ teardown removes it all.`,
 			if err != nil {
 				return err
 			}
+			needs, err := sharedNeeds()
+			if err != nil {
+				return err
+			}
 			files, err := classroom.Prepare(cmd.Context(), cfg, classroom.Options{
 				Students: students, Dir: dir, TTL: ttl, Server: server, Log: cmd.OutOrStdout(),
+				Needs: needs, DryRun: dryRun, Force: force,
 			})
 			if err != nil {
 				return err
+			}
+			if dryRun {
+				fmt.Fprintln(cmd.OutOrStdout(), "dry run: nothing was made or changed")
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d kubeconfigs in %s (tokens valid for %s); a student runs:\n  rlab up --backend kubeconfig --kubeconfig %s\n",
 				len(files), dir, ttl, files[0])
@@ -89,6 +101,8 @@ teardown removes it all.`,
 	prepare.Flags().StringVar(&dir, "out", "classroom", "`DIR` for the students' kubeconfigs")
 	prepare.Flags().DurationVar(&ttl, "ttl", cluster.TokenTTL, "how long the students' tokens last")
 	prepare.Flags().StringVar(&server, "server", "", "apiserver `URL` for the students' kubeconfigs (default: the one in yours)")
+	prepare.Flags().BoolVar(&dryRun, "dry-run", false, "say whether the class fits the cluster, lesson by lesson, and the quotas, and change nothing")
+	prepare.Flags().BoolVar(&force, "force", false, "prepare a class the capacity plan says does not fit")
 	_ = prepare.MarkFlagRequired("students")
 
 	status := &cobra.Command{
@@ -316,4 +330,23 @@ which says why: they quit and run rlab lesson start N --reset.`,
 	_ = cmd.MarkFlagRequired("student")
 	_ = cmd.MarkFlagRequired("lesson")
 	return cmd
+}
+
+// sharedNeeds are the lessons allowed on a shared cluster, each with the
+// most it holds in one namespace: what the capacity plan and the quota are
+// computed from.
+func sharedNeeds() ([]classroom.Need, error) {
+	all, err := lessons.Load()
+	if err != nil {
+		return nil, err
+	}
+	var needs []classroom.Need
+	for _, l := range all {
+		if !l.RunsOn(backend.Kubeconfig.Name) {
+			continue
+		}
+		f := l.Footprint()
+		needs = append(needs, classroom.Need{Lesson: l.Number, Title: l.Title, Echoes: f.Echoes, Pods: f.Pods})
+	}
+	return needs, nil
 }

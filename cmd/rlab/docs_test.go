@@ -17,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/kkloud/rlab/lessons"
+	"github.com/kkloud/rlab/sim/feature/classroom"
 )
 
 // repoRoot is the repository's top, from cmd/rlab where the test runs.
@@ -577,4 +578,23 @@ func headingAnchors(md string) []string {
 		seen[a]++
 	}
 	return out
+}
+
+// TestQuotaDocumented: the quota docs/instructor.md lists is the one
+// prepare computes from the course's lessons.
+func TestQuotaDocumented(t *testing.T) {
+	needs, err := sharedNeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := classroom.QuotaFor(needs)
+	cpu, mem := q.Requests()
+	row := fmt.Sprintf("| `%s` | %d | %d | %d | %d | %s | %s |", classroom.QuotaName, q.Echoes, q.Deployments, q.ConfigMaps, q.Pods, cpu.String(), mem.String())
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "instructor.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), row) {
+		t.Errorf("docs/instructor.md lacks the quota prepare makes:\n%s", row)
+	}
 }

@@ -3,6 +3,7 @@ package actions
 import (
 	"testing"
 
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/lessons"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
@@ -11,6 +12,10 @@ import (
 func TestEngineWords(t *testing.T) {
 	if lessons.PolicyName != sandbox.PolicyName || lessons.WebhookName != sandbox.WebhookName {
 		t.Errorf("lessons names %s and %s, the sandbox %s and %s", lessons.PolicyName, lessons.WebhookName, sandbox.PolicyName, sandbox.WebhookName)
+	}
+	if lessons.SampleEcho != sandbox.SampleName || lessons.SampleReplicas != sandbox.SampleReplicas || lessons.MaxEchoPods != echov1.MaxReplicas {
+		t.Errorf("lessons' sample %s×%d (at most %d pods an Echo), the sandbox's %s×%d (the CRD's %d)",
+			lessons.SampleEcho, lessons.SampleReplicas, lessons.MaxEchoPods, sandbox.SampleName, sandbox.SampleReplicas, echov1.MaxReplicas)
 	}
 	for _, i := range []int{1, 9, 10, 100, 1000} {
 		if got, want := lessons.SetName("load", i), sandbox.SetName("load", i); got != want {

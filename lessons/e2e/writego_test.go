@@ -23,7 +23,9 @@ import (
 // back at once (no predicate yet: step 12's check could not pass), and
 // step 8's check fails, saying which finalizer is missing; then the
 // lesson's versions go in and each step passes, step 12 holding the wrong
-// status. It runs beside the lesson verifications.
+// status. Step 13 fails on step 12's version run as two replicas electing
+// a leader, quoting the manager's error, then passes with the lesson's.
+// It runs beside the lesson verifications.
 func TestWriteYourOwnGo(t *testing.T) {
 	simtest.NeedsControlPlane(t)
 	t.Parallel()
@@ -102,9 +104,9 @@ func TestWriteYourOwnGo(t *testing.T) {
 			t.Errorf("step %d: %+v", i+1, st)
 		}
 		t.Logf("step %d passed after %.1fs: %s", i+1, time.Since(t0).Seconds(), st.Detail)
-	}
-	if r := ready(); r != "0/2" {
-		t.Errorf("with the predicate, hello's status.ready is %q after step 12, want the 0/2 written by hand", r)
+		if r := ready(); i == lastStep-1 && r != "0/2" {
+			t.Errorf("with the predicate, hello's status.ready is %q after step 12, want the 0/2 written by hand", r)
+		}
 	}
 }
 

@@ -55,12 +55,15 @@ func NodeNames() []string {
 }
 
 // Controllers kube-controller-manager runs: two of the three envtest lacks
-// (Deployments→ReplicaSets→Pods, namespace deletion) and node lifecycle,
-// which lifts the not-ready taint once kwok reports the Node Ready. The
+// (Deployments→ReplicaSets→Pods, namespace deletion), node lifecycle,
+// which lifts the not-ready taint once kwok reports the Node Ready, and
+// resource quota, which counts what a ResourceQuota holds (without it the
+// apiserver refuses every create a quota covers: "status unknown for
+// quota"), as a classroom's have (rlab classroom prepare). The
 // third, garbage collection, runs in a kube-controller-manager of its own
 // (GarbageCollector), which rlab restarts when a CRD is established after
 // it started (gc.go).
-const Controllers = "deployment,replicaset,nodelifecycle,namespace"
+const Controllers = "deployment,replicaset,nodelifecycle,namespace,resourcequota"
 
 // GarbageCollector names the kube-controller-manager process that runs the
 // garbage collector alone.

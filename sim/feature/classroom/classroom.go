@@ -79,6 +79,9 @@ func StudentRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: rw},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: ro},
+		// What the namespace may hold (prepare's quota), to see why the
+		// apiserver refused a create: kubectl describe quota.
+		{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges"}, Verbs: ro},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: operators, Verbs: []string{"impersonate"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
@@ -96,6 +99,13 @@ type Options struct {
 	// kubeconfigs (the instructor's may be a loopback address).
 	Server string
 	Log    io.Writer // progress, one line per student
+	// Needs are the lessons allowed on a shared cluster, each with what it
+	// holds at most in a namespace: the capacity plan reads them, and the
+	// quota (QuotaFor) is sized from them. None: no plan, no quota.
+	Needs []Need
+	// DryRun prints the plan and the quota and changes nothing; Force
+	// prepares a class the plan says does not fit.
+	DryRun, Force bool
 }
 
 // clients are the instructor's.
@@ -135,6 +145,9 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.plan(ctx, o); err != nil || o.DryRun {
+		return nil, err
+	}
 	added, err := c.ensureCRD(ctx)
 	if err != nil {
 		return nil, err
@@ -142,7 +155,7 @@ func Prepare(ctx context.Context, cfg *rest.Config, o Options) ([]string, error)
 	if len(added) > 0 && o.Log != nil {
 		fmt.Fprintf(o.Log, "updated the Echo CRD: added %s\n", strings.Join(added, ", "))
 	}
-	if err := c.namespace(ctx, tenancy.ClassroomNamespace, "classroom"); err != nil {
+	if _, err := c.namespace(ctx, tenancy.ClassroomNamespace, "classroom"); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
@@ -203,27 +216,28 @@ func (c *clients) ensureCRD(ctx context.Context) (added []string, err error) {
 }
 
 // namespace creates ns labelled for owner, or checks that an existing ns is
-// the classroom's: prepare never takes over someone else's namespace.
-func (c *clients) namespace(ctx context.Context, ns, owner string) error {
+// the classroom's (existed): prepare never takes over someone else's
+// namespace.
+func (c *clients) namespace(ctx context.Context, ns, owner string) (existed bool, err error) {
 	labels := map[string]string{LabelClassroom: owner, tenancy.LabelManagedBy: tenancy.ManagedByRlab}
-	_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
+	_, err = c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, gerr := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if gerr != nil {
-			return fmt.Errorf("namespace %s: %w", ns, gerr)
+			return true, fmt.Errorf("namespace %s: %w", ns, gerr)
 		}
 		if got.Labels[LabelClassroom] != owner {
-			return fmt.Errorf("namespace %s exists and is not the classroom's (no label %s=%s): remove it or pick other students", ns, LabelClassroom, owner)
+			return true, fmt.Errorf("namespace %s exists and is not the classroom's (no label %s=%s): remove it or pick other students", ns, LabelClassroom, owner)
 		}
 		if got.DeletionTimestamp != nil {
-			return fmt.Errorf("namespace %s is still being deleted (a teardown?): try again in a minute", ns)
+			return true, fmt.Errorf("namespace %s is still being deleted (a teardown?): try again in a minute", ns)
 		}
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("namespace %s: %w", ns, err)
+		return false, fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	return nil
+	return false, nil
 }
 
 // student makes one student's identity, namespaces and kubeconfig.
@@ -235,10 +249,19 @@ func (c *clients) student(ctx context.Context, name string, o Options) (string, 
 	}
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: tenancy.ClassroomNamespace}
 	p := Prefix(name)
+	var kept []string // namespaces of an earlier prepare, and what is in them
 	for _, st := range style.All() {
 		ns := p.Namespace(st)
-		if err := c.namespace(ctx, ns, name); err != nil {
+		existed, err := c.namespace(ctx, ns, name)
+		if err != nil {
 			return "", err
+		}
+		if existed {
+			list, err := c.dyn.Resource(echov1.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return "", fmt.Errorf("echoes in %s: %w", ns, err)
+			}
+			kept = append(kept, fmt.Sprintf("%s (%d Echoes)", ns, len(list.Items)))
 		}
 		if err := c.role(ctx, ns, StudentRole, StudentRules(), subject); err != nil {
 			return "", err
@@ -253,9 +276,19 @@ func (c *clients) student(ctx context.Context, name string, o Options) (string, 
 		if err := c.role(ctx, ns, sandbox.RoleName, sandbox.OperatorRules(st), op); err != nil {
 			return "", err
 		}
+		if len(o.Needs) > 0 {
+			if err := c.quota(ctx, ns, name, QuotaFor(o.Needs)); err != nil {
+				return "", err
+			}
+		}
 	}
 	if err := c.progressConfigMap(ctx, name, subject); err != nil {
 		return "", err
+	}
+	if len(kept) > 0 && o.Log != nil {
+		// Running prepare again is how tokens are renewed; for a new class,
+		// start from nothing with teardown. Nothing is deleted here.
+		fmt.Fprintf(o.Log, "%s: kept from an earlier prepare, as they are: %s (rlab classroom teardown first, for a new class)\n", name, strings.Join(kept, ", "))
 	}
 	return c.kubeconfig(ctx, name, p.Namespace(style.Shell), o)
 }

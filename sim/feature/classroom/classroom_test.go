@@ -3,20 +3,26 @@ package classroom_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
+	"github.com/kkloud/rlab/operators/style"
 	"github.com/kkloud/rlab/sim/cluster"
 	"github.com/kkloud/rlab/sim/cluster/clustertest"
 	"github.com/kkloud/rlab/sim/feature/classroom"
@@ -147,4 +153,95 @@ func installOldCRD(t testing.TB, label string) {
 func statusSticks(t *testing.T) {
 	t.Helper()
 	clustertest.StatusSticks(t, shared.cs, shared.dyn)
+}
+
+// TestPrepareQuota: prepare's capacity plan and quota on a real control
+// plane (kwok's four Nodes of 1000 pods). A dry run and a class that does
+// not fit make nothing; a class that fits gets, in each namespace, a
+// ResourceQuota the apiserver enforces and a LimitRange; a quota that is
+// not prepare's is refused by name.
+func TestPrepareQuota(t *testing.T) {
+	simtest.NeedsControlPlane(t)
+	needs := []classroom.Need{{Lesson: 1, Title: "small", Echoes: 2, Pods: 4}}
+	ns := classroom.Prefix(classroom.Student(1)).Namespace(style.Shell)
+	t.Cleanup(func() { _ = classroom.Teardown(context.Background(), shared.cfg, io.Discard) })
+	absent := func(what string) {
+		t.Helper()
+		if _, err := shared.cs.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s: namespace %s: %v, want none", what, ns, err)
+		}
+	}
+
+	var out bytes.Buffer
+	if _, err := classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 2, Dir: t.TempDir(), Log: &out, Needs: needs, DryRun: true}); err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	for _, want := range []string{"cluster: 4 Nodes, all kwok's", "1 small", "2 students fit", "quota rlab-student in each of a student's 3 namespaces: 7 Echoes, 7 Deployments, 10 ConfigMaps, 8 pods, 80m CPU and 128Mi memory"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run: no %q in\n%s", want, &out)
+		}
+	}
+	absent("dry run")
+
+	big := []classroom.Need{{Lesson: 11, Title: "big", Echoes: 101, Pods: 2000}}
+	_, err := classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 1, Dir: t.TempDir(), Log: io.Discard, Needs: big})
+	if err == nil || !strings.Contains(err.Error(), "1 students do not fit this cluster") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("a class that does not fit: %v", err)
+	}
+	absent("a class that does not fit")
+
+	if _, err := classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 1, Dir: t.TempDir(), Log: io.Discard, Needs: needs}); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	q, err := shared.cs.CoreV1().ResourceQuotas(ns).Get(t.Context(), classroom.QuotaName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := q.Spec.Hard[corev1.ResourcePods]; p.Value() != 8 {
+		t.Errorf("quota pods %s, want 8", p.String())
+	}
+	if _, err := shared.cs.CoreV1().LimitRanges(ns).Get(t.Context(), classroom.QuotaName, metav1.GetOptions{}); err != nil {
+		t.Errorf("limit range: %v", err)
+	}
+	// The eighth Echo is one beyond the quota's seven: the apiserver says so.
+	echoes := shared.dyn.Resource(echov1.Resource).Namespace(ns)
+	for i := 1; ; i++ {
+		e := &unstructured.Unstructured{Object: map[string]any{"apiVersion": echov1.Group + "/" + echov1.Version, "kind": echov1.Kind,
+			"metadata": map[string]any{"name": fmt.Sprintf("q%d", i)}, "spec": map[string]any{"message": "m", "replicas": int64(1)}}}
+		_, err := echoes.Create(t.Context(), e, metav1.CreateOptions{})
+		if err == nil && i <= 7 {
+			continue
+		}
+		if i != 8 || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: "+classroom.QuotaName) {
+			t.Fatalf("Echo %d: %v, want the 8th refused by quota %s", i, err, classroom.QuotaName)
+		}
+		break
+	}
+
+	// Prepared again (an earlier class's namespaces, or fresh tokens), the
+	// namespaces are kept as they are, and prepare says what is in them.
+	out.Reset()
+	if _, err := classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 1, Dir: t.TempDir(), Log: &out, Needs: needs}); err != nil {
+		t.Fatalf("prepare again: %v", err)
+	}
+	if want := "s1: kept from an earlier prepare, as they are: " + ns + " (7 Echoes)"; !strings.Contains(out.String(), want) {
+		t.Errorf("prepare again: no %q in\n%s", want, &out)
+	}
+	if list, err := echoes.List(t.Context(), metav1.ListOptions{}); err != nil || len(list.Items) != 7 {
+		t.Errorf("after prepare again: %v Echoes (%v), want the 7 kept", len(list.Items), err)
+	}
+
+	// Someone else's quota in a student's namespace is named, and kept.
+	other := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-limit", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if _, err := shared.cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = classroom.Prepare(t.Context(), shared.cfg, classroom.Options{Students: 1, Dir: t.TempDir(), Log: io.Discard, Needs: needs})
+	if err == nil || !strings.Contains(err.Error(), "holds ResourceQuota team-limit, which prepare did not make") {
+		t.Errorf("prepare over someone else's quota: %v", err)
+	}
+	if _, err := shared.cs.CoreV1().ResourceQuotas(ns).Get(t.Context(), "team-limit", metav1.GetOptions{}); err != nil {
+		t.Errorf("someone else's quota: %v, want it kept", err)
+	}
 }
