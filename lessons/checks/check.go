@@ -106,10 +106,34 @@ func EvalCond(c lessons.Cond, v View) Outcome {
 			parts = append(parts, r.detail)
 			continue
 		}
+		if !r.ok {
+			r.detail += refused(v, st)
+		}
 		parts = append(parts, string(st)+" "+r.detail)
 	}
 	out.Detail = strings.Join(parts, ", ")
 	return out
+}
+
+// refused says, for a check that fails, that the namespace's quota refuses
+// pods to a Deployment of st's (a classroom's, rlab classroom prepare's), in
+// the apiserver's words, and what to do; "" if nothing is refused.
+func refused(v View, st style.Style) string {
+	ns := nsView(v, st)
+	var ds []*world.DeploymentView
+	for _, e := range ns.Echoes {
+		if e.Deployment != nil {
+			ds = append(ds, e.Deployment)
+		}
+	}
+	ds = append(ds, ns.Orphans...)
+	slices.SortFunc(ds, func(a, b *world.DeploymentView) int { return strings.Compare(a.Name, b.Name) })
+	for _, d := range ds {
+		if strings.Contains(d.Refused, "exceeded quota") {
+			return fmt.Sprintf(" (the namespace's quota refuses Deployment %s its pods, the apiserver says: %s. kubectl describe quota says what it allows: delete Echoes you made, kubectl get ec lists them)", d.Name, d.Refused)
+		}
+	}
+	return ""
 }
 
 // nsView is what the world sees in st's namespace (empty if nothing).

@@ -358,3 +358,32 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestQuotaRefusalSaid: a check that fails where the namespace's quota
+// refuses a Deployment its pods says so, in the apiserver's words, with
+// what to do; one that passes, or fails for another reason, does not.
+func TestQuotaRefusalSaid(t *testing.T) {
+	const msg = `pods "echo-hello-7d9f-x" is forbidden: exceeded quota: rlab-student, requested: pods=1, used: pods=10, limited: pods=10`
+	tests := []struct {
+		name    string
+		ready   string
+		refused string
+		want    string // in the detail; "" for no quota words
+	}{
+		{"refused", "2/3", msg, "the namespace's quota refuses Deployment echo-hello its pods, the apiserver says: " + msg + ". kubectl describe quota"},
+		{"passing", "3/3", msg, ""},
+		{"another reason", "2/3", "", ""},
+		{"another refusal", "2/3", "admission webhook denied", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sn := snapshot(tt.ready, 3, "Echo/hello")
+			sn.Style(style.Shell).Echoes["hello"].Deployment.Refused = tt.refused
+			c := lessons.Cond{Kind: "echo_status", Args: lessons.Args{"style": "shell", "name": "hello", "ready": "3/3"}}
+			got := EvalCond(c, View{Snapshot: sn}).Detail
+			if has := strings.Contains(got, "quota refuses"); tt.want == "" && has || tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("detail %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -98,6 +98,10 @@ type DeploymentView struct {
 	// managedFields, sorted ("echo-shell"; two appliers of one value share it).
 	ReplicasOwners []string
 	Deleting       bool
+	// Refused is why its pods cannot be made, as the Deployment's
+	// ReplicaFailure condition says (a quota exceeded: "pods … is
+	// forbidden: exceeded quota: …"); "" while nothing refuses them.
+	Refused string
 	// ReplicaSets and Pods are owned through the chain Deployment →
 	// ReplicaSet → Pod, by controller ownerReference UID.
 	ReplicaSets []*ReplicaSetView
@@ -313,6 +317,11 @@ func (c controlled) deploymentView(d *appsv1.Deployment) *DeploymentView {
 	}
 	if d.Spec.Replicas != nil {
 		dv.Replicas = *d.Spec.Replicas
+	}
+	for _, cond := range d.Status.Conditions {
+		if cond.Type == appsv1.DeploymentReplicaFailure && cond.Status == corev1.ConditionTrue {
+			dv.Refused = cond.Message
+		}
 	}
 	for _, rs := range c.replicaSets[d.UID] {
 		rv := &ReplicaSetView{Name: rs.Name, ReadyReplicas: rs.Status.ReadyReplicas, Deleting: deleting(rs), Replicas: 1}

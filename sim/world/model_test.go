@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -92,6 +94,30 @@ func TestLeaseOfOwnOperator(t *testing.T) {
 				case s.shown != "" && (v == nil || v.Name != s.shown || v.Holder != s.holder):
 					t.Errorf("step %d: lease %+v, want %s held by %q", i, v, s.shown, s.holder)
 				}
+			}
+		})
+	}
+}
+
+// TestDeploymentRefused: a Deployment whose ReplicaFailure condition holds
+// is seen as refused, in its message; any other condition is not.
+func TestDeploymentRefused(t *testing.T) {
+	const msg = `pods "echo-hello-1" is forbidden: exceeded quota: rlab-student`
+	tests := []struct {
+		name string
+		cond appsv1.DeploymentCondition
+		want string
+	}{
+		{"refused", appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Message: msg}, msg},
+		{"no longer", appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionFalse, Message: msg}, ""},
+		{"progressing", appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Message: "ok"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "echo-hello"},
+				Status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{tt.cond}}}
+			if got := (controlled{}).deploymentView(d).Refused; got != tt.want {
+				t.Errorf("Refused = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -216,6 +217,34 @@ func TestPrepareQuota(t *testing.T) {
 			t.Fatalf("Echo %d: %v, want the 8th refused by quota %s", i, err, classroom.QuotaName)
 		}
 		break
+	}
+
+	// Pods beyond the quota: the Deployment says so in its ReplicaFailure
+	// condition, which the world reads (DeploymentView.Refused) and a
+	// failing lesson check quotes.
+	labels := map[string]string{"app": "over"}
+	nine := int32(9)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "over", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &nine, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "echo"}}}}}}
+	if _, err := shared.cs.AppsV1().Deployments(ns).Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	simtest.Eventually(t, time.Minute, "the Deployment's ReplicaFailure condition names the quota", func(ctx context.Context) (bool, error) {
+		d, err := shared.cs.AppsV1().Deployments(ns).Get(ctx, "over", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "exceeded quota: "+classroom.QuotaName) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", d.Status.Conditions)
+	})
+	if err := shared.cs.AppsV1().Deployments(ns).Delete(t.Context(), "over", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Prepared again (an earlier class's namespaces, or fresh tokens), the
