@@ -373,15 +373,6 @@ func (c *clients) quota(ctx context.Context, ns, student string, q Quota) error 
 	} else if _, err := quotas.Create(ctx, rq, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("resource quota %s/%s: %w", ns, QuotaName, err)
 	}
-	// Until a controller has counted what the quota covers, the apiserver
-	// refuses every create it covers ("status unknown for quota").
-	if err := cluster.Poll(ctx, 30*time.Second, "ResourceQuota "+ns+"/"+QuotaName+" counted", func(ctx context.Context) (bool, error) {
-		got, err := quotas.Get(ctx, QuotaName, metav1.GetOptions{})
-		return err == nil && len(got.Status.Hard) > 0, nil
-	}); err != nil {
-		_ = quotas.Delete(ctx, QuotaName, metav1.DeleteOptions{})
-		return fmt.Errorf("%w: no controller counts ResourceQuotas on this cluster (kube-controller-manager's resourcequota), and until one does the apiserver refuses every create a quota covers; removed it again", err)
-	}
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: ns, Labels: labels},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 			Type:           corev1.LimitTypeContainer,
@@ -398,4 +389,33 @@ func (c *clients) quota(ctx context.Context, ns, student string, q Quota) error 
 		return fmt.Errorf("limit range %s/%s: %w", ns, QuotaName, err)
 	}
 	return nil
+}
+
+// quotasCounted waits until a controller has counted every quota prepare
+// made (want of them): until then the apiserver refuses every create a
+// quota covers ("status unknown for quota"). On a cluster where none
+// counts them, it removes them again and says why.
+func (c *clients) quotasCounted(ctx context.Context, want int) error {
+	sel := metav1.ListOptions{LabelSelector: LabelClassroom}
+	var waiting []string
+	err := cluster.Poll(ctx, time.Minute, "the students' ResourceQuotas counted", func(ctx context.Context) (bool, error) {
+		list, err := c.kube.CoreV1().ResourceQuotas("").List(ctx, sel)
+		if err != nil {
+			return false, err
+		}
+		waiting = waiting[:0]
+		for _, q := range list.Items {
+			if q.Name == QuotaName && len(q.Status.Hard) == 0 {
+				waiting = append(waiting, q.Namespace)
+			}
+		}
+		return len(list.Items) >= want && len(waiting) == 0, nil
+	})
+	if err == nil {
+		return nil
+	}
+	for _, ns := range waiting {
+		_ = c.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, QuotaName, metav1.DeleteOptions{})
+	}
+	return fmt.Errorf("%w: no controller counts ResourceQuotas on this cluster (kube-controller-manager's resourcequota), and until one does the apiserver refuses every create a quota covers; removed the %d not counted again", err, len(waiting))
 }
