@@ -3,8 +3,8 @@ package actions
 import (
 	"testing"
 
-	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/lessons"
+	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/sim/sandbox"
 )
 

@@ -33,7 +33,7 @@ func TestWriteYourOwnGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const first = 7 // step 8, from 0
+	const first = 7              // step 8, from 0
 	lastStep := len(l.Steps) - 1 // 13: two replicas, one leader
 	step7, err := l.Version(first - 1)
 	if err != nil {
