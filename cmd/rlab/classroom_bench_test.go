@@ -148,30 +148,33 @@ func measure(b testing.TB, k kube, window time.Duration) load {
 	}
 	m1 := scrape(b, k)
 	secs := time.Since(t0).Seconds()
-	l := load{rate: (m1.total - m0.total) / secs}
-	// p99 from the histogram's difference, interpolated in its bucket.
+	return load{rate: (m1.total - m0.total) / secs, p99: m1.quantile(m0, 0.99)}
+}
+
+// quantile is the q-quantile of the latencies between m0 and m, linearly
+// interpolated in its bucket.
+func (m metrics) quantile(m0 metrics, q float64) float64 {
 	var les []float64
-	for le := range m1.buckets {
+	for le := range m.buckets {
 		les = append(les, le)
 	}
 	sort.Float64s(les)
-	count := m1.buckets[math.Inf(1)] - m0.buckets[math.Inf(1)]
+	count := m.buckets[math.Inf(1)] - m0.buckets[math.Inf(1)]
 	prevLe, prevN := 0.0, 0.0
 	for _, le := range les {
-		c := m1.buckets[le] - m0.buckets[le]
-		if c >= 0.99*count {
-			if math.IsInf(le, 1) {
-				l.p99 = prevLe
-			} else if c > prevN {
-				l.p99 = prevLe + (le-prevLe)*(0.99*count-prevN)/(c-prevN)
-			} else {
-				l.p99 = le
+		c := m.buckets[le] - m0.buckets[le]
+		if c >= q*count {
+			switch {
+			case math.IsInf(le, 1):
+				return prevLe
+			case c > prevN:
+				return prevLe + (le-prevLe)*(q*count-prevN)/(c-prevN)
 			}
-			break
+			return le
 		}
 		prevLe, prevN = le, c
 	}
-	return l
+	return 0
 }
 
 type metrics struct {

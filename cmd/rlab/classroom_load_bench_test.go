@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +143,7 @@ func classLoad(b *testing.B, admin kube, dir string, shared []int, n int, pool [
 	m1 := scrapeLoad(b, admin)
 	secs := res.took.Seconds()
 	res.rate = (m1.total - m0.total) / secs
-	res.p50, res.p99 = m1.quantile(m0, 0.5), m1.quantile(m0, 0.99)
+	res.p50, res.p99 = m1.quantile(m0.metrics, 0.5), m1.quantile(m0.metrics, 0.99)
 	for code, v := range m1.codes {
 		d := v - m0.codes[code]
 		switch c, _ := strconv.Atoi(code); {
@@ -213,32 +211,6 @@ func scrapeLoad(b testing.TB, k kube) loadMetrics {
 		}
 	}
 	return m
-}
-
-// quantile is the q-quantile of the latencies between m0 and m, linearly
-// interpolated in its bucket.
-func (m loadMetrics) quantile(m0 loadMetrics, q float64) float64 {
-	var les []float64
-	for le := range m.buckets {
-		les = append(les, le)
-	}
-	sort.Float64s(les)
-	count := m.buckets[math.Inf(1)] - m0.buckets[math.Inf(1)]
-	prevLe, prevN := 0.0, 0.0
-	for _, le := range les {
-		c := m.buckets[le] - m0.buckets[le]
-		if c >= q*count {
-			switch {
-			case math.IsInf(le, 1):
-				return prevLe
-			case c > prevN:
-				return prevLe + (le-prevLe)*(q*count-prevN)/(c-prevN)
-			}
-			return le
-		}
-		prevLe, prevN = le, c
-	}
-	return 0
 }
 
 // sharedProcs are the pids of the host's apiserver and etcd.
