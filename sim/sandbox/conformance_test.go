@@ -335,9 +335,12 @@ func TestConformance(t *testing.T) {
 					pods, err := sb.Admin().Kube().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
 					return err == nil && len(pods.Items) == 0, err
 				})
-				if !hasEvent(trace.GCCollected, st, "Deployment/"+echo.DeploymentName(name)) {
-					t.Fatalf("no gc.collected event for the Deployment in %s", ns)
-				}
+				// Waited for, not looked at once: a Deployment whose Echo
+				// still looked alive when its deletion came is judged again
+				// after the world's settle time (nsModel.collected).
+				waitEvent(t, "gc.collected for the Deployment in "+ns, func(e trace.Event) bool {
+					return e.Kind == trace.GCCollected && e.Namespace == ns && e.Object == "Deployment/"+echo.DeploymentName(name)
+				})
 			}},
 	}
 	for _, step := range steps {
@@ -377,15 +380,6 @@ func eventsOf(kind trace.Kind, st style.Style, echoName string) []trace.Event {
 		}
 	}
 	return out
-}
-
-func hasEvent(kind trace.Kind, st style.Style, object string) bool {
-	for _, e := range events.All() {
-		if e.Kind == kind && e.Namespace == sb.Namespace(st) && e.Object == object {
-			return true
-		}
-	}
-	return false
 }
 
 // waitEvent waits until the trace holds an event matching match; if none
