@@ -503,9 +503,6 @@ var actions = map[string]actionKind{
 		},
 	},
 
-	// Ship the student's Go operator into the cluster: its image built and
-	// loaded into the kind node, its project's config/rbac granted to its
-	// ServiceAccount, a Deployment instead of its replicas here.
 	// Run the student's operator as N replicas here, with flags added.
 	lessons.ActReplicas: {
 		do: func(ctx context.Context, p *Player, a Args) error {
@@ -534,6 +531,9 @@ var actions = map[string]actionKind{
 		},
 	},
 
+	// Ship the student's Go operator into the cluster: its image built and
+	// loaded into the kind node, its project's config/rbac granted to its
+	// ServiceAccount, a Deployment instead of its replicas here.
 	lessons.ActShip: {
 		do: func(ctx context.Context, p *Player, a Args) error {
 			st := style.Style(a.Str("operator"))
