@@ -30,6 +30,11 @@ func TestFootprint(t *testing.T) {
 			step(op("delete_echoes", Args{"prefix": "load"})),
 			step(op("create_echo", Args{"name": "loader", "replicas": 1})),
 		}, Footprint{Echoes: 101, Pods: 103}},
+		{"a set scaled to zero, one scaled up (lesson 11)", []Step{
+			step(op("create_echoes", Args{"prefix": "load", "count": 100, "replicas": 0})),
+			step(op("set_replicas", Args{"name": "load-050", "replicas": 2})),
+			step(op("delete_echoes", Args{"prefix": "load"})),
+		}, Footprint{Echoes: 101, Pods: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

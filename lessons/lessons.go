@@ -47,8 +47,8 @@ type Lesson struct {
 	README  string
 	Steps   []Step
 	// Backends are the sandbox backends the lesson runs on (empty: every
-	// one), for a lesson that needs what some backend lacks: lesson 11's
-	// 300 Pods fit kwok's fake Nodes, not kind's one real node.
+	// one), for a lesson that needs what some backend lacks: lesson 17's
+	// 120 Pods fit kwok's fake Nodes, not kind's one real node.
 	Backends []string
 	// Needs says why, for the student whose backend is not listed.
 	Needs string

@@ -77,7 +77,7 @@ beyond the burst, at its rate.`,
 	fs.IntVar(&f.Rounds, "rounds", 3, "sandbox starts to time (the last one is measured further)")
 	fs.IntVar(&f.Reps, "reps", 10, "repetitions of each edit and drift (half as many GCs and failovers)")
 	fs.IntVar(&f.Echoes, "echoes", 500, "Echoes per style to apply at once (0: skip the scale run)")
-	fs.IntVar(&f.Replicas, "replicas", 1, "replicas of each of those Echoes")
+	fs.IntVar(&f.Replicas, "replicas", 1, "replicas of each of those Echoes (0: a Deployment each and no pod, as on a shared cluster)")
 	fs.DurationVar(&f.ScaleTimeout, "scale-timeout", 3*time.Minute, "how long the scale run waits for a style to converge")
 	fs.StringVar(&f.Operators, "operators", strings.Join(launch.Names(style.All()), ","), "operator styles to measure, comma-separated (the shell loop takes many minutes over 500 Echoes)")
 	fs.IntVar(&f.Workers, "workers", 0, "the Go operators' workers for the scale run (0: the libraries' default, 1)")

@@ -94,7 +94,7 @@ func TestBadFlags(t *testing.T) {
 		{"bench no rounds", nil, []string{"bench", "--rounds", "0"}, "--rounds 0: want at least 1"},
 		{"bench negative reps", nil, []string{"bench", "--reps", "-1"}, "--reps -1: want at least 1"},
 		{"bench negative echoes", nil, []string{"bench", "--echoes", "-1"}, "--echoes -1: want 0 (skip the scale run) or more"},
-		{"bench Echo replicas over the CRD's maximum", nil, []string{"bench", "--replicas", "6"}, "--replicas 6: want 1 to 5"},
+		{"bench Echo replicas over the CRD's maximum", nil, []string{"bench", "--replicas", "6"}, "--replicas 6: want 0 to 5"},
 		{"bench zero scale timeout", nil, []string{"bench", "--scale-timeout", "0s"}, "--scale-timeout 0s: want a positive duration, e.g. 3m"},
 		{"bench idle below 1s", nil, []string{"bench", "--idle", "100ms"}, "--idle 100ms: want at least 1s, e.g. 30s"},
 		{"bench no operators", nil, []string{"bench", "--operators", "none"}, "--operators none: want at least one style to measure, e.g. clientgo,runtime"},

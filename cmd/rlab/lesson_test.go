@@ -50,7 +50,7 @@ func TestLessonCommands(t *testing.T) {
 		{[]string{"lesson", "list"}, 0, []string{" 1  The reconcile loop", fmt.Sprintf(" %d/%d, 1 played\n", n-1, n),
 			" step 2 of 2\n", " done\n", "Leader election", "rlab lesson start N",
 			// time, prerequisites, backends
-			"~13 min  after 7", "after 2, 3", "envtest only", "envtest, kind only", "envtest, kubeconfig only"}},
+			"~13 min  after 7", "after 2, 3", "envtest only", "envtest, kind only", "kind only"}},
 		{[]string{"lesson", "list", "--lang", "zh"}, 0, []string{"调和循环", "约 13 分钟", "先学 7", "仅 envtest, kind"}},
 		// The lesson as text: its title, time, objectives, prose and steps' commands.
 		{[]string{"lesson", "show", "8"}, 0, []string{"# 8. Leader election", "About 13 minutes · after lesson 7", "## Objectives",
@@ -64,8 +64,8 @@ func TestLessonCommands(t *testing.T) {
 		{[]string{"lesson", "start", "x"}, 1, []string{`lesson "x": want a number`}},
 		{[]string{"lesson", "start"}, 1, []string{"accepts 1 arg"}},
 		// Refused before anything starts: kind's one node cannot hold it.
-		{[]string{"lesson", "verify", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only", "this sandbox is kind"}},
-		{[]string{"lesson", "start", "11", "--backend", "kind"}, 1, []string{"lesson 11 runs on envtest or kubeconfig only"}},
+		{[]string{"lesson", "verify", "17", "--backend", "kind"}, 1, []string{"lesson 17 runs on envtest only", "this sandbox is kind"}},
+		{[]string{"lesson", "start", "17", "--backend", "kind"}, 1, []string{"lesson 17 runs on envtest only"}},
 		// Lesson 12 grades the student's operator named mine.
 		{[]string{"lesson", "starter", "12"}, 0, []string{"#!/usr/bin/env bash", "reconcile_echo", "WATCH_NAMESPACE"}},
 		{[]string{"lesson", "starter", "12", "--step", "6"}, 0, []string{"ownerReferences", "update_status", `message=${message//\"/`}},

@@ -64,13 +64,8 @@ func Labels(echoName, managedBy string) map[string]string {
 // Arg is the http-echo argument carrying the message.
 func Arg(message string) string { return "-text=" + message }
 
-// Replicas is spec.replicas with the CRD's default applied.
-func Replicas(spec echov1.EchoSpec) int32 {
-	if spec.Replicas < 1 {
-		return 1
-	}
-	return spec.Replicas
-}
+// Replicas is spec.replicas with the CRD's default applied: 1 when unset.
+func Replicas(spec echov1.EchoSpec) int32 { return ptr.Deref(spec.Replicas, 1) }
 
 // OwnerReference is the controller reference from an Echo's children to it.
 // Deleting the Echo then deletes them through garbage collection.

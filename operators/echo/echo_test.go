@@ -18,7 +18,7 @@ import (
 func sample() *echov1.Echo {
 	return &echov1.Echo{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "u-1"},
-		Spec:       echov1.EchoSpec{Message: `say "hi"`, Replicas: 3},
+		Spec:       echov1.EchoSpec{Message: `say "hi"`, Replicas: ptr.To[int32](3)},
 	}
 }
 
@@ -45,9 +45,13 @@ func TestDesiredDeployment(t *testing.T) {
 		t.Fatal("the selector does not select the pod template")
 	}
 	e := sample()
-	e.Spec.Replicas = 0 // not defaulted yet
+	e.Spec.Replicas = nil // not defaulted yet
 	if got := *DesiredDeployment(e, nil, "x", DefaultImage).Spec.Replicas; got != 1 {
 		t.Fatalf("default replicas = %d, want 1", got)
+	}
+	e.Spec.Replicas = ptr.To[int32](0) // scaled to zero, not unset
+	if got := *DesiredDeployment(e, nil, "x", DefaultImage).Spec.Replicas; got != 0 {
+		t.Fatalf("replicas 0 = %d, want 0", got)
 	}
 }
 
@@ -115,7 +119,7 @@ func TestDrift(t *testing.T) {
 }
 
 func TestReady(t *testing.T) {
-	spec := echov1.EchoSpec{Replicas: 2}
+	spec := echov1.EchoSpec{Replicas: ptr.To[int32](2)}
 	if got := Ready(nil, spec); got != "0/2" {
 		t.Fatalf("no deployment: %q", got)
 	}

@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -20,7 +21,7 @@ func echoSaying(ns, name, message string) *echov1.Echo {
 	return &echov1.Echo{
 		TypeMeta:   metav1.TypeMeta{APIVersion: echov1.GroupVersion.String(), Kind: echov1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       echov1.EchoSpec{Message: message, Replicas: 1},
+		Spec:       echov1.EchoSpec{Message: message, Replicas: ptr.To[int32](1)},
 	}
 }
 

@@ -358,7 +358,7 @@ reconcile_echo() {
   finalizers=${out%%$'\n'*} out=${out#*$'\n'}
   cond_ready=${out%%$'\n'*} out=${out#*$'\n'}
   cond_progressing=${out%%$'\n'*} message=${out#*$'\n'}
-  [[ $replicas =~ ^[0-9]+$ ]] && ((replicas >= 1)) || replicas=1 # the CRD's default
+  [[ $replicas =~ ^[0-9]+$ ]] || replicas=1 # unset: the CRD's default; 0 is an Echo scaled to zero
   whole generation observed
 
   # Step 2: the finalizer

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
@@ -212,7 +213,7 @@ func TestRendersDeployment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &echov1.Echo{
 				ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo", UID: "uid-1"},
-				Spec:       echov1.EchoSpec{Message: tc.message, Replicas: 2},
+				Spec:       echov1.EchoSpec{Message: tc.message, Replicas: ptr.To[int32](2)},
 			}
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "echo"), []byte(getAnswer(e)), 0o600); err != nil {

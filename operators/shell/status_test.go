@@ -48,7 +48,7 @@ func getAnswer(e *echov1.Echo) string {
 		return strings.Join([]string{string(c.Status), c.Reason, num(c.ObservedGeneration),
 			c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message}, "\t")
 	}
-	return strings.Join([]string{string(e.UID), num(e.Spec.Replicas), num(e.Generation), e.Status.Ready,
+	return strings.Join([]string{string(e.UID), num(*e.Spec.Replicas), num(e.Generation), e.Status.Ready,
 		num(e.Status.ObservedGeneration), "7", "", "", cond(echo.ConditionReady), cond(echo.ConditionProgressing),
 		e.Spec.Message}, "\n")
 }

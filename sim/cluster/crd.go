@@ -19,7 +19,9 @@ import (
 // ("status.observedGeneration", ...), which the apiserver prunes from every
 // write, so the operators' status would never stick; then the spec's CEL
 // rules (`spec rule "self.message..."`), without which an Echo lesson 16
-// shows refused would be accepted.
+// shows refused would be accepted; then a lower bound on spec.replicas
+// ("spec.replicas minimum 0"), without which lesson 11's Echoes scaled to
+// zero are refused.
 func CRDOutdated(got *apiextensionsv1.CustomResourceDefinition) ([]string, error) {
 	want, err := echov1.CRD()
 	if err != nil {
@@ -54,6 +56,14 @@ func CRDOutdated(got *apiextensionsv1.CustomResourceDefinition) ([]string, error
 			if !slices.Contains(rules, r.Rule) {
 				missing = append(missing, fmt.Sprintf("spec rule %q", r.Rule))
 			}
+		}
+		wm := ws.Properties["replicas"].Minimum
+		var gm *float64
+		if s := propSchema(got, "spec"); s != nil {
+			gm = s.Properties["replicas"].Minimum
+		}
+		if wm != nil && gm != nil && *gm > *wm {
+			missing = append(missing, fmt.Sprintf("spec.replicas minimum %g", *wm))
 		}
 	}
 	return missing, nil

@@ -124,6 +124,11 @@ func TestCRDOutdated(t *testing.T) {
 		{"no status", noStatus, "status.conditions status.observedGeneration status.ready"},
 		{"keeps unknown fields", keeps, ""},
 		{"no rule", noRuleCRD(t), `spec rule "self.message.size() == 0 || self.message.trim().size() > 0"`},
+		{"no replicas 0", crdWith(t, "spec", func(s *apiextensionsv1.JSONSchemaProps) {
+			r := s.Properties["replicas"]
+			r.Minimum = ptr.To[float64](1)
+			s.Properties["replicas"] = r
+		}), "spec.replicas minimum 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

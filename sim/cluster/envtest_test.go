@@ -148,8 +148,8 @@ func echo(name string, spec map[string]any) *unstructured.Unstructured {
 }
 
 // TestEchoValidation: the apiserver enforces the CRD schema with its own
-// message naming the field, stores nothing for a rejected spec, and defaults
-// replicas to 1.
+// message naming the field, stores nothing for a rejected spec, defaults
+// replicas to 1 and keeps a 0 (an Echo scaled to zero).
 func TestEchoValidation(t *testing.T) {
 	simtest.NeedsControlPlane(t)
 	ctx := t.Context()
@@ -160,8 +160,8 @@ func TestEchoValidation(t *testing.T) {
 		spec map[string]any
 		want []string // fragments of the apiserver's message
 	}{
-		{"replicas-zero", map[string]any{"message": "hi", "replicas": int64(0)},
-			[]string{"spec.replicas", "should be greater than or equal to 1"}},
+		{"replicas-negative", map[string]any{"message": "hi", "replicas": int64(-1)},
+			[]string{"spec.replicas", "should be greater than or equal to 0"}},
 		{"replicas-six", map[string]any{"message": "hi", "replicas": int64(6)},
 			[]string{"spec.replicas", "should be less than or equal to 5"}},
 		{"replicas-string", map[string]any{"message": "hi", "replicas": "abc"},
@@ -186,16 +186,25 @@ func TestEchoValidation(t *testing.T) {
 		})
 	}
 
-	t.Run("replicas-default", func(t *testing.T) {
-		got, err := echoes.Create(ctx, echo("plain", map[string]any{"message": "hi"}), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, found, err := unstructured.NestedInt64(got.Object, "spec", "replicas")
-		if err != nil || !found || r != 1 {
-			t.Fatalf("spec.replicas = %d (found=%v, %v), want default 1", r, found, err)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		spec map[string]any
+		want int64
+	}{
+		{"replicas-default", map[string]any{"message": "hi"}, 1},
+		{"replicas-zero", map[string]any{"message": "hi", "replicas": int64(0)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := echoes.Create(ctx, echo(tc.name, tc.spec), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, found, err := unstructured.NestedInt64(got.Object, "spec", "replicas")
+			if err != nil || !found || r != tc.want {
+				t.Fatalf("spec.replicas = %d (found=%v, %v), want %d", r, found, err, tc.want)
+			}
+		})
+	}
 }
 
 // TestCapacity: the fake Nodes hold what a sandbox can ask for (500 Echoes

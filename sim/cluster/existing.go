@@ -240,8 +240,9 @@ func (e *Existing) upgradeCRD(ctx context.Context, name string) ([]string, error
 	}
 	missing, err := upgradeEchoCRD(ctx, cs, got, Poll)
 	if apierrors.IsForbidden(err) && !StatusMissing(missing) {
-		// Only a rule is missing: every status sticks, and only lesson 16
-		// (which runs on a cluster of rlab's own) would see the difference.
+		// Only a rule or replicas' bound is missing: every status sticks;
+		// lesson 16 (on a cluster of rlab's own) would see a refused Echo
+		// accepted, and lesson 11 its Echoes scaled to zero refused.
 		e.opts.Log.Warn("the Echo CRD lacks what this rlab's has, and this user may not update it",
 			"lacks", missing, "user", e.user, "fix", "rlab crd | kubectl apply -f -")
 		return nil, nil

@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -317,13 +318,29 @@ func TestConformance(t *testing.T) {
 			}
 			return nil
 		}, func(t *testing.T, st style.Style) {
-			if e := getEcho(t, st, name); e.Spec.Replicas != 4 {
-				t.Fatalf("spec.replicas = %d after a rejected edit", e.Spec.Replicas)
+			if e := getEcho(t, st, name); echo.Replicas(e.Spec) != 4 {
+				t.Fatalf("spec.replicas = %d after a rejected edit", echo.Replicas(e.Spec))
 			}
 			if d := deployment(t, st, name); *d.Spec.Replicas != 4 {
 				t.Fatalf("deployment replicas = %d after a rejected edit", *d.Spec.Replicas)
 			}
 		}},
+		{"scaled to zero: 0/0, no pod, Ready", func() error { return sb.Student().SetReplicas(ctx, name, 0) },
+			func(t *testing.T, st style.Style) {
+				eventually(t, time.Minute, "0/0", converged(st, name, 0, "xin chào, second"))
+				simtest.Eventually(t, time.Minute, "pods gone", func(ctx context.Context) (bool, error) {
+					pods, err := sb.Admin().Kube().CoreV1().Pods(sb.Namespace(st)).List(ctx, metav1.ListOptions{LabelSelector: echo.LabelKey + "=" + name})
+					return err == nil && len(pods.Items) == 0, err
+				})
+				// Every pod it asks for is ready: none. Read once the
+				// status is for this spec.
+				simtest.Eventually(t, time.Minute, "Ready for this generation", func(context.Context) (bool, error) {
+					e := getEcho(t, st, name)
+					c := meta.FindStatusCondition(e.Status.Conditions, echo.ConditionReady)
+					return echo.Replicas(e.Spec) == 0 && e.Status.ObservedGeneration == e.Generation &&
+						c != nil && c.Status == metav1.ConditionTrue, nil
+				})
+			}},
 		{"echo deleted: children collected by GC", func() error { return sb.Student().DeleteEcho(ctx, name) },
 			func(t *testing.T, st style.Style) {
 				eventually(t, time.Minute, "echo and deployment gone", func(sn world.Snapshot) bool {

@@ -29,7 +29,7 @@ func TestNotControlledByUs(t *testing.T) {
 	for _, st := range style.All() {
 		theirs := echo.DesiredDeployment(&echov1.Echo{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace(st)},
-			Spec:       echov1.EchoSpec{Message: "made by hand", Replicas: 1},
+			Spec:       echov1.EchoSpec{Message: "made by hand", Replicas: ptr.To[int32](1)},
 		}, nil, "by-hand", sb.Cluster().Image())
 		theirs.OwnerReferences = nil
 		if _, err := sb.Admin().Kube().AppsV1().Deployments(sb.Namespace(st)).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {

@@ -226,7 +226,7 @@ func (m *nsModel) view() *NamespaceView {
 			UID:        string(e.UID),
 			Message:    e.Spec.Message,
 			Wants:      echo.Message(e.Spec.Message, m.defaults),
-			Replicas:   e.Spec.Replicas,
+			Replicas:   echo.Replicas(e.Spec),
 			Generation: e.Generation,
 			Ready:      e.Status.Ready,
 			Deleting:   deleting(e),

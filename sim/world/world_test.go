@@ -541,7 +541,7 @@ func TestConverge(t *testing.T) {
 		replicas int32
 		message  string
 	}{
-		{"replicas", func(s *echov1.EchoSpec) { s.Replicas = 3 }, 3, "hello from rlab"},
+		{"replicas", func(s *echov1.EchoSpec) { s.Replicas = ptr.To[int32](3) }, 3, "hello from rlab"},
 		{"message", func(s *echov1.EchoSpec) { s.Message = "xin chao" }, 2, "xin chao"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -361,3 +361,33 @@ func hasEnglish(text, e string) bool {
 		i = end
 	}
 }
+
+// TestTUIPaneReplicaSets: old ReplicaSets scaled to zero are counted, not
+// listed; a Deployment scaled to zero (an Echo of 0 replicas) has no other,
+// and its ReplicaSet is listed, not called old.
+func TestTUIPaneReplicaSets(t *testing.T) {
+	tests := []struct {
+		name        string
+		replicas    int
+		rs          []*world.ReplicaSetView
+		want, never string
+	}{
+		{"rolled out", 2, []*world.ReplicaSetView{{Name: "echo-hello-new", Replicas: 2, ReadyReplicas: 2}, {Name: "echo-hello-old"}},
+			"ReplicaSet …-new 2/2", "…-old"},
+		{"rolled out, counted", 2, []*world.ReplicaSetView{{Name: "echo-hello-new", Replicas: 2, ReadyReplicas: 2}, {Name: "echo-hello-old"}},
+			"1 old RS", ""},
+		{"scaled to zero", 0, []*world.ReplicaSetView{{Name: "echo-hello-only"}}, "ReplicaSet …-only 0/0", "old RS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := fixture.Namespace(style.ClientGo, tt.replicas, tt.replicas, "")
+			n.Echoes["hello"].Deployment.ReplicaSets = tt.rs
+			st := stats.New([]style.Style{style.ClientGo}).Styles[style.ClientGo]
+			d := Data{Style: style.ClientGo, Stats: st, NS: n, Echo: "hello", Now: fixture.At(10 * time.Second)}
+			got := ansi.Strip(strings.Join(Tree(d, st, 120, common.NewTheme(true)), "\n"))
+			if !strings.Contains(got, tt.want) || (tt.never != "" && strings.Contains(got, tt.never)) {
+				t.Fatalf("want %q and never %q in\n%s", tt.want, tt.never, got)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -13,6 +14,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // jsonFields lists a struct's JSON field names and which of them are required
@@ -96,7 +98,11 @@ func TestCRDMatchesTypes(t *testing.T) {
 			}
 			for f := range tc.typ.Fields() {
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				want := map[reflect.Kind]string{reflect.String: "string", reflect.Int32: "integer", reflect.Int64: "integer", reflect.Slice: "array"}[f.Type.Kind()]
+				typ := f.Type
+				if typ.Kind() == reflect.Pointer { // optional, with a zero of its own
+					typ = typ.Elem()
+				}
+				want := map[reflect.Kind]string{reflect.String: "string", reflect.Int32: "integer", reflect.Int64: "integer", reflect.Slice: "array"}[typ.Kind()]
 				if got := tc.schema.Properties[name].Type; got != want {
 					t.Errorf("%s.%s: schema type %q, Go kind %s", tc.name, name, got, f.Type.Kind())
 				}
@@ -197,5 +203,32 @@ func TestNewEcho(t *testing.T) {
 	spec, _ := u.Object["spec"].(map[string]any)
 	if spec["message"] != "hi" || spec["replicas"] != int64(2) {
 		t.Fatalf("spec %v", spec)
+	}
+}
+
+// TestReplicasZeroSent: an Echo scaled to zero says so in every write. As
+// an int32 with omitempty, 0 was dropped, and the apiserver defaulted the
+// Echo a Go client updated (a finalizer added) back to 1.
+func TestReplicasZeroSent(t *testing.T) {
+	tests := []struct {
+		name string
+		spec EchoSpec
+		want string
+	}{
+		{"zero", EchoSpec{Message: "m", Replicas: ptr.To[int32](0)}, `{"message":"m","replicas":0}`},
+		{"two", EchoSpec{Message: "m", Replicas: ptr.To[int32](2)}, `{"message":"m","replicas":2}`},
+		{"unset: the apiserver's default", EchoSpec{Message: "m"}, `{"message":"m"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.spec)
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("json = %s, %v; want %s", b, err, tc.want)
+			}
+		})
+	}
+	in := NewEcho("ns", "e", "m", 0)
+	if out := in.DeepCopy(); out.Spec.Replicas == in.Spec.Replicas || *out.Spec.Replicas != 0 {
+		t.Fatalf("DeepCopy shares or loses spec.replicas: %v", out.Spec.Replicas)
 	}
 }

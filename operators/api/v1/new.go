@@ -15,7 +15,7 @@ func NewEcho(namespace, name, message string, replicas int32) *Echo {
 	return &Echo{
 		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       EchoSpec{Message: message, Replicas: replicas},
+		Spec:       EchoSpec{Message: message, Replicas: &replicas},
 	}
 }
 

@@ -34,8 +34,10 @@ var (
 )
 
 // MinReplicas and MaxReplicas bound spec.replicas, as the CRD's schema does.
+// 0 is an Echo scaled to zero: its Deployment and no pod (lesson 11's
+// hundred Echoes, which a shared cluster could not give a pod each).
 const (
-	MinReplicas = 1
+	MinReplicas = 0
 	MaxReplicas = 5
 )
 
@@ -45,8 +47,17 @@ const (
 type EchoSpec struct {
 	// Message is what every pod answers (http-echo -text=<message>). Required; empty, the namespace default (ConfigMap echo-defaults).
 	Message string `json:"message"`
-	// Replicas is the number of pods, 1 to 5; the apiserver defaults it to 1.
-	Replicas int32 `json:"replicas,omitempty"`
+	// Replicas is the number of pods, 0 to 5; the apiserver defaults it to 1.
+	Replicas *int32 `json:"replicas,omitempty"` // a pointer, as Deployment's: an int32's omitempty would drop a 0 from every write, and the apiserver default it back to 1
+}
+
+// DeepCopyInto copies the receiver into out.
+func (in *EchoSpec) DeepCopyInto(out *EchoSpec) {
+	*out = *in
+	if in.Replicas != nil {
+		out.Replicas = new(int32)
+		*out.Replicas = *in.Replicas
+	}
 }
 
 // EchoStatus is what the operator observed.
@@ -101,7 +112,7 @@ func (in *Echo) DeepCopyInto(out *Echo) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec = in.Spec
+	in.Spec.DeepCopyInto(&out.Spec)
 	in.Status.DeepCopyInto(&out.Status)
 }
 

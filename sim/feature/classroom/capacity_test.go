@@ -37,8 +37,8 @@ func pod(name, cpu string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
-// needs are lessons of the sizes the course's have: small ones, and lesson
-// 11's hundred Echoes of a pod each.
+// needs are a small lesson of the course's size and a large one: a hundred
+// Echoes of a pod each (lesson 11 before its Echoes were scaled to zero).
 var needs = []Need{{Lesson: 1, Title: "one", Echoes: 2, Pods: 4}, {Lesson: 11, Title: "hundred", Echoes: 101, Pods: 103}}
 
 // TestQuotaFor: the quota holds what the most demanding lesson holds, with
