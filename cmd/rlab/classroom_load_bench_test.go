@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,10 +62,13 @@ func BenchmarkClassroomLoad(b *testing.B) {
 			b.Fatalf("classroom prepare: exit %d\n%s%s", code, out, errOut)
 		}
 		shared := sharedProcs(b, filepath.Join(filepath.Dir(host), "pids"))
-		var rows []string
+		var rows, errs []string
 		for _, n := range counts {
 			r := classLoad(b, admin, dir, shared, n, pool, per)
 			rows = append(rows, r.row(n))
+			if r.errors > 0 {
+				errs = append(errs, fmt.Sprintf("%d students: %s", n, r.errorsBy()))
+			}
 			b.ReportMetric(r.rate, fmt.Sprintf("n%d-req/s", n))
 			b.ReportMetric(r.p50*1000, fmt.Sprintf("n%d-p50-ms", n))
 			b.ReportMetric(r.p99*1000, fmt.Sprintf("n%d-p99-ms", n))
@@ -70,6 +76,9 @@ func BenchmarkClassroomLoad(b *testing.B) {
 			b.ReportMetric(r.sharedCPU/r.took.Minutes()/float64(n), fmt.Sprintf("n%d-apiserver-cpu-s/student-min", n))
 		}
 		b.Logf("students  took  req/s  p50 ms  p99 ms  5xx+429  409  lessons ok  isolated  apiserver+etcd CPU s  students' CPU s\n%s", strings.Join(rows, "\n"))
+		if len(errs) > 0 {
+			b.Logf("5xx and 429 by code, verb and resource:\n%s", strings.Join(errs, "\n"))
+		}
 	}
 }
 
@@ -78,10 +87,24 @@ type loadResult struct {
 	took              time.Duration
 	rate, p50, p99    float64
 	errors, conflicts float64
+	errorCounts       map[string]float64 // "code VERB resource": the 5xx and 429
 	ok, lessons       int
 	isolated          bool
 	sharedCPU, ownCPU float64 // seconds: the apiserver and etcd; the students' rlab trees
 	failures          []string
+}
+
+// errorsBy is the 5xx and 429, most first, e.g. "429 LIST echoes ×6".
+func (r loadResult) errorsBy() string {
+	keys := slices.Collect(maps.Keys(r.errorCounts))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(r.errorCounts[b], r.errorCounts[a]), cmp.Compare(a, b))
+	})
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s ×%.0f", k, r.errorCounts[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (r loadResult) row(n int) string {
@@ -144,11 +167,14 @@ func classLoad(b *testing.B, admin kube, dir string, shared []int, n int, pool [
 	secs := res.took.Seconds()
 	res.rate = (m1.total - m0.total) / secs
 	res.p50, res.p99 = m1.quantile(m0.metrics, 0.5), m1.quantile(m0.metrics, 0.99)
-	for code, v := range m1.codes {
-		d := v - m0.codes[code]
+	res.errorCounts = map[string]float64{}
+	for key, v := range m1.codes {
+		d := v - m0.codes[key]
+		code, _, _ := strings.Cut(key, " ")
 		switch c, _ := strconv.Atoi(code); {
-		case c >= 500 || c == 429:
+		case (c >= 500 || c == 429) && d > 0:
 			res.errors += d
+			res.errorCounts[key] += d
 		case c == 409:
 			res.conflicts += d
 		}
@@ -188,8 +214,9 @@ func isolated(b *testing.B, dir string, n int) bool {
 	return ok
 }
 
-// loadMetrics are the apiserver's request counters, by code, and its
-// latency histogram of non-watch requests.
+// loadMetrics are the apiserver's request counters, by code, verb and
+// resource ("429 LIST echoes"), and its latency histogram of non-watch
+// requests.
 type loadMetrics struct {
 	metrics
 	codes map[string]float64
@@ -203,12 +230,23 @@ func scrapeLoad(b testing.TB, k kube) loadMetrics {
 	if err != nil {
 		b.Fatalf("apiserver metrics: %v", err)
 	}
-	code := regexp.MustCompile(`^apiserver_request_total\{.*code="(\d+)".*\} ([0-9.e+]+)$`)
+	total := regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+	label := regexp.MustCompile(`(\w+)="([^"]*)"`)
 	for _, line := range strings.Split(string(raw), "\n") {
-		if s := code.FindStringSubmatch(line); s != nil {
-			v, _ := strconv.ParseFloat(s[2], 64)
-			m.codes[s[1]] += v
+		s := total.FindStringSubmatch(line)
+		if s == nil {
+			continue
 		}
+		l := map[string]string{}
+		for _, kv := range label.FindAllStringSubmatch(s[1], -1) {
+			l[kv[1]] = kv[2]
+		}
+		res := l["resource"]
+		if l["subresource"] != "" {
+			res += "/" + l["subresource"]
+		}
+		v, _ := strconv.ParseFloat(s[2], 64)
+		m.codes[l["code"]+" "+l["verb"]+" "+res] += v
 	}
 	return m
 }
