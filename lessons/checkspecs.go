@@ -112,7 +112,7 @@ var checks = map[string]checkSpec{
 		args: spec{required: argTypes{"style": tStyle, "prefix": tName, "count": tInt}},
 		words: func(s say, a Args) string {
 			n, _ := a.Int("count")
-			return s.f("all %d Echoes %s report every replica ready", n, setNames(a.Str("prefix"), n))
+			return s.f("all %d Echoes %s report every replica ready, their Deployments up to date", n, setNames(a.Str("prefix"), n))
 		},
 	},
 	"echoes_converged": {

@@ -56,6 +56,19 @@ func withEcho(v View, fn func(e *world.EchoView, ns *world.NamespaceView)) View 
 	return v
 }
 
+// withSet is v with Echo load-001 beside hello in every style: ready as
+// status.ready, its Progressing condition progressing, 0 replicas for "0/0".
+func withSet(v View, ready, progressing string) View {
+	return withEcho(v, func(_ *world.EchoView, ns *world.NamespaceView) {
+		r := int32(0)
+		if ready != "0/0" {
+			r = 1
+		}
+		ns.Echoes["load-001"] = &world.EchoView{Name: "load-001", Ready: ready, Replicas: r,
+			Conditions: map[string]string{"Progressing": progressing}}
+	})
+}
+
 // setConverged is the world's report at ms that Echo prefix-00i of st
 // converged took ms after it was created.
 func setConverged(st, prefix string, i, ms int, took float64) trace.Event {
@@ -104,6 +117,12 @@ func TestCondEval(t *testing.T) {
 			with(ev(10, "runtime/a", trace.InformerUpdate, "echo-runtime", "Deployment/echo-hello", trace.Informer{Change: "status", Filtered: true}),
 				ev(20, "runtime/a", trace.InformerUpdate, "echo-runtime", "Echo/hello", trace.Informer{Change: "status", Filtered: true})),
 			false, false, "runtime 1 (want ≤0)"},
+		{"a set scaled to zero, ready and up to date", lessons.Cond{Kind: "echoes_ready", Args: Args{"style": "runtime", "prefix": "load", "count": 1}, Line: 0},
+			withSet(base, "0/0", "False"), true, false, "1 of 1 ready"},
+		{"a set ready at its first write, still Progressing", lessons.Cond{Kind: "echoes_ready", Args: Args{"style": "runtime", "prefix": "load", "count": 1}, Line: 0},
+			withSet(base, "0/0", "True"), false, false, "1 of 1 ready, 1 of them still Progressing"},
+		{"a set not ready", lessons.Cond{Kind: "echoes_ready", Args: Args{"style": "runtime", "prefix": "load", "count": 1}, Line: 0},
+			withSet(base, "0/1", "True"), false, false, "0 of 1 ready"},
 		{"replicas ready", lessons.Cond{Kind: "deployment_replicas", Args: Args{"style": "all", "name": "hello", "replicas": 2, "ready": true}, Line: 0}, base, true, false, "replicas 2, 2 ready"},
 		{"owned", lessons.Cond{Kind: "owned", Args: Args{"style": "all", "name": "hello"}, Line: 0}, base, true, false, `controller "Echo/hello"`},
 		{"not orphaned while owned", lessons.Cond{Kind: "orphaned", Args: Args{"style": "shell", "name": "hello"}, Line: 0}, base, false, false, "still controlled by Echo/hello"},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kkloud/rlab/lessons"
 	echov1 "github.com/kkloud/rlab/operators/api/v1"
 	"github.com/kkloud/rlab/operators/echo"
@@ -204,14 +206,25 @@ var checks = map[string]checkKind{
 	"echoes_ready": {
 		eval: func(a Args, v View, st style.Style) styleResult {
 			n, _ := a.Int("count")
-			ns, ready := nsView(v, st), 0
+			ns, ready, moving := nsView(v, st), 0, 0
 			for i := 1; i <= n; i++ {
-				if e := ns.Echoes[sandbox.SetName(a.Str("prefix"), i)]; e != nil && e.Ready != "" &&
-					e.Ready == fmt.Sprintf("%d/%d", e.Replicas, e.Replicas) {
-					ready++
+				e := ns.Echoes[sandbox.SetName(a.Str("prefix"), i)]
+				if e == nil || e.Ready == "" || e.Ready != fmt.Sprintf("%d/%d", e.Replicas, e.Replicas) {
+					continue
+				}
+				ready++
+				// Ready at its first status write (0/0 at once for an Echo
+				// scaled to zero), the operator still owes the write that
+				// says its Deployment is up to date, if it writes one.
+				if e.Conditions[echo.ConditionProgressing] == string(metav1.ConditionTrue) {
+					moving++
 				}
 			}
-			return styleResult{ok: ready == n, detail: fmt.Sprintf("%d of %d ready", ready, n)}
+			r := styleResult{ok: ready == n && moving == 0, detail: fmt.Sprintf("%d of %d ready", ready, n)}
+			if moving > 0 {
+				r.detail += fmt.Sprintf(", %d of them still Progressing", moving)
+			}
+			return r
 		},
 	},
 

@@ -295,9 +295,9 @@ func (o *operator) dropped(err error) error {
 
 // desired is the Deployment Echo e asks for.
 func (o *operator) desired(e *echov1.Echo) *appsv1.Deployment {
-	replicas := e.Spec.Replicas
-	if replicas < 1 {
-		replicas = 1 // the CRD's default
+	replicas := int32(1) // unset: the CRD's default
+	if e.Spec.Replicas != nil {
+		replicas = *e.Spec.Replicas
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "echo", "app.kubernetes.io/instance": e.Name, "app.kubernetes.io/managed-by": "fragile"}
 	return &appsv1.Deployment{
