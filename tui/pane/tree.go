@@ -159,7 +159,8 @@ func deployment(d Data, dv *world.DeploymentView, first, indent string, w int, s
 	}
 	out := []string{l.Fit(w)}
 	// Old ReplicaSets scaled to zero stay (revision history): count them.
-	// A Deployment scaled to zero has no other: its ReplicaSets are shown.
+	// A Deployment scaled to zero has every ReplicaSet at 0/0, its current
+	// one too, which cannot be told from the old: all are listed.
 	old := 0
 	for _, rs := range dv.ReplicaSets {
 		if rs.Replicas == 0 && rs.ReadyReplicas == 0 && !rs.Deleting && dv.Replicas > 0 {
